@@ -30,7 +30,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(
-	// subcommands
+		newWorldCmd(),
 	)
 	return root
 }

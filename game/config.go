@@ -1,0 +1,137 @@
+package game
+
+import (
+	"time"
+
+	"github.com/shardwise/shardwise/entityid"
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/torus"
+)
+
+// Config configures a Game. Zero fields take the defaults documented on
+// them (filled in by WithDefaults).
+type Config struct {
+	// Seed makes the run reproducible: same seed, same world, same bytes.
+	Seed uint64
+	// Node is the entity id node part, 0–255. Default 0.
+	Node int
+	// Torus is the world geometry. Default torus.DefaultConfig() (128 km).
+	Torus torus.Config
+	// Players is how many players (master + pet each) log in at start.
+	// Default 8.
+	Players int
+	// PartySize groups consecutive accounts into parties. Default 3.
+	PartySize int
+	// Area is the side, in metres, of the square centred on the torus
+	// origin (0, 0) where players start; centring it there puts both seams
+	// through the middle of the play area. Default 1000.
+	Area float64
+	// Roam is how far from home, in metres, a master's waypoints lie.
+	// Default 150.
+	Roam float64
+	// DenChance is the probability that a column is a den cell. Default 0.04.
+	DenChance float64
+	// DenCapacity is how many mobs a den keeps stocked. Default 4.
+	DenCapacity int
+	// StockRadius: a den stocks only while a player master is this close
+	// (metres, wrap-aware). Default 160.
+	StockRadius float64
+	// NoticeRadius: a mob notices a player this close. Default 20.
+	NoticeRadius float64
+	// WanderChance is the probability per tick that an idle mob starts a
+	// new wander leg. Default 0.025 (a pause of 2 s on average); 1 keeps
+	// every mob moving (the benchmark's "moving entities").
+	WanderChance float64
+	// AttackRange is the reach of a melee attack. Default 2.5.
+	AttackRange float64
+	// MaterialiseBudget caps columns materialised per tick. Default 64.
+	MaterialiseBudget int
+	// TickInterval is the fixed step. Default 50 ms (20 Hz).
+	TickInterval time.Duration
+	// Start is the simulated wall time of tick 0, used for entity ids.
+	// Default 2026-01-01T00:00:00Z.
+	Start time.Time
+}
+
+// WithDefaults returns c with zero fields filled in.
+func (c Config) WithDefaults() Config {
+	c.Torus = c.Torus.WithDefaults()
+	if c.Players == 0 {
+		c.Players = 8
+	}
+	if c.PartySize == 0 {
+		c.PartySize = 3
+	}
+	if c.Area == 0 {
+		c.Area = 1000
+	}
+	if c.Roam == 0 {
+		c.Roam = 150
+	}
+	if c.DenChance == 0 {
+		c.DenChance = 0.04
+	}
+	if c.DenCapacity == 0 {
+		c.DenCapacity = 4
+	}
+	if c.StockRadius == 0 {
+		c.StockRadius = 160
+	}
+	if c.NoticeRadius == 0 {
+		c.NoticeRadius = 20
+	}
+	if c.WanderChance == 0 {
+		c.WanderChance = 0.025
+	}
+	if c.AttackRange == 0 {
+		c.AttackRange = 2.5
+	}
+	if c.MaterialiseBudget == 0 {
+		c.MaterialiseBudget = 64
+	}
+	if c.TickInterval == 0 {
+		c.TickInterval = 50 * time.Millisecond
+	}
+	if c.Start.IsZero() {
+		c.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return c
+}
+
+// Validate checks c after defaults.
+func (c Config) Validate() error {
+	if err := c.Torus.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.Node < 0 || c.Node > entityid.MaxNode:
+		return errcode.Config("Node", c.Node, "must be within [0, 255]")
+	case c.Players < 0:
+		return errcode.Config("Players", c.Players, "must not be negative")
+	case c.PartySize < 1:
+		return errcode.Config("PartySize", c.PartySize, "must be at least 1")
+	case c.Area <= 0 || c.Area > float64(c.Torus.Width) || c.Area > float64(c.Torus.Height):
+		return errcode.Config("Area", c.Area, "must be positive and fit the torus")
+	case c.Roam <= 0:
+		return errcode.Config("Roam", c.Roam, "must be positive")
+	case c.DenChance < 0 || c.DenChance > 1:
+		return errcode.Config("DenChance", c.DenChance, "must be within [0, 1]")
+	case c.DenCapacity < 1:
+		return errcode.Config("DenCapacity", c.DenCapacity, "must be at least 1")
+	case c.StockRadius <= 0:
+		return errcode.Config("StockRadius", c.StockRadius, "must be positive")
+	case c.NoticeRadius <= 0:
+		return errcode.Config("NoticeRadius", c.NoticeRadius, "must be positive")
+	case c.WanderChance < 0 || c.WanderChance > 1:
+		return errcode.Config("WanderChance", c.WanderChance, "must be within [0, 1]")
+	case c.AttackRange <= 0:
+		return errcode.Config("AttackRange", c.AttackRange, "must be positive")
+	case c.MaterialiseBudget < 1:
+		return errcode.Config("MaterialiseBudget", c.MaterialiseBudget, "must be at least 1")
+	case c.TickInterval <= 0:
+		return errcode.Config("TickInterval", c.TickInterval, "must be positive")
+	case c.Start.UnixMilli() < entityid.EpochUnixMilli:
+		return errcode.Config("Start", c.Start, "must not be before the entity id epoch (2024-01-01)")
+	}
+	return nil
+}

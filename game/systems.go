@@ -1,0 +1,177 @@
+package game
+
+import (
+	"math"
+
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/torus"
+)
+
+// staggered spreads per-entity work over perceptionStagger ticks so that
+// no tick pays for everyone.
+func staggered(id ecs.ID, t ecs.Tick, every uint64) bool {
+	return (uint64(id)+t.N)%every == 0
+}
+
+// runPlayers drives each master like a bot: walk to a waypoint around
+// home, and hit the nearest mob in reach.
+func (g *Game) runPlayers(w *ecs.World, t ecs.Tick) {
+	reach := g.cfg.AttackRange + 2
+	g.masterQ.Each(func(id ecs.ID, m *Master, p *Position, path *Path) {
+		if !path.Active {
+			g.walk(id, path, g.randomAround(m.Home, g.cfg.Roam), 5)
+		}
+		if t.N < m.NextAttack || !staggered(id, t, perceptionStagger) {
+			return
+		}
+		if mob, ok := g.nearest(p.Pos, reach, g.c.mob); ok {
+			g.send(Intent{Kind: Damage, Source: id, Target: mob, Amount: playerDamage})
+			m.NextAttack = t.N + attackCooldown
+		}
+	})
+}
+
+// runPets follows the master and heals it when it is hurt.
+func (g *Game) runPets(w *ecs.World, t ecs.Tick) {
+	g.petQ.Each(func(id ecs.ID, pet *Pet, p *Position, path *Path) {
+		if !staggered(id, t, perceptionStagger) {
+			return
+		}
+		mp, ok := g.c.pos.Get(pet.Master)
+		if !ok {
+			return
+		}
+		if g.geo.DistanceSq(p.Pos, mp.Pos) > 3*3 {
+			g.walk(id, path, g.geo.Translate(mp.Pos, torus.Pos{X: -1.5, Y: -1.5}), 6)
+		}
+		mh, ok := g.c.health.Get(pet.Master)
+		if ok && t.N >= pet.NextHeal && mh.HP < mh.Max*6/10 && g.geo.Within(p.Pos, mp.Pos, 10) {
+			g.send(Intent{Kind: Heal, Source: id, Target: pet.Master, Amount: petHeal})
+			pet.NextHeal = t.N + healCooldown
+		}
+	})
+}
+
+// runDens stocks one mob per den per second while a player is near.
+func (g *Game) runDens(w *ecs.World, t ecs.Tick) {
+	g.denQ.Each(func(id ecs.ID, d *Den, p *Position) {
+		if !staggered(id, t, 20) || len(d.Mobs) >= g.cfg.DenCapacity {
+			return
+		}
+		if _, ok := g.nearestPlayer(p.Pos, g.cfg.StockRadius); !ok {
+			return
+		}
+		if mobID, ok := g.spawnMob(w, id, g.randomAround(p.Pos, 10)); ok {
+			d.Mobs = append(d.Mobs, mobID)
+		}
+	})
+}
+
+// spawnMob creates a mob of den at. Its components appear at the end of
+// the tick; the den records it.
+func (g *Game) spawnMob(w *ecs.World, den ecs.ID, at torus.Pos) (ecs.ID, bool) {
+	id, err := g.newID()
+	if err != nil || w.CreateEntity(id) != nil {
+		return 0, false
+	}
+	at = g.geo.Normalise(at)
+	c := g.c
+	_ = c.pos.Add(id, Position{at})
+	_ = c.path.Add(id, Path{})
+	_ = c.speed.Add(id, Speed{MPS: 2})
+	_ = c.visual.Add(id, Visual{KindMob})
+	_ = c.health.Add(id, Health{HP: 30, Max: 30})
+	_ = c.motion.Add(id, Motion{})
+	_ = c.mob.Add(id, Mob{Den: den, Home: at})
+	w.MarkMoved(id)
+	g.report.Spawned++
+	return id, true
+}
+
+// runMobs: wander around home; notice the nearest player; chase it, attack
+// it in reach, give up past a leash.
+func (g *Game) runMobs(w *ecs.World, t ecs.Tick) {
+	leash := g.cfg.NoticeRadius * 3
+	g.mobQ.Each(func(id ecs.ID, m *Mob, p *Position, path *Path) {
+		perceive := staggered(id, t, perceptionStagger)
+		if m.State == Wandering {
+			if perceive {
+				if target, ok := g.nearestPlayer(p.Pos, g.cfg.NoticeRadius); ok {
+					m.State, m.Target = Chasing, target
+				}
+			}
+			if m.State == Wandering {
+				if !path.Active && g.rng.Float64() < g.cfg.WanderChance {
+					g.walk(id, path, g.randomAround(m.Home, 30), 2)
+				}
+				return
+			}
+		}
+		tp, ok := g.c.pos.Get(m.Target)
+		if !ok || !g.geo.Within(m.Home, tp.Pos, leash) {
+			m.State, m.Target = Wandering, 0
+			g.walk(id, path, m.Home, 2)
+			return
+		}
+		d2 := g.geo.DistanceSq(p.Pos, tp.Pos)
+		if reach := g.cfg.AttackRange; d2 <= reach*reach {
+			if path.Active {
+				path.Active = false
+				g.c.path.MarkDirty(id)
+			}
+			if t.N >= m.NextAttack {
+				g.send(Intent{Kind: Damage, Source: id, Target: m.Target, Amount: mobDamage})
+				m.NextAttack = t.N + attackCooldown
+			}
+			return
+		}
+		// Re-path only when the quarry has moved off the path's end: each
+		// redirect is a message to everyone watching the mob.
+		if !path.Active || (perceive && !g.geo.Within(path.Target, tp.Pos, chaseSlack)) {
+			g.walk(id, path, tp.Pos, 4)
+		}
+	})
+}
+
+// runMovement walks every entity on an active path, wrap-aware. The
+// position is marked for sending every 8th step and on arrival; a chunk
+// change is logged for reindexing.
+func (g *Game) runMovement(w *ecs.World, t ecs.Tick) {
+	dt := t.Seconds()
+	g.moveQ.Each(func(id ecs.ID, p *Position, path *Path, m *Motion) {
+		if !path.Active {
+			return
+		}
+		s, ok := g.c.speed.Get(id)
+		if !ok {
+			return
+		}
+		d := g.geo.Delta(p.Pos, path.Target)
+		dist := math.Hypot(d.X, d.Y)
+		step := s.MPS * dt
+		if dist <= step {
+			p.Pos = path.Target
+			path.Active = false
+			g.c.path.MarkDirty(id)
+			g.c.pos.MarkDirty(id)
+		} else {
+			f := step / dist
+			p.Pos = g.geo.Translate(p.Pos, torus.Pos{X: d.X * f, Y: d.Y * f})
+		}
+		m.Steps++
+		if m.Steps%PositionResendSteps == 0 {
+			g.c.pos.MarkDirty(id)
+		}
+		if g.geo.ChunkOf(p.Pos) != m.Chunk {
+			w.MarkMoved(id)
+		}
+	})
+}
+
+// chaseSlack is how far, in metres, a chased entity may move from the end
+// of its chaser's path before the chaser is redirected.
+const chaseSlack = 1.5
+
+// PositionResendSteps: the server resends a moving entity's position only
+// every 8th step; clients animate from Path and Speed in between.
+const PositionResendSteps = 8
