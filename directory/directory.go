@@ -1,0 +1,194 @@
+package directory
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/logintoken"
+)
+
+// NodeID is a node's id, the same 0–255 space as coord.NodeID (leased in
+// etcd). It is its own type so that the directory does not import etcd.
+type NodeID uint8
+
+// Epoch is a session epoch. Zero is never issued.
+type Epoch uint64
+
+// Route is where an account's master entity is simulated. Version orders the
+// routes of one account: a gateway switches to a route only on a higher
+// version, and a crash-restore of the master jumps it by 2 (spec handoff.md,
+// "Fencing"), so a half-dead old owner can never win again.
+type Route struct {
+	Node    NodeID
+	Version uint64
+}
+
+// Session is one account's directory entry.
+type Session struct {
+	Account string
+	Epoch   Epoch
+	Gateway NodeID
+	// Master is the current master route; meaningful only when HasMaster.
+	// Without a master, Master.Version is the floor the next SetMaster must
+	// exceed.
+	Master    Route
+	HasMaster bool
+	// LeaseExpiry is when the entry disappears unless renewed, by the
+	// store's clock (Redis's clock for redisdir).
+	LeaseExpiry time.Time
+}
+
+// Directory is the session directory port. Implementations are safe for
+// concurrent use; every method can block on the store and honours ctx.
+type Directory interface {
+	// Connect records a new connection of account at gateway with a new,
+	// higher epoch and a fresh lease. A live previous session is displaced
+	// (returned, so the caller can tell its gateway); its master route is
+	// kept. displaced.Epoch is 0 when there was none.
+	Connect(ctx context.Context, account string, gateway NodeID) (s Session, displaced Session, err error)
+	// Renew extends the lease of the session with this epoch.
+	Renew(ctx context.Context, account string, epoch Epoch) (Session, error)
+	// SetMaster records the node that simulates the account's master.
+	// route.Version must be at least 1 and above the current version;
+	// repeating the current route is accepted and changes nothing.
+	// Otherwise ErrStaleRoute.
+	SetMaster(ctx context.Context, account string, epoch Epoch, route Route) (Session, error)
+	// Lookup returns the live session of account, or ErrNotFound.
+	Lookup(ctx context.Context, account string) (Session, error)
+	// Release ends the session with this epoch (a clean logout).
+	Release(ctx context.Context, account string, epoch Epoch) error
+	// ClaimToken is the single-use check of login tokens
+	// (logintoken.SingleUse): nil for the first claim of id, an error
+	// matching logintoken.ErrReplayed afterwards, until at least `until`,
+	// which must be in the future.
+	ClaimToken(ctx context.Context, id logintoken.ID, until time.Time) error
+}
+
+// Stable error codes of this package.
+const (
+	CodeStaleEpoch      = "DIRECTORY.STALE_EPOCH"
+	CodeStaleRoute      = "DIRECTORY.STALE_ROUTE"
+	CodeNotFound        = "DIRECTORY.NOT_FOUND"
+	CodeUnavailable     = "DIRECTORY.UNAVAILABLE"
+	CodeInvalidArgument = "DIRECTORY.INVALID_ARGUMENT"
+)
+
+var (
+	// ErrStaleEpoch: the write named an epoch that is not the session's
+	// current one (it was displaced). Typed detail: *StaleEpochError.
+	ErrStaleEpoch = errcode.New(CodeStaleEpoch, "directory: stale session epoch")
+	// ErrStaleRoute: SetMaster named a route version that is not above the
+	// current one. Typed detail: *StaleRouteError.
+	ErrStaleRoute = errcode.New(CodeStaleRoute, "directory: stale master route version")
+	// ErrNotFound: no live session for the account (never connected,
+	// released, or its lease ran out).
+	ErrNotFound = errcode.New(CodeNotFound, "directory: no live session")
+	// ErrUnavailable: the store could not be reached or answered with an
+	// error; nothing is known about whether a write applied.
+	ErrUnavailable = errcode.New(CodeUnavailable, "directory: store unavailable")
+	// ErrInvalidArgument: an empty or oversized account, epoch 0, route
+	// version 0, or a token claim that ends in the past.
+	ErrInvalidArgument = errcode.New(CodeInvalidArgument, "directory: invalid argument")
+)
+
+// MaxRouteVersion bounds route versions so that every store keeps them
+// exactly (Redis scripts compare them as Lua numbers, exact below 2^53).
+const MaxRouteVersion = 1<<53 - 1
+
+// MaxAccountLen bounds an account name, in bytes.
+const MaxAccountLen = 256
+
+// StaleEpochError is returned (wrapped or not) when a write's epoch is not
+// the current one. errors.Is(err, ErrStaleEpoch) holds.
+type StaleEpochError struct {
+	Op      string // "renew", "set_master" or "release"
+	Account string
+	Epoch   Epoch // the caller's
+	Current Epoch // the entry's
+}
+
+func (e *StaleEpochError) Error() string {
+	return fmt.Sprintf("directory: %s of account %q with epoch %d refused: current epoch is %d", e.Op, e.Account, e.Epoch, e.Current)
+}
+
+// ErrorCode returns CodeStaleEpoch.
+func (e *StaleEpochError) ErrorCode() string { return CodeStaleEpoch }
+
+// Is makes errors.Is(err, ErrStaleEpoch) true.
+func (e *StaleEpochError) Is(target error) bool { return target == ErrStaleEpoch }
+
+// StaleRouteError is returned when SetMaster's route version is not above
+// the current one. errors.Is(err, ErrStaleRoute) holds.
+type StaleRouteError struct {
+	Account   string
+	Route     Route // the caller's
+	Current   Route // the entry's (Node meaningless unless HasMaster)
+	HasMaster bool
+}
+
+func (e *StaleRouteError) Error() string {
+	return fmt.Sprintf("directory: master route of account %q to node %d at version %d refused: current version is %d",
+		e.Account, e.Route.Node, e.Route.Version, e.Current.Version)
+}
+
+// ErrorCode returns CodeStaleRoute.
+func (e *StaleRouteError) ErrorCode() string { return CodeStaleRoute }
+
+// Is makes errors.Is(err, ErrStaleRoute) true.
+func (e *StaleRouteError) Is(target error) bool { return target == ErrStaleRoute }
+
+// UnavailableError reports that the store failed during Op: it could not be
+// reached or answered with an error, so whether a write applied is unknown.
+// errors.Is(err, ErrUnavailable) holds, and so does errors.Is on the cause.
+type UnavailableError struct {
+	Op  string
+	Err error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("directory: %s: store unavailable: %v", e.Op, e.Err)
+}
+
+// ErrorCode returns CodeUnavailable.
+func (e *UnavailableError) ErrorCode() string { return CodeUnavailable }
+
+// Unwrap returns ErrUnavailable and the cause.
+func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Err} }
+
+// CheckAccount returns ErrInvalidArgument for an empty or oversized account.
+// Implementations call it first.
+func CheckAccount(account string) error {
+	if account == "" || len(account) > MaxAccountLen {
+		return ErrInvalidArgument.Wrap("account %q must be 1..%d bytes", account, MaxAccountLen)
+	}
+	return nil
+}
+
+// CheckEpoch returns ErrInvalidArgument for epoch 0.
+func CheckEpoch(epoch Epoch) error {
+	if epoch == 0 {
+		return ErrInvalidArgument.Wrap("epoch 0 is never issued")
+	}
+	return nil
+}
+
+// CheckRoute returns ErrInvalidArgument for route version 0.
+func CheckRoute(r Route) error {
+	if r.Version == 0 || r.Version > MaxRouteVersion {
+		return ErrInvalidArgument.Wrap("route version %d: want 1..%d (0 means no master)", r.Version, uint64(MaxRouteVersion))
+	}
+	return nil
+}
+
+// NextEpoch is the epoch rule every implementation applies atomically:
+// one above the last epoch, but never below the store's time in
+// microseconds, so epochs keep increasing across a loss of the store's data.
+func NextEpoch(last Epoch, now time.Time) Epoch {
+	e := last + 1
+	if us := now.UnixMicro(); us > 0 && Epoch(us) > e {
+		e = Epoch(us)
+	}
+	return e
+}

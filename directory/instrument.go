@@ -1,0 +1,161 @@
+package directory
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shardwise/shardwise/logintoken"
+)
+
+// Results, the "result" label of the operations counter.
+const (
+	ResultOK          = "ok"
+	ResultStaleEpoch  = "stale_epoch"
+	ResultStaleRoute  = "stale_route"
+	ResultNotFound    = "not_found"
+	ResultReplayed    = "replayed"
+	ResultUnavailable = "unavailable"
+	ResultInvalid     = "invalid"
+	ResultCanceled    = "canceled"
+	ResultError       = "error"
+)
+
+// Metrics are the directory's Prometheus collectors. The user registers
+// them (Collectors) where they want, or nowhere; two directories in one
+// registry need distinguishing labels (prometheus.WrapRegistererWith).
+type Metrics struct {
+	operations    *prometheus.CounterVec // op, result
+	staleRefusals *prometheus.CounterVec // op
+}
+
+// NewMetrics returns a fresh, unregistered set of collectors.
+func NewMetrics() *Metrics {
+	const ns, sub = "shardwise", "directory"
+	return &Metrics{
+		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "operations_total",
+			Help: "Directory operations by op (connect, renew, set_master, lookup, release, claim_token) and result.",
+		}, []string{"op", "result"}),
+		staleRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "stale_refusals_total",
+			Help: "Writes refused because they named a displaced session epoch or an old master route version, by op.",
+		}, []string{"op"}),
+	}
+}
+
+// Collectors returns the collectors for the caller to register.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.operations, m.staleRefusals}
+}
+
+// ResultOf classifies an error into a result label.
+func ResultOf(err error) string {
+	switch {
+	case err == nil:
+		return ResultOK
+	case errors.Is(err, ErrStaleEpoch):
+		return ResultStaleEpoch
+	case errors.Is(err, ErrStaleRoute):
+		return ResultStaleRoute
+	case errors.Is(err, ErrNotFound):
+		return ResultNotFound
+	case errors.Is(err, logintoken.ErrReplayed):
+		return ResultReplayed
+	case errors.Is(err, ErrUnavailable):
+		return ResultUnavailable
+	case errors.Is(err, ErrInvalidArgument):
+		return ResultInvalid
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return ResultCanceled
+	default:
+		return ResultError
+	}
+}
+
+// Instrumented wraps a Directory with metrics and logs. It adds no behaviour:
+// every call goes to the wrapped directory unchanged.
+type Instrumented struct {
+	next    Directory
+	metrics *Metrics
+	log     *slog.Logger
+}
+
+var _ Directory = (*Instrumented)(nil)
+
+// Instrument wraps d. A nil m counts nothing; a nil log discards.
+func Instrument(d Directory, m *Metrics, log *slog.Logger) *Instrumented {
+	if m == nil {
+		m = NewMetrics()
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Instrumented{next: d, metrics: m, log: log}
+}
+
+func (d *Instrumented) observe(ctx context.Context, op, account string, err error) {
+	result := ResultOf(err)
+	d.metrics.operations.WithLabelValues(op, result).Inc()
+	switch result {
+	case ResultStaleEpoch, ResultStaleRoute:
+		d.metrics.staleRefusals.WithLabelValues(op).Inc()
+		d.log.DebugContext(ctx, "directory: stale write refused", "op", op, "account", account, "err", err)
+	case ResultReplayed:
+		d.log.InfoContext(ctx, "directory: login token replayed", "err", err)
+	case ResultUnavailable, ResultError:
+		d.log.WarnContext(ctx, "directory: store error", "op", op, "account", account, "err", err)
+	}
+}
+
+// Connect implements Directory.
+func (d *Instrumented) Connect(ctx context.Context, account string, gateway NodeID) (Session, Session, error) {
+	s, prev, err := d.next.Connect(ctx, account, gateway)
+	d.observe(ctx, OpConnect, account, err)
+	if err == nil && prev.Epoch != 0 {
+		d.log.DebugContext(ctx, "directory: session displaced", "account", account,
+			"epoch", s.Epoch, "gateway", s.Gateway, "displaced_epoch", prev.Epoch, "displaced_gateway", prev.Gateway)
+	}
+	return s, prev, err
+}
+
+// Renew implements Directory.
+func (d *Instrumented) Renew(ctx context.Context, account string, epoch Epoch) (Session, error) {
+	s, err := d.next.Renew(ctx, account, epoch)
+	d.observe(ctx, OpRenew, account, err)
+	return s, err
+}
+
+// SetMaster implements Directory.
+func (d *Instrumented) SetMaster(ctx context.Context, account string, epoch Epoch, route Route) (Session, error) {
+	s, err := d.next.SetMaster(ctx, account, epoch, route)
+	d.observe(ctx, OpSetMaster, account, err)
+	return s, err
+}
+
+// Lookup implements Directory.
+func (d *Instrumented) Lookup(ctx context.Context, account string) (Session, error) {
+	s, err := d.next.Lookup(ctx, account)
+	d.observe(ctx, OpLookup, account, err)
+	return s, err
+}
+
+// Release implements Directory.
+func (d *Instrumented) Release(ctx context.Context, account string, epoch Epoch) error {
+	err := d.next.Release(ctx, account, epoch)
+	d.observe(ctx, OpRelease, account, err)
+	return err
+}
+
+// ClaimToken implements Directory.
+func (d *Instrumented) ClaimToken(ctx context.Context, id logintoken.ID, until time.Time) error {
+	err := d.next.ClaimToken(ctx, id, until)
+	d.observe(ctx, OpClaimToken, "", err)
+	return err
+}
+
+// Operations returns the operations counter (op, result), for tests and for
+// callers that read it directly.
+func (m *Metrics) Operations() *prometheus.CounterVec { return m.operations }

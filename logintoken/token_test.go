@@ -1,0 +1,381 @@
+package logintoken_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/directory"
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/logintoken"
+)
+
+var start = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+
+// seededKey returns a deterministic key pair, different per seed.
+func seededKey(seed byte) (ed25519.PublicKey, ed25519.PrivateKey) {
+	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize))
+	return priv.Public().(ed25519.PublicKey), priv
+}
+
+type rig struct {
+	clock  *clock.Fake
+	dir    *directory.Memory
+	issuer *logintoken.Issuer
+	a, b   *logintoken.Verifier // two nodes sharing one directory
+	priv   ed25519.PrivateKey
+	pub    ed25519.PublicKey
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	fc := clock.NewFake(start)
+	dir, err := directory.NewMemory(directory.MemoryConfig{Clock: fc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, priv := seededKey(1)
+	iss, err := logintoken.NewIssuer(logintoken.IssuerConfig{
+		Cluster: "prod-eu", Key: priv, TTL: time.Minute, Clock: fc,
+		Rand: rand.NewChaCha8([32]byte{1}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newV := func() *logintoken.Verifier {
+		v, err := logintoken.NewVerifier(logintoken.VerifierConfig{
+			Cluster: "prod-eu", Audience: "gateway", Keys: []ed25519.PublicKey{pub},
+			Leeway: 2 * time.Second, SingleUse: dir, Clock: fc,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	return &rig{clock: fc, dir: dir, issuer: iss, a: newV(), b: newV(), priv: priv, pub: pub}
+}
+
+func wantCode(t *testing.T, what string, err error, sentinel *errcode.Sentinel) {
+	t.Helper()
+	if !errors.Is(err, sentinel) || errcode.Of(err) != sentinel.ErrorCode() {
+		t.Fatalf("%s: err = %v (code %q), want %s", what, err, errcode.Of(err), sentinel.ErrorCode())
+	}
+}
+
+func TestVerifyOnceThenReplayedOnAnotherNode(t *testing.T) {
+	r := newRig(t)
+	tok, claims, err := r.issuer.Issue("alice", "gateway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.a.Verify(context.Background(), tok)
+	if err != nil {
+		t.Fatalf("first verify: %v", err)
+	}
+	if got.Account != "alice" || got.ID != claims.ID || got.Cluster != "prod-eu" || !got.ExpiresAt.Equal(start.Add(time.Minute)) {
+		t.Fatalf("claims = %+v", got)
+	}
+	_, err = r.b.Verify(context.Background(), tok)
+	wantCode(t, "replay on node b", err, logintoken.ErrReplayed)
+	_, err = r.a.Verify(context.Background(), tok)
+	wantCode(t, "replay on node a", err, logintoken.ErrReplayed)
+	// A second token for the same account is a different token.
+	tok2, _, _ := r.issuer.Issue("alice", "gateway")
+	if _, err := r.b.Verify(context.Background(), tok2); err != nil {
+		t.Fatalf("second token: %v", err)
+	}
+}
+
+func TestVerifyRefusals(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	_, otherPriv := seededKey(2)
+	sign := func(c logintoken.Claims, priv ed25519.PrivateKey) string {
+		s, err := logintoken.Sign(c, priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	base := logintoken.Claims{
+		ID: logintoken.ID{1}, IssuedAt: start, ExpiresAt: start.Add(time.Minute),
+		Cluster: "prod-eu", Audience: "gateway", Account: "bob",
+	}
+	with := func(f func(*logintoken.Claims)) logintoken.Claims { c := base; f(&c); return c }
+
+	good := sign(base, r.priv)
+	raw, _ := base64.RawURLEncoding.DecodeString(good)
+	raw[len(raw)-1] ^= 1
+	flippedSig := base64.RawURLEncoding.EncodeToString(raw)
+	raw, _ = base64.RawURLEncoding.DecodeString(good)
+	raw[len(raw)-64-1] ^= 1 // last byte of the account
+	flippedBody := base64.RawURLEncoding.EncodeToString(raw)
+
+	for _, tc := range []struct {
+		name  string
+		token string
+		want  *errcode.Sentinel
+	}{
+		{"garbage", "not a token", logintoken.ErrMalformed},
+		{"unknown key", sign(base, otherPriv), logintoken.ErrUnknownKey},
+		{"flipped signature", flippedSig, logintoken.ErrBadSignature},
+		{"flipped account", flippedBody, logintoken.ErrBadSignature},
+		{"other cluster", sign(with(func(c *logintoken.Claims) { c.Cluster = "prod-us" }), r.priv), logintoken.ErrWrongCluster},
+		{"other audience", sign(with(func(c *logintoken.Claims) { c.Audience = "admin" }), r.priv), logintoken.ErrWrongAudience},
+		{"expired", sign(with(func(c *logintoken.Claims) {
+			c.IssuedAt, c.ExpiresAt = start.Add(-time.Minute), start.Add(-2*time.Second)
+		}), r.priv), logintoken.ErrExpired},
+		{"from the future", sign(with(func(c *logintoken.Claims) {
+			c.IssuedAt, c.ExpiresAt = start.Add(3*time.Second), start.Add(time.Minute)
+		}), r.priv), logintoken.ErrNotYetValid},
+		{"too long lived", sign(with(func(c *logintoken.Claims) { c.ExpiresAt = start.Add(time.Hour) }), r.priv), logintoken.ErrTooLongLived},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := r.a.Verify(ctx, tc.token)
+			wantCode(t, tc.name, err, tc.want)
+		})
+	}
+	// None of the refused tokens consumed the good token's id.
+	if _, err := r.a.Verify(ctx, good); err != nil {
+		t.Fatalf("good token after refusals: %v", err)
+	}
+}
+
+func TestLeewayBoundaries(t *testing.T) {
+	r := newRig(t)
+	c := logintoken.Claims{ID: logintoken.ID{5}, IssuedAt: start.Add(2 * time.Second), ExpiresAt: start.Add(time.Minute),
+		Cluster: "prod-eu", Audience: "gateway", Account: "cy"}
+	tok, _ := logintoken.Sign(c, r.priv)
+	if _, err := r.a.Check(tok); err != nil {
+		t.Fatalf("issued exactly leeway in the future: %v", err)
+	}
+	r.clock.Set(start.Add(time.Minute + 2*time.Second - time.Millisecond))
+	if _, err := r.a.Check(tok); err != nil {
+		t.Fatalf("just inside expiry+leeway: %v", err)
+	}
+	r.clock.Advance(time.Millisecond)
+	_, err := r.a.Check(tok)
+	wantCode(t, "at expiry+leeway", err, logintoken.ErrExpired)
+}
+
+// The single-use record lasts until expiry+leeway: a token replayed at the
+// last instant any node would accept it is still refused.
+func TestReplayAtTheEdgeOfLeeway(t *testing.T) {
+	r := newRig(t)
+	tok, _, _ := r.issuer.Issue("dora", "gateway")
+	if _, err := r.a.Verify(context.Background(), tok); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(time.Minute + 2*time.Second - time.Nanosecond)
+	_, err := r.b.Verify(context.Background(), tok)
+	wantCode(t, "replay just before expiry+leeway", err, logintoken.ErrReplayed)
+}
+
+// A store that cannot answer refuses the login.
+func TestStoreErrorRefuses(t *testing.T) {
+	pub, priv := seededKey(1)
+	failing := singleUseFunc(func(context.Context, logintoken.ID, time.Time) error {
+		return directory.ErrUnavailable
+	})
+	v, err := logintoken.NewVerifier(logintoken.VerifierConfig{Cluster: "c", Audience: "a", Keys: []ed25519.PublicKey{pub}, SingleUse: failing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, _ := logintoken.NewIssuer(logintoken.IssuerConfig{Cluster: "c", Key: priv})
+	tok, _, _ := iss.Issue("e", "a")
+	if _, err := v.Verify(context.Background(), tok); !errors.Is(err, directory.ErrUnavailable) {
+		t.Fatalf("verify with a failing store: %v", err)
+	}
+}
+
+type singleUseFunc func(context.Context, logintoken.ID, time.Time) error
+
+func (f singleUseFunc) ClaimToken(ctx context.Context, id logintoken.ID, until time.Time) error {
+	return f(ctx, id, until)
+}
+
+func TestKeyRotation(t *testing.T) {
+	fc := clock.NewFake(start)
+	dir, _ := directory.NewMemory(directory.MemoryConfig{Clock: fc})
+	oldPub, oldPriv := seededKey(1)
+	newPub, newPriv := seededKey(2)
+	v, err := logintoken.NewVerifier(logintoken.VerifierConfig{Cluster: "c", Audience: "a",
+		Keys: []ed25519.PublicKey{oldPub, newPub}, SingleUse: dir, Clock: fc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, priv := range []ed25519.PrivateKey{oldPriv, newPriv} {
+		iss, _ := logintoken.NewIssuer(logintoken.IssuerConfig{Cluster: "c", Key: priv, Clock: fc})
+		tok, c, _ := iss.Issue("f", "a")
+		if c.Key != logintoken.KeyIDOf(priv.Public().(ed25519.PublicKey)) {
+			t.Fatalf("key id %s not the signer's", c.Key)
+		}
+		if _, err := v.Verify(context.Background(), tok); err != nil {
+			t.Fatalf("token from key %s: %v", c.Key, err)
+		}
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	_, priv := seededKey(3)
+	rng := rand.New(rand.NewPCG(1, 2))
+	str := func(max int) string {
+		b := make([]byte, 1+rng.IntN(max))
+		for i := range b {
+			b[i] = byte(rng.UintN(256))
+		}
+		return string(b)
+	}
+	for i := range 500 {
+		iat := time.UnixMilli(1 + rng.Int64N(1<<50))
+		c := logintoken.Claims{
+			IssuedAt: iat, ExpiresAt: iat.Add(time.Duration(1+rng.Int64N(1<<40)) * time.Millisecond),
+			Cluster: str(logintoken.MaxClusterLen), Audience: str(logintoken.MaxAudienceLen), Account: str(logintoken.MaxAccountLen),
+		}
+		for j := range c.ID {
+			c.ID[j] = byte(rng.UintN(256))
+		}
+		s, err := logintoken.Sign(c, priv)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if len(s) > logintoken.MaxEncodedLen {
+			t.Fatalf("case %d: %d characters, above MaxEncodedLen %d", i, len(s), logintoken.MaxEncodedLen)
+		}
+		tok, err := logintoken.Decode(s)
+		if err != nil {
+			t.Fatalf("case %d: decode: %v", i, err)
+		}
+		g := tok.Claims
+		if g.ID != c.ID || !g.IssuedAt.Equal(c.IssuedAt) || !g.ExpiresAt.Equal(c.ExpiresAt) ||
+			g.Cluster != c.Cluster || g.Audience != c.Audience || g.Account != c.Account ||
+			g.Key != logintoken.KeyIDOf(priv.Public().(ed25519.PublicKey)) {
+			t.Fatalf("case %d: round trip %+v != %+v", i, g, c)
+		}
+		back, err := tok.Encode()
+		if err != nil || back != s {
+			t.Fatalf("case %d: re-encode differs: %v", i, err)
+		}
+	}
+}
+
+func TestDecodeStrict(t *testing.T) {
+	_, priv := seededKey(3)
+	good, _ := logintoken.Sign(logintoken.Claims{IssuedAt: start, ExpiresAt: start.Add(time.Minute),
+		Cluster: "c", Audience: "a", Account: "x"}, priv)
+	raw, _ := base64.RawURLEncoding.DecodeString(good)
+	enc := base64.RawURLEncoding.EncodeToString
+	mut := func(f func([]byte) []byte) string { return enc(f(bytes.Clone(raw))) }
+	for name, s := range map[string]string{
+		"empty":          "",
+		"padded":         good + "==",
+		"std alphabet":   strings.NewReplacer("-", "+", "_", "/").Replace(good) + "+",
+		"trailing byte":  mut(func(b []byte) []byte { return append(b, 0) }),
+		"short":          mut(func(b []byte) []byte { return b[:len(b)-1] }),
+		"version 2":      mut(func(b []byte) []byte { b[0] = 2; return b }),
+		"zero cluster":   mut(func(b []byte) []byte { b[41] = 0; return b }),
+		"long cluster":   mut(func(b []byte) []byte { b[41] = 200; return b }),
+		"expiry first":   mut(func(b []byte) []byte { copy(b[33:41], b[25:33]); return b }),
+		"too long input": strings.Repeat("A", logintoken.MaxEncodedLen+1),
+	} {
+		if _, err := logintoken.Decode(s); !errors.Is(err, logintoken.ErrMalformed) {
+			t.Errorf("%s: Decode = %v, want ErrMalformed", name, err)
+		}
+	}
+	// Non-canonical base64: the last character carries unused bits.
+	last := good[len(good)-1]
+	for _, alt := range "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" {
+		if byte(alt) == last {
+			continue
+		}
+		s := good[:len(good)-1] + string(alt)
+		if tok, err := logintoken.Decode(s); err == nil {
+			if back, _ := tok.Encode(); back != s {
+				t.Fatalf("non-canonical %q accepted", s)
+			}
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	_, priv := seededKey(4)
+	good, _ := logintoken.Sign(logintoken.Claims{IssuedAt: start, ExpiresAt: start.Add(time.Minute),
+		Cluster: "prod-eu", Audience: "gateway", Account: "alice"}, priv)
+	f.Add(good)
+	f.Add("")
+	f.Add("AQ")
+	f.Add(good[:len(good)-4])
+	f.Fuzz(func(t *testing.T, s string) {
+		tok, err := logintoken.Decode(s)
+		if err != nil {
+			if !errors.Is(err, logintoken.ErrMalformed) {
+				t.Fatalf("Decode error without ErrMalformed: %v", err)
+			}
+			return
+		}
+		back, err := tok.Encode()
+		if err != nil {
+			t.Fatalf("accepted token does not re-encode: %v", err)
+		}
+		if back != s {
+			t.Fatalf("not canonical: %q decoded and re-encoded as %q", s, back)
+		}
+	})
+}
+
+func TestConfigValidate(t *testing.T) {
+	pub, priv := seededKey(1)
+	dir, _ := directory.NewMemory(directory.MemoryConfig{})
+	ok := logintoken.VerifierConfig{Cluster: "c", Audience: "a", Keys: []ed25519.PublicKey{pub}, SingleUse: dir}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		f     func(*logintoken.VerifierConfig)
+		field string
+	}{
+		{func(c *logintoken.VerifierConfig) { c.Cluster = "" }, "Cluster"},
+		{func(c *logintoken.VerifierConfig) { c.Audience = strings.Repeat("a", 65) }, "Audience"},
+		{func(c *logintoken.VerifierConfig) { c.Keys = nil }, "Keys"},
+		{func(c *logintoken.VerifierConfig) { c.Keys = []ed25519.PublicKey{pub[:5]} }, "Keys"},
+		{func(c *logintoken.VerifierConfig) { c.Leeway = 2 * time.Minute }, "Leeway"},
+		{func(c *logintoken.VerifierConfig) { c.MaxLifetime = -1 }, "MaxLifetime"},
+		{func(c *logintoken.VerifierConfig) { c.SingleUse = nil }, "SingleUse"},
+	} {
+		c := ok
+		tc.f(&c)
+		var ce *errcode.ConfigError
+		if err := c.Validate(); !errors.As(err, &ce) || ce.Field != tc.field || !errors.Is(err, errcode.ErrConfigInvalid) {
+			t.Errorf("want a config error on %s, got %v", tc.field, err)
+		}
+		if _, err := logintoken.NewVerifier(c); err == nil {
+			t.Errorf("NewVerifier accepted an invalid %s", tc.field)
+		}
+	}
+	iok := logintoken.IssuerConfig{Cluster: "c", Key: priv}
+	if err := iok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		f     func(*logintoken.IssuerConfig)
+		field string
+	}{
+		{func(c *logintoken.IssuerConfig) { c.Cluster = "" }, "Cluster"},
+		{func(c *logintoken.IssuerConfig) { c.Key = priv[:32] }, "Key"},
+		{func(c *logintoken.IssuerConfig) { c.TTL = time.Microsecond }, "TTL"},
+	} {
+		c := iok
+		tc.f(&c)
+		var ce *errcode.ConfigError
+		if err := c.Validate(); !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("want a config error on %s, got %v", tc.field, err)
+		}
+	}
+}
