@@ -1,0 +1,180 @@
+package router
+
+import (
+	"context"
+	"sync"
+
+	"github.com/shardwise/shardwise/errcode"
+)
+
+// Route returns the leader of key and its client. It takes no lock and does
+// not allocate.
+func (r *Router[C]) Route(key string) (Route[C], error) {
+	s := r.snap.Load()
+	if s.closed {
+		return Route[C]{}, ErrClosed
+	}
+	id, ok := s.placement.Leader(key)
+	if !ok {
+		return Route[C]{}, ErrNoNodes
+	}
+	c, ok := s.conns[id]
+	if !ok {
+		return Route[C]{}, ErrNoNodes
+	}
+	c.routes.Inc()
+	return Route[C]{Node: c.node, Client: c.client}, nil
+}
+
+// RouteAll returns up to count distinct owners of key, leader first. The
+// live node count caps count; count < 1 is a CONFIG.INVALID error.
+func (r *Router[C]) RouteAll(key string, count int) ([]Route[C], error) {
+	if count < 1 {
+		return nil, errcode.Config("count", count, "must be ≥ 1")
+	}
+	s := r.snap.Load()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	ids := s.placement.Owners(key, count)
+	routes := make([]Route[C], 0, len(ids))
+	for _, id := range ids {
+		if c, ok := s.conns[id]; ok {
+			c.routes.Inc()
+			routes = append(routes, Route[C]{Node: c.node, Client: c.client})
+		}
+	}
+	if len(routes) == 0 {
+		return nil, ErrNoNodes
+	}
+	return routes, nil
+}
+
+// Execute runs fn on key's leader. When fn fails and ShouldMarkDown says
+// the error is the node's fault, the node is marked down and fn runs on the
+// next replica, in ring order, up to Replicas nodes; the caller sees an
+// error only when every one of them failed (an *ExecuteError).
+//
+// Two failures end the call at once, with fn's error and no mark-down:
+// one that ShouldMarkDown says is not the node's fault (a missing key on
+// the leader is not improved by asking a replica), and one after which the
+// caller's ctx is done (the caller gave up; the node did nothing wrong).
+//
+// In steady state (leader healthy, no AttemptTimeout) Execute takes no lock
+// and allocates nothing beyond what fn does.
+func (r *Router[C]) Execute(ctx context.Context, key string, fn func(ctx context.Context, c C, n Node) error) error {
+	s := r.snap.Load()
+	if s.closed {
+		return ErrClosed
+	}
+	id, ok := s.placement.Leader(key)
+	if !ok {
+		return ErrNoNodes
+	}
+	c, ok := s.conns[id]
+	if !ok {
+		return r.failover(ctx, s, key, nil, nil, fn)
+	}
+	err := r.attempt(ctx, c, fn)
+	if err == nil {
+		return nil
+	}
+	return r.failover(ctx, s, key, c, err, fn)
+}
+
+// attempt runs fn once on c, bounded by AttemptTimeout when set.
+func (r *Router[C]) attempt(ctx context.Context, c *conn[C], fn func(ctx context.Context, c C, n Node) error) error {
+	c.routes.Inc()
+	if r.opts.AttemptTimeout <= 0 {
+		return fn(ctx, c.client, c.node)
+	}
+	actx, cancel := context.WithTimeout(ctx, r.opts.AttemptTimeout)
+	defer cancel()
+	return fn(actx, c.client, c.node)
+}
+
+// judge decides what a failed attempt means: whether the call must stop
+// and return err as it is, and otherwise marks the node down.
+func (r *Router[C]) judge(ctx context.Context, c *conn[C], err error) (stop bool) {
+	if ctx.Err() != nil || !r.opts.ShouldMarkDown(err, c.node) {
+		return true
+	}
+	r.markDownConn(c, ReasonExecute, err)
+	return false
+}
+
+// failover is Execute's slow path. tried is the leader's conn and err its
+// failure, or nil when the leader had no client in the snapshot. It walks
+// the replicas of the same snapshot: they are where the key was written.
+func (r *Router[C]) failover(ctx context.Context, s *snapshot[C], key string, tried *conn[C], err error, fn func(ctx context.Context, c C, n Node) error) error {
+	var failures []NodeFailure
+	if tried != nil {
+		if r.judge(ctx, tried, err) {
+			return err
+		}
+		failures = append(failures, NodeFailure{Node: tried.node, Err: err})
+	}
+	for _, id := range s.placement.Owners(key, r.opts.Replicas) {
+		c, ok := s.conns[id]
+		if !ok || c == tried {
+			continue
+		}
+		r.metrics.failovers.Inc()
+		err := r.attempt(ctx, c, fn)
+		if err == nil {
+			return nil
+		}
+		if r.judge(ctx, c, err) {
+			return err
+		}
+		failures = append(failures, NodeFailure{Node: c.node, Err: err})
+	}
+	if len(failures) == 0 {
+		return ErrNoNodes
+	}
+	return &ExecuteError{Key: key, Failures: failures}
+}
+
+// ExecuteAll runs fn on key's leader and every replica at once and returns
+// the nodes where it succeeded, leader first. It fails (with an
+// *ExecuteError) only when fn failed on all of them; a partial success
+// returns a nil error, and the caller can compare the number of nodes with
+// the replica count it wanted. Failed nodes are marked down as in Execute.
+func (r *Router[C]) ExecuteAll(ctx context.Context, key string, fn func(ctx context.Context, c C, n Node) error) ([]Node, error) {
+	s := r.snap.Load()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	ids := s.placement.Owners(key, r.opts.Replicas)
+	conns := make([]*conn[C], 0, len(ids))
+	for _, id := range ids {
+		if c, ok := s.conns[id]; ok {
+			conns = append(conns, c)
+		}
+	}
+	if len(conns) == 0 {
+		return nil, ErrNoNodes
+	}
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for i := 1; i < len(conns); i++ {
+		wg.Go(func() { errs[i] = r.attempt(ctx, conns[i], fn) })
+	}
+	errs[0] = r.attempt(ctx, conns[0], fn)
+	wg.Wait()
+
+	var ok []Node
+	var failures []NodeFailure
+	for i, c := range conns {
+		if errs[i] == nil {
+			ok = append(ok, c.node)
+			continue
+		}
+		r.judge(ctx, c, errs[i])
+		failures = append(failures, NodeFailure{Node: c.node, Err: errs[i]})
+	}
+	if len(ok) == 0 {
+		return nil, &ExecuteError{Key: key, Failures: failures}
+	}
+	return ok, nil
+}
