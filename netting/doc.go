@@ -1,0 +1,66 @@
+// Package netting records economic movements into single-writer sessions
+// and settles each session's net effect into the ledger in a few postings.
+//
+// It owns: sessions (one scope, one epoch, one writer), the hash-chained
+// journal, reservations against the shared counter, settle (net in chunks
+// with a clearing leg; on a refusal compensate and replay each movement),
+// recovery, and the ClusterNode (ownership by rendezvous placement, epoch
+// rotation, the orphan sweep, ReconcileReservations). It does not own
+// storage: everything durable goes through the small Store port (store.go),
+// implemented by MemStore here and by netting/sqlstore on SQLite and
+// PostgreSQL, all checked by the one contract suite in netting/storetest.
+// It does not own transport: package econ serves a ClusterNode over gRPC.
+//
+// # Structure
+//
+// core.go is the session core: state and pure decisions (chain a batch,
+// net positions, cut chunks, compensations, replay postings), no I/O, no
+// clock, no goroutines. session.go drives it against the Store; cluster.go
+// and sweep.go compose sessions into a node. The node starts no goroutines.
+//
+// # Settle
+//
+//  1. Flush pending Records; read the journal back from the store and
+//     verify its chain (CHAIN.BROKEN names the first bad seq).
+//  2. An empty journal reports "netted" with no postings and stays open.
+//  3. Claim the settle in the store (owner + fencing token). The claim
+//     seals the journal against appends; every later write carries the
+//     token and is refused once a newer claim exists.
+//  4. Unless the session has ever fallen back to replay (stored), net every
+//     account's legs (first-touch order, zeros dropped), cut into chunks of
+//     the session's stored width, and post chunk i as net_<session>_c<i>
+//     balanced by platform:netting_clearing. Posting ids are idempotent, so
+//     a resumed settle skips the chunks already posted.
+//  5. On a ledger refusal of a chunk: durably mark the session replaying,
+//     compensate every posted chunk newest first (…_c<i>_comp), and post
+//     each movement alone as mv_<session>_<seq>, collecting refusals.
+//  6. Release the session's reservations exactly once (a durable claim in
+//     the store), mark the session settled, report.
+//
+// # Caller obligations
+//
+//  1. Give every node of a cluster the same node list; route each scope to
+//     OwnerOf(scope) and follow the owner named by a SESSION.MISROUTED error.
+//  2. Treat Accepted as durable and Rejected as final for that key; retry
+//     errors with the same key (a retried key never double-counts).
+//  3. Call RotateDue on a timer no longer than EpochMaxAge, so idle epochs
+//     settle; and SweepOrphans on a timer, on at least one node.
+//  4. Configure Sweep.SettleOlderThan ≥ 2·EpochMaxAge (enforced) and keep
+//     the node clocks out of it: ages come from the store's clock.
+//  5. Run ReconcileReservations only on a quiesced cluster.
+//  6. Use one ClusterNode per node id per process; restarting a node means
+//     opening a new ClusterNode (its new nonce keeps session ids unique).
+//
+// # Invariants
+//
+//   - Accepted means the journal row is committed (group commit: concurrent
+//     Records share one reservation call and one append).
+//   - Every accepted movement ends in exactly one posting path: a netted
+//     chunk, or its own replay posting, or a replay rejection.
+//   - The clearing account returns to zero after every complete settle;
+//     the sum of all balances is always zero.
+//   - A session's reservations are added once (at accept) and released
+//     once (at settle); pending totals return to zero when all is settled.
+//   - Two settlers of one session never interleave writes: the store's
+//     claim and fencing token admit one at a time.
+package netting

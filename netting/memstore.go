@@ -1,0 +1,464 @@
+package netting
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/shardwise/shardwise/ledger"
+)
+
+// Clock is the time source a ClusterNode measures ages with. A nil Clock in
+// ClusterConfig means the store's clock (Store.Now). *clock.Fake and
+// clock.Real() satisfy it.
+type Clock interface{ Now() time.Time }
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+// MemStore is the in-memory SharedStore: every method runs under one mutex,
+// so each is atomic as the port requires. It is a real implementation, run
+// through the same storetest contract as the SQL stores; it keeps nothing
+// across restarts.
+type MemStore struct {
+	clock Clock
+
+	mu       sync.Mutex
+	closed   bool
+	book     *ledger.Book
+	journals map[string][]JournalRecord
+	keys     map[string]JournalRecord
+	sessions map[string]*memSession
+	pending  map[string]int64
+}
+
+type memSession struct {
+	meta     SessionMeta
+	token    int64
+	owner    string
+	expires  time.Time
+	released bool
+}
+
+var _ SharedStore = (*MemStore)(nil)
+
+// NewMemStore returns an empty store on the wall clock.
+func NewMemStore() *MemStore { return NewMemStoreWithClock(nil) }
+
+// NewMemStoreWithClock returns an empty store whose clock is c (nil: the
+// wall clock). Tests pass a fake clock and share it with nothing else: the
+// store's clock is the one clock.
+func NewMemStoreWithClock(c Clock) *MemStore {
+	if c == nil {
+		c = wallClock{}
+	}
+	return &MemStore{
+		clock:    c,
+		book:     ledger.NewBook(),
+		journals: map[string][]JournalRecord{},
+		keys:     map[string]JournalRecord{},
+		sessions: map[string]*memSession{},
+		pending:  map[string]int64{},
+	}
+}
+
+// now is the store clock at the SQL stores' precision (microseconds), so a
+// test cannot pass on one store and fail on another by nanoseconds.
+func (m *MemStore) now() time.Time { return m.clock.Now().Truncate(time.Microsecond) }
+
+func (m *MemStore) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return errStoreClosed
+	}
+	return nil
+}
+
+var errStoreClosed = ErrClosed.Wrap("memstore closed")
+
+// Now implements Store.
+func (m *MemStore) Now(ctx context.Context) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	return m.now(), nil
+}
+
+// Close implements Store. Idempotent; later calls of other methods fail.
+func (m *MemStore) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	return nil
+}
+
+// Post implements LedgerStore.
+func (m *MemStore) Post(ctx context.Context, p ledger.Posting) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	_, err := m.book.Post(p)
+	return err
+}
+
+// HasPosting implements LedgerStore.
+func (m *MemStore) HasPosting(ctx context.Context, id string) (bool, error) {
+	if err := m.lock(ctx); err != nil {
+		return false, err
+	}
+	defer m.mu.Unlock()
+	return m.book.Has(id), nil
+}
+
+// Balance implements LedgerStore.
+func (m *MemStore) Balance(ctx context.Context, account string) (int64, error) {
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	return m.book.Balance(account), nil
+}
+
+// Balances implements LedgerStore.
+func (m *MemStore) Balances(ctx context.Context) (map[string]int64, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	return m.book.Balances(), nil
+}
+
+// Append implements JournalStore.
+func (m *MemStore) Append(ctx context.Context, recs []JournalRecord) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if len(recs) == 0 {
+		return ErrSeqConflict.Wrap("empty append")
+	}
+	sid := recs[0].SessionID
+	s, ok := m.sessions[sid]
+	if !ok {
+		return ErrSessionNotFound.Wrap("%s", sid)
+	}
+	if s.meta.Sealed || s.meta.Settled {
+		return ErrSessionSettled.Wrap("%s is sealed for settle", sid)
+	}
+	var conflicts []string
+	seen := make(map[string]bool, len(recs))
+	next := int64(len(m.journals[sid]))
+	for i, r := range recs {
+		if r.SessionID != sid || r.Seq != next+int64(i) {
+			return ErrSeqConflict.Wrap("%s: row %d has session %s seq %d, want seq %d", sid, i, r.SessionID, r.Seq, next+int64(i))
+		}
+		if _, dup := m.keys[r.Key]; dup || seen[r.Key] {
+			conflicts = append(conflicts, r.Key)
+		}
+		seen[r.Key] = true
+	}
+	if len(conflicts) > 0 {
+		return &KeyConflictError{Keys: conflicts}
+	}
+	now := m.now()
+	for _, r := range recs {
+		r.Legs = slices.Clone(r.Legs)
+		r.RecordedAt = now
+		m.journals[sid] = append(m.journals[sid], r)
+		m.keys[r.Key] = r
+	}
+	return nil
+}
+
+// ReadJournal implements JournalStore.
+func (m *MemStore) ReadJournal(ctx context.Context, sessionID string) ([]JournalRecord, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	src := m.journals[sessionID]
+	out := make([]JournalRecord, len(src))
+	for i, r := range src {
+		r.Legs = slices.Clone(r.Legs)
+		out[i] = r
+	}
+	return out, nil
+}
+
+// LookupKey implements JournalStore.
+func (m *MemStore) LookupKey(ctx context.Context, key string) (JournalRecord, bool, error) {
+	if err := m.lock(ctx); err != nil {
+		return JournalRecord{}, false, err
+	}
+	defer m.mu.Unlock()
+	r, ok := m.keys[key]
+	r.Legs = slices.Clone(r.Legs)
+	return r, ok, nil
+}
+
+// CreateSession implements SessionStore.
+func (m *MemStore) CreateSession(ctx context.Context, meta SessionMeta) (SessionMeta, error) {
+	if err := m.lock(ctx); err != nil {
+		return SessionMeta{}, err
+	}
+	defer m.mu.Unlock()
+	if meta.ID == "" || meta.ChunkWidth < 1 {
+		return SessionMeta{}, ErrSessionInvalid.Wrap("invalid session meta id=%q chunkWidth=%d", meta.ID, meta.ChunkWidth)
+	}
+	if _, ok := m.sessions[meta.ID]; ok {
+		return SessionMeta{}, ErrSessionExists.Wrap("%s", meta.ID)
+	}
+	stored := SessionMeta{ID: meta.ID, Scope: meta.Scope, NodeID: meta.NodeID, ChunkWidth: meta.ChunkWidth, OpenedAt: m.now()}
+	m.sessions[meta.ID] = &memSession{meta: stored}
+	return stored, nil
+}
+
+// Session implements SessionStore.
+func (m *MemStore) Session(ctx context.Context, id string) (SessionMeta, error) {
+	if err := m.lock(ctx); err != nil {
+		return SessionMeta{}, err
+	}
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok {
+		return SessionMeta{}, ErrSessionNotFound.Wrap("%s", id)
+	}
+	return s.meta, nil
+}
+
+// ListUnsettled implements SessionStore.
+func (m *MemStore) ListUnsettled(ctx context.Context, limit int) ([]UnsettledSession, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	var out []UnsettledSession
+	for id, j := range m.journals {
+		s := m.sessions[id]
+		if len(j) == 0 || s == nil || s.meta.Settled {
+			continue
+		}
+		out = append(out, UnsettledSession{
+			SessionMeta:    s.meta,
+			Records:        int64(len(j)),
+			LastRecordedAt: j[len(j)-1].RecordedAt,
+			Released:       s.released,
+		})
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if !out[a].LastRecordedAt.Equal(out[b].LastRecordedAt) {
+			return out[a].LastRecordedAt.Before(out[b].LastRecordedAt)
+		}
+		return out[a].ID < out[b].ID
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// ClaimSettle implements SessionStore.
+func (m *MemStore) ClaimSettle(ctx context.Context, sessionID, owner string, lease time.Duration) (Fence, error) {
+	if err := m.lock(ctx); err != nil {
+		return Fence{}, err
+	}
+	defer m.mu.Unlock()
+	s, ok := m.sessions[sessionID]
+	if !ok {
+		return Fence{}, ErrSessionNotFound.Wrap("%s", sessionID)
+	}
+	now := m.now()
+	live := s.token > 0 && !s.meta.Settled && now.Before(s.expires)
+	if live && s.owner != owner {
+		return Fence{}, &ClaimHeldError{SessionID: sessionID, Owner: s.owner, ExpiresAt: s.expires}
+	}
+	s.token++
+	s.owner = owner
+	s.expires = now.Add(lease)
+	s.meta.Sealed = true
+	return Fence{SessionID: sessionID, Owner: owner, Token: s.token}, nil
+}
+
+// fenced returns the session if f is its current claim; the caller holds mu.
+func (m *MemStore) fenced(f Fence) (*memSession, error) {
+	s, ok := m.sessions[f.SessionID]
+	if !ok {
+		return nil, ErrSessionNotFound.Wrap("%s", f.SessionID)
+	}
+	if s.token != f.Token || f.Token == 0 {
+		return nil, &FencedError{SessionID: f.SessionID, Token: f.Token, Current: s.token}
+	}
+	return s, nil
+}
+
+// PostFenced implements SessionStore.
+func (m *MemStore) PostFenced(ctx context.Context, f Fence, p ledger.Posting) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if _, err := m.fenced(f); err != nil {
+		return err
+	}
+	_, err := m.book.Post(p)
+	return err
+}
+
+// MarkReplaying implements SessionStore.
+func (m *MemStore) MarkReplaying(ctx context.Context, f Fence) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	s, err := m.fenced(f)
+	if err != nil {
+		return err
+	}
+	s.meta.Replaying = true
+	return nil
+}
+
+// FinishSettle implements SessionStore.
+func (m *MemStore) FinishSettle(ctx context.Context, f Fence, mode string) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	s, err := m.fenced(f)
+	if err != nil {
+		return err
+	}
+	if s.meta.Settled {
+		return nil
+	}
+	now := m.now()
+	s.meta.Settled = true
+	s.meta.SettleMode = mode
+	s.meta.SettledAt = now
+	s.expires = now
+	return nil
+}
+
+// Reserve implements ReservationStore.
+func (m *MemStore) Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) ([]bool, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	granted := make([]bool, len(reqs))
+	for i, req := range reqs {
+		granted[i] = true
+		for j, d := range req {
+			m.pending[d.Account] += d.Delta
+			if d.Delta < 0 && m.book.Balance(d.Account)+m.pending[d.Account] < 0 {
+				for k := j; k >= 0; k-- {
+					m.addPending(req[k].Account, -req[k].Delta)
+				}
+				granted[i] = false
+				break
+			}
+		}
+	}
+	return granted, nil
+}
+
+func (m *MemStore) addPending(account string, delta int64) {
+	v := m.pending[account] + delta
+	if v == 0 {
+		delete(m.pending, account)
+		return
+	}
+	m.pending[account] = v
+}
+
+// Unreserve implements ReservationStore.
+func (m *MemStore) Unreserve(ctx context.Context, deltas []ledger.AccountDelta) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	for _, d := range deltas {
+		m.addPending(d.Account, -d.Delta)
+	}
+	return nil
+}
+
+// Pending implements ReservationStore.
+func (m *MemStore) Pending(ctx context.Context, account string) (int64, error) {
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	return m.pending[account], nil
+}
+
+// PendingAll implements ReservationStore.
+func (m *MemStore) PendingAll(ctx context.Context) (map[string]int64, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	out := make(map[string]int64, len(m.pending))
+	for a, v := range m.pending {
+		if v != 0 {
+			out[a] = v
+		}
+	}
+	return out, nil
+}
+
+// ReleaseSession implements ReservationStore.
+func (m *MemStore) ReleaseSession(ctx context.Context, f Fence, deltas []ledger.AccountDelta) (bool, error) {
+	if err := m.lock(ctx); err != nil {
+		return false, err
+	}
+	defer m.mu.Unlock()
+	s, err := m.fenced(f)
+	if err != nil {
+		return false, err
+	}
+	if s.released {
+		return false, nil
+	}
+	for _, d := range deltas {
+		m.addPending(d.Account, -d.Delta)
+	}
+	s.released = true
+	return true, nil
+}
+
+// ReplacePending implements ReservationStore.
+func (m *MemStore) ReplacePending(ctx context.Context, want map[string]int64) (int, error) {
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	adjusted := 0
+	accounts := make(map[string]int64, len(want)+len(m.pending))
+	maps.Copy(accounts, want)
+	for a := range m.pending {
+		if _, ok := accounts[a]; !ok {
+			accounts[a] = 0
+		}
+	}
+	for a, v := range accounts {
+		if m.pending[a] != v {
+			adjusted++
+		}
+		if v == 0 {
+			delete(m.pending, a)
+		} else {
+			m.pending[a] = v
+		}
+	}
+	return adjusted, nil
+}

@@ -1,0 +1,615 @@
+package netting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/shardwise/shardwise/ledger"
+)
+
+// Session is the single writer of one scope for one epoch. Record is safe
+// for concurrent use: concurrent Records are batched into one reservation
+// call and one journal append (group commit), and each returns only after
+// the append that holds it has committed. Settle may run concurrently with
+// Record (Records arriving after it starts answer SESSION.SETTLED).
+type Session struct {
+	store  SharedStore
+	meta   SessionMeta
+	owner  string // this object's identity in settle claims
+	lease  time.Duration
+	log    *slog.Logger
+	opened time.Time // on the node's clock; for rotation only
+	// now is the node's clock, used only for durations (epoch age, how long
+	// a settle claim has been held).
+	now func() time.Time
+	// commitTimeout bounds one group commit's store calls. A commit runs on
+	// behalf of every waiter, so it does not use any one caller's context.
+	commitTimeout time.Duration
+
+	mu sync.Mutex
+	st *sessionState
+
+	settleMu sync.Mutex // one settle at a time on this object
+}
+
+// ID returns the session id (sess:<scope>:<nonce>-<n>).
+func (s *Session) ID() string { return s.meta.ID }
+
+// Scope returns the scope the session writes.
+func (s *Session) Scope() string { return s.meta.Scope }
+
+// ChunkWidth returns the chunk width stored with the session.
+func (s *Session) ChunkWidth() int { return s.meta.ChunkWidth }
+
+// Accepted returns the number of movements journaled so far.
+func (s *Session) Accepted() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.accepted()
+}
+
+// Waiting returns the number of Records queued or being committed: the
+// size of the next group commit (an observability hook).
+func (s *Session) Waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.st.inflight)
+}
+
+// WasSettled reports whether this session is known settled (by this object's
+// settle, or, for a recovered session, by the store).
+func (s *Session) WasSettled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.settled
+}
+
+// Record validates, reserves and durably journals m, or refuses it.
+//
+//   - On a settled or settling session: ErrSessionSettled (SESSION.SETTLED).
+//   - A key seen before by this session (or journaled by any session)
+//     returns the earlier outcome; a key still being decided waits for it.
+//   - Malformed or unbalanced legs, or an empty key: an error
+//     (OP.MALFORMED / LEDGER.UNBALANCED), nothing recorded.
+//   - Otherwise Accepted with its seq once the journal row has committed,
+//     or Rejected with INSUFFICIENT_FUNDS by the shared reservation check.
+//
+// A store failure returns an error and leaves no reservation behind (when
+// the store can still say what happened; see doc.go). If ctx ends first,
+// Record returns ctx.Err() while the commit it joined completes.
+func (s *Session) Record(ctx context.Context, m Movement) (Outcome, error) {
+	if m.Key == "" {
+		return Outcome{}, &ledger.MalformedError{Index: -1, Reason: "empty idempotency key"}
+	}
+	if err := ctx.Err(); err != nil {
+		return Outcome{}, err
+	}
+	s.mu.Lock()
+	if s.st.closedForRecords || s.st.settled {
+		s.mu.Unlock()
+		return Outcome{}, ErrSessionSettled.Wrap("%s", s.meta.ID)
+	}
+	if out, ok := s.st.outcomes[m.Key]; ok {
+		s.mu.Unlock()
+		return out, nil
+	}
+	p, waiting := s.st.inflight[m.Key]
+	if !waiting {
+		if err := ledger.ValidateLegs(m.Legs); err != nil {
+			s.mu.Unlock()
+			return Outcome{}, err
+		}
+		legs := append([]ledger.Leg(nil), m.Legs...)
+		p = &proposal{key: m.Key, legs: legs, deltas: reservationDeltas(legs), done: make(chan struct{}), lead: make(chan struct{})}
+		s.st.inflight[m.Key] = p
+		s.st.queue = append(s.st.queue, p)
+	}
+	leader := !s.st.flushing
+	if leader {
+		s.st.flushing = true
+	}
+	s.mu.Unlock()
+	if leader {
+		// The caller that found no commit running commits batches until its
+		// own proposal is decided, then hands the role to a waiter (so no
+		// caller serves others indefinitely).
+		s.runCommits(ctx, p)
+	}
+	// Only the caller that created the proposal can be handed the committer
+	// role; callers repeating an in-flight key just wait for its outcome.
+	var lead chan struct{}
+	if !waiting {
+		lead = p.lead
+	}
+	for {
+		select {
+		case <-p.done:
+			return p.out, p.err
+		case <-lead:
+			lead = nil // a closed channel stays ready: take the role once
+			s.runCommits(ctx, p)
+		case <-ctx.Done():
+			if lead == nil {
+				return Outcome{}, ctx.Err()
+			}
+			s.mu.Lock()
+			handed := p.handed
+			p.abandoned = !handed
+			s.mu.Unlock()
+			if handed {
+				// The committer role reached us as we gave up: serve it,
+				// or the queue would stall.
+				s.runCommits(ctx, p)
+			}
+			return Outcome{}, ctx.Err()
+		}
+	}
+}
+
+// Flush returns once every Record started before it has been decided.
+func (s *Session) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.st.flushing && len(s.st.queue) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	s.st.idle = append(s.st.idle, ch)
+	s.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Session) runCommits(ctx context.Context, own *proposal) {
+	for {
+		s.mu.Lock()
+		batch := s.st.takeBatch()
+		if len(batch) == 0 {
+			s.st.flushing = false
+			for _, ch := range s.st.idle {
+				close(ch)
+			}
+			s.st.idle = nil
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.commitTimeout)
+		s.commit(cctx, batch)
+		cancel()
+		if s.handOff(own) {
+			return
+		}
+	}
+}
+
+// handOff passes the committer role to a waiting proposal once own is
+// decided. It reports whether it did; if every queued caller has gone, the
+// current committer keeps the role.
+func (s *Session) handOff(own *proposal) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-own.done:
+	default:
+		return false
+	}
+	for _, q := range s.st.queue {
+		if !q.abandoned && !q.handed {
+			q.handed = true
+			close(q.lead)
+			return true
+		}
+	}
+	return false
+}
+
+// commit is one group commit: one Reserve for the batch, one Append for the
+// granted part.
+func (s *Session) commit(ctx context.Context, batch []*proposal) {
+	reqs := make([][]ledger.AccountDelta, len(batch))
+	for i, p := range batch {
+		reqs[i] = p.deltas
+	}
+	granted, err := s.store.Reserve(ctx, reqs)
+	if err == nil && len(granted) != len(batch) {
+		err = fmt.Errorf("netting: store granted %d of %d reservation requests", len(granted), len(batch))
+	}
+	if err != nil {
+		// Fail closed: nothing is accepted.
+		s.failAll(batch, fmt.Errorf("netting: reserve: %w", err))
+		return
+	}
+	var ok []*proposal
+	s.mu.Lock()
+	for i, p := range batch {
+		if granted[i] {
+			ok = append(ok, p)
+		} else {
+			s.st.decide(p, Outcome{Status: Rejected, Seq: -1, Reason: ReasonInsufficientFunds}, nil)
+		}
+	}
+	s.mu.Unlock()
+	for len(ok) > 0 {
+		// Proposals queued before a settle began are still committed here
+		// (the settle flushes first); the store's seal, not local state, is
+		// what refuses rows a settler has not read.
+		s.mu.Lock()
+		recs := s.st.chain(ok)
+		s.mu.Unlock()
+		err := s.store.Append(ctx, recs)
+		if err == nil {
+			s.mu.Lock()
+			s.st.commit(ok, recs)
+			s.mu.Unlock()
+			return
+		}
+		var kc *KeyConflictError
+		switch {
+		case errors.As(err, &kc):
+			ok = s.resolveConflicts(ctx, ok, kc.Keys)
+		case errors.Is(err, ErrSessionSettled):
+			s.mu.Lock()
+			s.st.closedForRecords = true
+			s.mu.Unlock()
+			s.unreserveAndFail(ctx, ok, err)
+			return
+		default:
+			s.resolveUnknown(ctx, ok, recs, err)
+			return
+		}
+	}
+}
+
+// resolveConflicts answers the proposals whose keys another row already
+// holds with that row's outcome, undoes their reservations, and returns the
+// rest to append again.
+func (s *Session) resolveConflicts(ctx context.Context, ps []*proposal, keys []string) []*proposal {
+	conflict := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		conflict[k] = true
+	}
+	var rest, dup []*proposal
+	for _, p := range ps {
+		if conflict[p.key] {
+			dup = append(dup, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	if len(dup) == 0 {
+		// The store named keys we did not send: do not loop.
+		s.unreserveAndFail(ctx, ps, fmt.Errorf("netting: append: key conflict on unknown keys %v", keys))
+		return nil
+	}
+	var undo []ledger.AccountDelta
+	for _, p := range dup {
+		undo = append(undo, p.deltas...)
+	}
+	if err := s.store.Unreserve(ctx, undo); err != nil {
+		s.log.Warn("netting: unreserve after key conflict failed; pending overstated until ReconcileReservations", "session", s.meta.ID, "err", err)
+	}
+	for _, p := range dup {
+		rec, found, err := s.store.LookupKey(ctx, p.key)
+		s.mu.Lock()
+		switch {
+		case err != nil:
+			s.st.decide(p, Outcome{}, fmt.Errorf("netting: lookup of conflicting key %q: %w", p.key, err))
+		case !found:
+			s.st.decide(p, Outcome{}, fmt.Errorf("netting: key %q reported journaled but not found", p.key))
+		default:
+			s.st.decide(p, Outcome{Status: Accepted, Seq: rec.Seq}, nil)
+		}
+		s.mu.Unlock()
+	}
+	return rest
+}
+
+// resolveUnknown handles an append error that does not say whether the rows
+// were written (a dropped connection around COMMIT). It reads the journal
+// back: rows present are accepted; rows absent are unreserved and failed.
+// If even that read fails, the reservations are kept (overstated pending is
+// safe; ReconcileReservations repairs it) and the session stops accepting.
+func (s *Session) resolveUnknown(ctx context.Context, ps []*proposal, recs []JournalRecord, appendErr error) {
+	journal, err := s.store.ReadJournal(ctx, s.meta.ID)
+	if err != nil {
+		s.mu.Lock()
+		s.st.closedForRecords = true
+		for _, p := range ps {
+			s.st.decide(p, Outcome{}, fmt.Errorf("netting: append outcome unknown (%v): %w", err, appendErr))
+		}
+		s.mu.Unlock()
+		return
+	}
+	first := recs[0].Seq
+	if int64(len(journal)) >= first+int64(len(recs)) && journal[first+int64(len(recs))-1].Hash == recs[len(recs)-1].Hash {
+		s.mu.Lock()
+		s.st.commit(ps, recs)
+		s.mu.Unlock()
+		return
+	}
+	if int64(len(journal)) != first {
+		// Someone else wrote this session's journal: stop, do not guess.
+		s.mu.Lock()
+		s.st.closedForRecords = true
+		s.mu.Unlock()
+	}
+	s.unreserveAndFail(ctx, ps, fmt.Errorf("netting: append: %w", appendErr))
+}
+
+func (s *Session) unreserveAndFail(ctx context.Context, ps []*proposal, cause error) {
+	var undo []ledger.AccountDelta
+	for _, p := range ps {
+		undo = append(undo, p.deltas...)
+	}
+	if len(undo) > 0 {
+		if err := s.store.Unreserve(ctx, undo); err != nil {
+			s.log.Warn("netting: unreserve failed; pending overstated until ReconcileReservations", "session", s.meta.ID, "err", err)
+		}
+	}
+	s.failAll(ps, cause)
+}
+
+func (s *Session) failAll(ps []*proposal, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range ps {
+		s.st.decide(p, Outcome{}, err)
+	}
+}
+
+// Settle nets the journal into the ledger (see the package doc for the
+// steps). It is idempotent: settling a settled session posts nothing and
+// reports the settle with AlreadySettled. An empty journal reports
+// ModeNetted with no postings and leaves the session open. If another
+// settler holds the session's claim, Settle returns ErrSettleClaimed and
+// writes nothing; if a newer claim supersedes this one midway, ErrFenced.
+func (s *Session) Settle(ctx context.Context) (SettleReport, error) {
+	s.settleMu.Lock()
+	defer s.settleMu.Unlock()
+	s.mu.Lock()
+	if s.st.report != nil {
+		r := *s.st.report
+		r.AlreadySettled = true
+		s.mu.Unlock()
+		return r, nil
+	}
+	s.st.closedForRecords = true
+	s.mu.Unlock()
+	if err := s.Flush(ctx); err != nil {
+		return SettleReport{}, err
+	}
+	recs, head, err := s.readVerified(ctx)
+	if err != nil {
+		return SettleReport{}, err
+	}
+	if len(recs) == 0 {
+		meta, err := s.store.Session(ctx, s.meta.ID)
+		if err != nil {
+			return SettleReport{}, err
+		}
+		if !meta.Sealed {
+			// Nothing to settle: the session stays open for Records.
+			s.mu.Lock()
+			s.st.closedForRecords = false
+			s.mu.Unlock()
+		}
+		return SettleReport{SessionID: s.meta.ID, Mode: ModeNetted, JournalHead: GenesisHash}, nil
+	}
+	claim, err := s.claim(ctx)
+	if err != nil {
+		return SettleReport{}, err
+	}
+	// The claim sealed the journal: this read is final.
+	recs, head, err = s.readVerified(ctx)
+	if err != nil {
+		return SettleReport{}, err
+	}
+	meta, err := s.store.Session(ctx, s.meta.ID)
+	if err != nil {
+		return SettleReport{}, err
+	}
+	if meta.Settled {
+		rep, err := s.reportSettled(ctx, meta, recs, head)
+		if err != nil {
+			return SettleReport{}, err
+		}
+		s.finish(rep)
+		rep.AlreadySettled = true
+		return rep, nil
+	}
+	s.mu.Lock()
+	replaying := s.st.replaying || meta.Replaying
+	s.mu.Unlock()
+	width := meta.ChunkWidth
+	chunks := chunkPostings(s.meta.ID, netPositions(recs), width, len(recs), head)
+	rep := SettleReport{SessionID: s.meta.ID, Netted: len(recs), JournalHead: head}
+	if !replaying {
+		failed := -1
+		for i, c := range chunks {
+			err := claim.post(ctx, c)
+			if err == nil {
+				continue
+			}
+			if !isLedgerRefusal(err) {
+				return SettleReport{}, fmt.Errorf("netting: settle %s chunk %d: %w", s.meta.ID, i, err)
+			}
+			s.log.Info("netting: chunk refused, replaying", "session", s.meta.ID, "chunk", i, "err", err)
+			failed = i
+			break
+		}
+		if failed < 0 {
+			rep.Mode = ModeNetted
+			rep.Postings = len(chunks)
+		} else {
+			replaying = true
+		}
+	}
+	if replaying {
+		// Remember first, durably: from here on no settle nets this session.
+		s.mu.Lock()
+		s.st.replaying = true
+		s.mu.Unlock()
+		if err := claim.renew(ctx); err != nil {
+			return SettleReport{}, err
+		}
+		if err := s.store.MarkReplaying(ctx, claim.fence); err != nil {
+			return SettleReport{}, fmt.Errorf("netting: settle %s: mark replaying: %w", s.meta.ID, err)
+		}
+		rep.Mode = ModeReplayed
+		n, err := s.compensate(ctx, claim, chunks)
+		if err != nil {
+			return SettleReport{}, err
+		}
+		rep.Postings = n
+		for _, r := range recs {
+			err := claim.post(ctx, replayPosting(r))
+			switch {
+			case err == nil:
+				rep.Postings++
+			case isLedgerRefusal(err):
+				rep.Rejected = append(rep.Rejected, Rejection{Key: r.Key, Code: Code(err)})
+			default:
+				return SettleReport{}, fmt.Errorf("netting: settle %s replay seq %d: %w", s.meta.ID, r.Seq, err)
+			}
+		}
+	}
+	if err := claim.renew(ctx); err != nil {
+		return SettleReport{}, err
+	}
+	if _, err := s.store.ReleaseSession(ctx, claim.fence, sessionDeltas(recs)); err != nil {
+		return SettleReport{}, fmt.Errorf("netting: settle %s: release reservations: %w", s.meta.ID, err)
+	}
+	if err := s.store.FinishSettle(ctx, claim.fence, rep.Mode); err != nil {
+		return SettleReport{}, fmt.Errorf("netting: settle %s: finish: %w", s.meta.ID, err)
+	}
+	s.finish(rep)
+	return rep, nil
+}
+
+// compensate reverses, newest first, every chunk of the session that is in
+// the ledger, and returns how many compensations the session has.
+func (s *Session) compensate(ctx context.Context, claim *settleClaim, chunks []ledger.Posting) (int, error) {
+	n := 0
+	for i := len(chunks) - 1; i >= 0; i-- {
+		posted, err := s.store.HasPosting(ctx, chunks[i].ID)
+		if err != nil {
+			return 0, fmt.Errorf("netting: settle %s: %w", s.meta.ID, err)
+		}
+		if !posted {
+			continue
+		}
+		if err := claim.post(ctx, compensation(s.meta.ID, i, chunks[i])); err != nil {
+			return 0, fmt.Errorf("netting: settle %s: compensate chunk %d: %w", s.meta.ID, i, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// reportSettled rebuilds the report of a settle another settler finished.
+func (s *Session) reportSettled(ctx context.Context, meta SessionMeta, recs []JournalRecord, head string) (SettleReport, error) {
+	rep := SettleReport{SessionID: meta.ID, Mode: meta.SettleMode, Netted: len(recs), JournalHead: head}
+	chunks := chunkPostings(meta.ID, netPositions(recs), meta.ChunkWidth, len(recs), head)
+	if meta.SettleMode == ModeNetted {
+		rep.Postings = len(chunks)
+		return rep, nil
+	}
+	for i := range chunks {
+		ok, err := s.store.HasPosting(ctx, compensationID(meta.ID, i))
+		if err != nil {
+			return SettleReport{}, err
+		}
+		if ok {
+			rep.Postings++
+		}
+	}
+	for _, r := range recs {
+		ok, err := s.store.HasPosting(ctx, replayID(meta.ID, r.Seq))
+		if err != nil {
+			return SettleReport{}, err
+		}
+		if ok {
+			rep.Postings++
+		} else {
+			rep.Rejected = append(rep.Rejected, Rejection{Key: r.Key})
+		}
+	}
+	return rep, nil
+}
+
+func (s *Session) finish(rep SettleReport) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.settled = true
+	s.st.closedForRecords = true
+	r := rep
+	s.st.report = &r
+}
+
+// readVerified reads the journal back from the store (never trusting
+// memory) and verifies the chain.
+func (s *Session) readVerified(ctx context.Context) ([]JournalRecord, string, error) {
+	recs, err := s.store.ReadJournal(ctx, s.meta.ID)
+	if err != nil {
+		return nil, "", fmt.Errorf("netting: read journal %s: %w", s.meta.ID, err)
+	}
+	head, err := VerifyChain(s.meta.ID, recs)
+	if err != nil {
+		return nil, "", err
+	}
+	return recs, head, nil
+}
+
+// settleClaim is a held settle claim. A long settle (a replay of thousands
+// of movements) renews it before half the lease has passed, so that a
+// healthy settler is not taken over; a settler that stalls longer is, and
+// its next write is fenced.
+type settleClaim struct {
+	s     *Session
+	fence Fence
+	at    time.Time // when fence was granted, on the node's clock
+}
+
+func (s *Session) claim(ctx context.Context) (*settleClaim, error) {
+	at := s.now()
+	f, err := s.store.ClaimSettle(ctx, s.meta.ID, s.owner, s.lease)
+	if err != nil {
+		return nil, err
+	}
+	return &settleClaim{s: s, fence: f, at: at}, nil
+}
+
+// renew re-claims (same owner: granted unless another settler took over)
+// once half the lease has passed.
+func (c *settleClaim) renew(ctx context.Context) error {
+	if c.s.now().Sub(c.at) < c.s.lease/2 {
+		return nil
+	}
+	fresh, err := c.s.claim(ctx)
+	if err != nil {
+		return err
+	}
+	if fresh.fence.Token != c.fence.Token+1 {
+		// Someone claimed in between (and may have finished, perhaps by
+		// replay): our view of the session is stale. Stop as if fenced.
+		return &FencedError{SessionID: c.fence.SessionID, Token: c.fence.Token, Current: fresh.fence.Token}
+	}
+	*c = *fresh
+	return nil
+}
+
+func (c *settleClaim) post(ctx context.Context, p ledger.Posting) error {
+	if err := c.renew(ctx); err != nil {
+		return err
+	}
+	return c.s.store.PostFenced(ctx, c.fence, p)
+}

@@ -1,0 +1,221 @@
+package netting
+
+// The Store port. Other packages implement it (netting/sqlstore on SQLite
+// and PostgreSQL, MemStore here) and netting/storetest checks every
+// implementation against the same contract.
+//
+// Change log (the port is published; note every change here):
+//   - v1: first version.
+//   - v1 (unchanged signatures): storetest now also checks that Reserve
+//     grants an empty request (a movement between platform accounts).
+
+import (
+	"context"
+	"time"
+
+	"github.com/shardwise/shardwise/ledger"
+)
+
+// JournalRecord is one accepted movement, as journaled.
+type JournalRecord struct {
+	SessionID string
+	// Seq numbers the session's accepted movements from 0 without gaps.
+	Seq int64
+	// Key is the movement's idempotency key, unique across all sessions.
+	Key string
+	// Legs are the movement's legs, debit-positive, in the order given.
+	Legs []ledger.Leg
+	// PrevHash is the previous row's Hash (GenesisHash for seq 0).
+	PrevHash string
+	// Hash is ChainHash(PrevHash, Key, Legs).
+	Hash string
+	// RecordedAt is stamped by the store from its own clock inside Append;
+	// whatever the caller put here is ignored. Sweep ages are measured
+	// against it, so only the store's clock may write it ("one clock").
+	RecordedAt time.Time
+}
+
+// Settle modes, as reported and as stored with a settled session.
+const (
+	ModeNetted   = "netted"
+	ModeReplayed = "replayed"
+)
+
+// SessionMeta is what the store keeps about one session (one epoch of one
+// scope) beside its journal.
+type SessionMeta struct {
+	ID     string
+	Scope  string
+	NodeID string // the node that opened it
+	// ChunkWidth is fixed when the session is created: every settle of this
+	// session, by any node, cuts chunks with it (so a resumed settle skips
+	// exactly the chunks already posted).
+	ChunkWidth int
+	// OpenedAt is stamped by the store in CreateSession.
+	OpenedAt time.Time
+	// Replaying is set (durably, once, never cleared) when a settle has
+	// fallen back from netting to replay: no later settle may post a netted
+	// chunk again.
+	Replaying bool
+	// Settled, SettleMode (ModeNetted or ModeReplayed) and SettledAt are
+	// written by FinishSettle.
+	Settled    bool
+	SettleMode string
+	SettledAt  time.Time
+	// Sealed is true once any settle claim has been taken: the journal is
+	// closed to appends from then on.
+	Sealed bool
+}
+
+// UnsettledSession is one entry of ListUnsettled.
+type UnsettledSession struct {
+	SessionMeta
+	// Records is the journal length; LastRecordedAt its newest RecordedAt.
+	Records        int64
+	LastRecordedAt time.Time
+	// Released reports whether ReleaseSession has already returned this
+	// session's reservations (a settle that crashed before FinishSettle).
+	Released bool
+}
+
+// Fence is a granted settle claim: every settle write carries it, and the
+// store refuses it (ErrFenced) once a newer claim exists.
+type Fence struct {
+	SessionID string
+	Owner     string
+	// Token grows by one with every claim granted on the session.
+	Token int64
+}
+
+// LedgerStore holds postings and balances under the rules of package ledger.
+type LedgerStore interface {
+	// Post applies p atomically after ledger.Validate: on a refusal
+	// (OP.MALFORMED, LEDGER.UNBALANCED, LEDGER.OVERDRAFT per
+	// ledger.CheckOverdraft against the balances inside the same
+	// transaction) nothing is written. An id already posted is a no-op that
+	// returns nil, whatever the legs: ids are idempotency keys.
+	Post(ctx context.Context, p ledger.Posting) error
+	// HasPosting reports whether a posting with id exists.
+	HasPosting(ctx context.Context, id string) (bool, error)
+	// Balance returns credits minus debits of account (−Σ raw legs), 0 for
+	// an account never posted to.
+	Balance(ctx context.Context, account string) (int64, error)
+	// Balances returns the balance of every account ever posted to
+	// (accounts whose balance is back at zero may be included).
+	Balances(ctx context.Context) (map[string]int64, error)
+}
+
+// JournalStore holds the hash-chained journals of all sessions.
+type JournalStore interface {
+	// Append adds recs to one session's journal atomically: all rows or
+	// none. recs is non-empty, every row names the same existing session,
+	// and seqs are contiguous starting at the session's current journal
+	// length. The store stamps RecordedAt on every row with its own clock
+	// (one value per call is fine). It does not verify hashes.
+	//
+	// Errors, each writing nothing:
+	//   - ErrSessionNotFound: no such session;
+	//   - ErrSessionSettled: the session is sealed (a settle claim was ever
+	//     granted) or settled — this is the fence that keeps a live writer
+	//     from adding rows a settler has not read;
+	//   - *KeyConflictError (errors.Is ErrKeyConflict) listing every key of
+	//     recs already journaled in any session (keys are globally unique);
+	//     a key repeated inside recs is reported the same way;
+	//   - ErrSeqConflict: the first seq is not the journal length, or seqs
+	//     are not contiguous, or rows name different sessions.
+	Append(ctx context.Context, recs []JournalRecord) error
+	// ReadJournal returns the session's rows ordered by seq (empty, not an
+	// error, for a session with no rows or no session at all).
+	ReadJournal(ctx context.Context, sessionID string) ([]JournalRecord, error)
+	// LookupKey returns the journal row carrying key, in any session.
+	LookupKey(ctx context.Context, key string) (JournalRecord, bool, error)
+}
+
+// SessionStore holds session metadata and the settle claim.
+type SessionStore interface {
+	// CreateSession stores meta (ID, Scope, NodeID, ChunkWidth ≥ 1; the
+	// other fields are ignored) with OpenedAt from the store's clock, and
+	// returns what was stored. ErrSessionExists if the id is taken.
+	CreateSession(ctx context.Context, meta SessionMeta) (SessionMeta, error)
+	// Session returns a session's metadata, or ErrSessionNotFound.
+	Session(ctx context.Context, id string) (SessionMeta, error)
+	// ListUnsettled returns sessions that have at least one journal row and
+	// are not settled, oldest LastRecordedAt first (ties by id), at most
+	// limit of them (limit ≤ 0: all).
+	ListUnsettled(ctx context.Context, limit int) ([]UnsettledSession, error)
+	// ClaimSettle grants owner the right to settle a session for lease
+	// (measured on the store's clock) and returns a Fence with a token one
+	// greater than any earlier claim's. It is granted when there is no claim,
+	// the current claim has expired, or the current claim is owner's own; a
+	// settled session's claim counts as expired. Otherwise it fails with
+	// *ClaimHeldError (errors.Is ErrSettleClaimed). Granting seals the
+	// session: Append refuses from then on. ErrSessionNotFound if absent.
+	ClaimSettle(ctx context.Context, sessionID, owner string, lease time.Duration) (Fence, error)
+	// PostFenced is Post executed only if f.Token is still the session's
+	// current claim token (checked in the same transaction as the posting);
+	// otherwise *FencedError (errors.Is ErrFenced) and nothing is written.
+	// An expired claim that nobody replaced still fences nothing.
+	PostFenced(ctx context.Context, f Fence, p ledger.Posting) error
+	// MarkReplaying durably sets SessionMeta.Replaying, fenced like
+	// PostFenced. Idempotent.
+	MarkReplaying(ctx context.Context, f Fence) error
+	// FinishSettle, fenced like PostFenced, marks the session settled with
+	// mode (ModeNetted or ModeReplayed) and SettledAt from the store's
+	// clock, and ends the claim (a later ClaimSettle is granted). On a
+	// session already settled it changes nothing and returns nil.
+	FinishSettle(ctx context.Context, f Fence, mode string) error
+}
+
+// ReservationStore is the shared reservation counter: per account, the sum
+// of balance deltas promised by accepted but unsettled movements, kept in
+// the store so that sessions on different nodes cannot promise the same
+// credits twice. A Store without it cannot back a ClusterNode.
+type ReservationStore interface {
+	// Reserve processes reqs in order, each atomically and all within one
+	// transaction: for each delta of a request in order, pending[account] +=
+	// delta; if delta < 0 and Balance(account) + pending[account] < 0 (the
+	// balance read in the same transaction, never a cached one), the
+	// request's adds are undone newest first and the request is refused.
+	// granted[i] reports request i. Callers pass wallet deltas only
+	// (ledger.IsWallet); the store checks every negative delta it is given.
+	// On error nothing is applied (fail closed).
+	Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) (granted []bool, err error)
+	// Unreserve subtracts deltas from the pending counters: the undo of a
+	// granted request whose journal append then failed.
+	Unreserve(ctx context.Context, deltas []ledger.AccountDelta) error
+	// Pending returns the shared reservation total of account (0 if none).
+	Pending(ctx context.Context, account string) (int64, error)
+	// PendingAll returns every nonzero pending counter.
+	PendingAll(ctx context.Context) (map[string]int64, error)
+	// ReleaseSession returns a session's reservations exactly once: fenced
+	// like PostFenced, if the session's release has not happened it
+	// subtracts deltas from the counters and durably records the release,
+	// returning true; afterwards it changes nothing and returns false.
+	ReleaseSession(ctx context.Context, f Fence, deltas []ledger.AccountDelta) (released bool, err error)
+	// ReplacePending sets the counters to want atomically (accounts absent
+	// from want to zero) and returns how many accounts changed value. It is
+	// the write of ReconcileReservations: an operator action on a quiesced
+	// cluster.
+	ReplacePending(ctx context.Context, want map[string]int64) (adjusted int, err error)
+}
+
+// Store is the port the netting core talks to. Every method is safe for
+// concurrent use. Times come from the store's own clock (Now), never a
+// node's.
+type Store interface {
+	LedgerStore
+	JournalStore
+	SessionStore
+	// Now returns the store's clock: the one clock that stamps journal rows,
+	// session opening and claims, and that sweep ages are measured on.
+	Now(ctx context.Context) (time.Time, error)
+	// Close releases the store. Idempotent.
+	Close() error
+}
+
+// SharedStore is a Store with the shared reservation counter, which
+// OpenClusterNode requires.
+type SharedStore interface {
+	Store
+	ReservationStore
+}

@@ -1,0 +1,26 @@
+// Package storetest is the contract suite of the netting Store port. Every
+// implementation runs it: netting.MemStore in package netting's tests, the
+// SQLite and PostgreSQL stores in netting/sqlstore's.
+//
+//	func TestContract(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) netting.Store { return openFresh(t) })
+//	}
+//
+// open must return a fresh, empty store each call and arrange its Close with
+// t.Cleanup. The suite needs a netting.SharedStore (the shared reservation
+// counter is part of the contract) and fails if the store is not one.
+//
+// Run holds three kinds of test:
+//   - one per method semantic of the port (the hashicorp/raft lesson: an
+//     in-memory store that disagrees with the real one must fail here, not
+//     in production);
+//   - the behaviours of spec/netting.md and the store-generic "Ours" items,
+//     driven through real netting.ClusterNodes on the store, with a
+//     fault-injecting wrapper (fail, block or tamper with a chosen call) for
+//     crashes mid-commit, mid-settle and mid-replay;
+//   - the netting invariants as property tests over randomized schedules
+//     (SHARDWISE_PROPERTY_SEEDS sets how many; default 4).
+//
+// It owns no production code and imports only netting, ledger and the
+// standard library.
+package storetest

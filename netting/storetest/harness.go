@@ -1,0 +1,305 @@
+package storetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardwise/shardwise/ledger"
+	"github.com/shardwise/shardwise/netting"
+)
+
+// errInjected is the infrastructure failure the fault store injects: not a
+// ledger refusal, so a settle treats it as a crash, not as an overdraft.
+var errInjected = errors.New("storetest: injected store failure")
+
+// faultStore wraps a real store and lets a test fail, block or tamper with
+// chosen calls. Every call not intercepted goes to the real store.
+type faultStore struct {
+	netting.SharedStore
+
+	mu sync.Mutex
+	// appendHook runs before a real Append; a non-nil error is returned
+	// instead of appending.
+	appendHook func(recs []netting.JournalRecord) error
+	// appendAfterHook runs after a successful real Append; a non-nil error
+	// is returned although the rows are committed (a lost COMMIT reply).
+	appendAfterHook func(recs []netting.JournalRecord) error
+	// postFencedHook runs before a real PostFenced.
+	postFencedHook func(f netting.Fence, p ledger.Posting) error
+	// claimHook runs before a real ClaimSettle.
+	claimHook func(sessionID, owner string) error
+	// finishHook runs before a real FinishSettle (a crash after the
+	// release and before the settle is marked).
+	finishHook func() error
+	// readHook may rewrite what ReadJournal returns (a tampered row).
+	readHook func(recs []netting.JournalRecord) []netting.JournalRecord
+
+	appends     atomic.Int64
+	reserves    atomic.Int64
+	postFenced  atomic.Int64
+	compensated atomic.Int64
+}
+
+func (f *faultStore) setAppendHook(h func([]netting.JournalRecord) error) {
+	f.mu.Lock()
+	f.appendHook = h
+	f.mu.Unlock()
+}
+
+func (f *faultStore) setPostFencedHook(h func(netting.Fence, ledger.Posting) error) {
+	f.mu.Lock()
+	f.postFencedHook = h
+	f.mu.Unlock()
+}
+
+func (f *faultStore) setReadHook(h func([]netting.JournalRecord) []netting.JournalRecord) {
+	f.mu.Lock()
+	f.readHook = h
+	f.mu.Unlock()
+}
+
+func (f *faultStore) Append(ctx context.Context, recs []netting.JournalRecord) error {
+	f.mu.Lock()
+	h := f.appendHook
+	f.mu.Unlock()
+	if h != nil {
+		if err := h(recs); err != nil {
+			return err
+		}
+	}
+	f.appends.Add(1)
+	if err := f.SharedStore.Append(ctx, recs); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	after := f.appendAfterHook
+	f.mu.Unlock()
+	if after != nil {
+		return after(recs)
+	}
+	return nil
+}
+
+func (f *faultStore) setAppendAfterHook(h func([]netting.JournalRecord) error) {
+	f.mu.Lock()
+	f.appendAfterHook = h
+	f.mu.Unlock()
+}
+
+func (f *faultStore) Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) ([]bool, error) {
+	f.reserves.Add(1)
+	return f.SharedStore.Reserve(ctx, reqs)
+}
+
+func (f *faultStore) PostFenced(ctx context.Context, fe netting.Fence, p ledger.Posting) error {
+	f.mu.Lock()
+	h := f.postFencedHook
+	f.mu.Unlock()
+	if h != nil {
+		if err := h(fe, p); err != nil {
+			return err
+		}
+	}
+	f.postFenced.Add(1)
+	err := f.SharedStore.PostFenced(ctx, fe, p)
+	if err == nil && len(p.ID) > 5 && p.ID[len(p.ID)-5:] == "_comp" {
+		f.compensated.Add(1)
+	}
+	return err
+}
+
+func (f *faultStore) setClaimHook(h func(sessionID, owner string) error) {
+	f.mu.Lock()
+	f.claimHook = h
+	f.mu.Unlock()
+}
+
+func (f *faultStore) ClaimSettle(ctx context.Context, sessionID, owner string, lease time.Duration) (netting.Fence, error) {
+	f.mu.Lock()
+	h := f.claimHook
+	f.mu.Unlock()
+	if h != nil {
+		if err := h(sessionID, owner); err != nil {
+			return netting.Fence{}, err
+		}
+	}
+	return f.SharedStore.ClaimSettle(ctx, sessionID, owner, lease)
+}
+
+func (f *faultStore) setFinishHook(h func() error) {
+	f.mu.Lock()
+	f.finishHook = h
+	f.mu.Unlock()
+}
+
+func (f *faultStore) FinishSettle(ctx context.Context, fe netting.Fence, mode string) error {
+	f.mu.Lock()
+	h := f.finishHook
+	f.mu.Unlock()
+	if h != nil {
+		if err := h(); err != nil {
+			return err
+		}
+	}
+	return f.SharedStore.FinishSettle(ctx, fe, mode)
+}
+
+func (f *faultStore) ReadJournal(ctx context.Context, id string) ([]netting.JournalRecord, error) {
+	recs, err := f.SharedStore.ReadJournal(ctx, id)
+	f.mu.Lock()
+	h := f.readHook
+	f.mu.Unlock()
+	if err == nil && h != nil {
+		recs = h(recs)
+	}
+	return recs, err
+}
+
+// cluster is a set of ClusterNodes sharing one (fault-wrapped) store.
+type cluster struct {
+	t     *testing.T
+	store *faultStore
+	ids   []string
+	nodes map[string]*netting.ClusterNode
+	cfg   func(*netting.ClusterConfig)
+}
+
+func newCluster(t *testing.T, s netting.SharedStore, ids []string, cfg func(*netting.ClusterConfig)) *cluster {
+	t.Helper()
+	c := &cluster{t: t, store: &faultStore{SharedStore: s}, ids: ids, nodes: map[string]*netting.ClusterNode{}, cfg: cfg}
+	for _, id := range ids {
+		c.restart(id)
+	}
+	return c
+}
+
+// restart replaces a node's object with a fresh one (a crash and restart:
+// open epochs are abandoned unsettled).
+func (c *cluster) restart(id string) *netting.ClusterNode {
+	c.t.Helper()
+	cfg := netting.ClusterConfig{NodeID: id, Nodes: c.ids, Logger: slog.New(slog.DiscardHandler)}
+	if c.cfg != nil {
+		c.cfg(&cfg)
+	}
+	n, err := netting.OpenClusterNode(c.store, cfg)
+	must(c.t, err)
+	c.nodes[id] = n
+	return n
+}
+
+// scopeOf returns a scope that node owns.
+func (c *cluster) scopeOf(node string, i int) string {
+	c.t.Helper()
+	n := c.nodes[node]
+	found := 0
+	for k := 0; k < 10000; k++ {
+		s := fmt.Sprintf("wrld_%d", k)
+		if n.OwnerOf(s) == node {
+			if found == i {
+				return s
+			}
+			found++
+		}
+	}
+	c.t.Fatalf("no scope owned by %s", node)
+	return ""
+}
+
+func (c *cluster) open(node, scope string) *netting.Session {
+	c.t.Helper()
+	s, err := c.nodes[node].OpenSession(ctxT(c.t), scope)
+	must(c.t, err)
+	return s
+}
+
+func record(t *testing.T, s *netting.Session, key string, legs ...ledger.Leg) netting.Outcome {
+	t.Helper()
+	out, err := s.Record(ctxT(t), netting.Movement{Key: key, Legs: legs})
+	must(t, err)
+	return out
+}
+
+func accept(t *testing.T, s *netting.Session, key string, legs ...ledger.Leg) int64 {
+	t.Helper()
+	out := record(t, s, key, legs...)
+	if out.Status != netting.Accepted {
+		t.Fatalf("record %s: %+v, want accepted", key, out)
+	}
+	return out.Seq
+}
+
+func settle(t *testing.T, s *netting.Session) netting.SettleReport {
+	t.Helper()
+	rep, err := s.Settle(ctxT(t))
+	must(t, err)
+	return rep
+}
+
+func has(t *testing.T, s netting.Store, id string) bool {
+	t.Helper()
+	ok, err := s.HasPosting(ctxT(t), id)
+	must(t, err)
+	return ok
+}
+
+// checkMoney asserts the global money invariants: the sum of all balances
+// is zero, the clearing account is at zero, no wallet is negative, and (if
+// settledAll) every pending counter is back at zero.
+func checkMoney(t *testing.T, s netting.SharedStore, settledAll bool) map[string]int64 {
+	t.Helper()
+	ctx := ctxT(t)
+	bal, err := s.Balances(ctx)
+	must(t, err)
+	var sum int64
+	for a, v := range bal {
+		sum += v
+		if ledger.IsWallet(a) && v < 0 {
+			t.Errorf("wallet %s is negative: %d", a, v)
+		}
+	}
+	if sum != 0 {
+		t.Errorf("sum of all balances = %d, want 0", sum)
+	}
+	if c := bal[ledger.NettingClearing]; c != 0 {
+		t.Errorf("clearing account = %d, want 0", c)
+	}
+	if settledAll {
+		p, err := s.PendingAll(ctx)
+		must(t, err)
+		if len(p) != 0 {
+			t.Errorf("pending after everything settled = %v, want none", p)
+		}
+		u, err := s.ListUnsettled(ctx, 0)
+		must(t, err)
+		if len(u) != 0 {
+			t.Errorf("unsettled sessions remain: %v", ids(u))
+		}
+	}
+	return bal
+}
+
+// pollUntil polls cond until it holds or the deadline passes.
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		runtime.Gosched()
+	}
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

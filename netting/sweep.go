@@ -1,0 +1,156 @@
+package netting
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shardwise/shardwise/errcode"
+)
+
+// SweepOptions parameterise one SweepOrphans call.
+type SweepOptions struct {
+	// Now is the instant ages are measured at. Zero (the normal case) means
+	// the node's one clock: the store's, unless ClusterConfig.Clock is set.
+	// A non-zero Now must be a reading of that same clock.
+	Now time.Time
+	// Limit caps the sessions looked at; 0 means the configured
+	// Sweep.Limit, or DefaultSweepLimit.
+	Limit int
+}
+
+// Orphan is an unsettled session that is not one of this node's open epochs.
+type Orphan struct {
+	SessionID string
+	// Age is Now minus the session's last journal row's RecordedAt.
+	Age time.Duration
+}
+
+// SettledOrphan is an orphan the sweep settled (or found settled).
+type SettledOrphan struct {
+	SessionID string
+	Mode      string
+}
+
+// FailedOrphan is an orphan whose settle failed, with the error's code.
+type FailedOrphan struct {
+	SessionID string
+	Code      string
+	Err       error
+}
+
+// SweepSummary reports one sweep.
+type SweepSummary struct {
+	// Scanned counts the unsettled sessions listed (this node's live ones
+	// included, though they are not orphans).
+	Scanned int
+	Orphans []Orphan
+	Settled []SettledOrphan
+	Failed  []FailedOrphan
+}
+
+// SweepOrphans enumerates unsettled sessions from the journal, oldest
+// first, and reports each orphan with its age on the one clock. When the
+// node has a Sweep configuration, it settles the orphans strictly older than
+// Sweep.SettleOlderThan with their own idempotent, claimed settle — which
+// also finishes half-settled sessions (a crash between chunks or mid-replay).
+func (n *ClusterNode) SweepOrphans(ctx context.Context, opts SweepOptions) (SweepSummary, error) {
+	now := opts.Now
+	if now.IsZero() {
+		var err error
+		if now, err = n.sweepNow(ctx); err != nil {
+			return SweepSummary{}, fmt.Errorf("netting: sweep clock: %w", err)
+		}
+	}
+	limit := opts.Limit
+	if limit == 0 {
+		limit = DefaultSweepLimit
+		if n.cfg.Sweep != nil {
+			limit = n.cfg.Sweep.Limit
+		}
+	}
+	list, err := n.store.ListUnsettled(ctx, limit)
+	if err != nil {
+		return SweepSummary{}, fmt.Errorf("netting: sweep: %w", err)
+	}
+	sum := SweepSummary{Scanned: len(list)}
+	for _, u := range list {
+		if n.isLive(u.ID) {
+			continue
+		}
+		age := now.Sub(u.LastRecordedAt)
+		sum.Orphans = append(sum.Orphans, Orphan{SessionID: u.ID, Age: age})
+		if n.cfg.Sweep == nil || age <= n.cfg.Sweep.SettleOlderThan {
+			continue
+		}
+		mode, err := n.settleOrphan(ctx, u.ID)
+		if err != nil {
+			n.log.Warn("netting: sweep could not settle orphan", "session", u.ID, "code", Code(err), "err", err)
+			sum.Failed = append(sum.Failed, FailedOrphan{SessionID: u.ID, Code: Code(err), Err: err})
+			continue
+		}
+		sum.Settled = append(sum.Settled, SettledOrphan{SessionID: u.ID, Mode: mode})
+	}
+	return sum, nil
+}
+
+func (n *ClusterNode) settleOrphan(ctx context.Context, id string) (string, error) {
+	s, err := n.Recover(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	rep, err := s.Settle(ctx)
+	if err != nil {
+		return "", err
+	}
+	return rep.Mode, nil
+}
+
+// ReconcileResult reports ReconcileReservations.
+type ReconcileResult struct {
+	// Accounts is the number of accounts with a nonzero pending total
+	// after the rebuild.
+	Accounts int
+	// Adjusted is the number of accounts whose counter was wrong.
+	Adjusted int
+}
+
+// ReconcileReservations rebuilds the shared reservation counters from the
+// journals of unsettled, unreleased sessions. It is an operator action for
+// a quiesced cluster (no node recording or settling), never a scheduled
+// job: a live node's in-flight movements would race the rebuild.
+func ReconcileReservations(ctx context.Context, store Store) (ReconcileResult, error) {
+	shared, ok := store.(SharedStore)
+	if !ok {
+		return ReconcileResult{}, errcode.Config("store", fmt.Sprintf("%T", store), "has no shared reservation counter (netting.ReservationStore)")
+	}
+	list, err := shared.ListUnsettled(ctx, 0)
+	if err != nil {
+		return ReconcileResult{}, fmt.Errorf("netting: reconcile: %w", err)
+	}
+	want := map[string]int64{}
+	for _, u := range list {
+		if u.Released {
+			continue
+		}
+		recs, err := shared.ReadJournal(ctx, u.ID)
+		if err != nil {
+			return ReconcileResult{}, fmt.Errorf("netting: reconcile %s: %w", u.ID, err)
+		}
+		for _, r := range recs {
+			for _, d := range reservationDeltas(r.Legs) {
+				want[d.Account] += d.Delta
+			}
+		}
+	}
+	for a, v := range want {
+		if v == 0 {
+			delete(want, a)
+		}
+	}
+	adjusted, err := shared.ReplacePending(ctx, want)
+	if err != nil {
+		return ReconcileResult{}, fmt.Errorf("netting: reconcile: %w", err)
+	}
+	return ReconcileResult{Accounts: len(want), Adjusted: adjusted}, nil
+}
