@@ -31,6 +31,8 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(
 		newWorldCmd(),
+		newRegionsCmd(),
+		newMembersCmd(),
 	)
 	return root
 }

@@ -1,0 +1,288 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/errcode"
+)
+
+// One embedded single-member etcd and one three-member cluster serve the
+// whole test binary (set once by TestMain, read-only after); each test works
+// under its own key prefix. Tests that break etcd start their own.
+var (
+	sharedEtcd    *Embedded
+	sharedCluster *EmbeddedCluster
+)
+
+// onEachEtcd runs f against the single member and against the three-member
+// cluster: the same assertions hold for both (on the cluster, requests go
+// through followers, reads use ReadIndex, watches are served by any member).
+func onEachEtcd(t *testing.T, f func(t *testing.T, endpoints []string)) {
+	t.Run("single", func(t *testing.T) { f(t, sharedEtcd.Endpoints()) })
+	t.Run("cluster3", func(t *testing.T) { f(t, sharedCluster.Endpoints()) })
+}
+
+// testEmbeddedConfig makes etcd's minimum lease TTL 1s (1.5 × 500ms election,
+// rounded up) so lease tests are fast.
+func testEmbeddedConfig(dir string) EmbeddedConfig {
+	return EmbeddedConfig{
+		DataDir:       dir,
+		Heartbeat:     50 * time.Millisecond,
+		Election:      500 * time.Millisecond,
+		UnsafeNoFsync: true,
+	}
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "coord-test-etcd-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coord tests:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := StartEmbedded(ctx, testEmbeddedConfig(dir))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coord tests: start embedded etcd:", err)
+		return 1
+	}
+	defer e.Close()
+	cluster, err := StartEmbeddedCluster(ctx, 3, dir+"/cluster", testEmbeddedConfig(""))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coord tests: start embedded etcd cluster:", err)
+		return 1
+	}
+	defer cluster.Close()
+	sharedEtcd, sharedCluster = e, cluster
+	return m.Run()
+}
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// testPrefix isolates a test's keys in the shared etcd, also across
+// -count repetitions: all clients of one test run share one prefix, and the
+// next run of the same test gets another.
+func testPrefix(t *testing.T) string {
+	prefixes.mu.Lock()
+	defer prefixes.mu.Unlock()
+	if p, ok := prefixes.byTest[t]; ok {
+		return p
+	}
+	prefixes.n++
+	p := fmt.Sprintf("/test/%s/%d/", strings.ReplaceAll(t.Name(), "/", "_"), prefixes.n)
+	prefixes.byTest[t] = p
+	t.Cleanup(func() {
+		prefixes.mu.Lock()
+		defer prefixes.mu.Unlock()
+		delete(prefixes.byTest, t)
+	})
+	return p
+}
+
+var prefixes = struct {
+	mu     sync.Mutex
+	n      int
+	byTest map[*testing.T]string
+}{byTest: make(map[*testing.T]string)}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// connect opens a client on endpoints under the test's prefix, closed at
+// cleanup.
+func connect(t *testing.T, endpoints []string, c clock.Clock) *Client {
+	t.Helper()
+	cli, err := Connect(testCtx(t), ClientConfig{
+		Endpoints:   endpoints,
+		Prefix:      testPrefix(t),
+		Logger:      testLogger(t),
+		Clock:       c,
+		DialTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("Connect(%v): %v", endpoints, err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+func register(t *testing.T, c *Client, cfg RegisterConfig) *Registration {
+	t.Helper()
+	r, err := c.Register(testCtx(t), cfg)
+	if err != nil {
+		t.Fatalf("Register(%+v): %v", cfg, err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+// eventually polls cond every few milliseconds until it holds or the
+// deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+		<-tick.C
+	}
+}
+
+func wantCode(t *testing.T, err error, code string) {
+	t.Helper()
+	if got := errcode.Of(err); got != code {
+		t.Fatalf("error %v: code %q, want %q", err, got, code)
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// table builds a default-grid table at version with the regions split
+// evenly over names.
+func table(t *testing.T, version uint64, names ...string) *cells.Table {
+	t.Helper()
+	tb, err := cells.Uniform(cells.DefaultGrid(), version, names)
+	if err != nil {
+		t.Fatalf("cells.Uniform(%d, %v): %v", version, names, err)
+	}
+	return tb
+}
+
+// tcpProxy forwards TCP connections to target until Cut, which closes every
+// connection and refuses new ones: a network partition between a client
+// and etcd, with both sides left running.
+type tcpProxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	cut   bool
+	wg    sync.WaitGroup
+}
+
+func startProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{ln: ln, target: target, conns: make(map[net.Conn]struct{})}
+	p.wg.Go(p.accept)
+	t.Cleanup(p.Cut)
+	return p
+}
+
+func (p *tcpProxy) Endpoint() string { return "http://" + p.ln.Addr().String() }
+
+func (p *tcpProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		if !p.track(c, up) {
+			return
+		}
+		p.wg.Go(func() { p.pipe(c, up) })
+		p.wg.Go(func() { p.pipe(up, c) })
+	}
+}
+
+func (p *tcpProxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut {
+		for _, c := range cs {
+			_ = c.Close()
+		}
+		return false
+	}
+	for _, c := range cs {
+		p.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (p *tcpProxy) pipe(dst, src net.Conn) {
+	_, _ = io.Copy(dst, src)
+	_ = dst.Close()
+	_ = src.Close()
+}
+
+// Cut partitions the client from etcd and waits for the proxy's goroutines.
+// Idempotent.
+func (p *tcpProxy) Cut() {
+	p.mu.Lock()
+	p.cut = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	_ = p.ln.Close()
+	p.wg.Wait()
+}
+
+// hostPort strips the scheme from an etcd client URL.
+func hostPort(t *testing.T, endpoint string) string {
+	t.Helper()
+	_, hp, ok := strings.Cut(endpoint, "://")
+	if !ok {
+		t.Fatalf("endpoint %q has no scheme", endpoint)
+	}
+	return hp
+}
+
+func asType[T error](t *testing.T, err error) T {
+	t.Helper()
+	var target T
+	if !errors.As(err, &target) {
+		t.Fatalf("error %v (%T) is not a %T", err, err, target)
+	}
+	return target
+}

@@ -1,0 +1,472 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/errcode"
+)
+
+func TestRegisterConfigValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   RegisterConfig
+		field string
+	}{
+		{"no role", RegisterConfig{}, "RegisterConfig.Role"},
+		{"ttl under a second", RegisterConfig{Role: "zone", TTL: 500 * time.Millisecond}, "RegisterConfig.TTL"},
+		{"ttl not whole seconds", RegisterConfig{Role: "zone", TTL: 1500 * time.Millisecond}, "RegisterConfig.TTL"},
+		{"name with space", RegisterConfig{Role: "zone", Name: "zone a"}, "RegisterConfig.Name"},
+		{"ok", RegisterConfig{Role: "zone", Name: "zone-a"}, ""},
+		{"ok defaults", RegisterConfig{Role: "econ"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, errcode.ErrConfigInvalid) {
+				t.Fatalf("Validate() = %v, want a config error", err)
+			}
+			if ce := asType[*errcode.ConfigError](t, err); ce.Field != tc.field {
+				t.Fatalf("field %q, want %q", ce.Field, tc.field)
+			}
+		})
+	}
+}
+
+func TestRegisterPublishesMemberRecord(t *testing.T) {
+	onEachEtcd(t, func(t *testing.T, eps []string) {
+		ctx := testCtx(t)
+		c := connect(t, eps, nil)
+		a := register(t, c, RegisterConfig{Name: "zone-a", Role: "zone", Addrs: map[string]string{"link": "10.0.0.1:7100"}, Meta: map[string]string{"build": "x"}})
+		b := register(t, c, RegisterConfig{Role: "econ"})
+
+		if a.ID() != 0 || b.ID() != 1 {
+			t.Fatalf("ids %d, %d; want the lowest free ids 0, 1", a.ID(), b.ID())
+		}
+		if b.Member().Name != "node-1" {
+			t.Fatalf("default name %q, want node-1", b.Member().Name)
+		}
+		if a.Incarnation() >= b.Incarnation() {
+			t.Fatalf("incarnations %d, %d: a later claim must have a larger one", a.Incarnation(), b.Incarnation())
+		}
+		ms, err := c.Members(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) != 2 {
+			t.Fatalf("Members() = %+v, want 2", ms)
+		}
+		got := ms[0]
+		if got.ID != 0 || got.Name != "zone-a" || got.Role != "zone" || got.Addrs["link"] != "10.0.0.1:7100" ||
+			got.Meta["build"] != "x" || got.Lease != a.LeaseID() || got.Incarnation != a.Incarnation() {
+			t.Fatalf("member 0 = %+v", got)
+		}
+		if ms[1].Role != "econ" || ms[1].Name != "node-1" {
+			t.Fatalf("member 1 = %+v", ms[1])
+		}
+
+		if err := a.Update(ctx, map[string]string{"link": "10.0.0.2:7100"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		ms, err = c.Members(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ms[0].Addrs["link"] != "10.0.0.2:7100" || ms[0].Meta != nil || ms[0].Incarnation != a.Incarnation() {
+			t.Fatalf("after Update, member 0 = %+v", ms[0])
+		}
+	})
+}
+
+func TestRegisterNameIsExclusive(t *testing.T) {
+	onEachEtcd(t, func(t *testing.T, eps []string) {
+		ctx := testCtx(t)
+		c := connect(t, eps, nil)
+		a := register(t, c, RegisterConfig{Name: "zone-a", Role: "zone"})
+
+		_, err := c.Register(ctx, RegisterConfig{Name: "zone-a", Role: "zone"})
+		wantCode(t, err, CodeNameTaken)
+		if nt := asType[*NameTakenError](t, err); nt.Name != "zone-a" || nt.HeldBy != a.ID().String() {
+			t.Fatalf("NameTakenError = %+v", nt)
+		}
+		// The failed attempt must not leak an id: its lease is revoked.
+		ms, err := c.Members(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) != 1 {
+			t.Fatalf("after a refused registration, members = %+v, want only zone-a", ms)
+		}
+
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b := register(t, c, RegisterConfig{Name: "zone-a", Role: "zone"})
+		if b.ID() != a.ID() {
+			t.Fatalf("re-registered zone-a got id %d, want the freed %d", b.ID(), a.ID())
+		}
+	})
+}
+
+// Many nodes booting at once: every claimer wins a distinct id, and when
+// the ids run out the next one gets a clear, coded error. Ids 64–255 are
+// held by a placeholder lease written straight into etcd (registering 192
+// real nodes first would only make the test slow under -race); 65 real
+// registrations then race for the last 64.
+func TestConcurrentClaimsNeverClash(t *testing.T) {
+	onEachEtcd(t, func(t *testing.T, eps []string) {
+		ctx := testCtx(t)
+		clients := make([]*Client, 4)
+		for i := range clients {
+			clients[i] = connect(t, eps, nil)
+		}
+		const free = 64
+		holder, err := clients[0].cli.Grant(ctx, 60)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = clients[0].cli.Revoke(context.Background(), holder.ID) })
+		for id := free; id < NodeIDCount; id++ {
+			val, err := encodeMember(Member{ID: NodeID(id), Name: fmt.Sprintf("held-%d", id), Role: "zone", Lease: int64(holder.ID)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := clients[0].cli.Put(ctx, clients[0].memberKey(NodeID(id)), string(val), clientv3.WithLease(holder.ID)); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		var (
+			mu        sync.Mutex
+			regs      []*Registration
+			exhausted []error
+			other     []error
+			wg        sync.WaitGroup
+		)
+		for i := range free + 1 {
+			wg.Go(func() {
+				r, err := clients[i%len(clients)].Register(ctx, RegisterConfig{Role: "zone", Name: fmt.Sprintf("z%d", i)})
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					regs = append(regs, r)
+				case errors.Is(err, ErrNodeIDsExhausted):
+					exhausted = append(exhausted, err)
+				default:
+					other = append(other, err)
+				}
+			})
+		}
+		wg.Wait()
+		t.Cleanup(func() {
+			for _, r := range regs {
+				_ = r.Close()
+			}
+		})
+		if len(other) > 0 {
+			t.Fatalf("%d registrations failed unexpectedly, first: %v", len(other), other[0])
+		}
+		if len(regs) != free || len(exhausted) != 1 {
+			t.Fatalf("%d registered and %d refused, want %d and 1", len(regs), len(exhausted), free)
+		}
+		seen := make(map[NodeID]bool)
+		for _, r := range regs {
+			if seen[r.ID()] {
+				t.Fatalf("node id %d handed out twice", r.ID())
+			}
+			if r.ID() >= free {
+				t.Fatalf("node id %d was already held", r.ID())
+			}
+			seen[r.ID()] = true
+		}
+		err = exhausted[0]
+		wantCode(t, err, CodeNodeIDsExhausted)
+		if ex := asType[*NodeIDsExhaustedError](t, err); ex.Taken != NodeIDCount || ex.Role != "zone" {
+			t.Fatalf("NodeIDsExhaustedError = %+v", ex)
+		}
+		ms, err := clients[0].Members(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) != NodeIDCount {
+			t.Fatalf("%d members listed, want %d", len(ms), NodeIDCount)
+		}
+
+		// Freeing one id makes exactly that id available.
+		freed := regs[17]
+		if err := freed.Close(); err != nil {
+			t.Fatal(err)
+		}
+		late := register(t, clients[2], RegisterConfig{Role: "econ", Name: "late"})
+		if late.ID() != freed.ID() {
+			t.Fatalf("late node got id %d, want the freed %d", late.ID(), freed.ID())
+		}
+	})
+}
+
+func TestCloseEndsRegistrationAndFreesClaims(t *testing.T) {
+	ctx := testCtx(t)
+	c := connect(t, sharedEtcd.Endpoints(), nil)
+	r := register(t, c, RegisterConfig{Name: "zone-a", Role: "zone"})
+	if r.Err() != nil || isClosed(r.Lost()) || r.Context().Err() != nil {
+		t.Fatalf("fresh registration already ended: %v", r.Err())
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if !isClosed(r.Lost()) {
+		t.Fatal("Lost not closed after Close")
+	}
+	wantCode(t, r.Err(), CodeMemberClosed)
+	if !errors.Is(context.Cause(r.Context()), ErrMemberClosed) {
+		t.Fatalf("context cause %v, want ErrMemberClosed", context.Cause(r.Context()))
+	}
+	// Revoked, not left to expire: the claims are gone at once.
+	ms, err := c.Members(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 0 {
+		t.Fatalf("members after Close = %+v", ms)
+	}
+	err = r.Update(ctx, nil, nil)
+	wantCode(t, err, CodeMemberClosed)
+}
+
+// An operator (or etcd) revoking the lease tells the node at its next
+// renewal, a third of the TTL later at most.
+func TestRevokedLeaseTellsNode(t *testing.T) {
+	onEachEtcd(t, func(t *testing.T, eps []string) {
+		ctx := testCtx(t)
+		c := connect(t, eps, nil)
+		other := connect(t, eps, nil)
+		r := register(t, c, RegisterConfig{Name: "zone-a", Role: "zone", TTL: 3 * time.Second})
+
+		if _, err := other.cli.Revoke(ctx, clientv3.LeaseID(r.LeaseID())); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-r.Lost():
+		case <-ctx.Done():
+			t.Fatal("registration not told that its lease was revoked")
+		}
+		wantCode(t, r.Err(), CodeLeaseLost)
+		if !errors.Is(context.Cause(r.Context()), ErrLeaseLost) {
+			t.Fatalf("context cause %v, want ErrLeaseLost", context.Cause(r.Context()))
+		}
+		// A write as the lost member is refused by the fence.
+		wantCode(t, r.Update(ctx, nil, nil), CodeLeaseLost)
+	})
+}
+
+// Update is fenced in etcd, not only by the local flag: a write made after
+// another node took over the id is refused.
+func TestUpdateIsFencedByLease(t *testing.T) {
+	ctx := testCtx(t)
+	c := connect(t, sharedEtcd.Endpoints(), nil)
+	r := register(t, c, RegisterConfig{Name: "zone-a", Role: "zone"})
+	// Replace the holder behind the registration's back, as if its lease
+	// expired and another node claimed the id before it noticed.
+	if _, err := c.cli.Revoke(ctx, clientv3.LeaseID(r.LeaseID())); err != nil {
+		t.Fatal(err)
+	}
+	thief := register(t, c, RegisterConfig{Name: "zone-b", Role: "zone"})
+	if thief.ID() != r.ID() {
+		t.Fatalf("thief got id %d, want %d", thief.ID(), r.ID())
+	}
+	err := r.Update(ctx, map[string]string{"link": "evil"}, nil)
+	wantCode(t, err, CodeLeaseLost)
+	ms, err := c.Members(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 1 || ms[0].Name != "zone-b" || ms[0].Addrs != nil {
+		t.Fatalf("members = %+v, want zone-b untouched", ms)
+	}
+}
+
+// The central fence: a node cut off from etcd is told within its TTL, before
+// etcd frees its id and name, and then another node can take them.
+func TestPartitionedNodeFencesBeforeClaimsExpire(t *testing.T) {
+	onEachEtcd(t, func(t *testing.T, eps []string) {
+		ctx := testCtx(t)
+		proxy := startProxy(t, hostPort(t, eps[0]))
+		cut := connect(t, []string{proxy.Endpoint()}, nil)
+		observer := connect(t, eps, nil)
+
+		a := register(t, cut, RegisterConfig{Name: "zone-a", Role: "zone", TTL: time.Second})
+		ttl := a.TTL()
+		events, err := observer.WatchMembers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev := <-events; ev.Kind != MemberJoined || ev.Member.Name != "zone-a" {
+			t.Fatalf("first event %+v, want zone-a joined", ev)
+		}
+		// Let at least one renewal succeed, so the test covers a deadline moved
+		// by renewals and not only the grant's.
+		granted := a.Deadline()
+		eventually(t, 10*time.Second, "a lease renewal", func() bool { return a.Deadline().After(granted) })
+
+		cutAt := time.Now()
+		proxy.Cut()
+
+		var leftAt time.Time
+		select {
+		case ev := <-events:
+			t.Fatalf("etcd freed the id (%+v) before the node was told", ev)
+		case <-a.Lost():
+		case <-ctx.Done():
+			t.Fatal("partitioned node never told")
+		}
+		lostAt := time.Now()
+		t.Logf("ttl %v: told %v after the cut", ttl, lostAt.Sub(cutAt))
+
+		// Told within the TTL: the fence deadline was set by a renewal sent
+		// before the cut, so it is at most one TTL after it.
+		if d := a.Deadline(); d.After(cutAt.Add(ttl)) {
+			t.Fatalf("fence deadline %v after cut+TTL %v", d, cutAt.Add(ttl))
+		}
+		wantCode(t, a.Err(), CodeLeaseLost)
+		if !errors.Is(context.Cause(a.Context()), ErrLeaseLost) {
+			t.Fatalf("context cause %v", context.Cause(a.Context()))
+		}
+
+		// etcd expires the lease: the member record and the name go.
+		select {
+		case ev := <-events:
+			leftAt = time.Now()
+			if ev.Kind != MemberLeft || ev.Member.ID != a.ID() {
+				t.Fatalf("event %+v, want zone-a left", ev)
+			}
+		case <-ctx.Done():
+			t.Fatal("lease of the partitioned node never expired")
+		}
+		if leftAt.Before(a.Deadline()) {
+			t.Fatalf("etcd freed the claims at %v, before the node's fence deadline %v", leftAt, a.Deadline())
+		}
+
+		// A second node now claims the same id and name.
+		b := register(t, observer, RegisterConfig{Name: "zone-a", Role: "zone"})
+		if b.ID() != a.ID() {
+			t.Fatalf("second node got id %d, want the expired %d", b.ID(), a.ID())
+		}
+		if b.Incarnation() <= a.Incarnation() {
+			t.Fatalf("incarnation %d not above the old holder's %d", b.Incarnation(), a.Incarnation())
+		}
+	})
+}
+
+// The fence deadline is measured on the injected clock: with etcd out of
+// reach the node gives up exactly one TTL after the last renewal was sent,
+// and not a moment before.
+func TestFenceDeadlineOnInjectedClock(t *testing.T) {
+	ctx := testCtx(t)
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	proxy := startProxy(t, hostPort(t, sharedEtcd.Endpoints()[0]))
+	c := connect(t, []string{proxy.Endpoint()}, fake)
+	r := register(t, c, RegisterConfig{Name: "zone-a", Role: "zone", TTL: 2 * time.Second})
+	ttl := r.TTL()
+	start := fake.Now()
+	if want := start.Add(ttl); !r.Deadline().Equal(want) {
+		t.Fatalf("deadline %v, want grant time + TTL %v", r.Deadline(), want)
+	}
+	// The renew timer and the fence timer.
+	if err := fake.BlockUntil(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Cut()
+
+	fake.Advance(ttl - time.Millisecond)
+	// Renewals fail (etcd is out of reach); the deadline does not move.
+	if isClosed(r.Lost()) {
+		t.Fatalf("gave up before the deadline: %v", r.Err())
+	}
+	if !r.Deadline().Equal(start.Add(ttl)) {
+		t.Fatalf("deadline moved to %v without a successful renewal", r.Deadline())
+	}
+	fake.Advance(time.Millisecond)
+	select {
+	case <-r.Lost():
+	case <-ctx.Done():
+		t.Fatal("not told at the fence deadline")
+	}
+	wantCode(t, r.Err(), CodeLeaseLost)
+}
+
+// Closing the client (the node's only path to etcd) ends its registrations
+// first: the node is told, and its claims are freed at once.
+func TestClientCloseEndsRegistrations(t *testing.T) {
+	ctx := testCtx(t)
+	c := connect(t, sharedEtcd.Endpoints(), nil)
+	observer := connect(t, sharedEtcd.Endpoints(), nil)
+	r := register(t, c, RegisterConfig{Name: "zone-a", Role: "zone", TTL: 10 * time.Second})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !isClosed(r.Lost()) {
+		t.Fatal("registration not told when its client closed")
+	}
+	wantCode(t, r.Err(), CodeMemberClosed)
+	ms, err := observer.Members(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 0 {
+		t.Fatalf("members after the client closed = %+v, want none (lease revoked, not left to expire)", ms)
+	}
+	_, err = c.Register(ctx, RegisterConfig{Role: "zone"})
+	wantCode(t, err, CodeUnavailable)
+	b := register(t, observer, RegisterConfig{Name: "zone-a", Role: "zone"})
+	if b.ID() != r.ID() {
+		t.Fatalf("second node got id %d, want %d", b.ID(), r.ID())
+	}
+}
+
+// A restarting node waits for its old incarnation's name to be freed.
+func TestWaitNameFree(t *testing.T) {
+	ctx := testCtx(t)
+	c := connect(t, sharedEtcd.Endpoints(), nil)
+	if err := c.WaitNameFree(ctx, "zone-a"); err != nil {
+		t.Fatalf("free name: %v", err)
+	}
+	old := register(t, c, RegisterConfig{Name: "zone-a", Role: "zone"})
+
+	short, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := c.WaitNameFree(short, "zone-a"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitNameFree with a cancelled context = %v", err)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- c.WaitNameFree(ctx, "zone-a") }()
+	select {
+	case err := <-done:
+		t.Fatalf("returned while the name is held: %v", err)
+	default:
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	register(t, c, RegisterConfig{Name: "zone-a", Role: "zone"})
+}
