@@ -30,6 +30,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(
+		newDemoCmd(),
 		newWorldCmd(),
 		newRegionsCmd(),
 		newMembersCmd(),

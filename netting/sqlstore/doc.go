@@ -1,0 +1,38 @@
+// Package sqlstore is the netting Store (netting.SharedStore) on SQL: SQLite
+// through modernc.org/sqlite (pure Go, the embedded default) and PostgreSQL
+// through pgx/v5's pgxpool. One code base serves both; the differences (the
+// database clock, row locks, placeholders, transient error codes) live in a
+// small dialect value.
+//
+// It owns the schema and its versioned migrations (table schema_migrations,
+// applied on open, serialised across concurrent openers), the ledger tables
+// (postings, entries, a balances table kept in each posting's transaction),
+// the hash-chained journal, the session table (chunk width, settle claim and
+// fencing token, release mark, settle mode) and the shared reservation
+// counters. It does not own the netting rules — settle, replay, recovery,
+// the sweep live in package netting — nor the ledger rules, which it takes
+// from package ledger and applies inside its own transactions.
+//
+// Invariants:
+//   - Every method is one database transaction: it commits whole or not at
+//     all, and a transient conflict (deadlock, serialisation failure, busy)
+//     reruns it from the start.
+//   - A posting is written with its entries and its balance changes in one
+//     transaction that refuses (LEDGER.OVERDRAFT) a wallet decrease ending
+//     below zero, so the sum of all balances is zero after every commit.
+//   - Every settle write (PostFenced, MarkReplaying, ReleaseSession,
+//     FinishSettle) first locks the session row and checks its fencing
+//     token; ClaimSettle takes the same lock to issue a newer token, so a
+//     fenced write either commits before a takeover or is refused after it.
+//   - Append locks the session row too and refuses once a claim has been
+//     granted, so a settler reads a journal nobody can still extend.
+//   - Times (journal rows, session opening, claims, settles) come from the
+//     database's clock, never a node's: the "one clock" of the sweep.
+//   - Rows of one kind are always locked in account (or session) order, so
+//     two transactions cannot deadlock on each other's rows.
+//
+// SQLite specifics: WAL mode with synchronous=FULL (a committed journal row
+// survives power loss), one writer connection per Store with BEGIN
+// IMMEDIATE (writers queue in Go, not on SQLITE_BUSY), a busy timeout for
+// other processes sharing the file, and a separate read-only pool.
+package sqlstore

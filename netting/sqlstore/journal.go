@@ -1,0 +1,216 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shardwise/shardwise/netting"
+)
+
+// journalRowsPerInsert keeps a multi-row statement under both engines' bound
+// on parameters (SQLite 32766, PostgreSQL 65535) at 7 per row.
+const journalRowsPerInsert = 500
+
+// Append implements netting.JournalStore: recs join one session's journal
+// atomically, stamped with the store's clock. Its first statement claims the
+// next seqs on the session row (an UPDATE that only matches an open,
+// unsealed session whose journal length is the first seq), which also
+// locks the row: an append and a settle claim on the same session are
+// ordered, so an append either commits before the claim (and the settler
+// reads it) or finds the seal and writes nothing. The common path is two
+// statements; the error paths read more to say what went wrong.
+func (s *Store) Append(ctx context.Context, recs []netting.JournalRecord) error {
+	if len(recs) == 0 {
+		return netting.ErrSeqConflict.Wrap("empty append")
+	}
+	sid, first := recs[0].SessionID, recs[0].Seq
+	contiguous := true
+	encoded := make([]string, len(recs))
+	for i, r := range recs {
+		if r.SessionID != sid || r.Seq != first+int64(i) {
+			contiguous = false
+		}
+		legs, err := encodeLegs(r.Legs)
+		if err != nil {
+			return err
+		}
+		encoded[i] = legs
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var now int64
+		err := sql.ErrNoRows
+		if contiguous {
+			err = tx.QueryRowContext(ctx, s.d.q(`UPDATE netting_sessions
+				SET journal_len = journal_len + ?, last_recorded_at = {now}
+				WHERE id = ? AND journal_len = ? AND claim_token = 0 AND settled_at IS NULL
+				RETURNING last_recorded_at`), len(recs), sid, first).Scan(&now)
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			return s.appendRefusal(ctx, tx, recs)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlstore: append %s: %w", sid, err)
+		}
+		for start := 0; start < len(recs); start += journalRowsPerInsert {
+			end := min(start+journalRowsPerInsert, len(recs))
+			var q strings.Builder
+			q.WriteString(`INSERT INTO netting_journal (session_id, seq, key, legs, prev_hash, hash, recorded_at) VALUES `)
+			args := make([]any, 0, 7*(end-start))
+			for i := start; i < end; i++ {
+				r := recs[i]
+				if i > start {
+					q.WriteString(", ")
+				}
+				q.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+				args = append(args, sid, r.Seq, r.Key, encoded[i], r.PrevHash, r.Hash, now)
+			}
+			// DO NOTHING rather than an error: a failed statement poisons a
+			// PostgreSQL transaction. RETURNING names the rows written; any
+			// other is a collision, reported (and rolled back) below.
+			q.WriteString(` ON CONFLICT DO NOTHING RETURNING key`)
+			inserted, err := queryStrings(ctx, tx, s.d.q(q.String()), args...)
+			if err != nil {
+				return fmt.Errorf("sqlstore: append %s: %w", sid, err)
+			}
+			if len(inserted) != end-start {
+				return s.collision(ctx, tx, recs[start:end], inserted)
+			}
+		}
+		return nil
+	})
+}
+
+// appendRefusal says why the session row did not take an append: no such
+// session, sealed or settled, or a seq that is not the journal length.
+func (s *Store) appendRefusal(ctx context.Context, tx *sql.Tx, recs []netting.JournalRecord) error {
+	sid := recs[0].SessionID
+	var journalLen, token int64
+	var settled sql.NullInt64
+	err := tx.QueryRowContext(ctx, s.d.q(`SELECT journal_len, claim_token, settled_at FROM netting_sessions WHERE id = ?`), sid).
+		Scan(&journalLen, &token, &settled)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return netting.ErrSessionNotFound.Wrap("%s", sid)
+	case err != nil:
+		return fmt.Errorf("sqlstore: append %s: %w", sid, err)
+	case token > 0 || settled.Valid:
+		return netting.ErrSessionSettled.Wrap("%s is sealed for settle", sid)
+	}
+	for i, r := range recs {
+		if r.SessionID != sid || r.Seq != journalLen+int64(i) {
+			return netting.ErrSeqConflict.Wrap("%s: row %d has session %s seq %d, want seq %d", sid, i, r.SessionID, r.Seq, journalLen+int64(i))
+		}
+	}
+	// Unreachable while the row and the statement agree; refuse anyway.
+	return netting.ErrSeqConflict.Wrap("%s: journal length changed under the append", sid)
+}
+
+// collision builds the error for an insert that skipped rows: every key of
+// batch already journaled before this append, or repeated inside it, as a
+// *netting.KeyConflictError; a skipped row whose key is free means its
+// (session, seq) slot was taken, which is a seq conflict.
+func (s *Store) collision(ctx context.Context, tx *sql.Tx, batch []netting.JournalRecord, inserted []string) error {
+	wrote := make(map[string]bool, len(inserted))
+	for _, k := range inserted {
+		wrote[k] = true
+	}
+	var conflicts []string
+	seen := make(map[string]bool, len(batch))
+	for _, r := range batch {
+		switch {
+		case seen[r.Key]:
+			conflicts = append(conflicts, r.Key)
+		case !wrote[r.Key]:
+			var one int
+			err := tx.QueryRowContext(ctx, s.d.q(`SELECT 1 FROM netting_journal WHERE key = ?`), r.Key).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return netting.ErrSeqConflict.Wrap("%s: seq %d already journaled", r.SessionID, r.Seq)
+			}
+			if err != nil {
+				return fmt.Errorf("sqlstore: append %s: %w", r.SessionID, err)
+			}
+			conflicts = append(conflicts, r.Key)
+		}
+		seen[r.Key] = true
+	}
+	return &netting.KeyConflictError{Keys: conflicts}
+}
+
+func queryStrings(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
+	rs, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		var v string
+		if err := rs.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rs.Err()
+}
+
+// ReadJournal implements netting.JournalStore.
+func (s *Store) ReadJournal(ctx context.Context, sessionID string) ([]netting.JournalRecord, error) {
+	rs, err := s.rdb.QueryContext(ctx, s.d.q(`SELECT seq, key, legs, prev_hash, hash, recorded_at FROM netting_journal WHERE session_id = ? ORDER BY seq`), sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: read journal %s: %w", sessionID, err)
+	}
+	defer rs.Close()
+	out := []netting.JournalRecord{}
+	for rs.Next() {
+		r := netting.JournalRecord{SessionID: sessionID}
+		if err := s.scanJournal(rs, &r); err != nil {
+			return nil, fmt.Errorf("sqlstore: read journal %s: %w", sessionID, err)
+		}
+		out = append(out, r)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: read journal %s: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// LookupKey implements netting.JournalStore.
+func (s *Store) LookupKey(ctx context.Context, key string) (netting.JournalRecord, bool, error) {
+	row := s.rdb.QueryRowContext(ctx, s.d.q(`SELECT session_id, seq, key, legs, prev_hash, hash, recorded_at FROM netting_journal WHERE key = ?`), key)
+	var r netting.JournalRecord
+	var legs string
+	var at int64
+	err := row.Scan(&r.SessionID, &r.Seq, &r.Key, &legs, &r.PrevHash, &r.Hash, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return netting.JournalRecord{}, false, nil
+	}
+	if err != nil {
+		return netting.JournalRecord{}, false, fmt.Errorf("sqlstore: lookup key %q: %w", key, err)
+	}
+	if r.Legs, err = decodeLegs(legs); err != nil {
+		return netting.JournalRecord{}, false, fmt.Errorf("sqlstore: lookup key %q: %w", key, err)
+	}
+	r.RecordedAt = fromMicros(at)
+	return r, true, nil
+}
+
+func (s *Store) scanJournal(rs *sql.Rows, r *netting.JournalRecord) error {
+	var legs string
+	var at int64
+	if err := rs.Scan(&r.Seq, &r.Key, &legs, &r.PrevHash, &r.Hash, &at); err != nil {
+		return err
+	}
+	var err error
+	if r.Legs, err = decodeLegs(legs); err != nil {
+		return fmt.Errorf("seq %d: %w", r.Seq, err)
+	}
+	r.RecordedAt = fromMicros(at)
+	return nil
+}
+
+// fromMicros turns a stored unix-microsecond time into a UTC time.Time.
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }

@@ -1,0 +1,292 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/shardwise/shardwise/ledger"
+	"github.com/shardwise/shardwise/netting"
+)
+
+// inChunk bounds the number of '?' in one IN list or VALUES list.
+const inChunk = 400
+
+// Reserve implements netting.ReservationStore. Every account the requests
+// touch is locked first, in account order (no two Reserves can deadlock),
+// then the requests are decided in Go against the locked pending values and
+// the balances read in the same transaction, exactly as the port states,
+// and the changed counters are written back. The balances are read, not
+// locked: a settle posts before it releases, so a settle running beside us
+// can only make balance + pending look lower (a conservative refusal), never
+// higher.
+func (s *Store) Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) ([]bool, error) {
+	granted := make([]bool, len(reqs))
+	if len(reqs) == 0 {
+		return granted, nil
+	}
+	accounts := distinctAccounts(reqs)
+	err := s.inTxWith(ctx, relaxed, func(tx *sql.Tx) error {
+		pending, balances, err := s.lockPending(ctx, tx, accounts)
+		if err != nil {
+			return err
+		}
+		before := make(map[string]int64, len(pending))
+		for a, v := range pending {
+			before[a] = v
+		}
+		for i, req := range reqs {
+			granted[i] = true
+			for j, d := range req {
+				pending[d.Account] += d.Delta
+				if d.Delta < 0 && balances[d.Account]+pending[d.Account] < 0 {
+					for k := j; k >= 0; k-- {
+						pending[req[k].Account] -= req[k].Delta
+					}
+					granted[i] = false
+					break
+				}
+			}
+		}
+		changed := map[string]int64{}
+		for a, v := range pending {
+			if before[a] != v {
+				changed[a] = v
+			}
+		}
+		return s.setPending(ctx, tx, changed)
+	})
+	if err != nil {
+		// Fail closed: nothing was applied, nothing is granted.
+		return nil, err
+	}
+	return granted, nil
+}
+
+func distinctAccounts(reqs [][]ledger.AccountDelta) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, req := range reqs {
+		for _, d := range req {
+			if !seen[d.Account] {
+				seen[d.Account] = true
+				out = append(out, d.Account)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// lockPending locks the reservation rows of accounts (creating missing ones
+// at zero) and returns their pending values with the accounts' current
+// balances, in one statement: the no-op DO UPDATE takes each row's lock, in
+// the VALUES order, which is account order. Rows must exist before they can
+// be locked: two transactions that both saw "no row" would otherwise both
+// write. Balances are read, not locked (see Reserve).
+func (s *Store) lockPending(ctx context.Context, tx *sql.Tx, accounts []string) (pending, balances map[string]int64, err error) {
+	pending = make(map[string]int64, len(accounts))
+	balances = make(map[string]int64, len(accounts))
+	for start := 0; start < len(accounts); start += inChunk {
+		chunk := accounts[start:min(start+inChunk, len(accounts))]
+		args := make([]any, len(chunk))
+		for i, a := range chunk {
+			args[i] = a
+		}
+		rs, err := tx.QueryContext(ctx, s.d.q(`INSERT INTO netting_reservations (account, pending) VALUES `+repeatJoin("(?, 0)", len(chunk))+`
+			ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending
+			RETURNING account, pending, COALESCE((SELECT b.balance FROM ledger_balances b WHERE b.account = netting_reservations.account), 0)`), args...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+		for rs.Next() {
+			var a string
+			var p, b int64
+			if err := rs.Scan(&a, &p, &b); err != nil {
+				rs.Close()
+				return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
+			}
+			pending[a], balances[a] = p, b
+		}
+		err = rs.Err()
+		rs.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+	}
+	return pending, balances, nil
+}
+
+func scanAccountValues(rs *sql.Rows, into map[string]int64) error {
+	defer rs.Close()
+	for rs.Next() {
+		var a string
+		var v int64
+		if err := rs.Scan(&a, &v); err != nil {
+			return err
+		}
+		into[a] = v
+	}
+	return rs.Err()
+}
+
+// setPending writes absolute counter values, in account order.
+func (s *Store) setPending(ctx context.Context, tx *sql.Tx, values map[string]int64) error {
+	accounts := make([]string, 0, len(values))
+	for a := range values {
+		accounts = append(accounts, a)
+	}
+	sort.Strings(accounts)
+	for start := 0; start < len(accounts); start += inChunk / 2 {
+		chunk := accounts[start:min(start+inChunk/2, len(accounts))]
+		args := make([]any, 0, 2*len(chunk))
+		for _, a := range chunk {
+			args = append(args, a, values[a])
+		}
+		if _, err := tx.ExecContext(ctx, s.d.q(`INSERT INTO netting_reservations (account, pending) VALUES `+
+			repeatJoin("(?, ?)", len(chunk))+` ON CONFLICT (account) DO UPDATE SET pending = excluded.pending`), args...); err != nil {
+			return fmt.Errorf("sqlstore: set pending: %w", err)
+		}
+	}
+	return nil
+}
+
+// subtractPending subtracts deltas from the counters (summed per account,
+// applied in account order).
+func (s *Store) subtractPending(ctx context.Context, tx *sql.Tx, deltas []ledger.AccountDelta) error {
+	sum := map[string]int64{}
+	for _, d := range deltas {
+		sum[d.Account] -= d.Delta
+	}
+	accounts := make([]string, 0, len(sum))
+	for a, v := range sum {
+		if v != 0 {
+			accounts = append(accounts, a)
+		}
+	}
+	sort.Strings(accounts)
+	for start := 0; start < len(accounts); start += inChunk / 2 {
+		chunk := accounts[start:min(start+inChunk/2, len(accounts))]
+		args := make([]any, 0, 2*len(chunk))
+		for _, a := range chunk {
+			args = append(args, a, sum[a])
+		}
+		if _, err := tx.ExecContext(ctx, s.d.q(`INSERT INTO netting_reservations (account, pending) VALUES `+
+			repeatJoin("(?, ?)", len(chunk))+` ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending + excluded.pending`), args...); err != nil {
+			return fmt.Errorf("sqlstore: release pending: %w", err)
+		}
+	}
+	return nil
+}
+
+func repeatJoin(s string, n int) string {
+	return strings.TrimSuffix(strings.Repeat(s+", ", n), ", ")
+}
+
+// Unreserve implements netting.ReservationStore.
+func (s *Store) Unreserve(ctx context.Context, deltas []ledger.AccountDelta) error {
+	return s.inTxWith(ctx, relaxed, func(tx *sql.Tx) error { return s.subtractPending(ctx, tx, deltas) })
+}
+
+// Pending implements netting.ReservationStore: account's shared reservation
+// total, the sum of balance deltas promised by accepted movements not yet
+// settled (a spend is negative).
+func (s *Store) Pending(ctx context.Context, account string) (int64, error) {
+	var p int64
+	err := s.rdb.QueryRowContext(ctx, s.d.q(`SELECT pending FROM netting_reservations WHERE account = ?`), account).Scan(&p)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: pending %s: %w", account, err)
+	}
+	return p, nil
+}
+
+// PendingAll implements netting.ReservationStore.
+func (s *Store) PendingAll(ctx context.Context) (map[string]int64, error) {
+	rs, err := s.rdb.QueryContext(ctx, `SELECT account, pending FROM netting_reservations WHERE pending <> 0`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: pending all: %w", err)
+	}
+	out := map[string]int64{}
+	if err := scanAccountValues(rs, out); err != nil {
+		return nil, fmt.Errorf("sqlstore: pending all: %w", err)
+	}
+	return out, nil
+}
+
+// ReleaseSession implements netting.ReservationStore. The release mark and
+// the counter change commit together, under the session's fence.
+func (s *Store) ReleaseSession(ctx context.Context, f netting.Fence, deltas []ledger.AccountDelta) (bool, error) {
+	var released bool
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		released = false
+		r, err := s.fenceTx(ctx, tx, f)
+		if err != nil {
+			return err
+		}
+		if r.released {
+			return nil
+		}
+		if err := s.subtractPending(ctx, tx, deltas); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.d.q(`UPDATE netting_sessions SET released_at = {now} WHERE id = ?`), f.SessionID); err != nil {
+			return fmt.Errorf("sqlstore: release %s: %w", f.SessionID, err)
+		}
+		released = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return released, nil
+}
+
+// ReplacePending implements netting.ReservationStore.
+func (s *Store) ReplacePending(ctx context.Context, want map[string]int64) (int, error) {
+	var adjusted int
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		adjusted = 0
+		// Lock every row there is: the rebuild must not interleave with a
+		// straggling Reserve (the cluster is meant to be quiesced; this
+		// makes a mistake merely slow, not wrong).
+		rs, err := tx.QueryContext(ctx, s.d.q(`SELECT account, pending FROM netting_reservations ORDER BY account{forUpdate}`))
+		if err != nil {
+			return fmt.Errorf("sqlstore: replace pending: %w", err)
+		}
+		current := map[string]int64{}
+		if err := scanAccountValues(rs, current); err != nil {
+			return fmt.Errorf("sqlstore: replace pending: %w", err)
+		}
+		changed := map[string]int64{}
+		for a, v := range want {
+			if current[a] != v {
+				changed[a] = v
+			}
+		}
+		for a, v := range current {
+			if _, ok := want[a]; !ok && v != 0 {
+				changed[a] = 0
+			}
+		}
+		adjusted = len(changed)
+		if err := s.setPending(ctx, tx, changed); err != nil {
+			return err
+		}
+		// Zero rows carry nothing; dropping them keeps the table the size of
+		// the live reservations.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM netting_reservations WHERE pending = 0`); err != nil {
+			return fmt.Errorf("sqlstore: replace pending: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return adjusted, nil
+}

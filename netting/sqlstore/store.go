@@ -1,0 +1,241 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/netting"
+)
+
+var _ netting.SharedStore = (*Store)(nil)
+
+// Store is the netting store on one SQL database. It is safe for concurrent
+// use by many goroutines and, on PostgreSQL, by many processes.
+type Store struct {
+	// db runs every write. On SQLite it holds exactly one connection, so
+	// writers queue in Go instead of spinning on SQLITE_BUSY; each write
+	// transaction also begins IMMEDIATE so another process cannot upgrade
+	// a read lock under us.
+	db *sql.DB
+	// rdb runs plain reads. On SQLite it is a separate read-only pool (WAL
+	// lets readers run beside the writer); on PostgreSQL it is db.
+	rdb  *sql.DB
+	pool *pgxpool.Pool // PostgreSQL only; closed after db.
+	d    dialect
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// sqliteBusyTimeout is how long a SQLite connection waits for another
+// process's lock before failing with SQLITE_BUSY. Writers inside this process
+// never wait on it: they queue for the single writer connection.
+const sqliteBusyTimeout = 10 * time.Second
+
+// sqliteReaders is the size of the SQLite read pool.
+const sqliteReaders = 4
+
+// OpenSQLite opens (creating if needed) the SQLite database at path and
+// applies pending migrations. The database runs in WAL mode with
+// synchronous=FULL, so a committed transaction survives power loss: the
+// journal's "accepted means durable" holds on the embedded store too.
+func OpenSQLite(ctx context.Context, path string) (*Store, error) {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		// The driver reads '?' as the start of its options.
+		return nil, errcode.Config("path", path, "must be non-empty and contain no '?' or '#'")
+	}
+	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)",
+		sqliteBusyTimeout.Milliseconds())
+	db, err := sql.Open("sqlite", path+"?"+pragmas+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: open sqlite %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxIdleTime(0)
+	db.SetConnMaxLifetime(0)
+	s := &Store{db: db, d: sqliteDialect}
+	// The writer connection creates the file and switches it to WAL before
+	// any reader opens it.
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	rdb, err := sql.Open("sqlite", path+"?"+pragmas+"&_pragma=query_only(1)")
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlstore: open sqlite readers %s: %w", path, err)
+	}
+	rdb.SetMaxOpenConns(sqliteReaders)
+	rdb.SetMaxIdleConns(sqliteReaders)
+	s.rdb = rdb
+	return s, nil
+}
+
+// OpenPostgres connects to the PostgreSQL database at url (a libpq URL or
+// key=value string that pgx accepts) and applies pending migrations.
+func OpenPostgres(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: postgres url: %w", err)
+	}
+	// One round trip per statement and no per-connection statement cache:
+	// the batch statements (journal rows, reservation accounts) vary in
+	// length with the batch, so a cache would mostly hold one-off texts and
+	// cost a Prepare round trip for each.
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: postgres pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("sqlstore: postgres ping: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	s := &Store{db: db, rdb: db, pool: pool, d: postgresDialect}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Dialect names the engine under the store: "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.d.name }
+
+// Close releases the database handles. It is idempotent; every call returns
+// the first call's result. Calls already running may fail with a closed-pool
+// error; none is left running.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.rdb != nil && s.rdb != s.db {
+			errs = append(errs, s.rdb.Close())
+		}
+		errs = append(errs, s.db.Close())
+		if s.pool != nil {
+			s.pool.Close()
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// maxTxAttempts bounds the retries of a transaction that failed on a
+// transient conflict (deadlock, serialisation failure, busy database).
+const maxTxAttempts = 8
+
+// durability says whether a transaction's commit must reach stable storage
+// before it returns.
+type durability int
+
+const (
+	// durable: the commit is flushed (fsync) before it returns. Everything
+	// that acknowledges something to a caller — a journal append, a
+	// posting, a settle step — is durable.
+	durable durability = iota
+	// relaxed: the commit is ordered in the write-ahead log but not flushed
+	// on its own; the next durable commit flushes it (both engines write
+	// one sequential log, so a durable commit can never survive without
+	// every commit before it). Only reservation counter changes use it:
+	// losing the newest of them in a crash loses nothing anyone was told —
+	// a reservation precedes the durable append that accepts its movement,
+	// and a lost undo only overstates pending (a conservative refusal that
+	// ReconcileReservations repairs).
+	relaxed
+)
+
+// inTx runs fn in a durable write transaction; see inTxWith.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.inTxWith(ctx, durable, fn)
+}
+
+// inTxWith runs fn in a write transaction, committing when fn returns nil
+// and rolling back otherwise. A transient conflict reruns fn from the start,
+// so fn must have no effects outside tx.
+func (s *Store) inTxWith(ctx context.Context, dur durability, fn func(tx *sql.Tx) error) error {
+	var err error
+	for attempt := 0; attempt < maxTxAttempts; attempt++ {
+		err = s.tryTx(ctx, dur, fn)
+		if err == nil || !s.d.isRetryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func (s *Store) tryTx(ctx context.Context, dur durability, fn func(tx *sql.Tx) error) error {
+	if dur == relaxed && s.d.name == sqliteDialect.name {
+		return s.tryRelaxedSQLiteTx(ctx, fn)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if dur == relaxed {
+		// PostgreSQL: asynchronous commit for this transaction only.
+		if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit TO OFF`); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback() // the transaction's own error is the one to report
+		return err
+	}
+	return tx.Commit()
+}
+
+// tryRelaxedSQLiteTx runs fn with synchronous=NORMAL on the writer
+// connection (in WAL mode: no fsync at commit) and puts FULL back before the
+// connection serves anyone else. If FULL cannot be restored the connection
+// is discarded rather than left relaxed.
+func (s *Store) tryRelaxedSQLiteTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`); rerr != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			err = errors.Join(err, rerr)
+		}
+		conn.Close()
+	}()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		return err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// Now returns the database's clock. Every node reads ages against this one
+// clock, so skew between nodes cannot make a live epoch look old.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var us int64
+	if err := s.rdb.QueryRowContext(ctx, s.d.q(`SELECT {now}`)).Scan(&us); err != nil {
+		return time.Time{}, fmt.Errorf("sqlstore: now: %w", err)
+	}
+	return fromMicros(us), nil
+}
