@@ -55,7 +55,25 @@ type snapshot struct {
 	// a hash to the few points that share its top bits.
 	bucket []int32
 	shift  uint
+	// slots answers most lookups with one memory access: slots[j] says who
+	// leads every hash of bucket j when that bucket holds at most one
+	// point. nil when the ring is empty or has too many nodes for uint16.
+	slots []slot
 }
+
+// slot is the precomputed answer for one bucket: a hash below limit is led
+// by o1, any other by o2. A bucket with no point has o1 == o2 (the owner of
+// the next point clockwise); a bucket with one point p has limit p, o1 its
+// owner and o2 the owner of the point after it. A bucket with two or more
+// points is marked crowded and searched instead.
+type slot struct {
+	limit  uint32
+	o1, o2 uint16
+}
+
+// crowded marks a slot whose bucket holds two or more points; it is also
+// why slots are only built for rings of fewer than 65535 nodes.
+const crowded = 1<<16 - 1
 
 // point is one vnode on the ring: its hash and the position in ids of the
 // node that owns it.
@@ -190,7 +208,7 @@ func (r *Ring) Get(key string) (id string, ok bool) {
 	if s == nil || len(s.points) == 0 {
 		return "", false
 	}
-	return s.ids[s.points[s.successor(r.hashOf(key))].owner], true
+	return s.ids[s.leader(r.hashOf(key))], true
 }
 
 // GetN returns up to n distinct owners of key, leader first, walking
@@ -287,6 +305,20 @@ func (s *snapshot) successor(h uint32) int {
 	return int(lo)
 }
 
+// leader returns the owner of the first point strictly greater than h,
+// wrapping. len(points) must be > 0.
+func (s *snapshot) leader(h uint32) int32 {
+	if s.slots != nil {
+		if sl := s.slots[h>>s.shift]; sl.o1 != crowded {
+			if h < sl.limit {
+				return int32(sl.o1)
+			}
+			return int32(sl.o2)
+		}
+	}
+	return s.points[s.successor(h)].owner
+}
+
 // walk visits the distinct owners of the points from index i clockwise, at
 // most one full turn, until visit returns false or every node was visited.
 func (s *snapshot) walk(i int, visit func(owner int32) bool) {
@@ -379,13 +411,13 @@ func build(points []point, ids []string, vnodes []int) *snapshot {
 	for k, id := range ids {
 		pos[id] = int32(k)
 	}
-	// Between one and two buckets per point (2^b > points): most buckets
-	// hold zero or one point, so the search is one or two probes in a
-	// line already loaded, and the index stays small enough to rebuild on
-	// every Add.
+	// Two to four buckets per point (2^b > 2 × points): over 90% of
+	// buckets hold zero or one point and their slot answers a lookup in
+	// one memory access; the index stays small enough to rebuild on every
+	// Add.
 	b := 0
 	if len(points) > 1 {
-		b = min(bits.Len(uint(len(points))), maxBucketBits)
+		b = min(bits.Len(uint(len(points)))+1, maxBucketBits)
 	}
 	shift := uint(32 - b)
 	bucket := make([]int32, 1<<b+1)
@@ -396,5 +428,25 @@ func build(points []point, ids []string, vnodes []int) *snapshot {
 		}
 		bucket[j] = int32(k)
 	}
-	return &snapshot{points: points, ids: ids, vnodes: vnodes, pos: pos, bucket: bucket, shift: shift}
+	var slots []slot
+	if len(points) > 0 && len(ids) < crowded {
+		slots = make([]slot, len(bucket)-1)
+		for j := range slots {
+			lo, hi := int(bucket[j]), int(bucket[j+1])
+			switch hi - lo {
+			case 0:
+				next := points[lo%len(points)].owner
+				slots[j] = slot{limit: ^uint32(0), o1: uint16(next), o2: uint16(next)}
+			case 1:
+				slots[j] = slot{
+					limit: points[lo].hash,
+					o1:    uint16(points[lo].owner),
+					o2:    uint16(points[(lo+1)%len(points)].owner),
+				}
+			default:
+				slots[j] = slot{o1: crowded}
+			}
+		}
+	}
+	return &snapshot{points: points, ids: ids, vnodes: vnodes, pos: pos, bucket: bucket, shift: shift, slots: slots}
 }

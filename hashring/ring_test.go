@@ -521,3 +521,37 @@ func mustAdd(t testing.TB, r *Ring, id string, vnodes int) {
 		t.Fatalf("Add(%s, %d): %v", id, vnodes, err)
 	}
 }
+
+// The one-access slots must agree with the bucket search they shortcut, on
+// random hashes and on every point and its neighbours, for rings from empty
+// buckets everywhere to crowded ones (small-range hashes).
+func TestSlotsAgreeWithSearch(t *testing.T) {
+	for _, hash := range []HashFunc{SHA1, XXHash, tinyHash(1 << 12), tinyHash(300)} {
+		rng := rand.New(rand.NewPCG(5, 9))
+		r := New(hash)
+		for n := range 30 {
+			if err := r.Add("n"+strconv.Itoa(n), 1+rng.IntN(9)); err != nil {
+				break // a small-range hash ran out of points: test what we have
+			}
+			s := r.snap.Load()
+			if s.slots == nil {
+				t.Fatal("no slots on a small ring")
+			}
+			check := func(h uint32) {
+				if got, want := s.leader(h), s.points[s.successor(h)].owner; got != want {
+					t.Fatalf("leader(%d) = %d, search says %d", h, got, want)
+				}
+			}
+			for range 500 {
+				check(rng.Uint32())
+			}
+			for _, p := range s.points {
+				check(p.hash - 1)
+				check(p.hash)
+				check(p.hash + 1)
+			}
+			check(0)
+			check(^uint32(0))
+		}
+	}
+}
