@@ -34,6 +34,7 @@ func newRootCmd() *cobra.Command {
 		newWorldCmd(),
 		newRegionsCmd(),
 		newMembersCmd(),
+		newCertsCmd(),
 	)
 	return root
 }

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/link"
+)
+
+// newCertsCmd is "shardwise certs": a cluster CA and one certificate per
+// node, for running a cluster on one machine with mutual TLS on the link.
+func newCertsCmd() *cobra.Command {
+	var (
+		dir      string
+		nodes    []string
+		cluster  string
+		validity time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "certs",
+		Short: "Create a cluster CA and a certificate per node for the node link (one machine)",
+		Long: "certs creates --dir holding ca.pem (the cluster CA certificate) and, for\n" +
+			"each node id in --nodes, <id>.pem and <id>-key.pem: an ECDSA P-256\n" +
+			"certificate valid as TLS server and client for 127.0.0.1, ::1 and\n" +
+			"localhost, naming the node in its CN and in the URI SAN\n" +
+			"shardwise://node/<id>. Nodes take a peer's id from that certificate.\n" +
+			"The CA key is not kept: to add a node, create a new directory for the\n" +
+			"whole cluster. Existing files are never overwritten.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return errcode.Config("--dir", dir, "a directory is required")
+			}
+			if len(nodes) == 0 {
+				return errcode.Config("--nodes", "", "at least one node id is required")
+			}
+			for _, id := range nodes {
+				if !link.ValidNodeID(id) {
+					return errcode.Config("--nodes", id, "a node id is 1-64 characters of [a-z0-9._-]")
+				}
+			}
+			if validity <= 0 {
+				return errcode.Config("--validity", validity.String(), "must be positive")
+			}
+			if err := link.WriteClusterCerts(dir, cluster, nodes, time.Now(), validity); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s and certificates for %s to %s\n", link.CAFile, strings.Join(nodes, ", "), dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "directory to create (required)")
+	cmd.Flags().StringSliceVar(&nodes, "nodes", nil, "comma-separated node ids (required)")
+	cmd.Flags().StringVar(&cluster, "cluster", "local", "cluster name written into the CA's subject")
+	cmd.Flags().DurationVar(&validity, "validity", 365*24*time.Hour, "how long the certificates are valid")
+	return cmd
+}

@@ -1,0 +1,271 @@
+package link
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// nodeURIScheme and nodeURIHost form the URI SAN that names a node:
+// shardwise://node/<id>. The id is read from the verified certificate only.
+const (
+	nodeURIScheme = "shardwise"
+	nodeURIHost   = "node"
+	maxNodeIDLen  = 64
+)
+
+// ValidNodeID reports whether id may name a node: 1–64 characters from
+// [a-z0-9._-], so it is safe in a URI path, a file name and a metric label.
+func ValidNodeID(id string) bool {
+	if len(id) == 0 || len(id) > maxNodeIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// NodeIDFromCert returns the node id named by cert's shardwise://node/<id>
+// URI SAN. Exactly one such SAN must be present, and the CN must agree.
+func NodeIDFromCert(cert *x509.Certificate) (string, error) {
+	id := ""
+	for _, u := range cert.URIs {
+		if u.Scheme != nodeURIScheme || u.Host != nodeURIHost {
+			continue
+		}
+		if id != "" {
+			return "", ErrBadIdentity.Wrap("more than one node URI")
+		}
+		id = u.Path
+		if len(id) > 0 && id[0] == '/' {
+			id = id[1:]
+		}
+		if !ValidNodeID(id) {
+			return "", ErrBadIdentity.Wrap("node id %q in URI SAN", id)
+		}
+	}
+	if id == "" {
+		return "", ErrBadIdentity.Wrap("no shardwise://node/<id> URI SAN")
+	}
+	if cert.Subject.CommonName != id {
+		return "", ErrBadIdentity.Wrap("CN %q disagrees with URI SAN %q", cert.Subject.CommonName, id)
+	}
+	return id, nil
+}
+
+// CA is a cluster certificate authority: every node certificate it issues
+// is trusted by every other node holding its certificate.
+type CA struct {
+	Cert    *x509.Certificate
+	CertPEM []byte
+	key     *ecdsa.PrivateKey
+}
+
+// NodeCert is one node's certificate and private key in PEM.
+type NodeCert struct {
+	ID      string
+	CertPEM []byte
+	KeyPEM  []byte
+}
+
+// TLSCertificate parses the pair for crypto/tls.
+func (nc NodeCert) TLSCertificate() (tls.Certificate, error) {
+	return tls.X509KeyPair(nc.CertPEM, nc.KeyPEM)
+}
+
+// NewCA creates a cluster CA (ECDSA P-256) valid from notBefore for
+// validity. cluster names it in the subject.
+func NewCA(cluster string, notBefore time.Time, validity time.Duration) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("link: ca key: %w", err)
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "shardwise cluster CA " + cluster, Organization: []string{"shardwise"}},
+		NotBefore:             notBefore.Add(-time.Minute),
+		NotAfter:              notBefore.Add(validity),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		MaxPathLenZero:        true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("link: ca cert: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("link: ca cert: %w", err)
+	}
+	return &CA{Cert: cert, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), key: key}, nil
+}
+
+// Pool returns a pool holding only this CA.
+func (ca *CA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.Cert)
+	return p
+}
+
+// Issue creates a certificate for node id, usable as TLS server and client,
+// with SANs 127.0.0.1, ::1 and localhost (one machine) plus extra hosts
+// (IPs or DNS names) and the URI SAN shardwise://node/<id>.
+func (ca *CA) Issue(id string, notBefore time.Time, validity time.Duration, extraHosts ...string) (NodeCert, error) {
+	if !ValidNodeID(id) {
+		return NodeCert{}, ErrBadIdentity.Wrap("node id %q", id)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return NodeCert{}, fmt.Errorf("link: node key: %w", err)
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return NodeCert{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: id, Organization: []string{"shardwise"}},
+		NotBefore:    notBefore.Add(-time.Minute),
+		NotAfter:     notBefore.Add(validity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		DNSNames:     []string{"localhost"},
+		URIs:         []*url.URL{{Scheme: nodeURIScheme, Host: nodeURIHost, Path: "/" + id}},
+	}
+	for _, h := range extraHosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return NodeCert{}, fmt.Errorf("link: node cert: %w", err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return NodeCert{}, fmt.Errorf("link: node key: %w", err)
+	}
+	return NodeCert{
+		ID:      id,
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+	}, nil
+}
+
+func newSerial() (*big.Int, error) {
+	s, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, fmt.Errorf("link: serial: %w", err)
+	}
+	return s, nil
+}
+
+// File names inside a certificate directory.
+const (
+	CAFile = "ca.pem"
+)
+
+// NodeCertFile and NodeKeyFile name a node's files inside a certificate
+// directory.
+func NodeCertFile(id string) string { return id + ".pem" }
+func NodeKeyFile(id string) string  { return id + "-key.pem" }
+
+// WriteClusterCerts creates dir (0700) holding a new CA certificate (ca.pem)
+// and, for each id, <id>.pem and <id>-key.pem (0600). The CA key is not
+// written: adding a node later means issuing a new cluster CA, which is the
+// right trade for one machine. Existing files are never overwritten.
+func WriteClusterCerts(dir, cluster string, ids []string, now time.Time, validity time.Duration) error {
+	if len(ids) == 0 {
+		return errors.New("link: no node ids")
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !ValidNodeID(id) {
+			return ErrBadIdentity.Wrap("node id %q", id)
+		}
+		if seen[id] {
+			return ErrBadIdentity.Wrap("node id %q given twice", id)
+		}
+		seen[id] = true
+	}
+	ca, err := NewCA(cluster, now, validity)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	if err := writeNew(filepath.Join(dir, CAFile), ca.CertPEM, 0o644); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		nc, err := ca.Issue(id, now, validity)
+		if err != nil {
+			return err
+		}
+		if err := writeNew(filepath.Join(dir, NodeCertFile(id)), nc.CertPEM, 0o644); err != nil {
+			return err
+		}
+		if err := writeNew(filepath.Join(dir, NodeKeyFile(id)), nc.KeyPEM, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeNew(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("link: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	return nil
+}
+
+// LoadIdentity reads node id's certificate and key and the cluster CA from
+// a directory written by WriteClusterCerts.
+func LoadIdentity(dir, id string) (tls.Certificate, *x509.CertPool, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, NodeCertFile(id)), filepath.Join(dir, NodeKeyFile(id)))
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("link: %w", err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(dir, CAFile))
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("link: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return tls.Certificate{}, nil, fmt.Errorf("link: %s holds no certificate", CAFile)
+	}
+	return cert, pool, nil
+}

@@ -1,0 +1,110 @@
+package link_test
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/shardwise/shardwise/link"
+)
+
+func TestIssuedCertificateNamesTheNode(t *testing.T) {
+	ca := newCA(t)
+	nc, err := ca.Issue("zone-1", time.Now(), time.Hour, "10.0.0.5", "zone1.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := nc.TLSCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(tc.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := link.NodeIDFromCert(leaf); err != nil || id != "zone-1" {
+		t.Fatalf("NodeIDFromCert = %q, %v", id, err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: ca.Pool(), DNSName: "localhost", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Fatalf("does not verify as a localhost client: %v", err)
+	}
+	if err := leaf.VerifyHostname("10.0.0.5"); err != nil {
+		t.Fatal(err)
+	}
+	if err := leaf.VerifyHostname("zone1.example"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.Issue("Bad/ID", time.Now(), time.Hour); !errors.Is(err, link.ErrBadIdentity) {
+		t.Fatalf("bad id accepted: %v", err)
+	}
+}
+
+func TestNodeIDFromCertRefusesAmbiguity(t *testing.T) {
+	u := func(s string) *url.URL { v, _ := url.Parse(s); return v }
+	cases := map[string]*x509.Certificate{
+		"no URI":      {},
+		"two URIs":    {URIs: []*url.URL{u("shardwise://node/a"), u("shardwise://node/b")}},
+		"CN mismatch": {URIs: []*url.URL{u("shardwise://node/a")}},
+		"bad id":      {URIs: []*url.URL{u("shardwise://node/A%20B")}},
+	}
+	cases["CN mismatch"].Subject.CommonName = "b"
+	cases["bad id"].Subject.CommonName = "A B"
+	for name, c := range cases {
+		if id, err := link.NodeIDFromCert(c); !errors.Is(err, link.ErrBadIdentity) {
+			t.Errorf("%s: got %q, %v", name, id, err)
+		}
+	}
+}
+
+func TestWriteClusterCertsThenLoad(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	if err := link.WriteClusterCerts(dir, "test", []string{"a", "b"}, time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, link.NodeKeyFile("a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("key mode %v, want 0600", st.Mode().Perm())
+	}
+	var nodes []*link.Node
+	for _, id := range []string{"a", "b"} {
+		cert, pool, err := link.LoadIdentity(dir, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := link.New(link.Config{Certificate: cert, ClusterCA: pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		if n.ID() != id {
+			t.Fatalf("node id %q from %s's certificate", n.ID(), id)
+		}
+		nodes = append(nodes, n)
+	}
+	addr, err := nodes[1].Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes[1].Handle(kindEcho, func(_ context.Context, _ string, p []byte) ([]byte, error) { return p, nil })
+	if err := nodes[0].AddPeer("b", addr.String()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := nodes[0].Call(ctxTimeout(t, 10*time.Second), "b", kindEcho, []byte("loaded")); err != nil || string(got) != "loaded" {
+		t.Fatalf("call between loaded identities: %q, %v", got, err)
+	}
+	// Writing again refuses to overwrite.
+	if err := link.WriteClusterCerts(dir, "test", []string{"a"}, time.Now(), time.Hour); err == nil {
+		t.Fatal("overwrote an existing certificate directory")
+	}
+	if err := link.WriteClusterCerts(t.TempDir(), "test", []string{"a", "a"}, time.Now(), time.Hour); !errors.Is(err, link.ErrBadIdentity) {
+		t.Fatalf("duplicate ids: %v", err)
+	}
+}
