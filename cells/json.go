@@ -91,10 +91,20 @@ func tableKeys() keySchema {
 // would let two encodings that look different mean the same table (or two
 // that look the same mean different ones).
 func checkKeys(data []byte) error {
-	return checkValue(json.NewDecoder(bytes.NewReader(data)), tableKeys(), "$")
+	return checkValue(json.NewDecoder(bytes.NewReader(data)), tableKeys(), "$", 0)
 }
 
-func checkValue(dec *json.Decoder, schema keySchema, path string) error {
+// maxNesting bounds how deep checkValue follows arrays and objects. A valid
+// table nests three levels ($.grid.world.width); without a bound, input of
+// a few megabytes of '[' recursed once per byte and built a path string per
+// level, quadratic in time and memory (seconds to hours) before the JSON
+// decoder would have refused it.
+const maxNesting = 8
+
+func checkValue(dec *json.Decoder, schema keySchema, path string, depth int) error {
+	if depth > maxNesting {
+		return ErrInvalidTable.Wrap("nested deeper than %d levels at %s", maxNesting, path)
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidTable, err)
@@ -116,13 +126,13 @@ func checkValue(dec *json.Decoder, schema keySchema, path string) error {
 				return ErrInvalidTable.Wrap("key %q repeated in %s", key, path)
 			}
 			seen[key] = true
-			if err := checkValue(dec, sub, path+"."+key); err != nil {
+			if err := checkValue(dec, sub, path+"."+key, depth+1); err != nil {
 				return err
 			}
 		}
 	case json.Delim('['):
 		for dec.More() {
-			if err := checkValue(dec, nil, path+"[]"); err != nil {
+			if err := checkValue(dec, nil, path+"[]", depth+1); err != nil {
 				return err
 			}
 		}

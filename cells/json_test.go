@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -111,6 +112,27 @@ func TestParseTableRejects(t *testing.T) {
 	_, err := cells.ParseTable([]byte(cases["bad grid"]))
 	if !errors.Is(err, errcode.ErrConfigInvalid) || !strings.Contains(err.Error(), "RegionEdge") {
 		t.Errorf("bad grid error %v does not carry the config error", err)
+	}
+}
+
+// Deeply nested input is refused after a bounded amount of work. The claim
+// is checked as bytes allocated, not as time: the unbounded walk built one
+// path string per level, about 400 MB for these 20 000 levels.
+func TestParseTableRefusesDeepNesting(t *testing.T) {
+	for _, data := range []string{
+		`{"owners":` + strings.Repeat("[", 20_000),
+		`{"owners":` + strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000) + `}`,
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := cells.ParseTable([]byte(data))
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, cells.ErrInvalidTable) {
+			t.Fatalf("ParseTable of deep nesting = %v, want ErrInvalidTable", err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+			t.Fatalf("refusing %d bytes of nesting allocated %d MB", len(data), alloc>>20)
+		}
 	}
 }
 

@@ -25,7 +25,9 @@
 //  2. A token is accepted at most once cluster-wide: Verify's last step is
 //     SingleUse.ClaimToken, which succeeds for one caller per token id, and
 //     the claim is kept until the token could no longer pass the expiry
-//     check anywhere (expiry plus leeway).
+//     check anywhere: expiry plus twice the leeway, since a node accepts it
+//     until expiry plus leeway by its own clock and that clock may lag the
+//     store's by up to the leeway.
 //  3. Decode(Encode(t)) == t and Encode(Decode(s)) == s for every s that
 //     Decode accepts (the encoding is canonical).
 //

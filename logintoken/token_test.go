@@ -165,8 +165,9 @@ func TestLeewayBoundaries(t *testing.T) {
 	wantCode(t, "at expiry+leeway", err, logintoken.ErrExpired)
 }
 
-// The single-use record lasts until expiry+leeway: a token replayed at the
-// last instant any node would accept it is still refused.
+// The single-use record outlasts expiry+leeway: a token replayed at the
+// last instant a node with the same clock would accept it is still refused
+// (for a node whose clock lags, see TestReplayOnALaggingNodeIsRefused).
 func TestReplayAtTheEdgeOfLeeway(t *testing.T) {
 	r := newRig(t)
 	tok, _, _ := r.issuer.Issue("dora", "gateway")
@@ -176,6 +177,44 @@ func TestReplayAtTheEdgeOfLeeway(t *testing.T) {
 	r.clock.Advance(time.Minute + 2*time.Second - time.Nanosecond)
 	_, err := r.b.Verify(context.Background(), tok)
 	wantCode(t, "replay just before expiry+leeway", err, logintoken.ErrReplayed)
+}
+
+// laggingClock is a node's clock that runs behind the store's by lag.
+type laggingClock struct {
+	*clock.Fake
+	lag time.Duration
+}
+
+func (c laggingClock) Now() time.Time                  { return c.Fake.Now().Add(-c.lag) }
+func (c laggingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// Leeway exists because node clocks differ. A node whose clock lags the
+// store's by just under Leeway still accepts the token until its own
+// expiry+leeway, which is nearly expiry+2·leeway on the store's clock; the
+// claim must still be remembered then, or that node accepts a replay.
+func TestReplayOnALaggingNodeIsRefused(t *testing.T) {
+	r := newRig(t)
+	const leeway = 2 * time.Second
+	lag := leeway - time.Millisecond
+	lagging, err := logintoken.NewVerifier(logintoken.VerifierConfig{
+		Cluster: "prod-eu", Audience: "gateway", Keys: []ed25519.PublicKey{r.pub},
+		Leeway: leeway, SingleUse: r.dir, Clock: laggingClock{r.clock, lag},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, claims, _ := r.issuer.Issue("fred", "gateway")
+	if _, err := r.a.Verify(context.Background(), tok); err != nil {
+		t.Fatal(err)
+	}
+	// The store's clock: past expiry+leeway. The lagging node's: still
+	// inside its window, so only the single-use record can refuse it.
+	r.clock.Set(claims.ExpiresAt.Add(leeway + lag - time.Millisecond))
+	if _, err := lagging.Check(tok); err != nil {
+		t.Fatalf("the lagging node should still accept the token's times: %v", err)
+	}
+	_, err = lagging.Verify(context.Background(), tok)
+	wantCode(t, "replay on a lagging node", err, logintoken.ErrReplayed)
 }
 
 // A store that cannot answer refuses the login.

@@ -152,7 +152,11 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 		return Claims{}, err
 	}
 	// Remember the id for as long as any node could still accept the token.
-	if err := v.cfg.SingleUse.ClaimToken(ctx, c.ID, c.ExpiresAt.Add(v.cfg.Leeway)); err != nil {
+	// Another node accepts it until ExpiresAt+Leeway by its own clock, and
+	// that clock may lag the one the store measures the claim with by up to
+	// Leeway (the skew the leeway exists for), so expiry+leeway alone would
+	// let a lagging node accept a replay in the last Leeway of its window.
+	if err := v.cfg.SingleUse.ClaimToken(ctx, c.ID, c.ExpiresAt.Add(2*v.cfg.Leeway)); err != nil {
 		return Claims{}, err
 	}
 	return c, nil

@@ -22,6 +22,7 @@ var (
 	_ func(*router.Router[int], context.Context, string, func(context.Context, int, router.Node) error) ([]router.Node, error) = (*router.Router[int]).ExecuteAll
 	_ func(*router.Router[int]) error                                                                                          = (*router.Router[int]).Close
 	_ error                                                                                                                    = router.ErrNoNodes
+	_ *error                                                                                                                   = &router.ErrNoNodes // declared as error, not a concrete type
 
 	_ = router.Node{Host: "h", Port: 1, Vnodes: 0}
 	_ = router.Retry{MaxRetries: 5, BaseDelay: time.Second, MaxDelay: time.Second}

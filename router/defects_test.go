@@ -65,6 +65,48 @@ func TestDefect01ConcurrentAddNodeConnectsOnce(t *testing.T) {
 	}
 }
 
+// Defect 1, the waiting side: an AddNode that waits on another's connect
+// must not inherit that caller's cancellation. When the first caller gives
+// up, the waiter (whose ctx is live) connects itself, and still only one
+// client is open.
+func TestDefect01WaiterDoesNotInheritAnotherCallersCancel(t *testing.T) {
+	c := newCluster()
+	r := newRouter(t, c, baseOptions(c, clock.NewFake(epoch)))
+	n := node(1)
+	entered := make(chan struct{}, 2)
+	var calls atomic.Int32
+	c.setGate(func(ctx context.Context, _ Node) error {
+		entered <- struct{}{}
+		if calls.Add(1) == 1 {
+			<-ctx.Done() // the first caller's connect hangs until it gives up
+			return ctx.Err()
+		}
+		return nil
+	})
+	first, cancelFirst := context.WithCancel(t.Context())
+	firstErr := make(chan error, 1)
+	go func() { firstErr <- r.AddNode(first, n) }()
+	<-entered
+	second := make(chan error, 1)
+	go func() { second <- r.AddNode(t.Context(), n) }()
+	waitFor(t, "the second AddNode to wait on the first", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		m := r.members[n.ID()]
+		return m != nil && m.waiters == 1
+	})
+	cancelFirst()
+	if err := <-firstErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first AddNode = %v, want its own cancellation", err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("second AddNode = %v, want it to connect after the first gave up", err)
+	}
+	if !isLive(r, n) || c.openCount() != 1 {
+		t.Fatalf("live = %v, open = %d", r.LiveNodes(), c.openCount())
+	}
+}
+
 // Defect 1, under contention: many AddNode calls race; one client results.
 func TestDefect01ManyConcurrentAddNodes(t *testing.T) {
 	c := newCluster()
@@ -519,7 +561,14 @@ func TestDefect09ReconnectsAreJittered(t *testing.T) {
 	blockUntil(t, clk, 2)
 	first, _ := clk.NextDeadline()
 	clk.Set(first)
-	waitFor(t, "the earlier reconnect", func() bool { return c.connectCount(a.ID())+c.connectCount(b.ID()) >= 3 })
+	// Settled means both loops are waiting again: the one that fired has
+	// failed and re-armed, the other is still pending. In lockstep both
+	// fire at `first`, so two timers are armed only after both connected
+	// (4 connects); waiting for the count alone could look before the
+	// second loop ran and pass on lockstep retries.
+	waitFor(t, "the earlier reconnect to fail and re-arm", func() bool {
+		return c.connectCount(a.ID())+c.connectCount(b.ID()) >= 3 && clk.Waiters() == 2
+	})
 	if got := c.connectCount(a.ID()) + c.connectCount(b.ID()); got != 3 {
 		t.Fatalf("%d connects at the first reconnect instant: the nodes retry in lockstep", got)
 	}

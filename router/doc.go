@@ -40,7 +40,11 @@
 //  5. Probes of a node never overlap. A probe failing after its node left,
 //     or after Close, changes nothing. Failure counts belong to one
 //     connection and start from zero on every join.
-//  6. Disconnect runs on router goroutines, never on a caller's path.
+//  6. Disconnect runs on router goroutines, never on Execute's or Close's
+//     path. The one exception is a client that AddNode connected but may
+//     not keep (the node was removed or the router closed meanwhile): AddNode
+//     closes it on its caller's goroutine before returning, because a
+//     closed router may start no goroutine.
 //  7. Close is idempotent and returns after every goroutine the router
 //     started has stopped (or, for user callbacks that ignore their
 //     context, after CloseTimeout, with ErrCloseTimeout). Every method

@@ -8,8 +8,10 @@ import (
 )
 
 var (
-	// ErrNoNodes is returned when no live node can serve a key.
-	ErrNoNodes = errcode.New("ROUTER.NO_NODES", "router: no live nodes")
+	// ErrNoNodes is returned when no live node can serve a key. It is
+	// declared as error, exactly as in the API contract of issue 3 (code
+	// outside the repository may take its address as an *error).
+	ErrNoNodes error = errcode.New("ROUTER.NO_NODES", "router: no live nodes")
 	// ErrClosed is returned by every method after Close.
 	ErrClosed = errcode.New("ROUTER.CLOSED", "router: closed")
 	// ErrNodeRemoved is returned by AddNode when RemoveNode took the node

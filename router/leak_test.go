@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"runtime"
 	"testing"
@@ -48,6 +49,13 @@ func TestCloseLeaksNoGoroutines(t *testing.T) {
 		t.Fatalf("%d clients open", c.openCount())
 	}
 
+	// By name, not only by count: a count alone passes when goroutines
+	// left by an earlier test happen to exit while this one runs.
+	waitFor(t, "no goroutine started by a router is left", func() bool {
+		stacks := make([]byte, 1<<20)
+		stacks = stacks[:runtime.Stack(stacks, true)]
+		return !bytes.Contains(stacks, []byte("shardwise/router.(*Router["))
+	})
 	waitFor(t, "goroutines to return to the count before the router", func() bool {
 		return runtime.NumGoroutine() <= before
 	})

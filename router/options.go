@@ -97,8 +97,10 @@ type Options[C any] struct {
 	// done (AddNode's ctx, or the node's removal, or Close).
 	Connect func(ctx context.Context, n Node) (C, error)
 	// Disconnect closes a client. Optional. The router calls it on its own
-	// goroutines, never on a caller's path, so a slow Disconnect delays
-	// neither failover nor (beyond CloseTimeout) Close. Its error is logged.
+	// goroutines, so a slow Disconnect delays neither failover nor (beyond
+	// CloseTimeout) Close; only an AddNode whose node was removed (or the
+	// router closed) while it connected closes that client itself before
+	// returning. Its error is logged.
 	Disconnect func(c C, n Node) error
 	// Vnodes is the weight of a node added with Node.Vnodes == 0;
 	// 0 means DefaultVnodes.
@@ -130,7 +132,9 @@ type Options[C any] struct {
 	AttemptTimeout time.Duration
 	// CloseTimeout bounds how long Close waits for user callbacks (Connect,
 	// Disconnect, Check) that ignore their context; 0 means
-	// DefaultCloseTimeout. Router goroutines themselves always stop.
+	// DefaultCloseTimeout. Router goroutines themselves always stop. It is
+	// measured on Clock, so with a fake clock a test must advance it for
+	// Close to give up on a hung callback.
 	CloseTimeout time.Duration
 	// Clock drives backoff, probe intervals and probe timeouts; nil means
 	// the wall clock. Tests pass clock.NewFake.

@@ -3,6 +3,7 @@ package router
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -55,6 +56,9 @@ type member[C any] struct {
 	// same node waits on it instead of connecting a second client.
 	joined  chan struct{}
 	joinErr error
+	// waiters counts AddNode calls waiting on joined (tests observe it to
+	// order a cancellation after a call has started waiting).
+	waiters int
 }
 
 // conn is one connection of a member: a client and the goroutines that
@@ -152,8 +156,9 @@ func (r *Router[C]) delay(attempt int) time.Duration {
 // attempts), and puts it on the ring. Adding a node that is already
 // registered (live, or down and reconnecting) does nothing and keeps its
 // weight; while another AddNode of the same node is connecting, this one
-// waits for that result (success or error) instead of opening a second
-// client. The node is validated before any connect. AddNode returns
+// waits for that result instead of opening a second client, and returns it,
+// unless that call failed only because its own ctx ended: then this one
+// connects itself. The node is validated before any connect. AddNode returns
 // ErrNodeRemoved when RemoveNode ran during the connect, and ErrClosed when
 // Close did; the client it may have opened is closed either way.
 func (r *Router[C]) AddNode(ctx context.Context, n Node) error {
@@ -166,22 +171,33 @@ func (r *Router[C]) AddNode(ctx context.Context, n Node) error {
 	id := n.ID()
 
 	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return ErrClosed
-	}
-	if m, ok := r.members[id]; ok {
-		joining := m.state == stateJoining
-		r.mu.Unlock()
-		if !joining {
+	for {
+		if r.closed {
+			r.mu.Unlock()
+			return ErrClosed
+		}
+		m, ok := r.members[id]
+		if !ok {
+			break
+		}
+		if m.state != stateJoining {
+			r.mu.Unlock()
 			return nil
 		}
+		m.waiters++
+		r.mu.Unlock()
 		select {
 		case <-m.joined:
-			return m.joinErr
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		// The first AddNode failed because its caller gave up (its ctx
+		// ended) while ours is still live: that error is not ours to
+		// return. Try again; the entry is gone, so this call connects.
+		if !givenUp(m.joinErr) || ctx.Err() != nil {
+			return m.joinErr
+		}
+		r.mu.Lock()
 	}
 	mctx, mcancel := context.WithCancel(r.ctx)
 	m := &member[C]{id: id, node: n, state: stateJoining, ctx: mctx, cancel: mcancel, joined: make(chan struct{})}
@@ -219,6 +235,12 @@ func (r *Router[C]) AddNode(ctx context.Context, n Node) error {
 		r.disconnect(client, n)
 	}
 	return err
+}
+
+// givenUp reports whether an AddNode error came from its caller's context
+// ending rather than from the node.
+func givenUp(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // connectWithRetry makes up to MaxRetries+1 connect attempts. They stop

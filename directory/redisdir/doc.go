@@ -4,10 +4,10 @@
 // Each account has two keys sharing one hash tag (so a cluster puts them in
 // one slot and a script may touch both):
 //
-//	<prefix>{<account>}:s   hash: e epoch, g gateway, mn/mv/hm master node,
+//	<prefix>{@<account>}:s  hash: e epoch, g gateway, mn/mv/hm master node,
 //	                         version, has-master, x lease expiry (Unix ms);
 //	                         its TTL is the lease
-//	<prefix>{<account>}:c   hash: e last epoch, r highest route version;
+//	<prefix>{@<account>}:c  hash: e last epoch, r highest route version;
 //	                         kept CounterRetention after the last write, so
 //	                         it outlives the session
 //

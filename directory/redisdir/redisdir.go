@@ -98,13 +98,21 @@ func New(cfg Config) (*Directory, error) {
 // SessionKey returns the key of account's session hash (its TTL is the
 // lease), for operators and tests.
 func (d *Directory) SessionKey(account string) string {
-	return d.cfg.KeyPrefix + "{" + account + "}:s"
+	return d.cfg.KeyPrefix + "{@" + account + "}:s"
 }
 
 // CountersKey returns the key of account's counters hash.
 func (d *Directory) CountersKey(account string) string {
-	return d.cfg.KeyPrefix + "{" + account + "}:c"
+	return d.cfg.KeyPrefix + "{@" + account + "}:c"
 }
+
+// The '@' inside the braces keeps the hash tag non-empty. Redis hashes the
+// text between the first '{' and the first '}' after it, or the whole key
+// when that text is empty; an account starting with '}' would otherwise
+// give "{}…", an empty tag, and its two keys would land in different
+// cluster slots (every script on them failing with CROSSSLOT). With the
+// '@' both keys always share the tag "@" + the account up to its first
+// '}', because they are equal up to the suffix.
 
 // TokenKey returns the key that records a claimed token id.
 func (d *Directory) TokenKey(id logintoken.ID) string { return d.tokPrefix + id.String() }
@@ -252,14 +260,23 @@ func fenced(op, account string, epoch directory.Epoch, route directory.Route, f 
 		}
 		return parseSession(op, account, f[1:])
 	case "N":
+		if len(f) != 1 {
+			return directory.Session{}, &directory.UnavailableError{Op: op, Err: fmt.Errorf("not-found reply has %d fields", len(f))}
+		}
 		return directory.Session{}, directory.ErrNotFound.Wrap("%s of account %q with epoch %d", op, account, epoch)
 	case "S":
+		if len(f) != 2 {
+			return directory.Session{}, &directory.UnavailableError{Op: op, Err: fmt.Errorf("stale-epoch reply has %d fields", len(f))}
+		}
 		cur, err := strconv.ParseUint(f[1], 10, 64)
 		if err != nil {
 			return directory.Session{}, &directory.UnavailableError{Op: op, Err: fmt.Errorf("corrupt epoch %q", f[1])}
 		}
 		return directory.Session{}, &directory.StaleEpochError{Op: op, Account: account, Epoch: epoch, Current: directory.Epoch(cur)}
 	case "R":
+		if len(f) != 4 {
+			return directory.Session{}, &directory.UnavailableError{Op: op, Err: fmt.Errorf("stale-route reply has %d fields", len(f))}
+		}
 		node, err1 := strconv.ParseUint(f[1], 10, 8)
 		ver, err2 := strconv.ParseUint(f[2], 10, 64)
 		if err := errors.Join(err1, err2); err != nil {

@@ -35,13 +35,18 @@ func TestThreeRedisServersSurviveSIGKILL(t *testing.T) {
 	victim, victimNode := servers[2], nodes[2]
 
 	const threshold = 2
+	// Timeouts are generous: CI runs every package under -race on two
+	// shared cores, and a healthy node whose PING is slow there must not be
+	// marked down (with the victim dead, that would leave a key with no
+	// replica). A SIGKILLed server refuses connections at once, so long
+	// timeouts do not slow the detection this test is about.
 	r, err := newRouter(config{
 		Replicas:         2,
 		ProbeInterval:    50 * time.Millisecond,
-		ProbeTimeout:     250 * time.Millisecond,
+		ProbeTimeout:     5 * time.Second,
 		FailureThreshold: threshold,
 		Retry:            &router.Retry{MaxRetries: 3, BaseDelay: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond},
-		CommandTimeout:   500 * time.Millisecond,
+		CommandTimeout:   5 * time.Second,
 		Logger:           slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	if err != nil {

@@ -22,7 +22,20 @@ type lineClient struct {
 	mu   sync.Mutex
 	conn net.Conn
 	r    *bufio.Reader
+	// broken is the I/O error that left the stream out of step (a request
+	// written without its reply read, or half a line read). The protocol
+	// has no request ids, so the next reply read would be this request's:
+	// every later call fails with it instead of returning another key's
+	// value. The router then marks the node down and reconnects.
+	broken error
 }
+
+// errBadRequest is a request the protocol cannot carry: the caller's
+// mistake, not the node's.
+var errBadRequest = errors.New("bad request")
+
+// errBroken wraps the error that broke a client's stream.
+var errBroken = errors.New("connection out of step after an I/O error")
 
 // errNotFound is the server's "NOTFOUND" reply: an answer, not a failure of
 // the node.
@@ -41,8 +54,16 @@ func dial(ctx context.Context, n router.Node) (*lineClient, error) {
 // do sends one request and reads its reply. The context's deadline (or a
 // default) becomes the socket deadline, so a dead peer cannot hang a call.
 func (c *lineClient) do(ctx context.Context, request string) (string, error) {
+	if strings.ContainsAny(request, "\r\n") {
+		// A newline would smuggle a second request onto the wire and put
+		// every later reply one step behind.
+		return "", fmt.Errorf("%w: %q spans lines", errBadRequest, request)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.broken != nil {
+		return "", fmt.Errorf("%w: %w", errBroken, c.broken)
+	}
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(2 * time.Second)
@@ -51,10 +72,12 @@ func (c *lineClient) do(ctx context.Context, request string) (string, error) {
 		return "", err
 	}
 	if _, err := fmt.Fprintf(c.conn, "%s\n", request); err != nil {
+		c.broken = err
 		return "", err
 	}
 	line, err := c.r.ReadString('\n')
 	if err != nil {
+		c.broken = err
 		return "", err
 	}
 	line = strings.TrimSuffix(line, "\n")
@@ -86,7 +109,7 @@ func newRouter(replicas int, probe time.Duration) (*router.Router[*lineClient], 
 		Disconnect: func(c *lineClient, _ router.Node) error { return c.Close() },
 		Replicas:   replicas,
 		ShouldMarkDown: func(err error, _ router.Node) bool {
-			return !errors.Is(err, errNotFound)
+			return !errors.Is(err, errNotFound) && !errors.Is(err, errBadRequest)
 		},
 		Health: &router.Health[*lineClient]{
 			Check: func(ctx context.Context, c *lineClient, _ router.Node) error {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -71,6 +73,14 @@ func TestServerDeathFailsOverOnRawTCP(t *testing.T) {
 	if len(r.LiveNodes()) != 3 {
 		t.Fatal("a missing key marked a node down")
 	}
+	// A key with a newline would smuggle a second request: refused before
+	// it reaches the wire, and it is the caller's fault, not the node's.
+	if _, err := get(ctx, "a\nSET x y"); !errors.Is(err, errBadRequest) {
+		t.Fatalf("GET of a key with a newline = %v, want errBadRequest", err)
+	}
+	if len(r.LiveNodes()) != 3 {
+		t.Fatal("a bad request marked a node down")
+	}
 
 	servers[0].Close()
 	for i := range keys {
@@ -83,4 +93,60 @@ func TestServerDeathFailsOverOnRawTCP(t *testing.T) {
 			t.Fatal("the dead server is still on the ring")
 		}
 	}
+}
+
+// A call cut off by its deadline leaves its reply in flight. The protocol
+// has no request ids, so the client must not read that reply as the answer
+// to its next request: every later call on the connection fails instead.
+func TestTimedOutCallBreaksTheConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	testDone := t.Context().Done()
+	replyFirst := make(chan struct{})
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		r := bufio.NewReader(conn)
+		if _, err := r.ReadString('\n'); err != nil { // GET a
+			return
+		}
+		select { // answer only after the client gave up
+		case <-replyFirst:
+		case <-testDone: // the test ended early
+			return
+		}
+		fmt.Fprintf(conn, "value-of-a\n")
+		if _, err := r.ReadString('\n'); err != nil { // GET b, if sent
+			return
+		}
+		fmt.Fprintf(conn, "value-of-b\n")
+	}()
+	addr := ln.Addr().(*net.TCPAddr)
+	c, err := dial(t.Context(), router.Node{Host: "127.0.0.1", Port: addr.Port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	_, err = c.do(ctx, "GET a")
+	cancel()
+	if err == nil {
+		t.Fatal("GET a answered before the server replied")
+	}
+	close(replyFirst)
+	got, err := c.do(t.Context(), "GET b")
+	if err == nil || !errors.Is(err, errBroken) {
+		t.Fatalf("GET b on a connection out of step = %q, %v; want errBroken", got, err)
+	}
+	c.Close()
+	<-served
 }
