@@ -122,7 +122,12 @@ type Client struct {
 	// beforeApplyTxn, when set by a test, runs between ApplyRegions'
 	// membership pre-check and its transaction.
 	beforeApplyTxn func()
-	closeOnce      sync.Once
+	// beforeWatch, when set by a test, runs each time WatchRegions or
+	// WatchMembers is about to (re)start its etcd watch: tests compact
+	// history there to force ErrCompacted, or return an error to stand for
+	// a watch broken some other way (as if etcd lost its leader).
+	beforeWatch func() error
+	closeOnce   sync.Once
 }
 
 // Connect dials etcd and checks that it answers before returning.

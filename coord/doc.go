@@ -31,15 +31,19 @@
 //     both are claimed by a transaction that succeeds only if the key does
 //     not exist, and both keys live and die with the lease.
 //  2. A registration gives up before etcd can free its claims: its local
-//     deadline is the send time of the last successful renewal plus the
-//     TTL, and etcd's expiry is the receipt time plus the TTL, which is
-//     later. Once Lost is closed it never reopens.
+//     deadline is the send time of the last successful renewal plus nine
+//     tenths of the TTL, and etcd's expiry is the receipt time plus the
+//     whole TTL, which is later by at least a tenth of the TTL (the guard
+//     for late timers, pauses and clock-rate skew). A revoke frees the
+//     claims at once; the registration learns of it from a watch on its
+//     member key. Once Lost is closed it never reopens.
 //  3. Every write made as a member is fenced by a compare on the lease
 //     holding the member key (Registration.Update).
 //  4. The region table's version goes up by exactly one per write: a table
 //     of version V is stored only over version V−1, with a compare on the
 //     key's revision, so concurrent operators cannot both win and a watcher
-//     sees versions strictly in order.
+//     sees versions strictly in order: every version while etcd keeps the
+//     history, and after a compaction the current one, never an older one.
 //  5. Every goroutine coord starts is owned by a Client or Registration and
 //     joined by its Close; Close is idempotent.
 //

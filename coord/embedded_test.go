@@ -143,7 +143,7 @@ func TestEmbeddedClusterSurvivesMemberLoss(t *testing.T) {
 	}
 
 	var leader *Embedded
-	eventually(t, 10*time.Second, "a leader", func() bool {
+	eventually(t, 30*time.Second, "a leader", func() bool {
 		for _, m := range cluster.Members() {
 			if m.IsLeader() {
 				leader = m
@@ -160,7 +160,7 @@ func TestEmbeddedClusterSurvivesMemberLoss(t *testing.T) {
 	// The survivors elect a new leader; until then writes may fail, so
 	// retry until the deadline.
 	var applyErr error
-	eventually(t, 20*time.Second, "a write after losing the leader", func() bool {
+	eventually(t, 30*time.Second, "a write after losing the leader", func() bool {
 		// A request that reaches a member with no leader yet waits for
 		// one; bound each attempt so the loop tries again.
 		attempt, cancel := context.WithTimeout(ctx, time.Second)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -69,9 +70,47 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "coord tests: start embedded etcd cluster:", err)
 		return 1
 	}
-	defer cluster.Close()
 	sharedEtcd, sharedCluster = e, cluster
-	return m.Run()
+	code := m.Run()
+	_ = cluster.Close()
+	_ = e.Close()
+	if code == 0 {
+		if leaked := leakedGoroutines(30 * time.Second); leaked != "" {
+			fmt.Fprintln(os.Stderr, "coord tests: goroutines left running after every client, registration and etcd closed:\n"+leaked)
+			return 1
+		}
+	}
+	return code
+}
+
+// leakedGoroutines waits up to within for every goroutine started by coord
+// or by the embedded etcd to end, and returns the stacks of those that did
+// not. Tests close what they open (t.Cleanup), so anything left is a
+// goroutine some Close failed to join.
+func leakedGoroutines(within time.Duration) string {
+	suspects := []string{"shardwise/coord.(*", "go.etcd.io/etcd/server/"}
+	deadline := time.Now().Add(within)
+	for {
+		buf := make([]byte, 1<<22)
+		buf = buf[:runtime.Stack(buf, true)]
+		var leaked []string
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			for _, s := range suspects {
+				if strings.Contains(g, s) {
+					leaked = append(leaked, g)
+					break
+				}
+			}
+		}
+		if len(leaked) == 0 {
+			return ""
+		}
+		if time.Now().After(deadline) {
+			return strings.Join(leaked, "\n\n")
+		}
+		runtime.Gosched()
+		<-time.After(20 * time.Millisecond) // polling pace, not synchronisation
+	}
 }
 
 func testCtx(t *testing.T) context.Context {

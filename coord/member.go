@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardwise/shardwise/cells"
@@ -185,9 +187,12 @@ type MembershipEvent struct {
 }
 
 // WatchMembers returns a channel that first delivers MemberJoined for every
-// live member, then every change, in etcd's order. If etcd compacts history
-// past the watch, the watcher re-lists and delivers the difference, so the
-// sequence of events always leads to the true member set. The channel is
+// live member, then every change, in etcd's order. A watch broken while
+// etcd keeps the history resumes where it stopped, so no change is missed.
+// If etcd has compacted history past the watch, the watcher re-lists and
+// delivers the difference (a node that joined and left inside the
+// compacted range is not reported), so the sequence of events always leads
+// to the true member set. The channel is
 // closed when ctx ends or the client closes; read it until then.
 func (c *Client) WatchMembers(ctx context.Context) (<-chan MembershipEvent, error) {
 	initial, rev, err := c.members(ctx)
@@ -213,12 +218,24 @@ func (c *Client) WatchMembers(ctx context.Context) (<-chan MembershipEvent, erro
 			}
 		}
 		for ctx.Err() == nil {
-			rev = c.watchMembersFrom(ctx, rev, known, send)
+			var werr error
+			rev, werr = c.watchMembersFrom(ctx, rev, known, send)
 			if ctx.Err() != nil {
 				return
 			}
-			// The watch broke (compaction, or etcd lost its leader):
-			// re-list and send what changed while we were not looking.
+			if !errors.Is(werr, rpctypes.ErrCompacted) {
+				// The watch broke but etcd still has the history (no
+				// leader, a cut stream): resume after the last revision
+				// handled, so every change is still reported. Paced,
+				// because a member without a leader fails a new watch at
+				// once.
+				if !c.pause(ctx, watchRetryPause) {
+					return
+				}
+				continue
+			}
+			// The changes after rev are compacted away: re-list and send
+			// what changed while we were not looking.
 			now, nowRev, err := c.members(ctx)
 			if err != nil {
 				c.log.Warn("coord: member watch: re-list failed, retrying", "err", err)
@@ -242,15 +259,21 @@ func (c *Client) WatchMembers(ctx context.Context) (<-chan MembershipEvent, erro
 }
 
 // watchMembersFrom watches member keys after rev, updating known and sending
-// events, and returns the last revision seen when the watch ends.
-func (c *Client) watchMembersFrom(ctx context.Context, rev int64, known map[NodeID]Member, send func(MembershipEvent) bool) int64 {
+// events, and returns the last revision handled and the error that broke the
+// watch (nil if it just ended).
+func (c *Client) watchMembersFrom(ctx context.Context, rev int64, known map[NodeID]Member, send func(MembershipEvent) bool) (int64, error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	wch := c.cli.Watch(wctx, c.membersPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithPrevKV())
+	if c.beforeWatch != nil {
+		if err := c.beforeWatch(); err != nil {
+			return rev, err
+		}
+	}
+	wch := c.cli.Watch(wctx, c.membersPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	for resp := range wch {
 		if err := resp.Err(); err != nil {
 			c.log.Warn("coord: member watch interrupted", "err", err, "revision", rev)
-			return rev
+			return rev, err
 		}
 		for _, ev := range resp.Events {
 			var out MembershipEvent
@@ -269,7 +292,7 @@ func (c *Client) watchMembersFrom(ctx context.Context, rev int64, known map[Node
 						// A new holder without a delete in between cannot
 						// come from etcd's watch, but if it did, the
 						// old holder has left.
-						return rev
+						return rev, nil
 					}
 				}
 				known[m.ID] = m
@@ -287,12 +310,12 @@ func (c *Client) watchMembersFrom(ctx context.Context, rev int64, known map[Node
 				out = MembershipEvent{Kind: MemberLeft, Member: m, Revision: ev.Kv.ModRevision}
 			}
 			if !send(out) {
-				return rev
+				return rev, nil
 			}
 		}
 		rev = resp.Header.Revision
 	}
-	return rev
+	return rev, nil
 }
 
 func (c *Client) idFromMemberKey(key []byte) (NodeID, bool) {

@@ -3,8 +3,11 @@ package coord
 import (
 	"encoding/json"
 	"maps"
+	"sync"
 	"testing"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 func TestWatchMembersSnapshotThenChangesInOrder(t *testing.T) {
@@ -206,4 +209,128 @@ func FuzzDecodeMember(f *testing.F) {
 			t.Fatalf("encoded %q is not JSON", again)
 		}
 	})
+}
+
+// A member watch broken by compaction re-lists and reports the difference,
+// including an id that changed hands while it was not looking, and then
+// follows live changes again.
+func TestWatchMembersAcrossCompaction(t *testing.T) {
+	ctx := testCtx(t)
+	c := connect(t, sharedEtcd.Endpoints(), nil)
+	stay := register(t, c, RegisterConfig{Name: "stay", Role: "zone"})
+	leave := register(t, c, RegisterConfig{Name: "leave", Role: "zone"})
+	var (
+		once sync.Once
+		join *Registration
+	)
+	c.beforeWatch = func() error {
+		once.Do(func() {
+			if err := leave.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+			// Takes the id leave freed: same id, new incarnation.
+			r, err := c.Register(ctx, RegisterConfig{Name: "join", Role: "econ"})
+			if err != nil {
+				t.Errorf("register: %v", err)
+				return
+			}
+			join = r
+			t.Cleanup(func() { _ = r.Close() })
+			if err := compactNow(ctx, c); err != nil {
+				t.Errorf("compact: %v", err)
+			}
+		})
+		return nil
+	}
+	events, err := c.WatchMembers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func() MembershipEvent {
+		t.Helper()
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("event channel closed early")
+			}
+			return ev
+		case <-ctx.Done():
+			t.Fatal("no membership event")
+		}
+		panic("unreachable")
+	}
+	want := []struct {
+		kind MembershipEventKind
+		name string
+	}{
+		{MemberJoined, "stay"},
+		{MemberJoined, "leave"},
+		{MemberLeft, "leave"},
+		{MemberJoined, "join"},
+	}
+	for i, w := range want {
+		ev := next()
+		if ev.Kind != w.kind || ev.Member.Name != w.name {
+			t.Fatalf("event %d = %v %s, want %v %s", i, ev.Kind, ev.Member.Name, w.kind, w.name)
+		}
+	}
+	if join == nil || join.ID() != leave.ID() {
+		t.Fatalf("join did not take leave's id %d", leave.ID())
+	}
+	if err := stay.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(); ev.Kind != MemberLeft || ev.Member.Name != "stay" {
+		t.Fatalf("after re-watch: event %v %s, want stay left", ev.Kind, ev.Member.Name)
+	}
+}
+
+// A member watch broken while etcd keeps its history (as if etcd lost its
+// leader) resumes where it stopped, so even a node that joined and left
+// while the watch was down is reported; a re-list would miss it.
+func TestWatchMembersResumesWithoutMissingChanges(t *testing.T) {
+	ctx := testCtx(t)
+	c := connect(t, sharedEtcd.Endpoints(), nil)
+	register(t, c, RegisterConfig{Name: "stay", Role: "zone"})
+	watches := 0 // only the watch goroutine touches it
+	c.beforeWatch = func() error {
+		watches++
+		if watches > 1 {
+			return nil
+		}
+		r, err := c.Register(ctx, RegisterConfig{Name: "brief", Role: "zone"})
+		if err != nil {
+			t.Errorf("register: %v", err)
+			return nil
+		}
+		if err := r.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		return rpctypes.ErrNoLeader
+	}
+	events, err := c.WatchMembers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		kind MembershipEventKind
+		name string
+	}{
+		{MemberJoined, "stay"},
+		{MemberJoined, "brief"},
+		{MemberLeft, "brief"},
+	}
+	for i, w := range want {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("event channel closed early")
+			}
+			if ev.Kind != w.kind || ev.Member.Name != w.name {
+				t.Fatalf("event %d = %v %s, want %v %s", i, ev.Kind, ev.Member.Name, w.kind, w.name)
+			}
+		case <-ctx.Done():
+			t.Fatalf("event %d (%v %s) never delivered", i, w.kind, w.name)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardwise/shardwise/cells"
@@ -126,6 +127,10 @@ func (c *Client) ApplyRegions(ctx context.Context, t *cells.Table, opts ApplyOpt
 // explainFailedApply finds out which compare of ApplyRegions failed.
 func (c *Client) explainFailedApply(ctx context.Context, t *cells.Table, curRev int64, names []string) error {
 	now, nowRev, err := c.regions(ctx)
+	if err != nil && !errors.Is(err, ErrRegionsNotFound) && !errors.Is(err, ErrRegionsInvalid) {
+		// Could not look: say so rather than guess a conflict.
+		return err
+	}
 	if nowRev != curRev {
 		actual := uint64(0)
 		if err == nil {
@@ -173,10 +178,12 @@ type RegionsUpdate struct {
 
 // WatchRegions returns a channel that delivers the stored table (if any),
 // then every later version, in version order, each exactly once. Tables
-// that do not parse (written around coord) are skipped and logged. If
-// etcd compacts history past a slow watcher, the versions in the compacted
-// range cannot be replayed: the watcher then receives the current table,
-// still in increasing version order. The channel is closed when ctx ends or
+// that do not parse (written around coord) are skipped and logged. A watch
+// broken while etcd keeps the history (no leader, a cut stream) resumes
+// after the last revision delivered, so nothing is skipped. If etcd has
+// compacted history past the watcher, the versions in the compacted range
+// cannot be replayed: the watcher then receives the current table, still in
+// increasing version order. The channel is closed when ctx ends or
 // the client closes.
 func (c *Client) WatchRegions(ctx context.Context) (<-chan RegionsUpdate, error) {
 	resp, err := c.cli.Get(ctx, c.regionsKey())
@@ -209,13 +216,26 @@ func (c *Client) WatchRegions(ctx context.Context) (<-chan RegionsUpdate, error)
 			return
 		}
 		for ctx.Err() == nil {
-			var ok bool
-			rev, ok = c.watchRegionsFrom(ctx, rev, deliver)
+			var (
+				ok   bool
+				werr error
+			)
+			rev, werr, ok = c.watchRegionsFrom(ctx, rev, deliver)
 			if !ok || ctx.Err() != nil {
 				return
 			}
-			// The watch broke (compaction or no leader): catch up from
-			// the current value and watch again.
+			if !errors.Is(werr, rpctypes.ErrCompacted) {
+				// The watch broke but etcd still has the history (no
+				// leader, a cut stream): resume after the last revision
+				// handled, so no version is skipped. Paced, because a
+				// member without a leader fails a new watch at once.
+				if !c.pause(ctx, watchRetryPause) {
+					return
+				}
+				continue
+			}
+			// The versions after rev are compacted away: catch up from
+			// the current value and watch again from there.
 			cur, err := c.cli.Get(ctx, c.regionsKey())
 			if err != nil {
 				c.log.Warn("coord: region watch: re-read failed, retrying", "err", err)
@@ -237,20 +257,26 @@ func (c *Client) WatchRegions(ctx context.Context) (<-chan RegionsUpdate, error)
 }
 
 // watchRegionsFrom watches the table key after rev and delivers each put. It
-// returns the last revision fully handled and false if delivery stopped.
-func (c *Client) watchRegionsFrom(ctx context.Context, rev int64, deliver func(*mvccpb.KeyValue) bool) (int64, bool) {
+// returns the last revision fully handled, the error that broke the watch
+// (nil if it just ended), and false if delivery stopped.
+func (c *Client) watchRegionsFrom(ctx context.Context, rev int64, deliver func(*mvccpb.KeyValue) bool) (int64, error, bool) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
+	if c.beforeWatch != nil {
+		if err := c.beforeWatch(); err != nil {
+			return rev, err, true
+		}
+	}
 	for resp := range c.cli.Watch(wctx, c.regionsKey(), clientv3.WithRev(rev+1)) {
 		if err := resp.Err(); err != nil {
 			c.log.Warn("coord: region watch interrupted", "err", err, "revision", rev)
-			return rev, true
+			return rev, err, true
 		}
 		for _, ev := range resp.Events {
 			switch ev.Type {
 			case clientv3.EventTypePut:
 				if !deliver(ev.Kv) {
-					return rev, false
+					return rev, nil, false
 				}
 			case clientv3.EventTypeDelete:
 				c.log.Warn("coord: the region table key was deleted outside coord; keeping the last table", "revision", ev.Kv.ModRevision)
@@ -258,5 +284,5 @@ func (c *Client) watchRegionsFrom(ctx context.Context, rev int64, deliver func(*
 		}
 		rev = resp.Header.Revision
 	}
-	return rev, true
+	return rev, nil, true
 }

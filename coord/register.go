@@ -77,9 +77,14 @@ func (c RegisterConfig) Validate() error {
 // Registration is a node's membership: a leased node id and member record.
 // While it lives, no other node can hold the same id. It ends when the lease
 // is lost (expired, revoked, or not renewed within the TTL) or when Close is
-// called; then Lost is closed and Context is cancelled at once, before anyone
-// else can claim the id, and the node must stop every write it was
-// authorised to make as this member. It never comes back: re-register.
+// called; then Lost is closed and Context is cancelled, and the node must
+// stop every write it was authorised to make as this member. When the lease
+// runs out because renewals stopped getting through (a partition, etcd
+// unreachable), this happens before etcd can let anyone else claim the id
+// (see Deadline). A revoke by someone else frees the id at
+// once; the node is told within a round trip, through a watch on its member
+// key, and coord's own writes are refused by the compare on the lease. It
+// never comes back: re-register.
 type Registration struct {
 	c     *Client
 	clock clock.Clock
@@ -98,7 +103,7 @@ type Registration struct {
 	mu       sync.Mutex
 	member   Member
 	err      error     // why it ended; nil while live
-	deadline time.Time // local time after which etcd may have expired the lease
+	deadline time.Time // local time at which we give up: fenceDeadline of the last renewal
 
 	closeOnce sync.Once
 }
@@ -155,8 +160,9 @@ func (c *Client) Register(ctx context.Context, cfg RegisterConfig) (_ *Registrat
 		incar: incar,
 		lost:  make(chan struct{}),
 		// The grant was sent at `sent`; etcd started the TTL no earlier,
-		// so until sent+ttl the lease is certainly alive.
-		deadline: sent.Add(ttl),
+		// so until sent+ttl the lease is certainly alive. We give up a
+		// guard earlier (see fenceDeadline).
+		deadline: fenceDeadline(sent, ttl),
 		member:   m,
 	}
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
@@ -168,12 +174,16 @@ func (c *Client) Register(ctx context.Context, cfg RegisterConfig) (_ *Registrat
 		revoke()
 		return nil, err
 	}
+	// Start the keepalive before the client can see r: Client.Close calls
+	// r.Close, whose wg.Wait must not race this wg.Go.
+	r.wg.Go(r.keepAlive)
+	r.wg.Go(r.watchOwnKey)
 	if err := c.track(r); err != nil {
-		r.cancel(err)
+		r.end(err)
+		r.wg.Wait()
 		revoke()
 		return nil, err
 	}
-	r.wg.Go(r.keepAlive)
 	c.log.Info("coord: registered", "node", id, "name", m.Name, "role", cfg.Role, "lease", fmt.Sprintf("%x", int64(lease)), "ttl", ttl)
 	return r, nil
 }
@@ -306,9 +316,11 @@ func (r *Registration) Err() error {
 	return r.err
 }
 
-// Deadline is the local time until which the lease is known to be alive in
-// etcd (the send time of the last successful renewal plus the TTL). Past it,
-// the registration is lost even if etcd cannot be asked.
+// Deadline is the local time at which the registration gives up unless a
+// renewal gets through first: the send time of the last successful renewal
+// plus nine tenths of the TTL. etcd cannot expire the lease before that
+// send time plus the whole TTL, so the node is told with a tenth of the TTL
+// to spare. Past it, the registration is lost even if etcd cannot be asked.
 func (r *Registration) Deadline() time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -326,6 +338,19 @@ func (r *Registration) Update(ctx context.Context, addrs, meta map[string]string
 	r.mu.Unlock()
 	m.Addrs = maps.Clone(addrs)
 	m.Meta = maps.Clone(meta)
+	if err := r.putFenced(ctx, m); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.member = m
+	r.mu.Unlock()
+	return nil
+}
+
+// putFenced writes m as this member's record, in etcd only if this
+// registration's lease still holds the id, whatever the local state says:
+// the local flag can lag behind etcd, the compare cannot.
+func (r *Registration) putFenced(ctx context.Context, m Member) error {
 	val, err := encodeMember(m)
 	if err != nil {
 		return fmt.Errorf("coord: encode member record: %w", err)
@@ -340,9 +365,6 @@ func (r *Registration) Update(ctx context.Context, addrs, meta map[string]string
 	if !txn.Succeeded {
 		return ErrLeaseLost.Wrap("node id %d is no longer held by lease %x", r.id, int64(r.lease))
 	}
-	r.mu.Lock()
-	r.member = m
-	r.mu.Unlock()
 	return nil
 }
 
@@ -352,18 +374,21 @@ func (r *Registration) holdsID() clientv3.Cmp {
 }
 
 // Close ends the registration: Lost is closed first (the node stops
-// writing), then the lease is revoked so the id and member record are freed
-// at once instead of after the TTL. Idempotent; returns after the keepalive
-// goroutine has stopped.
+// writing), then, if the registration was still live, the lease is revoked
+// so the id and member record are freed at once instead of after the TTL.
+// Idempotent; returns after the keepalive goroutine has stopped.
 func (r *Registration) Close() error {
 	r.closeOnce.Do(func() {
-		r.end(ErrMemberClosed)
+		wasLive := r.end(ErrMemberClosed)
 		r.wg.Wait()
 		defer r.c.untrack(r)
-		// Again: the keepalive loop may have set it between end and Wait.
-		r.c.met.forgetNode(r.name)
-		// Revoke even after a loss: if the loss was a partition that has
-		// healed, this frees the id now rather than at the TTL.
+		if !wasLive {
+			// Lost already: etcd said the lease is gone, or no renewal got
+			// through and etcd expires it within the fence guard of our
+			// giving up. A revoke would free nothing sooner, and with etcd
+			// out of reach it would only hold Close up for revokeTimeout.
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), revokeTimeout)
 		defer cancel()
 		if _, err := r.c.cli.Revoke(ctx, r.lease); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
@@ -374,19 +399,39 @@ func (r *Registration) Close() error {
 }
 
 // end records why the registration ended, closes Lost and cancels Context.
-// Only the first call counts.
-func (r *Registration) end(cause error) {
+// Only the first call counts; it reports whether this call was it.
+func (r *Registration) end(cause error) bool {
 	r.mu.Lock()
 	if r.err != nil {
 		r.mu.Unlock()
-		return
+		return false
 	}
 	r.err = cause
+	// Under mu, as keepAlive's setHeadroom is: no series can reappear for
+	// a registration that has ended.
+	r.c.met.forgetNode(r.name)
 	r.mu.Unlock()
 	// Context first: whoever sees Lost closed also sees Context done.
 	r.cancel(cause)
 	close(r.lost)
-	r.c.met.forgetNode(r.name)
+	return true
+}
+
+// fenceGuardDivisor sets the guard between the local fence deadline and the
+// earliest moment etcd can expire the lease: the registration gives up
+// TTL/fenceGuardDivisor before "sent + TTL". "sent + TTL" alone is exact
+// only if our timer fires on time, the node's clock runs no slower than
+// etcd's, and the node stops writing the instant it is told; none of these
+// holds on a loaded machine (a timer delivered late under CPU starvation, a
+// GC pause, clock-rate skew). A tenth of the TTL (100ms at etcd's 1s
+// minimum, 1s at the 10s default) absorbs that, and costs nothing while
+// renewals succeed: two more renewals (every TTL/3) still fit before it.
+const fenceGuardDivisor = 10
+
+// fenceDeadline is the local time at which a lease renewed (or granted) by
+// a request sent at sent, for ttl, must be given up.
+func fenceDeadline(sent time.Time, ttl time.Duration) time.Time {
+	return sent.Add(ttl - ttl/fenceGuardDivisor)
 }
 
 type renewal struct {
@@ -401,8 +446,9 @@ type renewal struct {
 // Why not clientv3's KeepAlive: it moves its deadline to "response received
 // + TTL" and checks it every 500ms, so a partitioned node can believe it
 // holds its id after etcd has already expired the lease and handed the id to
-// another node. Here the deadline is "request sent + TTL": etcd renews on
-// receipt, which is later, so the node always gives up first.
+// another node. Here the deadline is "request sent + TTL − guard": etcd
+// renews on receipt, which is later, so the node always gives up first, with
+// the guard to spare (fenceGuardDivisor).
 func (r *Registration) keepAlive() {
 	interval := r.ttl / 3
 	results := make(chan renewal, 1)
@@ -423,9 +469,10 @@ func (r *Registration) keepAlive() {
 		case <-fence.C():
 			left := r.Deadline().Sub(r.clock.Now())
 			if left <= 0 {
-				r.c.log.Warn("coord: lease not renewed within its TTL; giving up node id", "node", r.id, "ttl", r.ttl)
-				r.c.met.leaseLost(LostUnreachable)
-				r.end(ErrLeaseLost.Wrap("node %d: lease %x not renewed within its %v TTL (etcd unreachable)", r.id, int64(r.lease), r.ttl))
+				if r.end(ErrLeaseLost.Wrap("node %d: lease %x not renewed within its %v TTL (etcd unreachable)", r.id, int64(r.lease), r.ttl)) {
+					r.c.log.Warn("coord: lease not renewed within its TTL; giving up node id", "node", r.id, "ttl", r.ttl)
+					r.c.met.leaseLost(LostUnreachable)
+				}
 				return
 			}
 			fence.Reset(left)
@@ -456,9 +503,10 @@ func (r *Registration) keepAlive() {
 			r.c.met.renewal(res.err == nil)
 			if res.err != nil {
 				if errors.Is(res.err, rpctypes.ErrLeaseNotFound) {
-					r.c.log.Warn("coord: lease expired in etcd; giving up node id", "node", r.id)
-					r.c.met.leaseLost(LostExpired)
-					r.end(ErrLeaseLost.Wrap("node %d: lease %x expired in etcd", r.id, int64(r.lease)))
+					if r.end(ErrLeaseLost.Wrap("node %d: lease %x expired in etcd", r.id, int64(r.lease))) {
+						r.c.log.Warn("coord: lease expired in etcd; giving up node id", "node", r.id)
+						r.c.met.leaseLost(LostExpired)
+					}
 					return
 				}
 				// Transient: the fence timer decides when to give up.
@@ -466,13 +514,77 @@ func (r *Registration) keepAlive() {
 				continue
 			}
 			r.mu.Lock()
-			if d := res.sent.Add(res.ttl); d.After(r.deadline) {
-				r.deadline = d
+			if r.err == nil {
+				if d := fenceDeadline(res.sent, res.ttl); d.After(r.deadline) {
+					r.deadline = d
+				}
+				r.c.met.setHeadroom(r.name, r.deadline.Sub(r.clock.Now()).Seconds())
 			}
-			headroom := r.deadline.Sub(r.clock.Now())
 			r.mu.Unlock()
-			r.c.met.setHeadroom(r.name, headroom.Seconds())
 		}
+	}
+}
+
+// watchOwnKey ends the registration as soon as etcd removes the member key
+// or the key stops being ours (a revoke by an operator, an expiry noticed by
+// etcd before our fence, a record overwritten around coord). Renewals would
+// notice too, but only up to TTL/3 later; the watch tells the node within a
+// round trip. Writes stay fenced in etcd either way (holdsID); this only
+// shortens how long the node keeps working for nothing. While etcd is out of
+// reach the watch waits and the fence deadline decides.
+func (r *Registration) watchOwnKey() {
+	rev := r.incar
+	for r.ctx.Err() == nil {
+		var ok bool
+		if rev, ok = r.watchOwnKeyFrom(rev); !ok {
+			return
+		}
+		if r.ctx.Err() != nil {
+			return
+		}
+		// The watch broke (compaction past rev, or the client closing):
+		// look at the key itself, then watch again from there.
+		resp, err := r.c.cli.Get(r.ctx, r.key)
+		if err != nil {
+			if !r.c.pause(r.ctx, watchRetryPause) {
+				return
+			}
+			continue
+		}
+		if len(resp.Kvs) == 0 || resp.Kvs[0].Lease != int64(r.lease) {
+			r.ownKeyGone(resp.Header.Revision)
+			return
+		}
+		rev = resp.Header.Revision
+	}
+}
+
+// watchOwnKeyFrom watches the member key after rev. It returns false once
+// the registration has ended (by this watch or otherwise), else the last
+// revision handled when the watch broke.
+func (r *Registration) watchOwnKeyFrom(rev int64) (int64, bool) {
+	wctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	for resp := range r.c.cli.Watch(wctx, r.key, clientv3.WithRev(rev+1)) {
+		if err := resp.Err(); err != nil {
+			r.c.log.Debug("coord: member key watch interrupted", "node", r.id, "err", err)
+			return rev, true
+		}
+		for _, ev := range resp.Events {
+			if ev.Type == clientv3.EventTypeDelete || ev.Kv.Lease != int64(r.lease) {
+				r.ownKeyGone(ev.Kv.ModRevision)
+				return rev, false
+			}
+		}
+		rev = resp.Header.Revision
+	}
+	return rev, r.ctx.Err() == nil
+}
+
+func (r *Registration) ownKeyGone(rev int64) {
+	if r.end(ErrLeaseLost.Wrap("node %d: member key no longer held by lease %x (revision %d): lease revoked or expired", r.id, int64(r.lease), rev)) {
+		r.c.log.Warn("coord: member key removed in etcd; giving up node id", "node", r.id)
+		r.c.met.leaseLost(LostExpired)
 	}
 }
 

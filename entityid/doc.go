@@ -16,7 +16,8 @@
 //     (ErrClockBackwards), never a silently repeated or reordered id;
 //   - when the 2048 sequence numbers of a millisecond are spent, Next waits
 //     on the injected clock for the next millisecond instead of overflowing
-//     into the node bits;
+//     into the node bits, without holding the generator while it waits
+//     (TryNext answers ErrSequenceExhausted at once meanwhile);
 //   - a time before Epoch or past the 45-bit range is an error.
 //
 // The package imports only the standard library, errcode and clock.

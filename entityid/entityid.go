@@ -135,7 +135,8 @@ type Generator struct {
 	node  uint64
 	clock clock.Clock
 	// turn is a one-slot semaphore rather than a mutex so that a caller
-	// waiting behind a sequence-overflow wait can give up with its context.
+	// waiting for its turn can give up with its context. It is held only
+	// while one id is minted, never across an overflow wait.
 	turn chan struct{}
 	// Guarded by turn.
 	lastMillis int64 // -1 before the first id
@@ -160,15 +161,17 @@ func (g *Generator) Node() uint8 { return uint8(g.node) }
 
 // Next returns a new id. When this millisecond's sequence is spent it waits,
 // on the injected clock, for the next millisecond, or until ctx is done.
+// It does not hold the generator while it waits, so TryNext (and other
+// callers) are never stuck behind an overflow wait.
 func (g *Generator) Next(ctx context.Context) (ID, error) {
-	select {
-	case g.turn <- struct{}{}:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	defer func() { <-g.turn }()
 	for {
+		select {
+		case g.turn <- struct{}{}:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 		id, wait, err := g.mint()
+		<-g.turn
 		if err == nil || wait == 0 {
 			return id, err
 		}

@@ -364,3 +364,52 @@ func FuzzLayout(f *testing.F) {
 		}
 	})
 }
+
+// A Next waiting out a spent millisecond does not hold the generator:
+// TryNext answers at once (exhausted) instead of blocking behind it, and
+// both continue correctly once the clock moves.
+func TestOverflowWaitDoesNotBlockTryNext(t *testing.T) {
+	fc := clock.NewFake(epoch.Add(5 * time.Millisecond))
+	g := newGen(t, 2, fc)
+	for i := 0; i <= entityid.MaxSeq; i++ {
+		if _, err := g.TryNext(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	type result struct {
+		id  entityid.ID
+		err error
+	}
+	waiting := make(chan result, 1)
+	go func() {
+		id, err := g.Next(ctx)
+		waiting <- result{id, err}
+	}()
+	if err := fc.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	tried := make(chan error, 1)
+	go func() {
+		_, err := g.TryNext()
+		tried <- err
+	}()
+	select {
+	case err := <-tried:
+		if !errors.Is(err, entityid.ErrSequenceExhausted) {
+			t.Fatalf("TryNext during the wait: %v, want ErrSequenceExhausted", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("TryNext blocked behind a Next waiting for the next millisecond")
+	}
+	fc.Advance(time.Millisecond)
+	r := <-waiting
+	if r.err != nil || r.id.Millis() != 6 || r.id.Seq() != 0 {
+		t.Fatalf("waiting Next: (%d,%d) %v, want (6,0)", r.id.Millis(), r.id.Seq(), r.err)
+	}
+	id, err := g.TryNext()
+	if err != nil || id.Millis() != 6 || id.Seq() != 1 || id <= r.id {
+		t.Fatalf("TryNext after the wait: (%d,%d) %v, want (6,1)", id.Millis(), id.Seq(), err)
+	}
+}

@@ -176,16 +176,20 @@ Unless --force is given, every node the table names must be a live member
 	return cmd
 }
 
+// readFileArg reads FILE ("-" is stdin), at most one byte more than
+// coord.MaxRegionsFile: enough for ParseRegionsFile to refuse an oversized
+// file without this command first reading all of it into memory.
 func readFileArg(stdin io.Reader, name string) ([]byte, error) {
-	var (
-		data []byte
-		err  error
-	)
-	if name == "-" {
-		data, err = io.ReadAll(io.LimitReader(stdin, coord.MaxRegionsFile+1))
-	} else {
-		data, err = os.ReadFile(name)
+	src := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		defer f.Close()
+		src = f
 	}
+	data, err := io.ReadAll(io.LimitReader(src, coord.MaxRegionsFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}

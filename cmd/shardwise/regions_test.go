@@ -247,6 +247,12 @@ func TestRegionsApplyRefusesBadFile(t *testing.T) {
 	}
 	_, err := runCmd(t, newRegionsCmd(), "", "apply", bad, "--endpoints", eps)
 	wantCmdCode(t, err, coord.CodeRegionsInvalid)
+	huge := filepath.Join(t.TempDir(), "huge.json")
+	if err := os.WriteFile(huge, bytes.Repeat([]byte(" "), coord.MaxRegionsFile+10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runCmd(t, newRegionsCmd(), "", "apply", huge, "--endpoints", eps)
+	wantCmdCode(t, err, coord.CodeRegionsInvalid)
 	_, err = runCmd(t, newRegionsCmd(), "", "apply", filepath.Join(t.TempDir(), "missing.json"), "--endpoints", eps)
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
