@@ -209,3 +209,65 @@ func (q *Query3[A, B, C]) Count() int {
 	q.Each(func(ID, *A, *B, *C) { n++ })
 	return n
 }
+
+// Query4 walks entities with A, B, C and D.
+type Query4[A, B, C, D any] struct {
+	a *Store[A]
+	b *Store[B]
+	c *Store[C]
+	d *Store[D]
+	filter
+}
+
+// NewQuery4 returns a query over entities with A, B, C and D.
+func NewQuery4[A, B, C, D any](a *Store[A], b *Store[B], c *Store[C], d *Store[D]) *Query4[A, B, C, D] {
+	return &Query4[A, B, C, D]{a: a, b: b, c: c, d: d}
+}
+
+// With adds required component types whose values the callback does not need.
+func (q *Query4[A, B, C, D]) With(cs ...Component) *Query4[A, B, C, D] {
+	q.addWith(cs)
+	return q
+}
+
+// Without excludes entities that have any of cs.
+func (q *Query4[A, B, C, D]) Without(cs ...Component) *Query4[A, B, C, D] {
+	q.addWithout(cs)
+	return q
+}
+
+// Each calls fn for every matching entity.
+func (q *Query4[A, B, C, D]) Each(fn func(id ID, a *A, b *B, c *C, d *D)) {
+	w := q.a.w
+	w.deferDepth++
+	defer w.endIteration()
+	a, b, c, d := q.a, q.b, q.c, q.d
+	// Drive by the smallest store (its slots and ids arrays); probe all
+	// four by slot. Probing the driver too costs a load and keeps one loop.
+	slots, ids := a.slots, a.ids
+	if len(b.slots) < len(slots) {
+		slots, ids = b.slots, b.ids
+	}
+	if len(c.slots) < len(slots) {
+		slots, ids = c.slots, c.ids
+	}
+	if len(d.slots) < len(slots) {
+		slots, ids = d.slots, d.ids
+	}
+	for x, sl := range slots {
+		i, ok1 := a.denseOf(sl)
+		j, ok2 := b.denseOf(sl)
+		k, ok3 := c.denseOf(sl)
+		l, ok4 := d.denseOf(sl)
+		if ok1 && ok2 && ok3 && ok4 && q.admits(sl) {
+			fn(ids[x], &a.dense[i], &b.dense[j], &c.dense[k], &d.dense[l])
+		}
+	}
+}
+
+// Count returns how many entities match.
+func (q *Query4[A, B, C, D]) Count() int {
+	n := 0
+	q.Each(func(ID, *A, *B, *C, *D) { n++ })
+	return n
+}

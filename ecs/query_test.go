@@ -149,3 +149,66 @@ func TestEachEntityDefers(t *testing.T) {
 		t.Fatalf("seen %v, left %d", seen, f.w.Len())
 	}
 }
+
+// Query4 matches a brute-force scan whichever of its four stores is the
+// smallest (and so drives the walk), with the excluded term applied.
+func TestQuery4MatchesABruteForceScan(t *testing.T) {
+	type Tag struct{ N int }
+	for drive := range 4 {
+		f := newFixture(t, ecs.Config{})
+		tag := must(ecs.Register[Tag](f.w, ecs.ComponentSpec{Name: "tag"}))
+		has := func(store, i int) bool {
+			if store == drive {
+				return i%5 == 0 // the smallest store
+			}
+			return i%3 != 0 || i%5 == 0
+		}
+		for i := 1; i <= 300; i++ {
+			id := ecs.ID(i)
+			_ = f.w.CreateEntity(id)
+			if has(0, i) {
+				_ = f.pos.Add(id, Pos{X: float64(i)})
+			}
+			if has(1, i) {
+				_ = f.vel.Add(id, Vel{DX: float64(i)})
+			}
+			if has(2, i) {
+				_ = f.health.Add(id, Health{HP: i})
+			}
+			if has(3, i) {
+				_ = tag.Add(id, Tag{N: i})
+			}
+			if i%4 == 0 {
+				_ = f.ghost.Add(id, Ghost{})
+			}
+		}
+		want := map[ecs.ID]bool{}
+		for i := 1; i <= 300; i++ {
+			if has(0, i) && has(1, i) && has(2, i) && has(3, i) && i%4 != 0 {
+				want[ecs.ID(i)] = true
+			}
+		}
+		got := map[ecs.ID]bool{}
+		ecs.NewQuery4(f.pos, f.vel, f.health, tag).Without(f.ghost).Each(
+			func(id ecs.ID, p *Pos, v *Vel, h *Health, g *Tag) {
+				if p.X != float64(id) || v.DX != float64(id) || h.HP != int(id) || g.N != int(id) {
+					t.Fatalf("drive %d: entity %d got %v %v %v %v", drive, id, *p, *v, *h, *g)
+				}
+				if got[id] {
+					t.Fatalf("drive %d: entity %d twice", drive, id)
+				}
+				got[id] = true
+			})
+		if len(got) != len(want) || len(want) == 0 {
+			t.Fatalf("drive %d: got %d entities, want %d", drive, len(got), len(want))
+		}
+		for id := range want {
+			if !got[id] {
+				t.Fatalf("drive %d: entity %d missing", drive, id)
+			}
+		}
+		if n := ecs.NewQuery4(f.pos, f.vel, f.health, tag).With(f.ghost).Count(); n == 0 {
+			t.Fatalf("drive %d: With(ghost) matched nothing", drive)
+		}
+	}
+}

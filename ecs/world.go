@@ -95,7 +95,7 @@ type op struct {
 type World struct {
 	cfg Config
 
-	index map[ID]uint32 // alive id → slot
+	index idIndex // alive id → slot
 	slots []slot
 	free  []uint32
 	alive int
@@ -142,7 +142,6 @@ func New(cfg Config) (*World, error) {
 	}
 	return &World{
 		cfg:          cfg.withDefaults(),
-		index:        make(map[ID]uint32),
 		storesByType: make(map[reflect.Type]Component),
 		storesByName: make(map[string]Component),
 	}, nil
@@ -157,13 +156,13 @@ func (w *World) Len() int { return w.alive }
 // Alive reports whether id is an entity of this World. An entity with a
 // queued Destroy or Evict is alive until the queue is applied.
 func (w *World) Alive(id ID) bool {
-	_, ok := w.index[id]
+	_, ok := w.index.get(id)
 	return ok
 }
 
 // Leaving reports whether id has a Destroy or Evict queued.
 func (w *World) Leaving(id ID) bool {
-	s, ok := w.index[id]
+	s, ok := w.index.get(id)
 	return ok && w.slots[s].leaving
 }
 
@@ -177,7 +176,7 @@ func (w *World) Deferring() bool { return w.deferDepth > 0 }
 // was destroyed or evicted before may be created again (a handoff that
 // comes back).
 func (w *World) CreateEntity(id ID) error {
-	if _, ok := w.index[id]; ok {
+	if _, ok := w.index.get(id); ok {
 		return &EntityError{Op: "create", ID: id, Err: ErrAlive}
 	}
 	var s uint32
@@ -189,7 +188,7 @@ func (w *World) CreateEntity(id ID) error {
 		w.slots = append(w.slots, slot{})
 	}
 	w.slots[s] = slot{id: id, alive: true}
-	w.index[id] = s
+	w.index.put(id, s)
 	w.alive++
 	return nil
 }
@@ -208,7 +207,7 @@ func (w *World) Destroy(id ID) error { return w.leave(id, opDestroy, "destroy") 
 func (w *World) Evict(id ID) error { return w.leave(id, opEvict, "evict") }
 
 func (w *World) leave(id ID, kind opKind, name string) error {
-	s, ok := w.index[id]
+	s, ok := w.index.get(id)
 	if !ok {
 		return &EntityError{Op: name, ID: id, Err: ErrNotAlive}
 	}
@@ -250,7 +249,7 @@ func (w *World) EachEntity(fn func(id ID)) {
 // caller decides, changed at all) for a later DrainMoved. Marking twice
 // before a drain records it once.
 func (w *World) MarkMoved(id ID) bool {
-	s, ok := w.index[id]
+	s, ok := w.index.get(id)
 	if !ok {
 		return false
 	}
@@ -280,7 +279,7 @@ func (w *World) DrainMoved(fn func(id ID)) {
 }
 
 func (w *World) slotOf(id ID) (uint32, bool) {
-	s, ok := w.index[id]
+	s, ok := w.index.get(id)
 	return s, ok
 }
 
@@ -323,14 +322,14 @@ func (w *World) flush() {
 }
 
 func (w *World) removeEntity(id ID) {
-	s, ok := w.index[id]
+	s, ok := w.index.get(id)
 	if !ok {
 		return
 	}
 	for _, st := range w.stores {
 		st.removeSlot(s)
 	}
-	delete(w.index, id)
+	w.index.remove(id)
 	w.slots[s] = slot{}
 	w.free = append(w.free, s)
 	w.alive--

@@ -63,7 +63,7 @@ type Game struct {
 	petQ    *ecs.Query3[Pet, Position, Path]
 	denQ    *ecs.Query2[Den, Position]
 	mobQ    *ecs.Query3[Mob, Position, Path]
-	moveQ   *ecs.Query3[Position, Path, Motion]
+	moveQ   *ecs.Query4[Position, Path, Motion, Speed]
 }
 
 // New builds the world, logs the players in at their homes, and registers
@@ -113,7 +113,7 @@ func New(cfg Config) (*Game, error) {
 	g.petQ = ecs.NewQuery3(c.pet, c.pos, c.path).Without(c.frozen)
 	g.denQ = ecs.NewQuery2(c.den, c.pos).Without(c.frozen)
 	g.mobQ = ecs.NewQuery3(c.mob, c.pos, c.path).Without(c.frozen)
-	g.moveQ = ecs.NewQuery3(c.pos, c.path, c.motion).Without(c.frozen)
+	g.moveQ = ecs.NewQuery4(c.pos, c.path, c.motion, c.speed).Without(c.frozen)
 	w.OnDestroy(g.onDestroy)
 	w.OnForget(g.onForget)
 	for _, s := range []ecs.System{

@@ -204,3 +204,37 @@ func TestSmoke(t *testing.T) {
 		t.Logf("account %d: %d batches %d bytes", r.account, r.batches, r.bytes)
 	}
 }
+
+// Position resends are spread over the eight phases of the resend period:
+// every entity resends on every 8th step of its own, at a phase set by its
+// id, so a world of entities that started walking together does not send
+// all their positions in the same tick (which made every 8th tick the
+// slowest of the world benchmark).
+func TestPositionResendsAreSpreadOverPhases(t *testing.T) {
+	_, recs, _ := run(t, game.Config{Seed: 3, Players: 40, Area: 300, DenChance: 0.2, DenCapacity: 8, WanderChance: 1}, 240, true)
+	var byPhase [game.PositionResendSteps]int
+	seen := map[[2]uint64]bool{} // (tick, entity): count each resend once
+	for _, r := range recs {
+		for i, m := range r.msgs {
+			tick := r.ticks[i]
+			if tick < 80 || m.Kind != outbox.KindComponent || m.Component != game.WirePosition {
+				continue
+			}
+			if k := [2]uint64{tick, m.Entity}; !seen[k] {
+				seen[k] = true
+				byPhase[tick%game.PositionResendSteps]++
+			}
+		}
+	}
+	lo, hi, total := byPhase[0], byPhase[0], 0
+	for _, n := range byPhase {
+		lo, hi, total = min(lo, n), max(hi, n), total+n
+	}
+	if total < 500 {
+		t.Fatalf("only %d position resends: the scene does not exercise the rule", total)
+	}
+	if 2*hi > 3*lo {
+		t.Fatalf("position resends by tick mod %d: %v (busiest phase > 1.5x the quietest)", game.PositionResendSteps, byPhase)
+	}
+	t.Logf("position resends by phase: %v", byPhase)
+}

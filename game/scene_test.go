@@ -316,3 +316,62 @@ func TestDensFollowResidency(t *testing.T) {
 		}
 	})
 }
+
+// Spawner cells wrap: a den site is a function of the normalised column,
+// so a column and its images one world-width (or height) away name the
+// same den at the same spot; and a player standing on the corner where
+// both seams cross gets dens on every side of it, each keyed by a
+// normalised column.
+func TestDenSitesWrapAtTheSeam(t *testing.T) {
+	g := newScene(t, Config{Seed: 21, DenChance: 0.3, MaterialiseBudget: 1000})
+	nx, ny := int32(g.geo.ChunksX()), int32(g.geo.ChunksY())
+	rng := rand.New(rand.NewPCG(21, 1))
+	dens := 0
+	for range 2000 {
+		col := interest.Column{X: int32(rng.IntN(int(nx))), Y: int32(rng.IntN(int(ny)))}
+		if rng.IntN(4) == 0 { // the columns right at the seams
+			col = interest.Column{X: int32(rng.IntN(3)) - 1 + nx*int32(rng.IntN(2)), Y: int32(rng.IntN(3)) - 1}
+		}
+		at, key, ok := g.denSite(col)
+		if ok {
+			dens++
+		}
+		for _, img := range []interest.Column{
+			{X: col.X + nx, Y: col.Y}, {X: col.X - nx, Y: col.Y},
+			{X: col.X, Y: col.Y + ny}, {X: col.X - 2*nx, Y: col.Y - ny},
+		} {
+			at2, key2, ok2 := g.denSite(img)
+			if ok2 != ok || key2 != key || at2 != at {
+				t.Fatalf("column %v: den (%v, %v, %v) but its image %v: (%v, %v, %v)", col, ok, key, at, img, ok2, key2, at2)
+			}
+		}
+		if key.X < 0 || key.X >= nx || key.Y < 0 || key.Y >= ny {
+			t.Fatalf("column %v: key %v is not normalised", col, key)
+		}
+		if ok && g.geo.ChunkOf(at) != (torus.ChunkPos{X: key.X, Y: key.Y}) {
+			t.Fatalf("column %v: den at %v stands outside its cell %v", col, at, key)
+		}
+	}
+	if dens == 0 {
+		t.Fatal("no den site among 2000 columns: the property is vacuous")
+	}
+
+	g.place(t, 1, torus.Pos{X: 3, Y: 3})
+	for range 60 {
+		g.Step()
+	}
+	var west, east, south, north bool
+	for key, den := range g.dens {
+		d, ok := g.c.den.Get(den)
+		if !ok || d.Column != key {
+			t.Fatalf("den %d filed under %v: %+v", den, key, d)
+		}
+		west = west || key.X > nx/2
+		east = east || key.X < nx/2
+		south = south || key.Y > ny/2
+		north = north || key.Y < ny/2
+	}
+	if !west || !east || !south || !north {
+		t.Fatalf("dens around the seam corner only on some sides (w %v e %v s %v n %v): %v", west, east, south, north, g.dens)
+	}
+}

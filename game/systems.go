@@ -138,12 +138,8 @@ func (g *Game) runMobs(w *ecs.World, t ecs.Tick) {
 // change is logged for reindexing.
 func (g *Game) runMovement(w *ecs.World, t ecs.Tick) {
 	dt := t.Seconds()
-	g.moveQ.Each(func(id ecs.ID, p *Position, path *Path, m *Motion) {
+	g.moveQ.Each(func(id ecs.ID, p *Position, path *Path, m *Motion, s *Speed) {
 		if !path.Active {
-			return
-		}
-		s, ok := g.c.speed.Get(id)
-		if !ok {
 			return
 		}
 		d := g.geo.Delta(p.Pos, path.Target)
@@ -159,7 +155,9 @@ func (g *Game) runMovement(w *ecs.World, t ecs.Tick) {
 			p.Pos = g.geo.Translate(p.Pos, torus.Pos{X: d.X * f, Y: d.Y * f})
 		}
 		m.Steps++
-		if m.Steps%PositionResendSteps == 0 {
+		// Every 8th step of this entity, at a phase set by its id: entities
+		// that started walking together must not all resend in one tick.
+		if (m.Steps+uint32(id))%PositionResendSteps == 0 {
 			g.c.pos.MarkDirty(id)
 		}
 		if g.geo.ChunkOf(p.Pos) != m.Chunk {

@@ -18,6 +18,14 @@ func (o outboxWorld) AppendObserversOf(dst []Subscriber, e ecs.ID) []Subscriber 
 	return o.g.vis.AppendObserversOf(dst, e)
 }
 
+// AppendObserverIndices and SubscriberAt give the outbox the dense fast
+// path (outbox.IndexedWorld).
+func (o outboxWorld) AppendObserverIndices(dst []int32, e ecs.ID) []int32 {
+	return o.g.vis.AppendObserverIndices(dst, e)
+}
+
+func (o outboxWorld) SubscriberAt(i int32) Subscriber { return o.g.vis.SubscriberAt(i) }
+
 func (o outboxWorld) OwnerOf(e ecs.ID) (Subscriber, bool) {
 	ow, ok := o.g.c.owner.Get(e)
 	if !ok {

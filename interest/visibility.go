@@ -241,6 +241,23 @@ func (v *Visibility[S, E]) AppendObserversOf(dst []S, e E) []S {
 	return dst
 }
 
+// AppendObserverIndices appends the dense indices of the subscribers
+// holding e's chunk: the subscribers AppendObserversOf names, as indices
+// that SubscriberAt turns back into keys. An index names its subscriber
+// until the subscriber is forgotten; then it may be reused for another
+// key. It lets a consumer (the outbox) keep per-subscriber state in slices.
+func (v *Visibility[S, E]) AppendObserverIndices(dst []int32, e E) []int32 {
+	p, ok := v.where[e]
+	if !ok {
+		return dst
+	}
+	return append(dst, p.rl.subscribers()...)
+}
+
+// SubscriberAt returns the key of dense subscriber index i (one handed out
+// by AppendObserverIndices).
+func (v *Visibility[S, E]) SubscriberAt(i int32) S { return v.subs.keyOf(i) }
+
 // ObserversOf returns the subscribers holding e's chunk.
 func (v *Visibility[S, E]) ObserversOf(e E) []S { return v.AppendObserversOf(nil, e) }
 

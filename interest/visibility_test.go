@@ -287,3 +287,38 @@ func TestSnowflakeIDsAndTaggedKeys(t *testing.T) {
 		t.Fatalf("drain = %+v", ds)
 	}
 }
+
+// AppendObserverIndices names, through SubscriberAt, exactly the
+// subscribers AppendObserversOf names, including after a forgotten
+// subscriber's index was reused by another key.
+func TestObserverIndicesNameTheObservers(t *testing.T) {
+	f := newVis(t)
+	c := f.world.ChunkOf(torus.Pos{X: 100, Y: 100})
+	for _, s := range []uint64{1, 2, 3} {
+		f.subs.Announce(s, c)
+		f.subs.MarkSent(s, c)
+	}
+	f.at(77, 100, 100, 0)
+	check := func(want ...uint64) {
+		t.Helper()
+		var got []uint64
+		for _, i := range f.vis.AppendObserverIndices(nil, 77) {
+			got = append(got, f.vis.SubscriberAt(i))
+		}
+		keys := f.vis.ObserversOf(77)
+		slices.Sort(got)
+		slices.Sort(keys)
+		if !slices.Equal(got, want) || !slices.Equal(keys, want) {
+			t.Fatalf("through indices %v, by key %v, want %v", got, keys, want)
+		}
+	}
+	check(1, 2, 3)
+	f.subs.Forget(2)
+	check(1, 3)
+	f.subs.Announce(9, c) // takes the forgotten index
+	f.subs.MarkSent(9, c)
+	check(1, 3, 9)
+	if got := f.vis.AppendObserverIndices(nil, 12345); len(got) != 0 {
+		t.Fatalf("an unknown entity has observers %v", got)
+	}
+}

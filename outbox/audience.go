@@ -99,3 +99,18 @@ func (f EncoderFuncs[S, E]) Audience(e E) Audience[S] { return f.AudienceFunc(e)
 
 // AppendPayload implements Encoder.
 func (f EncoderFuncs[S, E]) AppendPayload(dst []byte, e E) []byte { return f.PayloadFunc(dst, e) }
+
+// IndexedWorld is an optional fast path of World. When the World passed to
+// New implements it, public components are fanned out through dense
+// subscriber indices, and the outbox turns an index into its recipient
+// through a slice instead of hashing the subscriber key once per observer
+// per message. interest.Visibility implements it.
+type IndexedWorld[S comparable, E interest.Entity] interface {
+	// AppendObserverIndices appends the dense indices of the subscribers
+	// that see e: the same subscribers AppendObserversOf names.
+	AppendObserverIndices(dst []int32, e E) []int32
+	// SubscriberAt returns the key of dense index i. An index may be given
+	// to another key after its subscriber is forgotten, so the outbox
+	// checks the key before trusting what it cached for the index.
+	SubscriberAt(i int32) S
+}

@@ -23,6 +23,10 @@
 //  4. Audiences are evaluated at Flush, once per (entity, component).
 //  5. Output order depends only on the order of calls, never on map order.
 //
+// A World that also implements IndexedWorld (interest.Visibility does)
+// lets the flush resolve observers through dense subscriber indices; the
+// batches are the same either way (the property test runs both).
+//
 // The caller's obligations: call MarkDirty, Appear/Vanish (or
 // AddDeliveries with a Visibility drain) during or right after the tick,
 // then Flush once, on the goroutine that owns the world. The package imports

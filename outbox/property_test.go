@@ -10,6 +10,21 @@ import (
 	"github.com/shardwise/shardwise/interest"
 )
 
+// compKey names one component of one entity, as the test marked it dirty.
+type compKey[E interest.Entity] struct {
+	e E
+	t ComponentType
+}
+
+// indexedGame is the test world with the IndexedWorld fast path, so that
+// both ways of resolving observers are held to the same naive build.
+type indexedGame struct{ *game }
+
+func (g indexedGame) AppendObserverIndices(dst []int32, e ent) []int32 {
+	return g.vis.AppendObserverIndices(dst, e)
+}
+func (g indexedGame) SubscriberAt(i int32) acct { return g.vis.SubscriberAt(i) }
+
 // naiveBatch builds what subscriber s must receive this tick the slow,
 // obvious way: every rule re-derived from the game's declarations and
 // every message encoded afresh for this one recipient.
@@ -68,17 +83,36 @@ func TestOwnerOnlyNeverLeaksAndMatchesNaive(t *testing.T) {
 	for seed := range uint64(80) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		g := newGame()
-		o := New[acct, ent](g)
-		g.register(t, o)
-		sinks := map[acct]*recorder{}
-		for a := acct(1); a <= 8; a++ { // 9 and 10 own things but have no sink
-			sinks[a] = &recorder{}
-			o.Attach(a, sinks[a])
+		// Two outboxes see the same calls: one resolves observers by key,
+		// the other through the World's dense indices (IndexedWorld).
+		outs := []*Outbox[acct, ent]{New[acct, ent](g), New[acct, ent](indexedGame{g})}
+		if outs[0].indexed != nil || outs[1].indexed == nil {
+			t.Fatal("the two outboxes do not take the two observer paths")
 		}
+		sinks := make([]map[acct]*recorder, len(outs))
+		for k, o := range outs {
+			g.register(t, o)
+			sinks[k] = map[acct]*recorder{}
+			for a := acct(1); a <= 8; a++ { // 9 and 10 own things but have no sink
+				sinks[k][a] = &recorder{}
+				o.Attach(a, sinks[k][a])
+			}
+		}
+		attached := map[acct]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true}
 		chunk := func() interest.ChunkPos {
 			return interest.ChunkPos{X: int32(rng.IntN(4)) - 2, Y: int32(rng.IntN(4)) - 2}
 		}
+		var dirty []compKey[ent]
+		mark := func(e ent, ty ComponentType) {
+			for _, o := range outs {
+				o.MarkDirty(e, ty)
+			}
+			if !slices.Contains(dirty, compKey[ent]{e: e, t: ty}) {
+				dirty = append(dirty, compKey[ent]{e: e, t: ty})
+			}
+		}
 		for tick := uint64(1); tick <= 30; tick++ {
+			dirty = dirty[:0]
 			// Reshuffle parties now and then.
 			if rng.IntN(5) == 0 {
 				clear(g.party)
@@ -89,13 +123,32 @@ func TestOwnerOnlyNeverLeaksAndMatchesNaive(t *testing.T) {
 					}
 				}
 			}
-			// Subscribers take and drop chunks.
-			for a := acct(1); a <= 8; a++ {
+			// Subscribers take and drop chunks; 11 and 12 have no sink
+			// and come and go, so dense indices get reused by other keys.
+			for a := acct(1); a <= 12; a++ {
 				c := chunk()
-				if rng.IntN(2) == 0 {
+				switch {
+				case a > 10 && rng.IntN(4) == 0:
+					g.subs.Forget(a)
+				case a > 10 && rng.IntN(2) == 0:
+				case rng.IntN(2) == 0:
 					g.hold(a, c)
-				} else {
+				default:
 					g.subs.Withdraw(a, c)
+				}
+			}
+			// Sinks are detached and attached again now and then.
+			for a := acct(1); a <= 8; a++ {
+				if rng.IntN(10) != 0 {
+					continue
+				}
+				attached[a] = !attached[a]
+				for k, o := range outs {
+					if attached[a] {
+						o.Attach(a, sinks[k][a])
+					} else {
+						o.Detach(a)
+					}
 				}
 			}
 			// Entities spawn, walk, change owner, change values, die.
@@ -129,63 +182,83 @@ func TestOwnerOnlyNeverLeaksAndMatchesNaive(t *testing.T) {
 					}
 				case r < 6:
 					g.vis.Reindex(e, chunk())
-					o.MarkDirty(e, tPosition)
+					mark(e, tPosition)
+					if rng.IntN(2) == 0 { // a second change of the same entity
+						ty := allTypes[rng.IntN(len(allTypes))]
+						g.set(e, ty, uint64(rng.IntN(1000)))
+						mark(e, ty)
+					}
 				default:
-					ty := allTypes[rng.IntN(len(allTypes))]
-					g.set(e, ty, uint64(rng.IntN(1000)))
-					o.MarkDirty(e, ty)
+					// One to three changes, repeats included: an entity
+					// with several dirty components (and marks twice).
+					for range 1 + rng.IntN(3) {
+						ty := allTypes[rng.IntN(len(allTypes))]
+						g.set(e, ty, uint64(rng.IntN(1000)))
+						mark(e, ty)
+					}
 				}
 			}
 			ds := g.vis.Drain()
-			o.AddDeliveries(ds)
-			dirty := slices.Clone(o.dirty)
-			before := map[acct]int{}
-			for a, r := range sinks {
-				before[a] = len(r.batches)
+			before := make([]map[acct]int, len(outs))
+			var stats []Stats
+			for k, o := range outs {
+				o.AddDeliveries(ds)
+				before[k] = map[acct]int{}
+				for a, r := range sinks[k] {
+					before[k][a] = len(r.batches)
+				}
+				stats = append(stats, o.Flush(tick))
 			}
-			o.Flush(tick)
+			if stats[0] != stats[1] {
+				t.Fatalf("seed %d tick %d: by key %+v, by index %+v", seed, tick, stats[0], stats[1])
+			}
 
-			for a, r := range sinks {
-				var vanished []interest.Vanished[ent]
-				var appeared []ent
-				for _, d := range ds {
-					if d.Subscriber == a {
-						vanished, appeared = d.Vanished, d.Appeared
+			for k := range outs {
+				for a, r := range sinks[k] {
+					var vanished []interest.Vanished[ent]
+					var appeared []ent
+					for _, d := range ds {
+						if d.Subscriber == a {
+							vanished, appeared = d.Vanished, d.Appeared
+						}
 					}
-				}
-				want := naiveBatch(g, a, vanished, appeared, dirty)
-				var got []byte
-				switch len(r.batches) - before[a] {
-				case 0:
-				case 1:
-					got = r.last(t).bytes
-				default:
-					t.Fatalf("seed %d tick %d: account %d got %d batches", seed, tick, a, len(r.batches)-before[a])
-				}
-				if !bytes.Equal(got, want) {
-					t.Fatalf("seed %d tick %d: account %d\n got %q\nwant %q", seed, tick, a, decoded(t, got), decoded(t, want))
-				}
-				err := DecodeBatch(got, func(m Message) error {
-					if m.Kind != KindComponent {
+					var want []byte
+					if attached[a] {
+						want = naiveBatch(g, a, vanished, appeared, dirty)
+					}
+					var got []byte
+					switch len(r.batches) - before[k][a] {
+					case 0:
+					case 1:
+						got = r.last(t).bytes
+					default:
+						t.Fatalf("seed %d tick %d: account %d got %d batches", seed, tick, a, len(r.batches)-before[k][a])
+					}
+					if !bytes.Equal(got, want) {
+						t.Fatalf("seed %d tick %d outbox %d: account %d\n got %q\nwant %q", seed, tick, k, a, decoded(t, got), decoded(t, want))
+					}
+					err := DecodeBatch(got, func(m Message) error {
+						if m.Kind != KindComponent {
+							return nil
+						}
+						owner, owned := g.owner[ent(m.Entity)]
+						switch aud := g.audienceOf(ent(m.Entity), m.Component); aud.Kind {
+						case OwnerOnly:
+							ownerOnlyFrames++
+							if !owned || owner != a {
+								t.Fatalf("seed %d tick %d: LEAK: account %d got owner-only type %d of entity %d (owner %d, owned %v)",
+									seed, tick, a, m.Component, m.Entity, owner, owned)
+							}
+						case OwnerAndParty:
+							if !owned || (owner != a && !slices.Contains(g.party[owner], a)) {
+								t.Fatalf("seed %d tick %d: LEAK: account %d got party type %d of entity %d", seed, tick, a, m.Component, m.Entity)
+							}
+						}
 						return nil
+					})
+					if err != nil {
+						t.Fatal(err)
 					}
-					owner, owned := g.owner[ent(m.Entity)]
-					switch aud := g.audienceOf(ent(m.Entity), m.Component); aud.Kind {
-					case OwnerOnly:
-						ownerOnlyFrames++
-						if !owned || owner != a {
-							t.Fatalf("seed %d tick %d: LEAK: account %d got owner-only type %d of entity %d (owner %d, owned %v)",
-								seed, tick, a, m.Component, m.Entity, owner, owned)
-						}
-					case OwnerAndParty:
-						if !owned || (owner != a && !slices.Contains(g.party[owner], a)) {
-							t.Fatalf("seed %d tick %d: LEAK: account %d got party type %d of entity %d", seed, tick, a, m.Component, m.Entity)
-						}
-					}
-					return nil
-				})
-				if err != nil {
-					t.Fatal(err)
 				}
 			}
 		}
