@@ -279,10 +279,20 @@ func (st *sessionState) decide(p *proposal, out Outcome, err error) {
 	close(p.done)
 }
 
-// takeBatch hands the queued proposals to the group commit.
+// maxGroupCommit bounds one group commit: it keeps a commit's statements
+// within the engines' parameter limits and its latency bounded; the rest
+// stay queued for the next commit.
+const maxGroupCommit = 1024
+
+// takeBatch hands the queued proposals (at most maxGroupCommit, oldest
+// first) to the group commit.
 func (st *sessionState) takeBatch() []*proposal {
-	b := st.queue
-	st.queue = nil
+	n := min(len(st.queue), maxGroupCommit)
+	b := st.queue[:n:n]
+	st.queue = st.queue[n:]
+	if len(st.queue) == 0 {
+		st.queue = nil
+	}
 	return b
 }
 

@@ -54,7 +54,8 @@
 // # Invariants
 //
 //   - Accepted means the journal row is committed (group commit: concurrent
-//     Records share one reservation call and one append).
+//     Records share one store transaction, BatchStore.ReserveAndAppend, or
+//     on a store without it one reservation call and one append).
 //   - Every accepted movement ends in exactly one posting path: a netted
 //     chunk, or its own replay posting, or a replay rejection.
 //   - The clearing account returns to zero after every complete settle;

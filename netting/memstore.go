@@ -45,6 +45,7 @@ type memSession struct {
 }
 
 var _ SharedStore = (*MemStore)(nil)
+var _ BatchStore = (*MemStore)(nil)
 
 // NewMemStore returns an empty store on the wall clock.
 func NewMemStore() *MemStore { return NewMemStoreWithClock(nil) }
@@ -143,6 +144,11 @@ func (m *MemStore) Append(ctx context.Context, recs []JournalRecord) error {
 		return err
 	}
 	defer m.mu.Unlock()
+	return m.appendLocked(recs)
+}
+
+// appendLocked is Append with mu held.
+func (m *MemStore) appendLocked(recs []JournalRecord) error {
 	if len(recs) == 0 {
 		return ErrSeqConflict.Wrap("empty append")
 	}
@@ -354,6 +360,42 @@ func (m *MemStore) Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) ([
 		return nil, err
 	}
 	defer m.mu.Unlock()
+	return m.reserveLocked(reqs), nil
+}
+
+// ReserveAndAppend implements BatchStore: Reserve and Append under one
+// hold of the lock, the counters put back if the append refuses.
+func (m *MemStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) ([]bool, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	before := map[string]int64{}
+	for _, req := range reqs {
+		for _, d := range req {
+			if _, ok := before[d.Account]; !ok {
+				before[d.Account] = m.pending[d.Account]
+			}
+		}
+	}
+	granted := m.reserveLocked(reqs)
+	if recs := build(slices.Clone(granted)); len(recs) > 0 {
+		if err := m.appendLocked(recs); err != nil {
+			for a, v := range before {
+				if v == 0 {
+					delete(m.pending, a)
+				} else {
+					m.pending[a] = v
+				}
+			}
+			return nil, err
+		}
+	}
+	return granted, nil
+}
+
+// reserveLocked is Reserve with mu held.
+func (m *MemStore) reserveLocked(reqs [][]ledger.AccountDelta) []bool {
 	granted := make([]bool, len(reqs))
 	for i, req := range reqs {
 		granted[i] = true
@@ -368,7 +410,7 @@ func (m *MemStore) Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) ([
 			}
 		}
 	}
-	return granted, nil
+	return granted
 }
 
 func (m *MemStore) addPending(account string, delta int64) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -170,6 +171,13 @@ func (s *Session) Flush(ctx context.Context) error {
 
 func (s *Session) runCommits(ctx context.Context, own *proposal) {
 	for {
+		// Let the callers just answered by the previous commit (or woken
+		// with this role) run first: most of them Record again at once, and
+		// queueing them now puts them in this batch instead of the next —
+		// without it, a closed loop of C callers settles into alternating
+		// batches of about C/2 (the new committer is scheduled before the
+		// callers its predecessor woke).
+		runtime.Gosched()
 		s.mu.Lock()
 		batch := s.st.takeBatch()
 		if len(batch) == 0 {
@@ -212,9 +220,175 @@ func (s *Session) handOff(own *proposal) bool {
 	return false
 }
 
-// commit is one group commit: one Reserve for the batch, one Append for the
-// granted part.
+// commit is one group commit: through BatchStore.ReserveAndAppend when the
+// store has it (one transaction), else one Reserve for the batch and one
+// Append for the granted part.
 func (s *Session) commit(ctx context.Context, batch []*proposal) {
+	if bs, ok := s.store.(BatchStore); ok {
+		s.commitOneTx(ctx, bs, batch)
+		return
+	}
+	s.commitTwoTx(ctx, batch)
+}
+
+// commitOneTx is a group commit as one store transaction. Every error of
+// ReserveAndAppend means nothing was applied, so unlike commitTwoTx no
+// failure path here unreserves anything; only an error that leaves the
+// outcome unknown (a lost commit reply) needs the journal read back.
+func (s *Session) commitOneTx(ctx context.Context, bs BatchStore, batch []*proposal) {
+	for len(batch) > 0 {
+		reqs := make([][]ledger.AccountDelta, len(batch))
+		for i, p := range batch {
+			reqs[i] = p.deltas
+		}
+		// The store calls build inside its transaction (again on a retry);
+		// the last call is the one that committed, if any did.
+		var ok []*proposal
+		var recs []JournalRecord
+		built := false
+		build := func(granted []bool) []JournalRecord {
+			built = true
+			ok, recs = nil, nil
+			for i, p := range batch {
+				if i < len(granted) && granted[i] {
+					ok = append(ok, p)
+				}
+			}
+			if len(ok) > 0 {
+				s.mu.Lock()
+				recs = s.st.chain(ok)
+				s.mu.Unlock()
+			}
+			return recs
+		}
+		granted, err := bs.ReserveAndAppend(ctx, reqs, build)
+		if err == nil && (len(granted) != len(batch) || !built) {
+			err = fmt.Errorf("netting: store granted %d of %d reservation requests", len(granted), len(batch))
+		}
+		var kc *KeyConflictError
+		switch {
+		case err == nil:
+			s.mu.Lock()
+			for i, p := range batch {
+				if !granted[i] {
+					s.st.decide(p, Outcome{Status: Rejected, Seq: -1, Reason: ReasonInsufficientFunds}, nil)
+				}
+			}
+			s.st.commit(ok, recs)
+			s.mu.Unlock()
+			return
+		case errors.As(err, &kc):
+			// Nothing applied: answer the keys journaled elsewhere, retry the rest.
+			batch = s.answerConflicts(ctx, batch, kc.Keys)
+		case errors.Is(err, ErrSessionSettled):
+			s.mu.Lock()
+			s.st.closedForRecords = true
+			s.mu.Unlock()
+			s.failAll(batch, err)
+			return
+		case errors.Is(err, ErrSeqConflict):
+			// Another writer extended this session's journal: stop, do not
+			// guess (as commitTwoTx does when the journal moved under it).
+			s.mu.Lock()
+			s.st.closedForRecords = true
+			s.mu.Unlock()
+			s.failAll(batch, fmt.Errorf("netting: reserve and append: %w", err))
+			return
+		case errors.Is(err, ErrSessionNotFound):
+			s.failAll(batch, fmt.Errorf("netting: reserve and append: %w", err))
+			return
+		default:
+			s.resolveUnknownOneTx(ctx, batch, ok, recs, err)
+			return
+		}
+	}
+}
+
+// answerConflicts answers the proposals whose keys another row already
+// holds with that row's outcome and returns the rest. Nothing was reserved
+// for them (the transaction that found the conflict applied nothing).
+func (s *Session) answerConflicts(ctx context.Context, ps []*proposal, keys []string) []*proposal {
+	conflict := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		conflict[k] = true
+	}
+	var rest, dup []*proposal
+	for _, p := range ps {
+		if conflict[p.key] {
+			dup = append(dup, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	if len(dup) == 0 {
+		// The store named keys we did not send: do not loop.
+		s.failAll(ps, fmt.Errorf("netting: append: key conflict on unknown keys %v", keys))
+		return nil
+	}
+	for _, p := range dup {
+		rec, found, err := s.store.LookupKey(ctx, p.key)
+		s.mu.Lock()
+		switch {
+		case err != nil:
+			s.st.decide(p, Outcome{}, fmt.Errorf("netting: lookup of conflicting key %q: %w", p.key, err))
+		case !found:
+			s.st.decide(p, Outcome{}, fmt.Errorf("netting: key %q reported journaled but not found", p.key))
+		default:
+			s.st.decide(p, Outcome{Status: Accepted, Seq: rec.Seq}, nil)
+		}
+		s.mu.Unlock()
+	}
+	return rest
+}
+
+// resolveUnknownOneTx is resolveUnknown for a one-transaction commit: ok and
+// recs are what the last build produced. Rows present mean the whole
+// transaction committed (reservations included); rows absent mean none of
+// it did, so nothing is unreserved. If the journal cannot be read, the
+// session stops accepting (a committed reservation may be left: overstated
+// pending is safe and ReconcileReservations repairs it).
+func (s *Session) resolveUnknownOneTx(ctx context.Context, batch, ok []*proposal, recs []JournalRecord, cause error) {
+	if len(recs) == 0 {
+		// Nothing granted or nothing built: no row to look for, no
+		// reservation that could have been added.
+		s.failAll(batch, fmt.Errorf("netting: reserve and append: %w", cause))
+		return
+	}
+	journal, err := s.store.ReadJournal(ctx, s.meta.ID)
+	if err != nil {
+		s.mu.Lock()
+		s.st.closedForRecords = true
+		s.mu.Unlock()
+		s.failAll(batch, fmt.Errorf("netting: append outcome unknown (%v): %w", err, cause))
+		return
+	}
+	first, last := recs[0].Seq, recs[len(recs)-1]
+	if int64(len(journal)) > last.Seq && journal[last.Seq].Hash == last.Hash {
+		granted := make(map[*proposal]bool, len(ok))
+		for _, p := range ok {
+			granted[p] = true
+		}
+		s.mu.Lock()
+		for _, p := range batch {
+			if !granted[p] {
+				s.st.decide(p, Outcome{Status: Rejected, Seq: -1, Reason: ReasonInsufficientFunds}, nil)
+			}
+		}
+		s.st.commit(ok, recs)
+		s.mu.Unlock()
+		return
+	}
+	if int64(len(journal)) != first {
+		// Someone else wrote this session's journal: stop, do not guess.
+		s.mu.Lock()
+		s.st.closedForRecords = true
+		s.mu.Unlock()
+	}
+	s.failAll(batch, fmt.Errorf("netting: append: %w", cause))
+}
+
+// commitTwoTx is a group commit for a store without BatchStore.
+func (s *Session) commitTwoTx(ctx context.Context, batch []*proposal) {
 	reqs := make([][]ledger.AccountDelta, len(batch))
 	for i, p := range batch {
 		reqs[i] = p.deltas

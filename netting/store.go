@@ -8,6 +8,12 @@ package netting
 //   - v1: first version.
 //   - v1 (unchanged signatures): storetest now also checks that Reserve
 //     grants an empty request (a movement between platform accounts).
+//   - v1.1 (additive; Store and SharedStore unchanged): the optional
+//     BatchStore extension, ReserveAndAppend — a group commit's
+//     reservation and journal append in ONE transaction. The session uses
+//     it when its store implements it and falls back to Reserve then Append
+//     otherwise, so every existing store keeps working unchanged.
+//     storetest checks it on every store that implements it.
 
 import (
 	"context"
@@ -218,4 +224,28 @@ type Store interface {
 type SharedStore interface {
 	Store
 	ReservationStore
+}
+
+// BatchStore is an optional extension of SharedStore: a group commit's
+// reservation and journal append as one store transaction (one commit, one
+// flush, one set of round trips) instead of two. A Session uses it when its
+// store implements it; otherwise it calls Reserve and then Append.
+type BatchStore interface {
+	// ReserveAndAppend does, atomically in one transaction: Reserve(reqs)
+	// exactly as ReservationStore.Reserve specifies; then recs :=
+	// build(granted); then, if recs is non-empty, Append(recs) exactly as
+	// JournalStore.Append specifies (same checks, same errors, RecordedAt
+	// stamped by the store). It returns granted.
+	//
+	// Any error — an Append refusal (ErrSessionNotFound, ErrSessionSettled,
+	// *KeyConflictError, ErrSeqConflict) or a store failure — means nothing
+	// at all was applied: neither the reservations nor the rows (when the
+	// store can know; a lost commit reply is, as for Append, the caller's to
+	// resolve by reading the journal back).
+	//
+	// build is the caller's pure function from the grants to the rows (it
+	// chains the granted movements); it does no I/O and may be called more
+	// than once when the store retries its transaction, and only the last
+	// call's rows are committed. The transaction is durable like Append's.
+	ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) (granted []bool, err error)
 }

@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -33,19 +34,24 @@ func benchStores(b *testing.B) []benchStore {
 	}
 }
 
+// benchCallers are the concurrency levels of the throughput benchmark
+// (scripts/bench-netting reports the same list).
+var benchCallers = []int{16, 64, 256}
+
 // BenchmarkNettingThroughput measures, side by side in one run, on SQLite
 // and on a durable PostgreSQL, durable movements per second through one
 // netting session (Record returns once its journal row committed) against
 // the baseline: the same movements, each posted as its own ledger
 // transaction on the same store. Both get the same number of concurrent
 // callers — a busy node serves many players at once, and group commit is
-// what turns concurrent callers into one journal transaction — at two
-// levels of concurrency.
+// what turns concurrent callers into one journal transaction — at several
+// levels of concurrency. The session also reports movements/commit: how
+// many Records its group commits carried on average.
 //
 // scripts/bench-netting runs it and writes docs/bench/netting.md.
 func BenchmarkNettingThroughput(b *testing.B) {
 	for _, st := range benchStores(b) {
-		for _, callers := range []int{64, 256} {
+		for _, callers := range benchCallers {
 			prefix := fmt.Sprintf("%s/callers=%d/", st.name, callers)
 			b.Run(prefix+"Session", func(b *testing.B) { benchSession(b, st.open(b), callers) })
 			b.Run(prefix+"Baseline", func(b *testing.B) { benchBaseline(b, st.open(b), callers) })
@@ -62,6 +68,11 @@ func BenchmarkNettingSettle(b *testing.B) {
 }
 
 func benchNode(b *testing.B, s *sqlstore.Store) *netting.ClusterNode {
+	b.Helper()
+	return benchNodeOn(b, s)
+}
+
+func benchNodeOn(b *testing.B, s netting.SharedStore) *netting.ClusterNode {
 	b.Helper()
 	n, err := netting.OpenClusterNode(s, netting.ClusterConfig{
 		NodeID: "bench", Nodes: []string{"bench"},
@@ -123,10 +134,23 @@ func runCallers(b *testing.B, callers, n int, fn func(i int) error) {
 
 var benchRun atomic.Int64 // keeps keys unique across a benchmark's repeated runs
 
+// countingStore counts the group commits (ReserveAndAppend calls) of the
+// sessions on it; everything else is the store's own.
+type countingStore struct {
+	*sqlstore.Store
+	commits atomic.Int64
+}
+
+func (c *countingStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func([]bool) []netting.JournalRecord) ([]bool, error) {
+	c.commits.Add(1)
+	return c.Store.ReserveAndAppend(ctx, reqs, build)
+}
+
 func benchSession(b *testing.B, s *sqlstore.Store, callers int) {
 	ctx := testCtx(b)
 	fundBuyers(b, s)
-	node := benchNode(b, s)
+	counted := &countingStore{Store: s}
+	node := benchNodeOn(b, counted)
 	sess, err := node.OpenSession(ctx, "bench-scope")
 	if err != nil {
 		b.Fatal(err)
@@ -143,6 +167,9 @@ func benchSession(b *testing.B, s *sqlstore.Store, callers int) {
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "movements/s")
+	if n := counted.commits.Load(); n > 0 {
+		b.ReportMetric(float64(b.N)/float64(n), "movements/commit")
+	}
 }
 
 func benchBaseline(b *testing.B, s *sqlstore.Store, callers int) {

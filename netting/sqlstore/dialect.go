@@ -22,6 +22,10 @@ type dialect struct {
 	forUpdate string
 	// numbered placeholders ($1, $2, ...) instead of '?'.
 	numbered bool
+	// arrays: the engine takes array parameters (PostgreSQL), so a batch
+	// statement passes one array per column to unnest instead of one
+	// parameter per row and column.
+	arrays bool
 }
 
 var (
@@ -39,6 +43,7 @@ var (
 		nowMicros: "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT",
 		forUpdate: " FOR UPDATE",
 		numbered:  true,
+		arrays:    true,
 	}
 )
 

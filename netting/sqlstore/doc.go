@@ -24,12 +24,18 @@
 //     FinishSettle) first locks the session row and checks its fencing
 //     token; ClaimSettle takes the same lock to issue a newer token, so a
 //     fenced write either commits before a takeover or is refused after it.
-//   - Append locks the session row too and refuses once a claim has been
-//     granted, so a settler reads a journal nobody can still extend.
+//   - Append (and ReserveAndAppend, the group commit's reservations and
+//     rows in one transaction) locks the session row too and refuses once a
+//     claim has been granted, so a settler reads a journal nobody can still
+//     extend.
 //   - Times (journal rows, session opening, claims, settles) come from the
 //     database's clock, never a node's: the "one clock" of the sweep.
 //   - Rows of one kind are always locked in account (or session) order, so
-//     two transactions cannot deadlock on each other's rows.
+//     two transactions cannot deadlock on each other's rows. One exception,
+//     PostgreSQL only: ReserveAndAppend takes the session row after the
+//     reservation rows, ReleaseSession before them; the two meet only when a
+//     settle releases a session that is still appending, PostgreSQL breaks
+//     the deadlock and the rerun finds the seal.
 //
 // SQLite specifics: WAL mode with synchronous=FULL (a committed journal row
 // survives power loss), one writer connection per Store with BEGIN

@@ -28,42 +28,62 @@ func (s *Store) Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) ([]bo
 	if len(reqs) == 0 {
 		return granted, nil
 	}
-	accounts := distinctAccounts(reqs)
-	err := s.inTxWith(ctx, relaxed, func(tx *sql.Tx) error {
-		pending, balances, err := s.lockPending(ctx, tx, accounts)
-		if err != nil {
-			return err
-		}
-		before := make(map[string]int64, len(pending))
-		for a, v := range pending {
-			before[a] = v
-		}
-		for i, req := range reqs {
-			granted[i] = true
-			for j, d := range req {
-				pending[d.Account] += d.Delta
-				if d.Delta < 0 && balances[d.Account]+pending[d.Account] < 0 {
-					for k := j; k >= 0; k-- {
-						pending[req[k].Account] -= req[k].Delta
-					}
-					granted[i] = false
-					break
-				}
-			}
-		}
-		changed := map[string]int64{}
-		for a, v := range pending {
-			if before[a] != v {
-				changed[a] = v
-			}
-		}
-		return s.setPending(ctx, tx, changed)
-	})
+	err := s.inTxWith(ctx, relaxed, func(tx *sql.Tx) error { return s.reserveTx(ctx, tx, reqs, granted) })
 	if err != nil {
 		// Fail closed: nothing was applied, nothing is granted.
 		return nil, err
 	}
 	return granted, nil
+}
+
+// reserveTx is Reserve's work inside tx, deciding into granted.
+func (s *Store) reserveTx(ctx context.Context, tx *sql.Tx, reqs [][]ledger.AccountDelta, granted []bool) error {
+	changed, err := s.decideReserve(ctx, tx, reqs, granted)
+	if err != nil {
+		return err
+	}
+	return s.setPending(ctx, tx, changed)
+}
+
+// decideReserve locks the requests' reservation rows, decides every request
+// into granted by the port's rule, and returns the counters' new values
+// (only those that changed) for the caller to write.
+func (s *Store) decideReserve(ctx context.Context, tx *sql.Tx, reqs [][]ledger.AccountDelta, granted []bool) (map[string]int64, error) {
+	accounts := distinctAccounts(reqs)
+	if len(accounts) == 0 {
+		for i := range granted {
+			granted[i] = true
+		}
+		return nil, nil
+	}
+	pending, balances, err := s.lockPending(ctx, tx, accounts)
+	if err != nil {
+		return nil, err
+	}
+	before := make(map[string]int64, len(pending))
+	for a, v := range pending {
+		before[a] = v
+	}
+	for i, req := range reqs {
+		granted[i] = true
+		for j, d := range req {
+			pending[d.Account] += d.Delta
+			if d.Delta < 0 && balances[d.Account]+pending[d.Account] < 0 {
+				for k := j; k >= 0; k-- {
+					pending[req[k].Account] -= req[k].Delta
+				}
+				granted[i] = false
+				break
+			}
+		}
+	}
+	changed := map[string]int64{}
+	for a, v := range pending {
+		if before[a] != v {
+			changed[a] = v
+		}
+	}
+	return changed, nil
 }
 
 func distinctAccounts(reqs [][]ledger.AccountDelta) []string {
@@ -83,18 +103,54 @@ func distinctAccounts(reqs [][]ledger.AccountDelta) []string {
 
 // lockPending locks the reservation rows of accounts (creating missing ones
 // at zero) and returns their pending values with the accounts' current
-// balances, in one statement: the no-op DO UPDATE takes each row's lock, in
-// the VALUES order, which is account order. Rows must exist before they can
-// be locked: two transactions that both saw "no row" would otherwise both
-// write. Balances are read, not locked (see Reserve).
+// balances, in one statement: on PostgreSQL the no-op DO UPDATE takes each
+// row's lock, in the VALUES (or array) order, which is account order. Rows
+// must exist before they can be locked: two transactions that both saw "no
+// row" would otherwise both write. On SQLite the transaction's database
+// write lock already excludes every other writer, so it only reads.
+// Balances are read, not locked (see Reserve).
 func (s *Store) lockPending(ctx context.Context, tx *sql.Tx, accounts []string) (pending, balances map[string]int64, err error) {
 	pending = make(map[string]int64, len(accounts))
 	balances = make(map[string]int64, len(accounts))
+	if s.d.arrays {
+		// One array parameter instead of one per account: the statement's
+		// text and parameter count no longer grow with the batch. unnest
+		// WITH ORDINALITY keeps the array's (account) order, so the no-op
+		// DO UPDATE takes the row locks in account order as below.
+		rs, err := tx.QueryContext(ctx, `INSERT INTO netting_reservations (account, pending)
+			SELECT a, 0 FROM unnest($1::text[]) WITH ORDINALITY AS u(a, n) ORDER BY n
+			ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending
+			RETURNING account, pending, COALESCE((SELECT b.balance FROM ledger_balances b WHERE b.account = netting_reservations.account), 0)`, accounts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+		if err := scanPendingBalances(rs, pending, balances); err != nil {
+			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+		return pending, balances, nil
+	}
 	for start := 0; start < len(accounts); start += inChunk {
 		chunk := accounts[start:min(start+inChunk, len(accounts))]
 		args := make([]any, len(chunk))
 		for i, a := range chunk {
 			args[i] = a
+		}
+		if s.d.name == sqliteDialect.name {
+			// SQLite has no row locks to take: this transaction began
+			// IMMEDIATE and holds the database's write lock, so nothing can
+			// change the counters until it commits. A read is enough, and
+			// each counter is written once (setPending), not twice.
+			rs, err := tx.QueryContext(ctx, `WITH a(account) AS (VALUES `+repeatJoin("(?)", len(chunk))+`)
+				SELECT a.account, COALESCE(r.pending, 0), COALESCE(b.balance, 0) FROM a
+				LEFT JOIN netting_reservations r ON r.account = a.account
+				LEFT JOIN ledger_balances b ON b.account = a.account`, args...)
+			if err != nil {
+				return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
+			}
+			if err := scanPendingBalances(rs, pending, balances); err != nil {
+				return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
+			}
+			continue
 		}
 		rs, err := tx.QueryContext(ctx, s.d.q(`INSERT INTO netting_reservations (account, pending) VALUES `+repeatJoin("(?, 0)", len(chunk))+`
 			ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending
@@ -120,6 +176,19 @@ func (s *Store) lockPending(ctx context.Context, tx *sql.Tx, accounts []string) 
 	return pending, balances, nil
 }
 
+func scanPendingBalances(rs *sql.Rows, pending, balances map[string]int64) error {
+	defer rs.Close()
+	for rs.Next() {
+		var a string
+		var p, b int64
+		if err := rs.Scan(&a, &p, &b); err != nil {
+			return err
+		}
+		pending[a], balances[a] = p, b
+	}
+	return rs.Err()
+}
+
 func scanAccountValues(rs *sql.Rows, into map[string]int64) error {
 	defer rs.Close()
 	for rs.Next() {
@@ -140,6 +209,20 @@ func (s *Store) setPending(ctx context.Context, tx *sql.Tx, values map[string]in
 		accounts = append(accounts, a)
 	}
 	sort.Strings(accounts)
+	if len(accounts) == 0 {
+		return nil
+	}
+	if s.d.arrays {
+		vals := make([]int64, len(accounts))
+		for i, a := range accounts {
+			vals[i] = values[a]
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO netting_reservations (account, pending) SELECT a, p FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS u(a, p, n) ORDER BY n
+			ON CONFLICT (account) DO UPDATE SET pending = excluded.pending`, accounts, vals); err != nil {
+			return fmt.Errorf("sqlstore: set pending: %w", err)
+		}
+		return nil
+	}
 	for start := 0; start < len(accounts); start += inChunk / 2 {
 		chunk := accounts[start:min(start+inChunk/2, len(accounts))]
 		args := make([]any, 0, 2*len(chunk))

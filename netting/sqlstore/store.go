@@ -19,7 +19,10 @@ import (
 	"github.com/shardwise/shardwise/netting"
 )
 
-var _ netting.SharedStore = (*Store)(nil)
+var (
+	_ netting.SharedStore = (*Store)(nil)
+	_ netting.BatchStore  = (*Store)(nil)
+)
 
 // Store is the netting store on one SQL database. It is safe for concurrent
 // use by many goroutines and, on PostgreSQL, by many processes.

@@ -164,18 +164,74 @@ func (f *faultStore) ReadJournal(ctx context.Context, id string) ([]netting.Jour
 	return recs, err
 }
 
+// batchFaultStore is faultStore for a store that implements
+// netting.BatchStore: its ReserveAndAppend goes to the real one, under the
+// same hooks and counters as Append (and Reserve). The before-append hook
+// runs before the transaction (blocking it there holds no store lock) with
+// the rows as if every request were granted; the after-append hook turns a
+// committed transaction into an error (a lost COMMIT reply).
+type batchFaultStore struct {
+	*faultStore
+	batch netting.BatchStore
+}
+
+func (f *batchFaultStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
+	f.mu.Lock()
+	h := f.appendHook
+	f.mu.Unlock()
+	if h != nil {
+		all := make([]bool, len(reqs))
+		for i := range all {
+			all[i] = true
+		}
+		if err := h(build(all)); err != nil {
+			return nil, err
+		}
+	}
+	f.reserves.Add(1)
+	f.appends.Add(1)
+	var recs []netting.JournalRecord
+	granted, err := f.batch.ReserveAndAppend(ctx, reqs, func(g []bool) []netting.JournalRecord {
+		recs = build(g)
+		return recs
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	after := f.appendAfterHook
+	f.mu.Unlock()
+	if after != nil && len(recs) > 0 {
+		if err := after(recs); err != nil {
+			return nil, err
+		}
+	}
+	return granted, nil
+}
+
+// twoStepStore hides a store's BatchStore extension, so sessions on it take
+// the Reserve-then-Append path (the path of every store without it).
+type twoStepStore struct{ netting.SharedStore }
+
 // cluster is a set of ClusterNodes sharing one (fault-wrapped) store.
 type cluster struct {
 	t     *testing.T
 	store *faultStore
-	ids   []string
-	nodes map[string]*netting.ClusterNode
-	cfg   func(*netting.ClusterConfig)
+	// nodeStore is what the nodes are opened on: store, or store with
+	// ReserveAndAppend when the store under test implements it.
+	nodeStore netting.SharedStore
+	ids       []string
+	nodes     map[string]*netting.ClusterNode
+	cfg       func(*netting.ClusterConfig)
 }
 
 func newCluster(t *testing.T, s netting.SharedStore, ids []string, cfg func(*netting.ClusterConfig)) *cluster {
 	t.Helper()
-	c := &cluster{t: t, store: &faultStore{SharedStore: s}, ids: ids, nodes: map[string]*netting.ClusterNode{}, cfg: cfg}
+	fs := &faultStore{SharedStore: s}
+	c := &cluster{t: t, store: fs, nodeStore: fs, ids: ids, nodes: map[string]*netting.ClusterNode{}, cfg: cfg}
+	if bs, ok := s.(netting.BatchStore); ok {
+		c.nodeStore = &batchFaultStore{faultStore: fs, batch: bs}
+	}
 	for _, id := range ids {
 		c.restart(id)
 	}
@@ -190,7 +246,7 @@ func (c *cluster) restart(id string) *netting.ClusterNode {
 	if c.cfg != nil {
 		c.cfg(&cfg)
 	}
-	n, err := netting.OpenClusterNode(c.store, cfg)
+	n, err := netting.OpenClusterNode(c.nodeStore, cfg)
 	must(c.t, err)
 	c.nodes[id] = n
 	return n
