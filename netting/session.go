@@ -308,11 +308,23 @@ func (s *Session) commitOneTx(ctx context.Context, bs BatchStore, batch []*propo
 // holds with that row's outcome and returns the rest. Nothing was reserved
 // for them (the transaction that found the conflict applied nothing).
 func (s *Session) answerConflicts(ctx context.Context, ps []*proposal, keys []string) []*proposal {
+	dup, rest := splitConflicts(ps, keys)
+	if len(dup) == 0 {
+		// The store named keys we did not send: do not loop.
+		s.failAll(ps, fmt.Errorf("netting: append: key conflict on unknown keys %v", keys))
+		return nil
+	}
+	s.answerFromJournal(ctx, dup)
+	return rest
+}
+
+// splitConflicts separates the proposals whose keys are in keys (already
+// journaled by another row) from the rest, keeping their order.
+func splitConflicts(ps []*proposal, keys []string) (dup, rest []*proposal) {
 	conflict := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		conflict[k] = true
 	}
-	var rest, dup []*proposal
 	for _, p := range ps {
 		if conflict[p.key] {
 			dup = append(dup, p)
@@ -320,11 +332,12 @@ func (s *Session) answerConflicts(ctx context.Context, ps []*proposal, keys []st
 			rest = append(rest, p)
 		}
 	}
-	if len(dup) == 0 {
-		// The store named keys we did not send: do not loop.
-		s.failAll(ps, fmt.Errorf("netting: append: key conflict on unknown keys %v", keys))
-		return nil
-	}
+	return dup, rest
+}
+
+// answerFromJournal decides each proposal whose key another row already
+// holds with that row's outcome, so a retried key answers as before.
+func (s *Session) answerFromJournal(ctx context.Context, dup []*proposal) {
 	for _, p := range dup {
 		rec, found, err := s.store.LookupKey(ctx, p.key)
 		s.mu.Lock()
@@ -338,7 +351,6 @@ func (s *Session) answerConflicts(ctx context.Context, ps []*proposal, keys []st
 		}
 		s.mu.Unlock()
 	}
-	return rest
 }
 
 // resolveUnknownOneTx is resolveUnknown for a one-transaction commit: ok and
@@ -447,18 +459,7 @@ func (s *Session) commitTwoTx(ctx context.Context, batch []*proposal) {
 // holds with that row's outcome, undoes their reservations, and returns the
 // rest to append again.
 func (s *Session) resolveConflicts(ctx context.Context, ps []*proposal, keys []string) []*proposal {
-	conflict := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		conflict[k] = true
-	}
-	var rest, dup []*proposal
-	for _, p := range ps {
-		if conflict[p.key] {
-			dup = append(dup, p)
-		} else {
-			rest = append(rest, p)
-		}
-	}
+	dup, rest := splitConflicts(ps, keys)
 	if len(dup) == 0 {
 		// The store named keys we did not send: do not loop.
 		s.unreserveAndFail(ctx, ps, fmt.Errorf("netting: append: key conflict on unknown keys %v", keys))
@@ -471,19 +472,7 @@ func (s *Session) resolveConflicts(ctx context.Context, ps []*proposal, keys []s
 	if err := s.store.Unreserve(ctx, undo); err != nil {
 		s.log.Warn("netting: unreserve after key conflict failed; pending overstated until ReconcileReservations", "session", s.meta.ID, "err", err)
 	}
-	for _, p := range dup {
-		rec, found, err := s.store.LookupKey(ctx, p.key)
-		s.mu.Lock()
-		switch {
-		case err != nil:
-			s.st.decide(p, Outcome{}, fmt.Errorf("netting: lookup of conflicting key %q: %w", p.key, err))
-		case !found:
-			s.st.decide(p, Outcome{}, fmt.Errorf("netting: key %q reported journaled but not found", p.key))
-		default:
-			s.st.decide(p, Outcome{Status: Accepted, Seq: rec.Seq}, nil)
-		}
-		s.mu.Unlock()
-	}
+	s.answerFromJournal(ctx, dup)
 	return rest
 }
 
