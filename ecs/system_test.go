@@ -3,7 +3,6 @@ package ecs_test
 import (
 	"context"
 	"errors"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -356,7 +355,7 @@ func waitQueued(t *testing.T, w *ecs.World, n int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d commands never queued", n)
 		}
-		runtime.Gosched()
+		<-time.After(time.Millisecond) // polling interval: do not spin on a shared CPU
 	}
 }
 
@@ -401,7 +400,7 @@ func TestDoAfterStepRuns(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("command never ran")
 		}
-		runtime.Gosched()
+		<-time.After(time.Millisecond) // polling interval: do not spin on a shared CPU
 	}
 }
 

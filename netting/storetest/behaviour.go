@@ -37,6 +37,7 @@ var behaviourCases = []contractCase{
 	{"Ours2/ConcurrentSettlesRace", testOursFencedRace},
 	{"Ours3/HalfSettledFinished", testOursHalfSettled},
 	{"Ours4/NoStaleHeadroom", testOursNoStaleHeadroom},
+	{"Ours5/SweepAgesOnTheStoreClock", testOursOneClock},
 	{"Ours6/StoredChunkWidth", testOursChunkWidth},
 	{"Ours7/ReplayRemembered", testOursReplayRemembered},
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -351,7 +350,7 @@ func pollUntil(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		runtime.Gosched()
+		<-time.After(time.Millisecond) // polling interval: do not spin on a shared CPU
 	}
 }
 

@@ -476,3 +476,44 @@ func testOursReplayRemembered(t *testing.T, s netting.SharedStore) {
 		checkMoney(t, s, true)
 	}
 }
+
+// Ours 5, store-generic half: a sweep without an explicit Now measures ages
+// on the store's clock, the same clock that stamped the journal, so the age
+// it reports lies between two readings of Store.Now taken around it. (The
+// other half, that a node's own clock is never consulted, needs a store
+// clock that can be skewed: netting's TestOursOneClock proves it on the
+// memory store with a fake clock decades behind the nodes.) Two rows 50 ms
+// apart on the store clock also pin the age to the LAST row, not the first.
+func testOursOneClock(t *testing.T, s netting.SharedStore) {
+	c := newCluster(t, s, threeNodes, func(cfg *netting.ClusterConfig) {
+		cfg.EpochMaxAge = time.Minute
+		cfg.Sweep = &netting.SweepConfig{SettleOlderThan: 2 * time.Minute}
+	})
+	fund(t, s, "f", "alice", 100)
+	dead := c.open("econ-1", c.scopeOf("econ-1", 0))
+	accept(t, dead, "k0", buy("alice", "bob", 10)...)
+	j, err := s.ReadJournal(ctxT(t), dead.ID())
+	must(t, err)
+	first := j[0].RecordedAt
+	pollUntil(t, "the store clock to move 50ms", func() bool { return mustNow(t, s).Sub(first) >= 50*time.Millisecond })
+	accept(t, dead, "k1", buy("alice", "bob", 10)...)
+	c.restart("econ-1")
+	j, err = s.ReadJournal(ctxT(t), dead.ID())
+	must(t, err)
+	last := j[len(j)-1].RecordedAt
+	before := mustNow(t, s)
+	sum, err := c.nodes["econ-2"].SweepOrphans(ctxT(t), netting.SweepOptions{})
+	must(t, err)
+	after := mustNow(t, s)
+	if len(sum.Orphans) != 1 || sum.Orphans[0].SessionID != dead.ID() {
+		t.Fatalf("sweep: %+v", sum)
+	}
+	age := sum.Orphans[0].Age
+	lo, hi := before.Sub(last)-time.Millisecond, after.Sub(last)+time.Millisecond
+	if age < lo || age > hi {
+		t.Errorf("orphan age %v not measured on the store clock: want between %v and %v", age, lo, hi)
+	}
+	if len(sum.Settled) != 0 {
+		t.Errorf("a fresh orphan was settled: %+v", sum.Settled)
+	}
+}
