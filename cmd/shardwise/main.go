@@ -1,5 +1,3 @@
-// Command shardwise runs the demo, the nodes of a cluster, and the operator
-// tools around them. Run "shardwise help" for the list.
 package main
 
 import (

@@ -1,0 +1,7 @@
+// Command redis routes keys over several Redis servers with shardwise's
+// router: weighted nodes, PING health checks, writes to the leader and its
+// replicas with ExecuteAll, reads with Execute (failing over when the
+// leader is down).
+//
+//	go run ./examples/redis -nodes 127.0.0.1:6379,127.0.0.1:6380,127.0.0.1:6381=200 -keys 1000
+package main
