@@ -42,7 +42,8 @@ func ValidNodeID(id string) bool {
 }
 
 // NodeIDFromCert returns the node id named by cert's shardwise://node/<id>
-// URI SAN. Exactly one such SAN must be present, and the CN must agree.
+// URI SAN. Exactly one such SAN must be present, in exactly that form
+// (no query, fragment, user info or escapes), and the CN must agree.
 func NodeIDFromCert(cert *x509.Certificate) (string, error) {
 	id := ""
 	for _, u := range cert.URIs {
@@ -58,6 +59,11 @@ func NodeIDFromCert(cert *x509.Certificate) (string, error) {
 		}
 		if !ValidNodeID(id) {
 			return "", ErrBadIdentity.Wrap("node id %q in URI SAN", id)
+		}
+		// Only the exact form Issue writes: a query, fragment, user info,
+		// port or escaped path would let two spellings name one node.
+		if u.String() != nodeURIScheme+"://"+nodeURIHost+"/"+id {
+			return "", ErrBadIdentity.Wrap("node URI %q is not in canonical form", u.String())
 		}
 	}
 	if id == "" {

@@ -51,6 +51,13 @@ func TestNodeIDFromCertRefusesAmbiguity(t *testing.T) {
 		"two URIs":    {URIs: []*url.URL{u("shardwise://node/a"), u("shardwise://node/b")}},
 		"CN mismatch": {URIs: []*url.URL{u("shardwise://node/a")}},
 		"bad id":      {URIs: []*url.URL{u("shardwise://node/A%20B")}},
+		"query":       {URIs: []*url.URL{u("shardwise://node/a?x=1")}},
+		"fragment":    {URIs: []*url.URL{u("shardwise://node/a#x")}},
+		"user info":   {URIs: []*url.URL{u("shardwise://b@node/a")}},
+		"escaped":     {URIs: []*url.URL{u("shardwise://node/%61")}},
+	}
+	for _, name := range []string{"query", "fragment", "user info", "escaped"} {
+		cases[name].Subject.CommonName = "a"
 	}
 	cases["CN mismatch"].Subject.CommonName = "b"
 	cases["bad id"].Subject.CommonName = "A B"
@@ -107,4 +114,31 @@ func TestWriteClusterCertsThenLoad(t *testing.T) {
 	if err := link.WriteClusterCerts(t.TempDir(), "test", []string{"a", "a"}, time.Now(), time.Hour); !errors.Is(err, link.ErrBadIdentity) {
 		t.Fatalf("duplicate ids: %v", err)
 	}
+}
+
+// FuzzNodeIDFromCert: the URI SANs of a peer's certificate are outside
+// input (any cluster CA member chose them). Whatever it accepts must be a
+// valid id in the one canonical form, agreeing with the CN.
+func FuzzNodeIDFromCert(f *testing.F) {
+	for _, s := range []string{"shardwise://node/a", "shardwise://node/a?x", "shardwise://node/%61", "shardwise://node//a", "shardwise://node/a/b", "shardwise:node/a", "shardwise://node:1/a"} {
+		f.Add(s, "a")
+	}
+	f.Fuzz(func(t *testing.T, raw, cn string) {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return
+		}
+		cert := &x509.Certificate{URIs: []*url.URL{u}}
+		cert.Subject.CommonName = cn
+		id, err := link.NodeIDFromCert(cert)
+		if err != nil {
+			if !errors.Is(err, link.ErrBadIdentity) {
+				t.Fatalf("%q: error %v is not ErrBadIdentity", raw, err)
+			}
+			return
+		}
+		if !link.ValidNodeID(id) || id != cn || u.String() != "shardwise://node/"+id {
+			t.Fatalf("%q (CN %q) accepted as %q", raw, cn, id)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"log/slog"
 	"net"
 	"time"
@@ -26,11 +27,14 @@ type Config struct {
 	ClusterCA *x509.CertPool
 
 	// ReplicationQueue is the number of batches waiting per peer before the
-	// oldest is dropped. Default 1024.
+	// oldest is dropped. Default 1024, at most 1<<20.
 	ReplicationQueue int
 	// ControlQueue is the number of control frames waiting per peer before
 	// Send and Call block, and also the most frames written but not yet
-	// acknowledged (kept for resending after a reconnect). Default 1024.
+	// acknowledged (kept for resending after a reconnect). Default 1024,
+	// at most 1<<20. The bound counts frames, not bytes: a peer may hold up
+	// to 2·ControlQueue payloads (queued plus unacknowledged), so keep
+	// control payloads small (bulk data belongs on replication).
 	ControlQueue int
 	// BackoffMin and BackoffMax bound the wait between connection attempts
 	// (doubling, with equal jitter). Defaults 50ms and 5s.
@@ -43,12 +47,15 @@ type Config struct {
 	// KeepaliveInterval is how often an idle connection is pinged; a ping
 	// unanswered for another interval ends the connection, so a silent
 	// partition (no FIN, no RST) is noticed even with nothing to send.
-	// Default 10s; gRPC refuses less than 10s on the client side.
+	// Default 10s, and at least 10s: gRPC raises anything less to 10s on
+	// the client side. The server pings its dialers on the same interval.
 	KeepaliveInterval time.Duration
 	// ConnectTimeout bounds one connection attempt (TCP, TLS, opening both
 	// streams). Default 5s.
 	ConnectTimeout time.Duration
-	// MaxFrameBytes bounds one received frame. Default 4 MiB (gRPC's).
+	// MaxFrameBytes bounds one control payload and one encoded replication
+	// batch, both when sending (refused with ErrTooLarge) and receiving.
+	// Every node of a cluster must use the same value. Default 4 MiB.
 	MaxFrameBytes int
 	// Seed seeds the backoff jitter. Default 0 is a valid seed.
 	Seed uint64
@@ -73,13 +80,15 @@ func (c Config) Validate() error {
 		return errcode.Config("Certificate", "<empty>", "a node certificate from the cluster CA is required")
 	}
 	if c.ClusterCA == nil {
-		return errcode.Config("ClusterCA", nil, "the cluster CA pool is required")
+		return errcode.Config("ClusterCA", "<nil>", "the cluster CA pool is required")
 	}
-	if c.ReplicationQueue < 0 {
-		return errcode.Config("ReplicationQueue", c.ReplicationQueue, "must be >= 0 (0 means the default)")
+	// The replication queue is allocated in full per peer, and the control
+	// bound is also the resend window: both must stay modest.
+	if c.ReplicationQueue < 0 || c.ReplicationQueue > maxQueue {
+		return errcode.Config("ReplicationQueue", c.ReplicationQueue, fmt.Sprintf("must be in [0, %d] (0 means the default)", maxQueue))
 	}
-	if c.ControlQueue < 0 {
-		return errcode.Config("ControlQueue", c.ControlQueue, "must be >= 0 (0 means the default)")
+	if c.ControlQueue < 0 || c.ControlQueue > maxQueue {
+		return errcode.Config("ControlQueue", c.ControlQueue, fmt.Sprintf("must be in [0, %d] (0 means the default)", maxQueue))
 	}
 	if c.BackoffMin < 0 {
 		return errcode.Config("BackoffMin", c.BackoffMin, "must be >= 0")
@@ -93,8 +102,9 @@ func (c Config) Validate() error {
 	if c.AckTimeout < 0 {
 		return errcode.Config("AckTimeout", c.AckTimeout, "must be >= 0")
 	}
-	if c.KeepaliveInterval < 0 {
-		return errcode.Config("KeepaliveInterval", c.KeepaliveInterval, "must be >= 0")
+	if c.KeepaliveInterval < 0 || c.KeepaliveInterval > 0 && c.KeepaliveInterval < minKeepalive {
+		// gRPC would silently raise a shorter client interval to 10s.
+		return errcode.Config("KeepaliveInterval", c.KeepaliveInterval, "must be 0 (default) or >= 10s, gRPC's client minimum")
 	}
 	if c.ConnectTimeout < 0 {
 		return errcode.Config("ConnectTimeout", c.ConnectTimeout, "must be >= 0")
@@ -111,6 +121,11 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+const (
+	maxQueue     = 1 << 20
+	minKeepalive = 10 * time.Second
+)
 
 func (c Config) withDefaults() Config {
 	if c.ReplicationQueue == 0 {

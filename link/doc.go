@@ -27,8 +27,10 @@
 //     peer without a certificate from the cluster CA is refused by TLS; a
 //     dialed peer whose certificate names another node is refused too.
 //  2. Every frame on a stream carries a seq, per stream and per sender
-//     incarnation. A receiver accepts only seqs above the last it
-//     accepted, so duplicates and replays are dropped (and counted).
+//     incarnation (a random number drawn at AddPeer, so a restarted node
+//     or a re-added peer numbers afresh). A receiver accepts only seqs
+//     above the last it accepted from that incarnation, so duplicates and
+//     replays are dropped (and counted).
 //  3. Control frames are handled in the order they were queued, exactly
 //     once, across reconnects. The receiver acknowledges cumulatively
 //     (coalesced ACK frames); the sender keeps every frame written but not
@@ -43,8 +45,17 @@
 //     it fails with LINK.UNAVAILABLE if the peer is down, LINK.DEADLINE_EXCEEDED
 //     if it is up.
 //  5. Handlers for one sending peer run one at a time in seq order; a
-//     replication handler likewise.
-//  6. Close stops the server and every peer loop and returns after every
+//     replication handler likewise. A handler's ctx ends at its caller's
+//     deadline or at Close, never because the stream that brought the
+//     frame broke: an accepted frame is acknowledged and never resent, so
+//     it must be handled to the end.
+//  6. Nothing the receiver would refuse is queued: a control payload or a
+//     replication batch over MaxFrameBytes fails at once with
+//     LINK.TOO_LARGE (on the exactly-once stream it would otherwise be
+//     resent after every reconnect and block the frames behind it). A
+//     reply the caller would refuse becomes a LINK.TOO_LARGE remote error
+//     for that call alone.
+//  7. Close stops the server and every peer loop and returns after every
 //     goroutine the node started has returned; it is idempotent.
 //
 // Deadlines travel as wall-clock nanoseconds, because context deadlines

@@ -18,6 +18,7 @@ const (
 	CodeRemote      = "LINK.REMOTE"
 	CodeBadFrame    = "LINK.BAD_FRAME"
 	CodeBadIdentity = "LINK.BAD_IDENTITY"
+	CodeTooLarge    = "LINK.TOO_LARGE"
 )
 
 var (
@@ -38,6 +39,10 @@ var (
 	ErrNoHandler = errcode.New(CodeNoHandler, "link: no handler for kind")
 	// ErrBadFrame: a frame from a peer failed validation.
 	ErrBadFrame = errcode.New(CodeBadFrame, "link: bad frame")
+	// ErrTooLarge: a payload (or replication batch) is bigger than
+	// MaxFrameBytes. It is refused at the sender: the receiver would refuse
+	// the stream, and the control stream would resend it forever.
+	ErrTooLarge = errcode.New(CodeTooLarge, "link: frame too large")
 	// ErrBadIdentity: a certificate does not name a valid node id.
 	ErrBadIdentity = errcode.New(CodeBadIdentity, "link: bad node identity")
 )

@@ -8,9 +8,10 @@ import (
 
 // Metadata keys exchanged when a stream opens.
 const (
-	// mdIncarnation (dialer → server): the dialing node's incarnation, a
-	// random number fixed at New. Sequence numbers are per incarnation, so a
-	// restarted node starts again from 1 without being taken for a replay.
+	// mdIncarnation (dialer → server): the sender's incarnation, a random
+	// number fixed at AddPeer. Sequence numbers are per incarnation, so a
+	// restarted node, or a peer removed and added again, starts again from
+	// 1 without being taken for a replay.
 	mdIncarnation = "link-incarnation"
 	// mdResendFrom (dialer → server, control): the oldest seq the dialer can
 	// still resend. Anything older that the server has not seen is lost.

@@ -3,6 +3,7 @@ package link_test
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"testing"
 	"time"
 
@@ -25,6 +26,9 @@ type clusterOpts struct {
 	clock   clock.Clock
 	tweak   func(*link.Config)
 	noPeers bool
+	// wrap, when set, wraps each node's listener (to watch the server's
+	// side of connections).
+	wrap func(id string, l net.Listener) net.Listener
 }
 
 func newCA(t testing.TB) *link.CA {
@@ -73,6 +77,9 @@ func newCluster(t testing.TB, opts clusterOpts, ids ...string) *cluster {
 		lis, err := c.net.Listen(id, "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
+		}
+		if opts.wrap != nil {
+			lis = opts.wrap(id, lis)
 		}
 		if err := n.Serve(lis); err != nil {
 			t.Fatal(err)

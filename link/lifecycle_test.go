@@ -124,6 +124,9 @@ func TestConfigValidate(t *testing.T) {
 		{"ConnectTimeout", func(c *link.Config) { c.ConnectTimeout = -1 }},
 		{"AckTimeout", func(c *link.Config) { c.AckTimeout = -1 }},
 		{"KeepaliveInterval", func(c *link.Config) { c.KeepaliveInterval = -1 }},
+		{"KeepaliveInterval", func(c *link.Config) { c.KeepaliveInterval = time.Second }},
+		{"ReplicationQueue", func(c *link.Config) { c.ReplicationQueue = 1<<20 + 1 }},
+		{"ControlQueue", func(c *link.Config) { c.ControlQueue = 1<<20 + 1 }},
 		{"MaxFrameBytes", func(c *link.Config) { c.MaxFrameBytes = -1 }},
 	}
 	for _, tc := range cases {
@@ -133,6 +136,8 @@ func TestConfigValidate(t *testing.T) {
 		var ce *errcode.ConfigError
 		if !errors.As(err, &ce) || ce.Field != tc.field || !errors.Is(err, errcode.ErrConfigInvalid) {
 			t.Errorf("%s: got %v", tc.field, err)
+		} else if ce.Value == nil {
+			t.Errorf("%s: error %q does not name the value", tc.field, err)
 		}
 		if _, err := link.New(cfg); !errors.Is(err, errcode.ErrConfigInvalid) {
 			t.Errorf("%s: New accepted an invalid config: %v", tc.field, err)

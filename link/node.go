@@ -2,10 +2,8 @@ package link
 
 import (
 	"context"
-	crand "crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -16,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/shardwise/shardwise/proto/linkpb"
 )
@@ -24,7 +23,9 @@ import (
 // taken from its verified certificate. For a request the returned bytes are
 // the reply and a returned error reaches the caller as a *RemoteError with
 // the error's code; for a one-way message both are discarded. ctx carries
-// the caller's deadline and ends when the stream does.
+// the caller's deadline and ends when the node closes, not when the stream
+// that brought the frame breaks: an accepted frame has been acknowledged
+// and will not be resent, so it must be handled to the end.
 //
 // Handlers for one sending peer run one at a time, in the order the peer
 // sent: that is the ordering guarantee. A slow handler therefore delays
@@ -49,11 +50,10 @@ type ReplicationHandler func(from string, seq uint64, entries []Entry)
 // Node is one end of the node link: it serves peers that dial it and keeps
 // one connection to each peer it was told about.
 type Node struct {
-	cfg         Config
-	id          string
-	incarnation uint64
-	serverTLS   *tls.Config
-	metrics     *Metrics
+	cfg       Config
+	id        string
+	serverTLS *tls.Config
+	metrics   *Metrics
 
 	hmu      sync.RWMutex
 	handlers map[uint32]Handler
@@ -66,13 +66,17 @@ type Node struct {
 	lisAddr net.Addr
 
 	inmu    sync.Mutex
-	inbound map[inboundKey]*inboundState
+	inbound map[string]*peerInbound // by dialing peer id
 
 	rndMu sync.Mutex
 	rnd   *rand.Rand
 
-	wg        sync.WaitGroup
-	closeOnce sync.Once
+	// handlerCtx is the parent of every handler's ctx; Close cancels it
+	// (before stopping the server, which waits for handlers).
+	handlerCtx   context.Context
+	stopHandlers context.CancelFunc
+	wg           sync.WaitGroup
+	closeOnce    sync.Once
 }
 
 // New validates cfg and returns a node that neither listens nor dials yet.
@@ -89,20 +93,16 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	var b [8]byte
-	if _, err := crand.Read(b[:]); err != nil {
-		return nil, fmt.Errorf("link: incarnation: %w", err)
-	}
 	n := &Node{
-		cfg:         cfg,
-		id:          id,
-		incarnation: binary.LittleEndian.Uint64(b[:]) | 1, // never 0, which means "absent"
-		metrics:     cfg.Metrics,
-		handlers:    map[uint32]Handler{},
-		peers:       map[string]*peer{},
-		inbound:     map[inboundKey]*inboundState{},
-		rnd:         rand.New(rand.NewPCG(cfg.Seed, 0x5eed11c)),
+		cfg:      cfg,
+		id:       id,
+		metrics:  cfg.Metrics,
+		handlers: map[uint32]Handler{},
+		peers:    map[string]*peer{},
+		inbound:  map[string]*peerInbound{},
+		rnd:      rand.New(rand.NewPCG(cfg.Seed, 0x5eed11c)),
 	}
+	n.handlerCtx, n.stopHandlers = context.WithCancel(context.Background())
 	n.serverTLS = &tls.Config{
 		Certificates: []tls.Certificate{cfg.Certificate},
 		ClientCAs:    cfg.ClusterCA,
@@ -176,6 +176,10 @@ func (n *Node) Serve(lis net.Listener) error {
 		// Allow the peers' keepalive pings (the default policy would
 		// answer pings every 10s with GOAWAY).
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: n.cfg.KeepaliveInterval / 2, PermitWithoutStream: true}),
+		// Ping silent dialers too: without it a partitioned dialer's
+		// streams (and a reply blocked on its flow control) linger for
+		// gRPC's default two hours.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: n.cfg.KeepaliveInterval, Timeout: n.cfg.KeepaliveInterval}),
 	)
 	linkpb.RegisterLinkServer(n.server, &service{n: n})
 	n.lisAddr = lis.Addr()
@@ -285,9 +289,22 @@ func (n *Node) Replicate(peer string, entries []Entry) error {
 	for i, e := range entries {
 		b.Entries[i] = &linkpb.ReplicationEntry{Entity: e.Entity, Epoch: e.Epoch, Sequence: e.Sequence, Kind: e.Kind, Payload: e.Payload}
 	}
+	if size := proto.Size(b); size > n.cfg.MaxFrameBytes {
+		return peerErr(peer, StreamReplication, ErrTooLarge, fmt.Errorf("batch of %d bytes > MaxFrameBytes %d", size, n.cfg.MaxFrameBytes))
+	}
 	dropped, depth := p.repl.push(b)
 	if dropped {
 		n.metrics.dropped.WithLabelValues(peer, string(StreamReplication), DropQueueFull).Inc()
+	}
+	select {
+	case <-p.stopped:
+		// Raced with RemovePeer/Close: stop may already have emptied the
+		// queue, so empty it again rather than leave an uncounted batch.
+		if k := p.repl.clear(); k > 0 {
+			n.metrics.dropped.WithLabelValues(peer, string(StreamReplication), DropClosed).Add(float64(k))
+		}
+		return peerErr(peer, StreamReplication, ErrClosed, nil)
+	default:
 	}
 	p.replDepth.Set(float64(depth))
 	return nil
@@ -296,9 +313,13 @@ func (n *Node) Replicate(peer string, entries []Entry) error {
 // Send queues a one-way control message for peer, ordered after every
 // message and request queued before it. When the queue is full it blocks
 // until there is room or ctx ends (then ErrQueueFull); it never drops.
+// A payload over MaxFrameBytes fails at once with ErrTooLarge.
 func (n *Node) Send(ctx context.Context, peer string, kind uint32, payload []byte) error {
 	p, err := n.lookup(peer, StreamControl)
 	if err != nil {
+		return err
+	}
+	if err := n.checkPayload(peer, payload); err != nil {
 		return err
 	}
 	return p.enqueue(ctx, &outFrame{f: &linkpb.ControlFrame{Type: linkpb.ControlFrame_TYPE_MESSAGE, Kind: kind, Payload: payload}})
@@ -308,13 +329,27 @@ func (n *Node) Send(ctx context.Context, peer string, kind uint32, payload []byt
 // until ctx's deadline. Errors: ErrQueueFull (never queued), ErrUnavailable
 // (peer not connected at the deadline, or the connection broke after the
 // request was written: outcome unknown), ErrDeadline (connected, no reply
-// in time), ErrClosed, or a *RemoteError from the peer's handler.
+// in time), ErrClosed, ErrTooLarge (payload over MaxFrameBytes), or a
+// *RemoteError from the peer's handler.
 func (n *Node) Call(ctx context.Context, peer string, kind uint32, payload []byte) ([]byte, error) {
 	p, err := n.lookup(peer, StreamControl)
 	if err != nil {
 		return nil, err
 	}
+	if err := n.checkPayload(peer, payload); err != nil {
+		return nil, err
+	}
 	return p.call(ctx, kind, payload)
+}
+
+// checkPayload refuses a control payload the receiver would refuse: on an
+// exactly-once stream such a frame would be resent after every reconnect
+// and block everything queued behind it. Peers share MaxFrameBytes.
+func (n *Node) checkPayload(peer string, payload []byte) error {
+	if len(payload) > n.cfg.MaxFrameBytes {
+		return peerErr(peer, StreamControl, ErrTooLarge, fmt.Errorf("payload of %d bytes > MaxFrameBytes %d", len(payload), n.cfg.MaxFrameBytes))
+	}
+	return nil
 }
 
 // Close stops serving, stops every peer connection and returns after every
@@ -330,6 +365,7 @@ func (n *Node) Close() error {
 		for _, p := range peers {
 			p.stop()
 		}
+		n.stopHandlers()
 		if srv != nil {
 			srv.Stop()
 		}

@@ -2,7 +2,9 @@ package link
 
 import (
 	"context"
+	crand "crypto/rand"
 	"crypto/tls"
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"sync"
@@ -31,6 +33,12 @@ type peer struct {
 	ctrl      chan *outFrame
 	replDepth prometheus.Gauge
 	ctrlDepth prometheus.Gauge
+
+	// incarnation numbers this sender: random, fixed for the life of this
+	// peer value. Per AddPeer rather than per Node, because a removed and
+	// re-added peer starts its seqs from 1 again while the receiver still
+	// remembers the old numbering.
+	incarnation uint64
 
 	// Owned by run and the writers it starts one connection at a time.
 	replSeq uint64
@@ -77,20 +85,23 @@ func (pc *pendingCall) finish(r callResult) {
 
 func newPeer(n *Node, id, addr string) *peer {
 	ctx, cancel := context.WithCancel(context.Background())
+	var b [8]byte
+	crand.Read(b[:]) // never fails (it crashes the program instead)
 	p := &peer{
-		n:         n,
-		id:        id,
-		addr:      addr,
-		repl:      newBatchQueue(n.cfg.ReplicationQueue),
-		ctrl:      make(chan *outFrame, n.cfg.ControlQueue),
-		replDepth: n.metrics.queueDepth.WithLabelValues(id, string(StreamReplication)),
-		ctrlDepth: n.metrics.queueDepth.WithLabelValues(id, string(StreamControl)),
-		pending:   map[uint64]*pendingCall{},
-		ackSeen:   make(chan struct{}, 1),
-		ctx:       ctx,
-		cancel:    cancel,
-		stopped:   make(chan struct{}),
-		done:      make(chan struct{}),
+		n:           n,
+		id:          id,
+		addr:        addr,
+		incarnation: binary.LittleEndian.Uint64(b[:]) | 1, // never 0, which means "absent"
+		repl:        newBatchQueue(n.cfg.ReplicationQueue),
+		ctrl:        make(chan *outFrame, n.cfg.ControlQueue),
+		replDepth:   n.metrics.queueDepth.WithLabelValues(id, string(StreamReplication)),
+		ctrlDepth:   n.metrics.queueDepth.WithLabelValues(id, string(StreamControl)),
+		pending:     map[uint64]*pendingCall{},
+		ackSeen:     make(chan struct{}, 1),
+		ctx:         ctx,
+		cancel:      cancel,
+		stopped:     make(chan struct{}),
+		done:        make(chan struct{}),
 	}
 	p.clientTLS = &tls.Config{
 		Certificates: []tls.Certificate{n.cfg.Certificate},
@@ -122,25 +133,29 @@ func (p *peer) stop() {
 		close(p.stopped)
 		p.cancel()
 		<-p.done
-		m := p.n.metrics
 		if k := p.repl.clear(); k > 0 {
-			m.dropped.WithLabelValues(p.id, string(StreamReplication), DropClosed).Add(float64(k))
+			p.n.metrics.dropped.WithLabelValues(p.id, string(StreamReplication), DropClosed).Add(float64(k))
 		}
-		for {
-			select {
-			case of := <-p.ctrl:
-				if of.call != nil {
-					of.call.finish(callResult{err: peerErr(p.id, StreamControl, ErrClosed, nil)})
-				} else {
-					m.dropped.WithLabelValues(p.id, string(StreamControl), DropClosed).Inc()
-				}
-				continue
-			default:
-			}
-			break
-		}
+		p.drainControl()
 		p.failPending(func(*pendingCall) bool { return true }, ErrClosed)
 	})
+}
+
+// drainControl empties the control queue of a stopping peer: queued calls
+// fail with ErrClosed, queued one-way frames are counted as dropped.
+func (p *peer) drainControl() {
+	for {
+		select {
+		case of := <-p.ctrl:
+			if of.call != nil {
+				of.call.finish(callResult{err: peerErr(p.id, StreamControl, ErrClosed, nil)})
+			} else {
+				p.n.metrics.dropped.WithLabelValues(p.id, string(StreamControl), DropClosed).Inc()
+			}
+		default:
+			return
+		}
+	}
 }
 
 func (p *peer) failPending(match func(*pendingCall) bool, sentinel error) {
@@ -162,19 +177,32 @@ func (p *peer) enqueue(ctx context.Context, of *outFrame) error {
 	}
 	select {
 	case p.ctrl <- of:
-		p.ctrlDepth.Set(float64(len(p.ctrl)))
-		return nil
+		return p.queued()
 	default:
 	}
 	select {
 	case p.ctrl <- of:
-		p.ctrlDepth.Set(float64(len(p.ctrl)))
-		return nil
+		// stop's drain makes room, so this can win against <-p.stopped.
+		return p.queued()
 	case <-ctx.Done():
 		return peerErr(p.id, StreamControl, ErrQueueFull, ctx.Err())
 	case <-p.stopped:
 		return peerErr(p.id, StreamControl, ErrClosed, nil)
 	}
+}
+
+// queued finishes a successful enqueue. A frame that got in after stop
+// began would otherwise sit in a queue nobody reads, uncounted, while Send
+// reported success: drain it (counted) and report ErrClosed instead.
+func (p *peer) queued() error {
+	select {
+	case <-p.stopped:
+		p.drainControl()
+		return peerErr(p.id, StreamControl, ErrClosed, nil)
+	default:
+	}
+	p.ctrlDepth.Set(float64(len(p.ctrl)))
+	return nil
 }
 
 func (p *peer) call(ctx context.Context, kind uint32, payload []byte) ([]byte, error) {
@@ -269,7 +297,7 @@ func (p *peer) connectAndServe(ctx context.Context) (established bool, err error
 		resendFrom = p.window[0].Seq
 	}
 	sctx := metadata.NewOutgoingContext(actx, metadata.Pairs(
-		mdIncarnation, strconv.FormatUint(p.n.incarnation, 10),
+		mdIncarnation, strconv.FormatUint(p.incarnation, 10),
 		mdResendFrom, strconv.FormatUint(resendFrom, 10),
 	))
 	// Bound the setup in wall time: gRPC's transport runs on it anyway.

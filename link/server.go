@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,38 +25,61 @@ import (
 // dialing peer: the last seq it accepted on each stream. The mutexes are
 // held across accept-and-handle so that frames from one peer are handled
 // one at a time, in order, even when an old and a new stream overlap
-// briefly after a reconnect.
+// briefly after a reconnect. They belong to the peer id, not the
+// incarnation (see peerInbound), so that a stream of the old incarnation
+// still draining cannot run a handler beside the new one.
 type inboundState struct {
-	replMu   sync.Mutex
+	replMu   *sync.Mutex
 	replLast uint64
 	// ctrlMu serialises accept-and-dispatch; ctrlLast is written only
 	// under it but read without it when a stream opens, so that a slow
 	// handler on an old stream cannot stall a reconnect's handshake.
-	ctrlMu   sync.Mutex
+	ctrlMu   *sync.Mutex
 	ctrlLast atomic.Uint64
 }
 
-type inboundKey struct {
-	peer        string
-	incarnation uint64
+// peerInbound is the receiving side's memory of one dialing peer id: the
+// state of its most recent incarnations, newest last, and the locks every
+// incarnation of that peer shares.
+type peerInbound struct {
+	replMu, ctrlMu sync.Mutex
+	states         []inboundIncarnation
 }
 
-// inboundFor returns the state of (peer, incarnation). A new incarnation
-// of a peer replaces the old one's state: the old process is gone.
+type inboundIncarnation struct {
+	incarnation uint64
+	st          *inboundState
+}
+
+// keptIncarnations is how many incarnations per peer a receiver remembers.
+// More than one, because the stream of an incarnation that has just ended
+// (a restart, or RemovePeer+AddPeer) can open late, after its successor's;
+// if that evicted the successor's state, the successor's next reconnect
+// would start from nothing and frames it had sent but not yet seen
+// acknowledged would be handled twice.
+const keptIncarnations = 4
+
+// inboundFor returns the state of (peer, incarnation), remembering at
+// most keptIncarnations incarnations per peer (the oldest first seen is
+// forgotten first).
 func (n *Node) inboundFor(peer string, incarnation uint64) *inboundState {
 	n.inmu.Lock()
 	defer n.inmu.Unlock()
-	key := inboundKey{peer, incarnation}
-	st, ok := n.inbound[key]
-	if !ok {
-		for k := range n.inbound {
-			if k.peer == peer {
-				delete(n.inbound, k)
-			}
-		}
-		st = &inboundState{}
-		n.inbound[key] = st
+	pi := n.inbound[peer]
+	if pi == nil {
+		pi = &peerInbound{}
+		n.inbound[peer] = pi
 	}
+	for _, x := range pi.states {
+		if x.incarnation == incarnation {
+			return x.st
+		}
+	}
+	st := &inboundState{replMu: &pi.replMu, ctrlMu: &pi.ctrlMu}
+	if len(pi.states) == keptIncarnations {
+		pi.states = append(pi.states[:0], pi.states[1:]...)
+	}
+	pi.states = append(pi.states, inboundIncarnation{incarnation, st})
 	return st
 }
 
@@ -234,7 +258,9 @@ func (s *service) Control(stream grpc.BidiStreamingServer[linkpb.ControlFrame, l
 		// to this stream: ack now, so a slow handler does not trip the
 		// sender's ack watchdog.
 		ack(f.Seq)
-		reply := n.dispatch(stream.Context(), from, f)
+		// Not the stream's ctx: the frame is acknowledged, so a cut now
+		// must not cancel its handler (nothing would ever resend it).
+		reply := n.dispatch(n.handlerCtx, from, f)
 		st.ctrlMu.Unlock()
 		if reply != nil {
 			sendMu.Lock()
@@ -247,6 +273,20 @@ func (s *service) Control(stream grpc.BidiStreamingServer[linkpb.ControlFrame, l
 			}
 		}
 	}
+}
+
+// maxErrorMessage bounds the text of a remote error on the wire: it only
+// explains, the code is what callers match.
+const maxErrorMessage = 4 << 10
+
+// wireString makes s fit a proto3 string field: at most limit bytes and
+// valid UTF-8 (protobuf refuses to marshal anything else, which would end
+// the stream and lose the reply).
+func wireString(s string, limit int) string {
+	if len(s) > limit {
+		s = s[:limit]
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 func endOfStream(err error) error {
@@ -290,12 +330,18 @@ func (n *Node) dispatch(ctx context.Context, from string, f *linkpb.ControlFrame
 		return nil
 	}
 	reply := &linkpb.ControlFrame{Type: linkpb.ControlFrame_TYPE_REPLY, CallId: f.CallId, Kind: f.Kind}
+	if err == nil && len(out) > n.cfg.MaxFrameBytes {
+		// The caller's side would refuse the frame and drop the whole
+		// connection (failing every call on it); fail just this one.
+		err = ErrTooLarge.Wrap("reply of %d bytes > MaxFrameBytes %d", len(out), n.cfg.MaxFrameBytes)
+	}
 	if err != nil {
 		reply.ErrorCode = errcode.Of(err)
 		if reply.ErrorCode == "" {
 			reply.ErrorCode = CodeRemote
 		}
-		reply.ErrorMessage = err.Error()
+		reply.ErrorMessage = wireString(err.Error(), maxErrorMessage)
+		reply.ErrorCode = wireString(reply.ErrorCode, maxErrorMessage)
 		return reply
 	}
 	reply.Payload = out
