@@ -26,6 +26,8 @@ func (o outboxWorld) AppendObserverIndices(dst []int32, e ecs.ID) []int32 {
 
 func (o outboxWorld) SubscriberAt(i int32) Subscriber { return o.g.vis.SubscriberAt(i) }
 
+func (o outboxWorld) SubscriberEpoch() uint64 { return o.g.vis.SubscriberEpoch() }
+
 func (o outboxWorld) OwnerOf(e ecs.ID) (Subscriber, bool) {
 	ow, ok := o.g.c.owner.Get(e)
 	if !ok {

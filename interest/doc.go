@@ -38,8 +38,10 @@
 //  4. Residency changes counts immediately but materialises and
 //     dematerialises only in Commit, so a column released and re-held
 //     within a tick is never torn down (its entities keep their ids).
-//  5. Iteration that produces output never follows Go map order: hooks,
-//     deliveries and commits come out in the same order for the same calls.
+//  5. Iteration that produces output never follows Go map (or hash table)
+//     order: whatever is collected from a table is sorted before it drives
+//     hooks, deliveries or commits, so they come out in the same order for
+//     the same calls.
 //
 // The caller's obligations, per tick:
 //

@@ -36,6 +36,10 @@ type chunkListener interface {
 	// chunk up on every query. The list is recycled after chunkLost.
 	chunkGained(c ChunkPos, cs *chunkSubscribers)
 	chunkLost(c ChunkPos)
+	// subscribersChanged follows every change of cs.subs (an append or a
+	// removal) before anything else runs, so a listener may also keep a
+	// copy of the slice header itself (one pointer fewer per query).
+	subscribersChanged(c ChunkPos, cs *chunkSubscribers)
 }
 
 // Manifest is a change to the chunks a subscriber announces it wants.
@@ -50,12 +54,22 @@ type Manifest struct {
 type subscriberState[S comparable] struct {
 	key  S
 	live bool
-	// announced: chunks the subscriber wants. sent: chunks it holds, with
-	// the slot of this subscriber in the chunk's subscriber list so that
-	// removal is O(1).
-	announced map[ChunkPos]struct{}
-	sent      map[ChunkPos]int32
+	// held: every chunk the subscriber announced (wants), with what it has
+	// of it: announcedOnly, or sentBase + the slot of this subscriber in the
+	// chunk's subscriber list (so that removal is O(1)) once it holds it.
+	// One table for both sets keeps sent ⊆ announced by construction and
+	// costs one probe where two maps cost two struct-key hashes.
+	held chunkTable[int32]
+	sent int // how many held values are sent
 }
+
+// Values of subscriberState.held (0 is the table's "absent").
+const (
+	announcedOnly int32 = 1
+	sentBase      int32 = 2
+)
+
+func (st *subscriberState[S]) isSent(c ChunkPos) bool { return st.held.get(c) >= sentBase }
 
 type chunkSubscribers struct {
 	subs []int32 // dense subscriber indices, unordered
@@ -67,11 +81,18 @@ type chunkSubscribers struct {
 type Subscriptions[S comparable] struct {
 	world torus.World
 
-	index   map[S]int32
-	states  []subscriberState[S]
+	index  map[S]int32
+	states []subscriberState[S]
+	// keys[i] == states[i].key: the outbox turns a dense index back into a
+	// key once per observer per message, and a slice of bare keys keeps
+	// those loads off the wide states.
+	keys    []S
 	freeIdx []int32
+	// epoch changes whenever a dense index is given to a key or taken
+	// from one (see Visibility.SubscriberEpoch).
+	epoch uint64
 
-	chunks     map[ChunkPos]*chunkSubscribers
+	chunks     chunkTable[*chunkSubscribers]
 	freeChunks []*chunkSubscribers
 	columns    map[Column]int32
 
@@ -87,7 +108,6 @@ func NewSubscriptions[S comparable](world torus.World) *Subscriptions[S] {
 	return &Subscriptions[S]{
 		world:      world,
 		index:      make(map[S]int32),
-		chunks:     make(map[ChunkPos]*chunkSubscribers),
 		columns:    make(map[Column]int32),
 		scratchSet: make(map[ChunkPos]struct{}),
 	}
@@ -119,22 +139,21 @@ func (s *Subscriptions[S]) ensure(key S) int32 {
 		s.freeIdx = s.freeIdx[:n-1]
 		st := &s.states[i]
 		st.key, st.live = key, true
+		s.keys[i] = key
 	} else {
 		i = int32(len(s.states))
-		s.states = append(s.states, subscriberState[S]{
-			key: key, live: true,
-			announced: make(map[ChunkPos]struct{}),
-			sent:      make(map[ChunkPos]int32),
-		})
+		s.states = append(s.states, subscriberState[S]{key: key, live: true})
+		s.keys = append(s.keys, key)
 	}
 	s.index[key] = i
+	s.epoch++
 	return i
 }
 
 // indexCap is one past the largest dense index ever handed out.
 func (s *Subscriptions[S]) indexCap() int { return len(s.states) }
 
-func (s *Subscriptions[S]) keyOf(i int32) S { return s.states[i].key }
+func (s *Subscriptions[S]) keyOf(i int32) S { return s.keys[i] }
 
 // Apply applies a manifest for subscriber key.
 func (s *Subscriptions[S]) Apply(key S, m Manifest) {
@@ -156,7 +175,7 @@ func (s *Subscriptions[S]) Apply(key S, m Manifest) {
 	// Withdraw in a fixed order so the hooks (and everything driven by
 	// them, such as materialisation order) are deterministic.
 	s.scratch = s.scratch[:0]
-	for c := range st.announced {
+	for c := range st.held.all {
 		if _, keep := s.scratchSet[c]; !keep {
 			s.scratch = append(s.scratch, c)
 		}
@@ -166,18 +185,21 @@ func (s *Subscriptions[S]) Apply(key S, m Manifest) {
 		s.withdrawIdx(i, c)
 	}
 	for _, c := range m.Added {
-		s.states[i].announced[s.world.NormaliseChunk(c)] = struct{}{}
+		s.announceIdx(i, s.world.NormaliseChunk(c))
 	}
 }
 
 // Announce records that key wants chunk c. It reports whether c was new.
 func (s *Subscriptions[S]) Announce(key S, c ChunkPos) bool {
-	c = s.world.NormaliseChunk(c)
-	st := &s.states[s.ensure(key)]
-	if _, ok := st.announced[c]; ok {
+	return s.announceIdx(s.ensure(key), s.world.NormaliseChunk(c))
+}
+
+func (s *Subscriptions[S]) announceIdx(i int32, c ChunkPos) bool {
+	st := &s.states[i]
+	if st.held.get(c) != 0 {
 		return false
 	}
-	st.announced[c] = struct{}{}
+	st.held.put(c, announcedOnly)
 	return true
 }
 
@@ -192,12 +214,11 @@ func (s *Subscriptions[S]) Withdraw(key S, c ChunkPos) bool {
 }
 
 func (s *Subscriptions[S]) withdrawIdx(i int32, c ChunkPos) bool {
-	st := &s.states[i]
-	if _, ok := st.announced[c]; !ok {
+	if s.states[i].held.get(c) == 0 {
 		return false
 	}
 	s.unsendIdx(i, c)
-	delete(s.states[i].announced, c)
+	s.states[i].held.del(c)
 	return true
 }
 
@@ -212,14 +233,10 @@ func (s *Subscriptions[S]) MarkSent(key S, c ChunkPos) bool {
 		return false
 	}
 	c = s.world.NormaliseChunk(c)
-	st := &s.states[i]
-	if _, ok := st.announced[c]; !ok {
+	if s.states[i].held.get(c) != announcedOnly { // unannounced or already sent
 		return false
 	}
-	if _, ok := st.sent[c]; ok {
-		return false
-	}
-	cs := s.chunks[c]
+	cs := s.chunks.get(c)
 	if cs == nil {
 		if n := len(s.freeChunks); n > 0 {
 			cs = s.freeChunks[n-1]
@@ -227,7 +244,7 @@ func (s *Subscriptions[S]) MarkSent(key S, c ChunkPos) bool {
 		} else {
 			cs = &chunkSubscribers{}
 		}
-		s.chunks[c] = cs
+		s.chunks.put(c, cs)
 		for _, l := range s.listeners {
 			l.chunkGained(c, cs)
 		}
@@ -237,9 +254,13 @@ func (s *Subscriptions[S]) MarkSent(key S, c ChunkPos) bool {
 			}
 		}
 	}
-	st = &s.states[i] // a hook may have grown states
-	st.sent[c] = int32(len(cs.subs))
+	st := &s.states[i] // a hook may have grown states
+	st.held.put(c, sentBase+int32(len(cs.subs)))
+	st.sent++
 	cs.subs = append(cs.subs, i)
+	for _, l := range s.listeners {
+		l.subscribersChanged(c, cs)
+	}
 	s.columns[ColumnOf(c)]++
 	for _, h := range s.hooks {
 		if h.ChunkSent != nil {
@@ -265,19 +286,24 @@ func (s *Subscriptions[S]) Unsend(key S, c ChunkPos) bool {
 
 func (s *Subscriptions[S]) unsendIdx(i int32, c ChunkPos) bool {
 	st := &s.states[i]
-	slot, ok := st.sent[c]
-	if !ok {
+	v := st.held.get(c)
+	if v < sentBase {
 		return false
 	}
-	delete(st.sent, c)
-	cs := s.chunks[c]
+	slot := v - sentBase
+	st.held.put(c, announcedOnly)
+	st.sent--
+	cs := s.chunks.get(c)
 	last := int32(len(cs.subs) - 1)
 	if slot != last {
 		moved := cs.subs[last]
 		cs.subs[slot] = moved
-		s.states[moved].sent[c] = slot
+		s.states[moved].held.put(c, sentBase+slot)
 	}
 	cs.subs = cs.subs[:last]
+	for _, l := range s.listeners {
+		l.subscribersChanged(c, cs)
+	}
 	col := ColumnOf(c)
 	if s.columns[col]--; s.columns[col] == 0 {
 		delete(s.columns, col)
@@ -294,7 +320,7 @@ func (s *Subscriptions[S]) unsendIdx(i int32, c ChunkPos) bool {
 		for _, l := range s.listeners {
 			l.chunkLost(c)
 		}
-		delete(s.chunks, c)
+		s.chunks.del(c)
 		s.freeChunks = append(s.freeChunks, cs)
 		for _, h := range s.hooks {
 			if h.LastSubscriber != nil {
@@ -316,8 +342,10 @@ func (s *Subscriptions[S]) Forget(key S) {
 	}
 	st := &s.states[i]
 	s.scratch = s.scratch[:0]
-	for c := range st.sent {
-		s.scratch = append(s.scratch, c)
+	for c, v := range st.held.all {
+		if v >= sentBase {
+			s.scratch = append(s.scratch, c)
+		}
 	}
 	sortChunks(s.scratch)
 	for _, c := range s.scratch {
@@ -327,12 +355,13 @@ func (s *Subscriptions[S]) Forget(key S) {
 		l.subscriberForgotten(i)
 	}
 	st = &s.states[i]
-	clear(st.announced)
-	clear(st.sent)
+	st.held.reset()
 	var zero S
 	st.key, st.live = zero, false
+	s.keys[i] = zero
 	delete(s.index, key)
 	s.freeIdx = append(s.freeIdx, i)
+	s.epoch++
 }
 
 // Len returns the number of known subscribers.
@@ -344,8 +373,7 @@ func (s *Subscriptions[S]) IsAnnounced(key S, c ChunkPos) bool {
 	if i < 0 {
 		return false
 	}
-	_, ok := s.states[i].announced[s.world.NormaliseChunk(c)]
-	return ok
+	return s.states[i].held.get(s.world.NormaliseChunk(c)) != 0
 }
 
 // IsSent reports whether key holds c.
@@ -354,14 +382,13 @@ func (s *Subscriptions[S]) IsSent(key S, c ChunkPos) bool {
 	if i < 0 {
 		return false
 	}
-	_, ok := s.states[i].sent[s.world.NormaliseChunk(c)]
-	return ok
+	return s.states[i].isSent(s.world.NormaliseChunk(c))
 }
 
 // AnnouncedCount and SentCount return the sizes of key's sets.
 func (s *Subscriptions[S]) AnnouncedCount(key S) int {
 	if i := s.lookup(key); i >= 0 {
-		return len(s.states[i].announced)
+		return s.states[i].held.len()
 	}
 	return 0
 }
@@ -370,7 +397,7 @@ func (s *Subscriptions[S]) AnnouncedCount(key S) int {
 // AnnouncedCount − SentCount chunks are pending.
 func (s *Subscriptions[S]) SentCount(key S) int {
 	if i := s.lookup(key); i >= 0 {
-		return len(s.states[i].sent)
+		return s.states[i].sent
 	}
 	return 0
 }
@@ -385,12 +412,12 @@ func (s *Subscriptions[S]) AppendUnsent(dst []ChunkPos, key S) []ChunkPos {
 		return dst
 	}
 	st := &s.states[i]
-	if len(st.sent) == len(st.announced) { // sent ⊆ announced: nothing pending
+	if st.sent == st.held.len() { // sent ⊆ announced: nothing pending
 		return dst
 	}
 	start := len(dst)
-	for c := range st.announced {
-		if _, ok := st.sent[c]; !ok {
+	for c, v := range st.held.all {
+		if v == announcedOnly {
 			dst = append(dst, c)
 		}
 	}
@@ -405,7 +432,7 @@ func (s *Subscriptions[S]) AppendAnnounced(dst []ChunkPos, key S) []ChunkPos {
 		return dst
 	}
 	start := len(dst)
-	for c := range s.states[i].announced {
+	for c := range s.states[i].held.all {
 		dst = append(dst, c)
 	}
 	sortChunks(dst[start:])
@@ -415,7 +442,7 @@ func (s *Subscriptions[S]) AppendAnnounced(dst []ChunkPos, key S) []ChunkPos {
 // AppendSubscribers appends the subscribers holding c and returns the
 // extended slice. The order is stable between calls without changes.
 func (s *Subscriptions[S]) AppendSubscribers(dst []S, c ChunkPos) []S {
-	cs := s.chunks[s.world.NormaliseChunk(c)]
+	cs := s.chunks.get(s.world.NormaliseChunk(c))
 	if cs == nil {
 		return dst
 	}
@@ -427,7 +454,7 @@ func (s *Subscriptions[S]) AppendSubscribers(dst []S, c ChunkPos) []S {
 
 // SubscriberCount returns how many subscribers hold c.
 func (s *Subscriptions[S]) SubscriberCount(c ChunkPos) int {
-	if cs := s.chunks[s.world.NormaliseChunk(c)]; cs != nil {
+	if cs := s.chunks.get(s.world.NormaliseChunk(c)); cs != nil {
 		return len(cs.subs)
 	}
 	return 0

@@ -84,16 +84,18 @@ func (s *Subscriptions[S]) ViewManifest(key S, anchor ChunkPos, view View, m *Ma
 	m.Added = m.Added[:0]
 	m.Removed = m.Removed[:0]
 	anchor = s.world.NormaliseChunk(anchor)
-	var announced map[ChunkPos]struct{}
+	var held *chunkTable[int32]
 	if i := s.lookup(key); i >= 0 {
-		announced = s.states[i].announced
+		held = &s.states[i].held
+	} else {
+		held = &chunkTable[int32]{} // nothing announced
 	}
 	for c := range s.world.ChunksWithin(anchor, view.Radius, view.Slabs) {
-		if _, ok := announced[c]; !ok {
+		if held.get(c) == 0 {
 			m.Added = append(m.Added, c)
 		}
 	}
-	for c := range announced {
+	for c := range held.all {
 		if !view.Keeps(s.world, anchor, c) {
 			m.Removed = append(m.Removed, c)
 		}

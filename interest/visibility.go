@@ -58,19 +58,17 @@ type placement[E Entity] struct {
 
 // residentList is one chunk's residents, plus a cached pointer to the
 // chunk's subscriber list (nil while nobody holds the chunk), kept current
-// by the chunkGained/chunkLost notifications.
+// by the chunkGained/chunkLost notifications, and a copy of that list's
+// slice header (obs == subs.subs, kept current by subscribersChanged), so
+// an observer query loads the indices without chasing subs.
 type residentList[E Entity] struct {
 	chunk ChunkPos
 	ents  []E
+	obs   []int32
 	subs  *chunkSubscribers
 }
 
-func (rl *residentList[E]) subscribers() []int32 {
-	if rl.subs == nil {
-		return nil
-	}
-	return rl.subs.subs
-}
+func (rl *residentList[E]) subscribers() []int32 { return rl.obs }
 
 // event is one raw appear (+1) or vanish (−1) before folding at Drain.
 type event[E Entity] struct {
@@ -87,9 +85,9 @@ type event[E Entity] struct {
 type Visibility[S comparable, E Entity] struct {
 	subs *Subscriptions[S]
 
-	residents map[ChunkPos]*residentList[E]
+	residents chunkTable[*residentList[E]]
 	freeLists []*residentList[E]
-	where     map[E]placement[E]
+	where     placeTable[E]
 
 	pending [][]event[E] // by dense subscriber index
 	touched []int32
@@ -105,9 +103,7 @@ type Visibility[S comparable, E Entity] struct {
 // to a subscriber appears its residents to it, an unsent one vanishes them.
 func NewVisibility[S comparable, E Entity](subs *Subscriptions[S]) *Visibility[S, E] {
 	v := &Visibility[S, E]{
-		subs:      subs,
-		residents: make(map[ChunkPos]*residentList[E]),
-		where:     make(map[E]placement[E]),
+		subs: subs,
 	}
 	subs.addListener(v)
 	return v
@@ -121,7 +117,7 @@ func NewVisibility[S comparable, E Entity](subs *Subscriptions[S]) *Visibility[S
 // reverse; subscribers holding both see nothing.
 func (v *Visibility[S, E]) Reindex(e E, c ChunkPos) bool {
 	c = v.subs.world.NormaliseChunk(c)
-	p, known := v.where[e]
+	p, known := v.where.get(e)
 	if known && p.chunk == c {
 		return false
 	}
@@ -176,7 +172,7 @@ func (v *Visibility[S, E]) move(e E, old, neu []int32) {
 // Remove takes e out of the world view: every subscriber of its chunk sees
 // it vanish with reason. It reports whether e was known.
 func (v *Visibility[S, E]) Remove(e E, reason VanishReason) bool {
-	p, ok := v.where[e]
+	p, ok := v.where.get(e)
 	if !ok {
 		return false
 	}
@@ -191,7 +187,7 @@ func (v *Visibility[S, E]) Remove(e E, reason VanishReason) bool {
 // for its viewers, written elsewhere (a handoff). Pending events already
 // recorded for e this tick stay. It reports whether e was known.
 func (v *Visibility[S, E]) Evict(e E) bool {
-	p, ok := v.where[e]
+	p, ok := v.where.get(e)
 	if !ok {
 		return false
 	}
@@ -203,7 +199,7 @@ func (v *Visibility[S, E]) Evict(e E) bool {
 // see it (it was evicted by one writer and now stands here as a replica or
 // under a new writer). An entity already indexed is moved as by Reindex.
 func (v *Visibility[S, E]) Adopt(e E, c ChunkPos) {
-	if _, known := v.where[e]; known {
+	if _, known := v.where.get(e); known {
 		v.Reindex(e, c)
 		return
 	}
@@ -212,18 +208,18 @@ func (v *Visibility[S, E]) Adopt(e E, c ChunkPos) {
 
 // ChunkOf returns the chunk e was last indexed in.
 func (v *Visibility[S, E]) ChunkOf(e E) (ChunkPos, bool) {
-	if p, ok := v.where[e]; ok {
+	if p, ok := v.where.get(e); ok {
 		return p.chunk, true
 	}
 	return ChunkPos{}, false
 }
 
 // Len returns the number of indexed entities.
-func (v *Visibility[S, E]) Len() int { return len(v.where) }
+func (v *Visibility[S, E]) Len() int { return v.where.len() }
 
 // AppendResidents appends the entities standing in c.
 func (v *Visibility[S, E]) AppendResidents(dst []E, c ChunkPos) []E {
-	if rl := v.residents[v.subs.world.NormaliseChunk(c)]; rl != nil {
+	if rl := v.residents.get(v.subs.world.NormaliseChunk(c)); rl != nil {
 		dst = append(dst, rl.ents...)
 	}
 	return dst
@@ -231,7 +227,7 @@ func (v *Visibility[S, E]) AppendResidents(dst []E, c ChunkPos) []E {
 
 // AppendObserversOf appends the subscribers holding e's chunk.
 func (v *Visibility[S, E]) AppendObserversOf(dst []S, e E) []S {
-	p, ok := v.where[e]
+	p, ok := v.where.get(e)
 	if !ok {
 		return dst
 	}
@@ -247,7 +243,7 @@ func (v *Visibility[S, E]) AppendObserversOf(dst []S, e E) []S {
 // until the subscriber is forgotten; then it may be reused for another
 // key. It lets a consumer (the outbox) keep per-subscriber state in slices.
 func (v *Visibility[S, E]) AppendObserverIndices(dst []int32, e E) []int32 {
-	p, ok := v.where[e]
+	p, ok := v.where.get(e)
 	if !ok {
 		return dst
 	}
@@ -258,12 +254,19 @@ func (v *Visibility[S, E]) AppendObserverIndices(dst []int32, e E) []int32 {
 // by AppendObserverIndices).
 func (v *Visibility[S, E]) SubscriberAt(i int32) S { return v.subs.keyOf(i) }
 
+// SubscriberEpoch returns a number that changes whenever a dense subscriber
+// index is given to a key or taken from one (a new subscriber, a Forget).
+// While it is unchanged, SubscriberAt(i) names the same key for every
+// index handed out, so a consumer that cached what an index means needs no
+// per-index check.
+func (v *Visibility[S, E]) SubscriberEpoch() uint64 { return v.subs.epoch }
+
 // ObserversOf returns the subscribers holding e's chunk.
 func (v *Visibility[S, E]) ObserversOf(e E) []S { return v.AppendObserversOf(nil, e) }
 
 // IsObservedBy reports whether subscriber key holds e's chunk.
 func (v *Visibility[S, E]) IsObservedBy(e E, key S) bool {
-	p, ok := v.where[e]
+	p, ok := v.where.get(e)
 	return ok && v.subs.IsSent(key, p.chunk)
 }
 
@@ -324,7 +327,7 @@ func (v *Visibility[S, E]) push(i int32, ev event[E]) {
 }
 
 func (v *Visibility[S, E]) place(e E, c ChunkPos) *residentList[E] {
-	rl := v.residents[c]
+	rl := v.residents.get(c)
 	if rl == nil {
 		if n := len(v.freeLists); n > 0 {
 			rl = v.freeLists[n-1]
@@ -333,10 +336,14 @@ func (v *Visibility[S, E]) place(e E, c ChunkPos) *residentList[E] {
 			rl = &residentList[E]{}
 		}
 		rl.chunk = c
-		rl.subs = v.subs.chunks[c] // nil when nobody holds c
-		v.residents[c] = rl
+		rl.subs = v.subs.chunks.get(c) // nil when nobody holds c
+		rl.obs = nil
+		if rl.subs != nil {
+			rl.obs = rl.subs.subs
+		}
+		v.residents.put(c, rl)
 	}
-	v.where[e] = placement[E]{chunk: c, slot: int32(len(rl.ents)), rl: rl}
+	v.where.put(e, placement[E]{chunk: c, slot: int32(len(rl.ents)), rl: rl})
 	rl.ents = append(rl.ents, e)
 	return rl
 }
@@ -348,31 +355,37 @@ func (v *Visibility[S, E]) unplace(e E, p placement[E]) {
 	if p.slot != last {
 		moved := rl.ents[last]
 		rl.ents[p.slot] = moved
-		v.where[moved] = placement[E]{chunk: rl.chunk, slot: p.slot, rl: rl}
+		v.where.put(moved, placement[E]{chunk: rl.chunk, slot: p.slot, rl: rl})
 	}
 	rl.ents = rl.ents[:last]
-	delete(v.where, e)
+	v.where.del(e)
 	if last == 0 {
-		delete(v.residents, rl.chunk)
-		rl.subs = nil
+		v.residents.del(rl.chunk)
+		rl.subs, rl.obs = nil, nil
 		v.freeLists = append(v.freeLists, rl)
 	}
 }
 
 func (v *Visibility[S, E]) chunkGained(c ChunkPos, cs *chunkSubscribers) {
-	if rl := v.residents[c]; rl != nil {
-		rl.subs = cs
+	if rl := v.residents.get(c); rl != nil {
+		rl.subs, rl.obs = cs, cs.subs
+	}
+}
+
+func (v *Visibility[S, E]) subscribersChanged(c ChunkPos, cs *chunkSubscribers) {
+	if rl := v.residents.get(c); rl != nil {
+		rl.obs = cs.subs
 	}
 }
 
 func (v *Visibility[S, E]) chunkLost(c ChunkPos) {
-	if rl := v.residents[c]; rl != nil {
-		rl.subs = nil
+	if rl := v.residents.get(c); rl != nil {
+		rl.subs, rl.obs = nil, nil
 	}
 }
 
 func (v *Visibility[S, E]) chunkSent(i int32, c ChunkPos) {
-	if rl := v.residents[c]; rl != nil {
+	if rl := v.residents.get(c); rl != nil {
 		for _, e := range rl.ents {
 			v.push(i, event[E]{entity: e, delta: +1})
 		}
@@ -380,7 +393,7 @@ func (v *Visibility[S, E]) chunkSent(i int32, c ChunkPos) {
 }
 
 func (v *Visibility[S, E]) chunkUnsent(i int32, c ChunkPos) {
-	if rl := v.residents[c]; rl != nil {
+	if rl := v.residents.get(c); rl != nil {
 		for _, e := range rl.ents {
 			v.push(i, event[E]{entity: e, delta: -1, reason: OutOfSight})
 		}

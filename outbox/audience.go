@@ -113,4 +113,9 @@ type IndexedWorld[S comparable, E interest.Entity] interface {
 	// to another key after its subscriber is forgotten, so the outbox
 	// checks the key before trusting what it cached for the index.
 	SubscriberAt(i int32) S
+	// SubscriberEpoch changes whenever an index is given to a key or taken
+	// from one. While it is unchanged the outbox trusts what it cached for
+	// an index without asking SubscriberAt again (one interface call and
+	// key comparison per observer per message saved).
+	SubscriberEpoch() uint64
 }

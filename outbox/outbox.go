@@ -106,7 +106,8 @@ type viewerNode struct {
 type denseRef[S comparable] struct {
 	key   S
 	gen   uint32
-	recip int32 // -1: no sink
+	recip int32  // -1: no sink
+	epoch uint64 // the world's SubscriberEpoch when key was read
 }
 
 // recipient is one attached subscriber. What fanOut touches per observer
@@ -134,6 +135,7 @@ type Outbox[S comparable, E interest.Entity] struct {
 
 	index   map[S]int32
 	gen     uint32 // bumped whenever index changes (see denseRef)
+	epoch   uint64 // indexed.SubscriberEpoch() at the start of this flush
 	byDense []denseRef[S]
 	recips  []recipient[S, E]
 	seqs    []uint64     // by recipient: last message given (dedupe)
@@ -339,6 +341,10 @@ func (o *Outbox[S, E]) Flush(tick uint64) Stats {
 	// (async writers, node links) and so must never be overwritten. It is
 	// one allocation per tick, sized by the last one, not one per recipient.
 	o.arena = make([]byte, 0, max(o.lastArena+o.lastArena/8, 4096))
+	if o.indexed != nil {
+		// The world does not change during a flush: read it once.
+		o.epoch = o.indexed.SubscriberEpoch()
+	}
 
 	for _, i := range o.active {
 		for _, v := range o.recips[i].vanished {
@@ -646,7 +652,11 @@ func (o *Outbox[S, E]) recipientAt(d int32) int32 {
 		o.byDense = append(o.byDense, make([]denseRef[S], int(d)+1-len(o.byDense))...)
 	}
 	ref := &o.byDense[d]
+	if ref.gen == o.gen && ref.epoch == o.epoch {
+		return ref.recip // neither our index nor the world's moved
+	}
 	key := o.indexed.SubscriberAt(d)
+	ref.epoch = o.epoch
 	if ref.gen != o.gen || ref.key != key {
 		ref.key, ref.gen, ref.recip = key, o.gen, -1
 		if i, ok := o.index[key]; ok {
