@@ -35,7 +35,11 @@
 //     PostgreSQL only: ReserveAndAppend takes the session row after the
 //     reservation rows, ReleaseSession before them; the two meet only when a
 //     settle releases a session that is still appending, PostgreSQL breaks
-//     the deadlock and the rerun finds the seal.
+//     the deadlock and the rerun finds the seal. A second, PostgreSQL only:
+//     the reservation lock takes existing rows first and creates missing
+//     ones after, so two transactions that both create one new account
+//     while overlapping on others can deadlock; the rerun takes them all in
+//     order.
 //
 // SQLite specifics: WAL mode with synchronous=FULL (a committed journal row
 // survives power loss), one writer connection per Store with BEGIN

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
 )
@@ -41,6 +43,26 @@ func (s *Store) Append(ctx context.Context, recs []netting.JournalRecord) error 
 // one durable transaction — one commit, one flush per group commit. Any
 // refusal of the append rolls the reservations back with it.
 func (s *Store) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
+	granted, err := s.reserveAndAppend(ctx, reqs, build, false)
+	if errors.Is(err, errJournalUniqueViolation) {
+		// The fast statement found a taken key or seq and aborted the
+		// transaction, which can then say nothing more. Rerun it with the
+		// statement that skips such rows and names them.
+		granted, err = s.reserveAndAppend(ctx, reqs, build, true)
+	}
+	return granted, err
+}
+
+// errJournalUniqueViolation is the PostgreSQL group commit's fast journal
+// insert hitting a unique index (a key or seq already taken): the cue to
+// rerun the transaction with the statement that explains the collision.
+var errJournalUniqueViolation = errors.New("sqlstore: journal unique violation")
+
+// reserveAndAppend is ReserveAndAppend. With explain set, the PostgreSQL
+// journal insert skips conflicting rows (ON CONFLICT DO NOTHING) and reports
+// them as appendTx does; without it, it is a plain INSERT, which costs less
+// per row and fails with errJournalUniqueViolation on a conflict.
+func (s *Store) reserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord, explain bool) ([]bool, error) {
 	granted := make([]bool, len(reqs))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		clear(granted)
@@ -57,7 +79,7 @@ func (s *Store) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDel
 			return err
 		}
 		if s.d.arrays {
-			return s.setPendingAndAppendPG(ctx, tx, changed, recs, encoded)
+			return s.setPendingAndAppendPG(ctx, tx, changed, recs, encoded, explain)
 		}
 		if err := s.setPending(ctx, tx, changed); err != nil {
 			return err
@@ -78,7 +100,7 @@ func (s *Store) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDel
 // reservation rows' — the opposite of ReleaseSession — so a release racing
 // a live append of the same session can deadlock; PostgreSQL breaks it and
 // inTx reruns the loser (which then finds the seal).
-func (s *Store) setPendingAndAppendPG(ctx context.Context, tx *sql.Tx, changed map[string]int64, recs []netting.JournalRecord, encoded []string) error {
+func (s *Store) setPendingAndAppendPG(ctx context.Context, tx *sql.Tx, changed map[string]int64, recs []netting.JournalRecord, encoded []string, explain bool) error {
 	sid, first := recs[0].SessionID, recs[0].Seq
 	accounts := make([]string, 0, len(changed))
 	for a := range changed {
@@ -100,26 +122,44 @@ func (s *Store) setPendingAndAppendPG(ctx context.Context, tx *sql.Tx, changed m
 		seqs[i], keys[i], prevs[i], hashes[i] = r.Seq, r.Key, r.PrevHash, r.Hash
 	}
 	var sessions, inserted int
+	// setp is a plain UPDATE, not an upsert: decideReserve created and
+	// locked every row it changes earlier in this transaction, so each row
+	// is there and no one else can delete it (ReplacePending waits for our
+	// lock). The statement counts what it wrote, to check that.
+	// Without explain a taken key or seq fails the statement (see
+	// reserveAndAppend); a plain INSERT skips the speculative insertion
+	// that ON CONFLICT does for every row.
+	onConflict := ""
+	if explain {
+		onConflict = "ON CONFLICT DO NOTHING "
+	}
+	var updated int
 	err := tx.QueryRowContext(ctx, s.d.q(`WITH setp AS (
-			INSERT INTO netting_reservations (account, pending)
-			SELECT a, p FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS u(a, p, n) ORDER BY n
-			ON CONFLICT (account) DO UPDATE SET pending = excluded.pending
+			UPDATE netting_reservations r SET pending = u.p
+			FROM unnest($1::text[], $2::bigint[]) AS u(a, p)
+			WHERE r.account = u.a
 			RETURNING 1),
 		sess AS (
 			UPDATE netting_sessions SET journal_len = journal_len + $3, last_recorded_at = {now}
 			WHERE id = $4 AND journal_len = $5 AND claim_token = 0 AND settled_at IS NULL
 			RETURNING last_recorded_at),
-		-- setp runs although nothing reads it (PostgreSQL runs every
-		-- data-modifying CTE to completion).
 		ins AS (
 			INSERT INTO netting_journal (session_id, seq, key, legs, prev_hash, hash, recorded_at)
 			SELECT $4, u.seq, u.key, u.legs, u.prev_hash, u.hash, sess.last_recorded_at
 			FROM sess, unnest($6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[]) AS u(seq, key, legs, prev_hash, hash)
-			ON CONFLICT DO NOTHING RETURNING 1)
-		SELECT (SELECT count(*) FROM sess), (SELECT count(*) FROM ins)`),
-		accounts, vals, len(recs), sid, first, seqs, keys, encoded, prevs, hashes).Scan(&sessions, &inserted)
+			`+onConflict+`RETURNING 1)
+		SELECT (SELECT count(*) FROM setp), (SELECT count(*) FROM sess), (SELECT count(*) FROM ins)`),
+		accounts, vals, len(recs), sid, first, seqs, keys, encoded, prevs, hashes).Scan(&updated, &sessions, &inserted)
+	var pgErr *pgconn.PgError
+	if !explain && errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return fmt.Errorf("%w: %s", errJournalUniqueViolation, pgErr.ConstraintName)
+	}
 	if err != nil {
 		return fmt.Errorf("sqlstore: reserve and append %s: %w", sid, err)
+	}
+	if updated != len(accounts) {
+		// Unreachable while decideReserve locks every row it changes.
+		return fmt.Errorf("sqlstore: reserve and append %s: wrote %d of %d reservation rows", sid, updated, len(accounts))
 	}
 	if sessions == 0 {
 		return s.appendRefusal(ctx, tx, recs)

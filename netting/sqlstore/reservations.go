@@ -113,11 +113,38 @@ func (s *Store) lockPending(ctx context.Context, tx *sql.Tx, accounts []string) 
 	pending = make(map[string]int64, len(accounts))
 	balances = make(map[string]int64, len(accounts))
 	if s.d.arrays {
+		// Common path: every row exists, so a plain row lock (in the array's
+		// account order) is enough, and each counter gets one new row
+		// version per group commit (its write) instead of two (a no-op
+		// upsert to lock it, then the write).
+		rs, err := tx.QueryContext(ctx, `SELECT r.account, r.pending, COALESCE(b.balance, 0)
+			FROM unnest($1::text[]) WITH ORDINALITY AS u(a, n)
+			JOIN netting_reservations r ON r.account = u.a
+			LEFT JOIN ledger_balances b ON b.account = r.account
+			ORDER BY u.n FOR UPDATE OF r`, accounts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+		if err := scanPendingBalances(rs, pending, balances); err != nil {
+			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+		if len(pending) == len(accounts) {
+			return pending, balances, nil
+		}
+		// Some row is missing (an account's first reservation, or a row
+		// ReplacePending dropped): create and lock them all with the upsert
+		// below. It locks in account order too; rows this transaction
+		// already holds are simply re-locked. A transaction that locked a
+		// higher account above and now waits for a lower one can deadlock
+		// with another doing the same; PostgreSQL breaks it and inTx reruns
+		// the loser.
+		clear(pending)
+		clear(balances)
 		// One array parameter instead of one per account: the statement's
 		// text and parameter count no longer grow with the batch. unnest
 		// WITH ORDINALITY keeps the array's (account) order, so the no-op
 		// DO UPDATE takes the row locks in account order as below.
-		rs, err := tx.QueryContext(ctx, `INSERT INTO netting_reservations (account, pending)
+		rs, err = tx.QueryContext(ctx, `INSERT INTO netting_reservations (account, pending)
 			SELECT a, 0 FROM unnest($1::text[]) WITH ORDINALITY AS u(a, n) ORDER BY n
 			ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending
 			RETURNING account, pending, COALESCE((SELECT b.balance FROM ledger_balances b WHERE b.account = netting_reservations.account), 0)`, accounts)
