@@ -27,7 +27,7 @@
 //     its data: each Connect takes max(previous+1, store time in µs), read
 //     and written in one atomic step. The time floor keeps them increasing
 //     across a loss of the store's data too, as long as its clock does not
-//     go back further than the gap (see docs/decisions/directory.md).
+//     go back further than the gap (see the directory section of docs/decisions.md).
 //  2. Renew, SetMaster and Release apply only when the caller's epoch is the
 //     entry's current epoch; otherwise they change nothing and return
 //     ErrStaleEpoch (with the current epoch) or ErrNotFound (no live entry).

@@ -191,7 +191,7 @@ func TestRedisKillAndRestart(t *testing.T) {
 	}
 	// Lost with the data: the route floor, and the used-token record. A
 	// token used before the loss can be used once more; see
-	// docs/decisions/directory.md ("Redis data loss").
+	// the directory section of docs/decisions.md ("Redis data loss").
 	if s.Master.Version != 0 {
 		t.Fatalf("route floor survived a data loss? %+v", s)
 	}
