@@ -494,26 +494,21 @@ func (d *economyDemo) killAt(ctx, load context.Context, at time.Time) error {
 
 // rotator settles due epochs on every live node, so idle scopes rotate too.
 func (d *economyDemo) rotator(ctx context.Context) {
-	t := time.NewTicker(max(d.cfg.EpochMaxAge/4, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	d.everyLiveNode(ctx, func(n *netting.ClusterNode) {
+		if _, err := n.RotateDue(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("demo: rotate", "node", n.NodeID(), "err", err)
 		}
-		d.viewMu.RLock()
-		for _, n := range d.view.Load().nodes {
-			if _, err := n.RotateDue(ctx); err != nil && ctx.Err() == nil {
-				d.log.Warn("demo: rotate", "node", n.NodeID(), "err", err)
-			}
-		}
-		d.viewMu.RUnlock()
-	}
+	})
 }
 
 // sweeper runs every live node's orphan sweep.
 func (d *economyDemo) sweeper(ctx context.Context) {
+	d.everyLiveNode(ctx, func(n *netting.ClusterNode) { d.sweepOnce(ctx, n) })
+}
+
+// everyLiveNode calls each for every live node, a quarter of an epoch apart,
+// until ctx ends. It holds viewMu shared for a whole pass.
+func (d *economyDemo) everyLiveNode(ctx context.Context, each func(*netting.ClusterNode)) {
 	t := time.NewTicker(max(d.cfg.EpochMaxAge/4, 10*time.Millisecond))
 	defer t.Stop()
 	for {
@@ -524,7 +519,7 @@ func (d *economyDemo) sweeper(ctx context.Context) {
 		}
 		d.viewMu.RLock()
 		for _, n := range d.view.Load().nodes {
-			d.sweepOnce(ctx, n)
+			each(n)
 		}
 		d.viewMu.RUnlock()
 	}
