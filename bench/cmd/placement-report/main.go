@@ -167,15 +167,7 @@ func writeTiming(w io.Writer, res map[string]*result) {
 
 	fmt.Fprintf(w, "## Ring lookup: one leader lookup\n\n")
 	fmt.Fprintf(w, "ns/op (ratio to the fastest peer ring at that size; below 1 is faster) and allocs/op. ns/op is the median time per lookup over batches of about 20 µs, which leaves out batches during which the shared machine took the CPU away (see bench/timing_test.go).\n\n")
-	fmt.Fprintf(w, "| implementation |")
-	for _, n := range bench.NodeCounts {
-		fmt.Fprintf(w, " %d nodes | allocs |", n)
-	}
-	fmt.Fprintf(w, "\n|---|")
-	for range bench.NodeCounts {
-		fmt.Fprintf(w, "---:|---:|")
-	}
-	fmt.Fprintln(w)
+	writeSizeHeader(w)
 	for _, r := range ringRows {
 		fmt.Fprintf(w, "| %s |", r.label)
 		for _, n := range bench.NodeCounts {
@@ -232,15 +224,7 @@ func writeTiming(w io.Writer, res map[string]*result) {
 
 	fmt.Fprintf(w, "\n## Rendezvous: one owner lookup\n\n")
 	fmt.Fprintf(w, "ns/op (ratio to dgryski/go-rendezvous at that size) and allocs/op. dgryski hashes the key once and mixes it with each node's precomputed hash (O(1) per node); scopeRouter compatibility requires FNV-1a over node + \"\\n\" + key, O(key length) per node, so the compatible table cannot match it and the weighted one adds a logarithm for the nodes that pass a cheap bound.\n\n")
-	fmt.Fprintf(w, "| implementation |")
-	for _, n := range bench.NodeCounts {
-		fmt.Fprintf(w, " %d nodes | allocs |", n)
-	}
-	fmt.Fprintf(w, "\n|---|")
-	for range bench.NodeCounts {
-		fmt.Fprintf(w, "---:|---:|")
-	}
-	fmt.Fprintln(w)
+	writeSizeHeader(w)
 	for _, r := range rdvRows {
 		fmt.Fprintf(w, "| %s |", r.label)
 		for _, n := range bench.NodeCounts {
@@ -397,4 +381,18 @@ func label(impl bench.Impl) string {
 		return "**" + impl.Name + "**"
 	}
 	return impl.Name
+}
+
+// writeSizeHeader writes the header of a table with one "ns/op | allocs"
+// column pair per node count.
+func writeSizeHeader(w io.Writer) {
+	fmt.Fprintf(w, "| implementation |")
+	for _, n := range bench.NodeCounts {
+		fmt.Fprintf(w, " %d nodes | allocs |", n)
+	}
+	fmt.Fprintf(w, "\n|---|")
+	for range bench.NodeCounts {
+		fmt.Fprintf(w, "---:|---:|")
+	}
+	fmt.Fprintln(w)
 }
