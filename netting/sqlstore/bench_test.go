@@ -36,7 +36,7 @@ func benchStores(b *testing.B) []benchStore {
 
 // benchCallers are the concurrency levels of the throughput benchmark
 // (scripts/bench-netting reports the same list).
-var benchCallers = []int{16, 64, 256}
+var benchCallers = []int{16, 64, 256, 1024}
 
 // BenchmarkNettingThroughput measures, side by side in one run, on SQLite
 // and on a durable PostgreSQL, durable movements per second through one

@@ -35,7 +35,9 @@
 //     PostgreSQL only: ReserveAndAppend takes the session row after the
 //     reservation rows, ReleaseSession before them; the two meet only when a
 //     settle releases a session that is still appending, PostgreSQL breaks
-//     the deadlock and the rerun finds the seal. A second, PostgreSQL only:
+//     the deadlock and the rerun finds the seal (the group commit's single
+//     statement, groupCommitPG, takes them in the same order as the
+//     transaction it stands for). A second, PostgreSQL only:
 //     the reservation lock takes existing rows first and creates missing
 //     ones after, so two transactions that both create one new account
 //     while overlapping on others can deadlock; the rerun takes them all in
@@ -44,5 +46,14 @@
 // SQLite specifics: WAL mode with synchronous=FULL (a committed journal row
 // survives power loss), one writer connection per Store with BEGIN
 // IMMEDIATE (writers queue in Go, not on SQLITE_BUSY), a busy timeout for
-// other processes sharing the file, and a separate read-only pool.
+// other processes sharing the file, a separate read-only pool, the group
+// commit's statements prepared once at open (stmtcache.go), and the hot
+// tables clustered on their keys (WITHOUT ROWID, schema version 3).
+//
+// PostgreSQL specifics: a group commit whose requests are all granted is one
+// statement in its own implicit transaction — one round trip, commit
+// included. It writes as if every reservation were granted and ends with a
+// check (netting_group_commit_check, schema version 3) that raises, undoing
+// the statement, unless the counters' values before it grant every request;
+// a declined batch is then decided request by request in a transaction.
 package sqlstore

@@ -23,3 +23,9 @@ func (s *Store) PostingIDsWithPrefix(ctx context.Context, prefix string) ([]stri
 	}
 	return out, rs.Err()
 }
+
+// OpenSQLiteAtVersion opens a SQLite store migrated only up to version, to
+// check the upgrades from it.
+func OpenSQLiteAtVersion(ctx context.Context, path string, version int) (*Store, error) {
+	return openSQLite(ctx, path, version)
+}

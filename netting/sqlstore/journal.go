@@ -7,18 +7,14 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
 )
-
-// journalRowsPerInsert keeps a multi-row statement under both engines' bound
-// on parameters (SQLite 32766, PostgreSQL 65535) at 7 per row.
-const journalRowsPerInsert = 500
 
 // Append implements netting.JournalStore: recs join one session's journal
 // atomically, stamped with the store's clock. Its first statement claims the
@@ -39,10 +35,22 @@ func (s *Store) Append(ctx context.Context, recs []netting.JournalRecord) error 
 	return s.inTx(ctx, func(tx *sql.Tx) error { return s.appendTx(ctx, tx, recs, encoded) })
 }
 
-// ReserveAndAppend implements netting.BatchStore: reserveTx and appendTx in
-// one durable transaction — one commit, one flush per group commit. Any
-// refusal of the append rolls the reservations back with it.
+// ReserveAndAppend implements netting.BatchStore: the reservations and the
+// rows in one durable transaction — one commit, one flush per group commit.
+// Any refusal of the append rolls the reservations back with it.
+//
+// On PostgreSQL the common case (every request granted, nothing refused) is
+// groupCommitPG's single statement; anything else is declined there and
+// decided here request by request. On SQLite addAndDecideSQLite reads and
+// writes the counters in one statement per chunk of accounts.
 func (s *Store) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
+	if s.d.arrays {
+		granted, applied, err := s.groupCommitPG(ctx, reqs, build)
+		if applied || err != nil {
+			return granted, err
+		}
+		// Declined: nothing was applied. Decide request by request below.
+	}
 	granted, err := s.reserveAndAppend(ctx, reqs, build, false)
 	if errors.Is(err, errJournalUniqueViolation) {
 		// The fast statement found a taken key or seq and aborted the
@@ -52,6 +60,91 @@ func (s *Store) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDel
 	}
 	return granted, err
 }
+
+// groupCommitPG is the PostgreSQL group commit's common case in ONE
+// statement, in its own implicit transaction — one round trip, commit
+// included — instead of four (BEGIN, lock, write, COMMIT). It builds the
+// rows as if every request were granted, then the statement adds each
+// account's deltas to its counter (taking the row locks in account order,
+// as lockPending does), claims the seqs on the session row, inserts the
+// rows, and last calls netting_group_commit_check, which raises unless, by
+// the counters' values before the add (batchSums), every request was
+// granted, and the session took every row.
+//
+// applied reports that the batch committed with every request granted. A
+// statement the server refused with an ERROR (the check, a taken key, a
+// deadlock, anything) applied nothing: applied and err are then false and
+// nil, and the caller decides the batch request by request. Any other
+// error — the connection, the context — may hide a commit and is returned.
+func (s *Store) groupCommitPG(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) (granted []bool, applied bool, err error) {
+	if len(reqs) == 0 {
+		return nil, false, nil
+	}
+	all := make([]bool, len(reqs))
+	for i := range all {
+		all[i] = true
+	}
+	recs := build(slices.Clone(all))
+	if len(recs) == 0 {
+		return nil, false, nil
+	}
+	sid, first := recs[0].SessionID, recs[0].Seq
+	seqs := make([]int64, len(recs))
+	keys := make([]string, len(recs))
+	prevs := make([]string, len(recs))
+	hashes := make([]string, len(recs))
+	for i, r := range recs {
+		if r.SessionID != sid || r.Seq != first+int64(i) {
+			return nil, false, nil // the slow path names the problem
+		}
+		seqs[i], keys[i], prevs[i], hashes[i] = r.Seq, r.Key, r.PrevHash, r.Hash
+	}
+	encoded, err := encodeAll(recs)
+	if err != nil {
+		return nil, false, err
+	}
+	b := sumBatch(reqs)
+	var journaled int64
+	// A prepared statement (cached per connection): planned once, and
+	// its parameters described, so pgx sends the arrays in binary instead
+	// of as text the server must parse.
+	err = s.pool.QueryRow(ctx, s.d.q(groupCommitPGText), pgx.QueryExecModeCacheStatement,
+		b.accounts, b.sums, b.hasLow, b.low, len(b.accounts),
+		len(recs), sid, first, seqs, keys, encoded, prevs, hashes).Scan(&journaled)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Severity == "ERROR" {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlstore: group commit %s: %w", sid, err)
+	}
+	return all, true, nil
+}
+
+// groupCommitPGText is groupCommitPG's statement. $1–$4 are batchSums
+// (accounts, sums, hasLow, low) and $5 its account count; $6–$13 the rows.
+const groupCommitPGText = `WITH setp AS (
+		INSERT INTO netting_reservations (account, pending)
+		SELECT a, s FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS u(a, s, n) ORDER BY n
+		ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending + excluded.pending
+		RETURNING account, pending),
+	sess AS (
+		UPDATE netting_sessions SET journal_len = journal_len + $6, last_recorded_at = {now}
+		WHERE id = $7 AND journal_len = $8 AND claim_token = 0 AND settled_at IS NULL
+		RETURNING last_recorded_at),
+	ins AS (
+		INSERT INTO netting_journal (session_id, seq, key, legs, prev_hash, hash, recorded_at)
+		SELECT $7, u.seq, u.key, u.legs, u.prev_hash, u.hash, sess.last_recorded_at
+		FROM sess, unnest($9::bigint[], $10::text[], $11::text[], $12::text[], $13::text[]) AS u(seq, key, legs, prev_hash, hash)
+		RETURNING 1)
+	SELECT netting_group_commit_check(
+		(SELECT count(*) FROM setp
+			JOIN unnest($1::text[], $2::bigint[], $3::bool[], $4::bigint[]) AS c(a, s, has_low, low) ON c.a = setp.account
+			LEFT JOIN ledger_balances b ON b.account = c.a
+			WHERE c.has_low AND COALESCE(b.balance, 0) + (setp.pending - c.s) + c.low < 0),
+		(SELECT count(*) FROM setp), $5,
+		(SELECT count(*) FROM sess),
+		(SELECT count(*) FROM ins), $6)`
 
 // errJournalUniqueViolation is the PostgreSQL group commit's fast journal
 // insert hitting a unique index (a key or seq already taken): the cue to
@@ -66,6 +159,20 @@ func (s *Store) reserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDel
 	granted := make([]bool, len(reqs))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		clear(granted)
+		if !s.d.arrays {
+			if err := s.addAndDecideSQLite(ctx, tx, reqs, granted); err != nil {
+				return err
+			}
+			recs := build(slices.Clone(granted))
+			if len(recs) == 0 {
+				return nil
+			}
+			encoded, err := encodeAll(recs)
+			if err != nil {
+				return err
+			}
+			return s.appendTx(ctx, tx, recs, encoded)
+		}
 		changed, err := s.decideReserve(ctx, tx, reqs, granted)
 		if err != nil {
 			return err
@@ -78,13 +185,7 @@ func (s *Store) reserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDel
 		if err != nil {
 			return err
 		}
-		if s.d.arrays {
-			return s.setPendingAndAppendPG(ctx, tx, changed, recs, encoded, explain)
-		}
-		if err := s.setPending(ctx, tx, changed); err != nil {
-			return err
-		}
-		return s.appendTx(ctx, tx, recs, encoded)
+		return s.setPendingAndAppendPG(ctx, tx, changed, recs, encoded, explain)
 	})
 	if err != nil {
 		return nil, err
@@ -93,8 +194,9 @@ func (s *Store) reserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDel
 }
 
 // setPendingAndAppendPG is setPending then appendTx as ONE PostgreSQL
-// statement (data-modifying CTEs), so a group commit costs four round trips
-// (BEGIN, lock, this, COMMIT) instead of six. The counters change whatever
+// statement (data-modifying CTEs), so a group commit that groupCommitPG
+// declined costs four round trips (BEGIN, lock, this, COMMIT) instead of
+// six. The counters change whatever
 // the append does; a refused append returns an error and inTx rolls the
 // whole transaction back. It takes the session row's lock after the
 // reservation rows' — the opposite of ReleaseSession — so a release racing
@@ -204,10 +306,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []netting.Journal
 	var now int64
 	err := sql.ErrNoRows
 	if contiguous {
-		err = tx.QueryRowContext(ctx, s.d.q(`UPDATE netting_sessions
-			SET journal_len = journal_len + ?, last_recorded_at = {now}
-			WHERE id = ? AND journal_len = ? AND claim_token = 0 AND settled_at IS NULL
-			RETURNING last_recorded_at`), len(recs), sid, first).Scan(&now)
+		err = s.queryRowTx(ctx, tx, s.d.q(appendSessionText), len(recs), sid, first).Scan(&now)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return s.appendRefusal(ctx, tx, recs)
@@ -236,32 +335,46 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []netting.Journal
 		}
 		return nil
 	}
-	for start := 0; start < len(recs); start += journalRowsPerInsert {
-		end := min(start+journalRowsPerInsert, len(recs))
-		var q strings.Builder
-		q.WriteString(`INSERT INTO netting_journal (session_id, seq, key, legs, prev_hash, hash, recorded_at) VALUES `)
-		args := make([]any, 0, 7*(end-start))
-		for i := start; i < end; i++ {
-			r := recs[i]
-			if i > start {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, sid, r.Seq, r.Key, encoded[i], r.PrevHash, r.Hash, now)
+	// SQLite: cached multi-row INSERTs (stmtcache.go). A taken key or seq
+	// fails its statement, which SQLite undoes on its own while the
+	// transaction stays usable; the chunk is then rerun with the statement
+	// that skips such rows and names them.
+	start := 0
+	for _, n := range rowChunks(len(recs)) {
+		chunk, enc := recs[start:start+n], encoded[start:start+n]
+		start += n
+		args := make([]any, 0, 7*n)
+		for i, r := range chunk {
+			args = append(args, sid, r.Seq, r.Key, enc[i], r.PrevHash, r.Hash, now)
 		}
-		// DO NOTHING rather than an error: a failed statement poisons a
-		// PostgreSQL transaction. RETURNING names the rows written; any
-		// other is a collision, reported (and rolled back) below.
-		q.WriteString(` ON CONFLICT DO NOTHING RETURNING key`)
-		inserted, err := queryStrings(ctx, tx, s.d.q(q.String()), args...)
+		_, execErr := s.execTx(ctx, tx, sqliteJournalInsertText(n), args...)
+		if execErr == nil {
+			continue
+		}
+		if !isSQLiteConstraint(execErr) {
+			return fmt.Errorf("sqlstore: append %s: %w", sid, execErr)
+		}
+		// DO NOTHING rather than an error; RETURNING names the rows
+		// written; any other is a collision, reported (and rolled back)
+		// below.
+		inserted, err := queryStrings(ctx, tx, sqliteJournalInsertText(n)+` ON CONFLICT DO NOTHING RETURNING key`, args...)
 		if err != nil {
 			return fmt.Errorf("sqlstore: append %s: %w", sid, err)
 		}
-		if len(inserted) != end-start {
-			return s.collision(ctx, tx, recs[start:end], inserted)
+		if len(inserted) != n {
+			return s.collision(ctx, tx, chunk, inserted)
 		}
+		// Unreachable: the same rows cannot both collide and not.
+		return fmt.Errorf("sqlstore: append %s: constraint failure without a collision: %w", sid, execErr)
 	}
 	return nil
+}
+
+// isSQLiteConstraint reports a SQLite constraint violation (SQLITE_CONSTRAINT,
+// primary code 19).
+func isSQLiteConstraint(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 19
 }
 
 // appendRefusal says why the session row did not take an append: no such

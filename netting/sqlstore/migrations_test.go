@@ -1,10 +1,13 @@
 package sqlstore_test
 
 import (
+	"errors"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/shardwise/shardwise/ledger"
+	"github.com/shardwise/shardwise/netting"
 	"github.com/shardwise/shardwise/netting/sqlstore"
 )
 
@@ -59,5 +62,80 @@ func testConcurrentOpen(t *testing.T, url string) {
 			t.Errorf("open %d: version %d, %v", i, v, err)
 		}
 		stores[i].Close()
+	}
+}
+
+// A SQLite database written at schema version 2 keeps every balance,
+// counter, journal row and key through version 3's table rebuilds, and the
+// upgraded store goes on appending to the same journal.
+func TestSQLiteUpgradeFrom2(t *testing.T) {
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "netting.db")
+	old, err := sqlstore.OpenSQLiteAtVersion(ctx, path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := old.SchemaVersion(ctx); err != nil || v != 2 {
+		t.Fatalf("old store at version %d, %v; want 2", v, err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(old.Post(ctx, ledger.Posting{ID: "fund", Legs: []ledger.Leg{ledger.Credit("alice:spendable", 100), ledger.Debit(ledger.Revenue, 100)}}))
+	if _, err := old.CreateSession(ctx, netting.SessionMeta{ID: "s", Scope: "shop", NodeID: "n1", ChunkWidth: 16}); err != nil {
+		t.Fatal(err)
+	}
+	buy := []ledger.Leg{ledger.Debit("alice:spendable", 30), ledger.Credit("bob:earned", 30)}
+	granted, err := old.Reserve(ctx, [][]ledger.AccountDelta{{{Account: "alice:spendable", Delta: -30}, {Account: "bob:earned", Delta: 30}}})
+	must(err)
+	if !granted[0] {
+		t.Fatal("reservation refused on the old schema")
+	}
+	first := netting.JournalRecord{SessionID: "s", Seq: 0, Key: "k0", Legs: buy, PrevHash: netting.GenesisHash, Hash: netting.ChainHash(netting.GenesisHash, "k0", buy)}
+	must(old.Append(ctx, []netting.JournalRecord{first}))
+	must(old.Close())
+
+	s, err := sqlstore.OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := s.SchemaVersion(ctx); err != nil || v != sqlstore.LatestSchemaVersion {
+		t.Fatalf("upgraded store at version %d, %v; want %d", v, err, sqlstore.LatestSchemaVersion)
+	}
+	if b, err := s.Balance(ctx, "alice:spendable"); err != nil || b != 100 {
+		t.Errorf("alice balance %d, %v after the upgrade; want 100", b, err)
+	}
+	if p, err := s.Pending(ctx, "alice:spendable"); err != nil || p != -30 {
+		t.Errorf("alice pending %d, %v after the upgrade; want -30", p, err)
+	}
+	if p, err := s.Pending(ctx, "bob:earned"); err != nil || p != 30 {
+		t.Errorf("bob pending %d, %v after the upgrade; want 30", p, err)
+	}
+	if r, ok, err := s.LookupKey(ctx, "k0"); err != nil || !ok || r.Hash != first.Hash || r.SessionID != "s" {
+		t.Errorf("LookupKey(k0) = %+v, %v, %v after the upgrade", r, ok, err)
+	}
+	// The upgraded tables take the next group commit and keep refusing a
+	// taken key.
+	second := netting.JournalRecord{SessionID: "s", Seq: 1, Key: "k1", Legs: buy, PrevHash: first.Hash, Hash: netting.ChainHash(first.Hash, "k1", buy)}
+	granted, err = s.ReserveAndAppend(ctx, [][]ledger.AccountDelta{{{Account: "alice:spendable", Delta: -30}, {Account: "bob:earned", Delta: 30}}},
+		func([]bool) []netting.JournalRecord { return []netting.JournalRecord{second} })
+	if err != nil || !granted[0] {
+		t.Fatalf("ReserveAndAppend after the upgrade: %v, %v", granted, err)
+	}
+	j, err := s.ReadJournal(ctx, "s")
+	must(err)
+	if len(j) != 2 || j[0].Key != "k0" || j[1].Key != "k1" {
+		t.Fatalf("journal after the upgrade = %+v, want k0, k1", j)
+	}
+	if _, err := netting.VerifyChain("s", j); err != nil {
+		t.Errorf("chain after the upgrade: %v", err)
+	}
+	dup := netting.JournalRecord{SessionID: "s", Seq: 2, Key: "k0", Legs: buy, PrevHash: second.Hash, Hash: netting.ChainHash(second.Hash, "k0", buy)}
+	if err := s.Append(ctx, []netting.JournalRecord{dup}); !errors.Is(err, netting.ErrKeyConflict) {
+		t.Errorf("append of a taken key after the upgrade: %v, want ErrKeyConflict", err)
 	}
 }

@@ -64,6 +64,21 @@ func (s *Store) decideReserve(ctx context.Context, tx *sql.Tx, reqs [][]ledger.A
 	for a, v := range pending {
 		before[a] = v
 	}
+	decideRequests(reqs, pending, balances, granted)
+	changed := map[string]int64{}
+	for a, v := range pending {
+		if before[a] != v {
+			changed[a] = v
+		}
+	}
+	return changed, nil
+}
+
+// decideRequests applies the port's rule (netting.ReservationStore.Reserve)
+// to reqs in order against balances, updating pending in place to the
+// counters' final values and recording each request's fate in granted.
+// pending and balances hold every account reqs touch.
+func decideRequests(reqs [][]ledger.AccountDelta, pending, balances map[string]int64, granted []bool) {
 	for i, req := range reqs {
 		granted[i] = true
 		for j, d := range req {
@@ -77,13 +92,56 @@ func (s *Store) decideReserve(ctx context.Context, tx *sql.Tx, reqs [][]ledger.A
 			}
 		}
 	}
-	changed := map[string]int64{}
-	for a, v := range pending {
-		if before[a] != v {
-			changed[a] = v
+}
+
+// batchSums is the speculative view of a batch of reservation requests, as
+// if every one were granted: per account (sorted), the sum of its deltas
+// and, when it has a negative delta, the lowest running sum at any of them.
+// Every request is granted exactly when, for each account with a negative
+// delta, balance + pending + lowest ≥ 0: with nothing undone, the running
+// sum at a delta is pending's growth up to and including it, which is what
+// the rule checks there.
+type batchSums struct {
+	accounts []string
+	sums     []int64
+	// hasLow[i] reports whether accounts[i] has a negative delta; low[i]
+	// is then the lowest running sum at one (0 otherwise).
+	hasLow []bool
+	low    []int64
+}
+
+func sumBatch(reqs [][]ledger.AccountDelta) batchSums {
+	type acc struct {
+		sum, low int64
+		hasLow   bool
+	}
+	by := map[string]*acc{}
+	for _, req := range reqs {
+		for _, d := range req {
+			a := by[d.Account]
+			if a == nil {
+				a = &acc{}
+				by[d.Account] = a
+			}
+			a.sum += d.Delta
+			if d.Delta < 0 && (!a.hasLow || a.sum < a.low) {
+				a.low, a.hasLow = a.sum, true
+			}
 		}
 	}
-	return changed, nil
+	b := batchSums{accounts: make([]string, 0, len(by))}
+	for name := range by {
+		b.accounts = append(b.accounts, name)
+	}
+	sort.Strings(b.accounts)
+	b.sums = make([]int64, len(b.accounts))
+	b.low = make([]int64, len(b.accounts))
+	b.hasLow = make([]bool, len(b.accounts))
+	for i, name := range b.accounts {
+		a := by[name]
+		b.sums[i], b.low[i], b.hasLow[i] = a.sum, a.low, a.hasLow
+	}
+	return b
 }
 
 func distinctAccounts(reqs [][]ledger.AccountDelta) []string {
@@ -399,4 +457,59 @@ func (s *Store) ReplacePending(ctx context.Context, want map[string]int64) (int,
 		return 0, err
 	}
 	return adjusted, nil
+}
+
+// addAndDecideSQLite is decideReserve and setPending for SQLite in one
+// statement per chunk of accounts instead of two: it adds every request's
+// deltas to the counters as if all were granted (creating missing rows),
+// reading back each counter's new value and its account's balance; from
+// those it knows the counters before the add, decides the requests exactly
+// as decideReserve does, and writes back only the counters whose decided
+// value differs from the speculative one — none when every request is
+// granted, the common case. Nothing else can write between the add and the
+// correction: the transaction holds SQLite's write lock.
+func (s *Store) addAndDecideSQLite(ctx context.Context, tx *sql.Tx, reqs [][]ledger.AccountDelta, granted []bool) error {
+	b := sumBatch(reqs)
+	if len(b.accounts) == 0 {
+		for i := range granted {
+			granted[i] = true
+		}
+		return nil
+	}
+	after := make(map[string]int64, len(b.accounts))
+	balances := make(map[string]int64, len(b.accounts))
+	start := 0
+	for _, n := range rowChunks(len(b.accounts)) {
+		end := start + n
+		args := make([]any, 0, 2*n)
+		for i := start; i < end; i++ {
+			args = append(args, b.accounts[i], b.sums[i])
+		}
+		start = end
+		rs, err := s.queryTx(ctx, tx, sqliteReserveAddText(n), args...)
+		if err != nil {
+			return fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+		if err := scanPendingBalances(rs, after, balances); err != nil {
+			return fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+	}
+	if len(after) != len(b.accounts) {
+		return fmt.Errorf("sqlstore: reserve: read back %d of %d counters", len(after), len(b.accounts))
+	}
+	pending := make(map[string]int64, len(b.accounts))
+	for i, a := range b.accounts {
+		pending[a] = after[a] - b.sums[i]
+	}
+	decideRequests(reqs, pending, balances, granted)
+	var fix map[string]int64
+	for a, v := range pending {
+		if v != after[a] {
+			if fix == nil {
+				fix = map[string]int64{}
+			}
+			fix[a] = v
+		}
+	}
+	return s.setPending(ctx, tx, fix)
 }

@@ -37,6 +37,8 @@ type Store struct {
 	rdb  *sql.DB
 	pool *pgxpool.Pool // PostgreSQL only; closed after db.
 	d    dialect
+	// stmts caches the SQLite writer's hot statements (stmtcache.go).
+	stmts stmtCache
 
 	closeOnce sync.Once
 	closeErr  error
@@ -55,6 +57,11 @@ const sqliteReaders = 4
 // synchronous=FULL, so a committed transaction survives power loss: the
 // journal's "accepted means durable" holds on the embedded store too.
 func OpenSQLite(ctx context.Context, path string) (*Store, error) {
+	return openSQLite(ctx, path, LatestSchemaVersion)
+}
+
+// openSQLite is OpenSQLite migrating up to schema version upTo.
+func openSQLite(ctx context.Context, path string, upTo int) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		// The driver reads '?' as the start of its options.
 		return nil, errcode.Config("path", path, "must be non-empty and contain no '?' or '#'")
@@ -72,12 +79,18 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 	s := &Store{db: db, d: sqliteDialect}
 	// The writer connection creates the file and switches it to WAL before
 	// any reader opens it.
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateTo(ctx, upTo); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.stmts.prepare(ctx, db, sqliteHotTexts()); err != nil {
+		s.stmts.close()
 		db.Close()
 		return nil, err
 	}
 	rdb, err := sql.Open("sqlite", path+"?"+pragmas+"&_pragma=query_only(1)")
 	if err != nil {
+		s.stmts.close()
 		db.Close()
 		return nil, fmt.Errorf("sqlstore: open sqlite readers %s: %w", path, err)
 	}
@@ -125,7 +138,7 @@ func (s *Store) Dialect() string { return s.d.name }
 // error; none is left running.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		var errs []error
+		errs := []error{s.stmts.close()}
 		if s.rdb != nil && s.rdb != s.db {
 			errs = append(errs, s.rdb.Close())
 		}
