@@ -112,13 +112,24 @@ func (s *Store) groupCommitPG(ctx context.Context, reqs [][]ledger.AccountDelta,
 		b.accounts, b.sums, b.hasLow, b.low, len(b.accounts),
 		len(recs), sid, first, seqs, keys, encoded, prevs, hashes).Scan(&journaled)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Severity == "ERROR" {
+	if errors.As(err, &pgErr) && severity(pgErr) == "ERROR" {
+		s.declinedCommits.Add(1)
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlstore: group commit %s: %w", sid, err)
 	}
+	s.singleCommits.Add(1)
 	return all, true, nil
+}
+
+// severity is the error's untranslated severity (Severity follows the
+// server's lc_messages; servers before 9.6 send only that one).
+func severity(e *pgconn.PgError) string {
+	if e.SeverityUnlocalized != "" {
+		return e.SeverityUnlocalized
+	}
+	return e.Severity
 }
 
 // groupCommitPGText is groupCommitPG's statement. $1–$4 are batchSums
@@ -337,9 +348,13 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []netting.Journal
 	}
 	// SQLite: cached multi-row INSERTs (stmtcache.go). A taken key or seq
 	// fails its statement, which SQLite undoes on its own while the
-	// transaction stays usable; the chunk is then rerun with the statement
-	// that skips such rows and names them.
+	// transaction stays usable. From that chunk on, the rows go in with the
+	// statement that skips such rows and names the ones it wrote, so the
+	// refusal lists every colliding key of the batch, not just the first
+	// chunk's (the transaction is rolled back either way).
 	start := 0
+	explain := false
+	inserted := make([]string, 0, len(recs))
 	for _, n := range rowChunks(len(recs)) {
 		chunk, enc := recs[start:start+n], encoded[start:start+n]
 		start += n
@@ -347,27 +362,33 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []netting.Journal
 		for i, r := range chunk {
 			args = append(args, sid, r.Seq, r.Key, enc[i], r.PrevHash, r.Hash, now)
 		}
-		_, execErr := s.execTx(ctx, tx, sqliteJournalInsertText(n), args...)
-		if execErr == nil {
-			continue
+		if !explain {
+			_, err := s.execTx(ctx, tx, sqliteJournalInsertText(n), args...)
+			if err == nil {
+				for _, r := range chunk {
+					inserted = append(inserted, r.Key)
+				}
+				continue
+			}
+			if !isSQLiteConstraint(err) {
+				return fmt.Errorf("sqlstore: append %s: %w", sid, err)
+			}
+			explain = true
 		}
-		if !isSQLiteConstraint(execErr) {
-			return fmt.Errorf("sqlstore: append %s: %w", sid, execErr)
-		}
-		// DO NOTHING rather than an error; RETURNING names the rows
-		// written; any other is a collision, reported (and rolled back)
-		// below.
-		inserted, err := queryStrings(ctx, tx, sqliteJournalInsertText(n)+` ON CONFLICT DO NOTHING RETURNING key`, args...)
+		wrote, err := queryStrings(ctx, tx, sqliteJournalInsertText(n)+` ON CONFLICT DO NOTHING RETURNING key`, args...)
 		if err != nil {
 			return fmt.Errorf("sqlstore: append %s: %w", sid, err)
 		}
-		if len(inserted) != n {
-			return s.collision(ctx, tx, chunk, inserted)
-		}
-		// Unreachable: the same rows cannot both collide and not.
-		return fmt.Errorf("sqlstore: append %s: constraint failure without a collision: %w", sid, execErr)
+		inserted = append(inserted, wrote...)
 	}
-	return nil
+	if !explain {
+		return nil
+	}
+	if len(inserted) == len(recs) {
+		// Unreachable: the rows that failed a constraint went in on rerun.
+		return fmt.Errorf("sqlstore: append %s: a constraint failed, then every row went in", sid)
+	}
+	return s.collision(ctx, tx, recs, inserted)
 }
 
 // isSQLiteConstraint reports a SQLite constraint violation (SQLITE_CONSTRAINT,

@@ -77,6 +77,40 @@ func naiveDecodeLegs(s string) ([]ledger.Leg, bool) {
 // never panic, must agree with the naive encoding/json decoder on what it
 // accepts and what that decodes to, and whatever it accepts must re-encode
 // to something that decodes to the same legs.
+// marshalLegs is the stored format by definition: encoding/json's bytes for
+// the [account, amount] pairs. encodeLegs must write exactly these.
+func marshalLegs(t *testing.T, legs []ledger.Leg) string {
+	t.Helper()
+	pairs := make([][2]any, len(legs))
+	for i, l := range legs {
+		pairs[i] = [2]any{l.Account, l.Amount}
+	}
+	b, err := json.Marshal(pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestEncodeLegsMatchesJSON(t *testing.T) {
+	accounts := []string{"alice:spendable", "", "a<b", "x&y>z", `q"uote`, `back\slash`, "tab\there", "ünï", "\u2028line", "\xffbad", "~ok_!#$%'()*+,-./:;=?@[]^`{|}"}
+	for _, a := range accounts {
+		for _, amount := range []int64{0, 1, -1, math.MaxInt64, math.MinInt64} {
+			legs := []ledger.Leg{{Account: a, Amount: amount}, ledger.Credit("platform:revenue", 7)}
+			got, err := encodeLegs(legs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := marshalLegs(t, legs); got != want {
+				t.Errorf("encodeLegs(%q, %d) = %s, want %s", a, amount, got, want)
+			}
+		}
+	}
+	if got, err := encodeLegs(nil); err != nil || got != "[]" {
+		t.Errorf("encodeLegs(nil) = %q, %v; want []", got, err)
+	}
+}
+
 func FuzzDecodeLegs(f *testing.F) {
 	f.Add(`[["alice:spendable",-250],["bob:earned",250]]`)
 	f.Add(`[["a",9223372036854775807],["b",-9223372036854775808]]`)
@@ -103,6 +137,9 @@ func FuzzDecodeLegs(f *testing.F) {
 		enc, err := encodeLegs(legs)
 		if err != nil {
 			t.Fatalf("re-encode %v: %v", legs, err)
+		}
+		if want := marshalLegs(t, legs); enc != want {
+			t.Fatalf("encodeLegs(%v) = %s, encoding/json writes %s", legs, enc, want)
 		}
 		again, err := decodeLegs(enc)
 		if err != nil {

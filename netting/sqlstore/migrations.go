@@ -103,7 +103,8 @@ var migrations = []migration{
 		// insert selects FROM the session row its own statement just
 		// updated (sess in setPendingAndAppendPG, the UPDATE ... RETURNING
 		// before appendTx's INSERT), and sessions are never deleted.
-		// SQLite keeps it (dropping a constraint there rebuilds the table).
+		// SQLite keeps it (dropping a constraint there rebuilds the table)
+		// until version 3, which rebuilds the table anyway and drops it.
 		postgresStmts: []string{
 			`ALTER TABLE netting_journal DROP CONSTRAINT netting_journal_session_id_fkey`,
 		},

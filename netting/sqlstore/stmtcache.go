@@ -16,9 +16,8 @@ import (
 // on the database inside a transaction would wait for the writer connection
 // the transaction holds. PostgreSQL passes batches as arrays and needs none.
 type stmtCache struct {
-	mu     sync.Mutex
-	stmts  map[string]*sql.Stmt
-	closed bool
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
 }
 
 // prepare prepares every text on db.
@@ -53,11 +52,11 @@ func (c *stmtCache) stmt(ctx context.Context, tx *sql.Tx, text string) *sql.Stmt
 	return tx.StmtContext(ctx, st)
 }
 
-// close closes every cached statement; later calls to stmt fail.
+// close closes every cached statement; later calls to stmt return nil (the
+// caller runs the text unprepared, on a store that is closing).
 func (c *stmtCache) close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.closed = true
 	var first error
 	for _, st := range c.stmts {
 		if err := st.Close(); err != nil && first == nil {

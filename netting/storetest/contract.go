@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -345,6 +346,33 @@ func testAppendKeyConflict(t *testing.T, s netting.SharedStore) {
 		t.Errorf("refused batch left %d rows", len(got))
 	}
 	must(t, s.Append(ctx, chain("b", 0, netting.GenesisHash, "fresh")))
+	// Every taken key of the batch is named, wherever it sits in the batch
+	// (a store that writes in chunks must not stop at the first chunk).
+	must(t, s.Append(ctx, chain("a", 1, mustJournalHead(t, s, "a"), "t0", "t1", "t2")))
+	wide := chain("b", 1, mustJournalHead(t, s, "b"), "t0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "t1", "f9", "t2")
+	err = s.Append(ctx, wide)
+	if !errors.As(err, &kc) || fmt.Sprint(sortedCopy(kc.Keys)) != "[t0 t1 t2]" {
+		t.Errorf("append of 11 rows with taken keys at 0, 8 and 10: %v, want KeyConflictError{[t0 t1 t2]}", err)
+	}
+	if got, _ := s.ReadJournal(ctx, "b"); len(got) != 1 {
+		t.Errorf("refused batch left %d rows, want the 1 from before", len(got))
+	}
+}
+
+func mustJournalHead(t *testing.T, s netting.SharedStore, session string) string {
+	t.Helper()
+	j, err := s.ReadJournal(ctxT(t), session)
+	must(t, err)
+	if len(j) == 0 {
+		return netting.GenesisHash
+	}
+	return j[len(j)-1].Hash
+}
+
+func sortedCopy(keys []string) []string {
+	out := slices.Clone(keys)
+	slices.Sort(out)
+	return out
 }
 
 func testAppendSeqConflict(t *testing.T, s netting.SharedStore) {
