@@ -207,12 +207,12 @@ func (s *Store) reserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDel
 // setPendingAndAppendPG is setPending then appendTx as ONE PostgreSQL
 // statement (data-modifying CTEs), so a group commit that groupCommitPG
 // declined costs four round trips (BEGIN, lock, this, COMMIT) instead of
-// six. The counters change whatever
-// the append does; a refused append returns an error and inTx rolls the
-// whole transaction back. It takes the session row's lock after the
-// reservation rows' — the opposite of ReleaseSession — so a release racing
-// a live append of the same session can deadlock; PostgreSQL breaks it and
-// inTx reruns the loser (which then finds the seal).
+// six. The counters change whatever the append does; a refused append
+// returns an error and inTx rolls the whole transaction back. It takes the
+// session row's lock after the reservation rows' — the opposite of
+// ReleaseSession — so a release racing a live append of the same session
+// can deadlock; PostgreSQL breaks it and inTx reruns the loser (which then
+// finds the seal).
 func (s *Store) setPendingAndAppendPG(ctx context.Context, tx *sql.Tx, changed map[string]int64, recs []netting.JournalRecord, encoded []string, explain bool) error {
 	sid, first := recs[0].SessionID, recs[0].Seq
 	accounts := make([]string, 0, len(changed))
