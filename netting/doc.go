@@ -35,7 +35,10 @@
 //     compensate every posted chunk newest first (…_c<i>_comp), and post
 //     each movement alone as mv_<session>_<seq>, collecting refusals.
 //  6. Release the session's reservations exactly once (a durable claim in
-//     the store), mark the session settled, report.
+//     the store), mark the session settled, report. On a store with
+//     SettlePoster each posting of steps 4–5 already released its own
+//     deltas as it landed (a compensation put its chunk's back), so the
+//     release returns only what no posting took: the refused movements.
 //
 // # Caller obligations
 //
@@ -61,7 +64,9 @@
 //   - The clearing account returns to zero after every complete settle;
 //     the sum of all balances is always zero.
 //   - A session's reservations are added once (at accept) and released
-//     once (at settle); pending totals return to zero when all is settled.
+//     once (at settle; with SettlePoster, each part as its posting lands
+//     and the rest at the end); pending totals return to zero when all is
+//     settled. With SettlePoster no posted amount is also still pending.
 //   - Two settlers of one session never interleave writes: the store's
 //     claim and fencing token admit one at a time.
 package netting

@@ -319,6 +319,26 @@ func (m *MemStore) PostFenced(ctx context.Context, f Fence, p ledger.Posting) er
 	return err
 }
 
+// PostFencedReleasing implements SettlePoster.
+func (m *MemStore) PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	ses, err := m.fenced(f)
+	if err != nil {
+		return err
+	}
+	posted, err := m.book.Post(p)
+	if err != nil || !posted || ses.released {
+		return err
+	}
+	for _, d := range release {
+		m.pending[d.Account] -= d.Delta
+	}
+	return nil
+}
+
 // MarkReplaying implements SessionStore.
 func (m *MemStore) MarkReplaying(ctx context.Context, f Fence) error {
 	if err := m.lock(ctx); err != nil {

@@ -616,6 +616,7 @@ func (s *Session) Settle(ctx context.Context) (SettleReport, error) {
 			replaying = true
 		}
 	}
+	var rejectedLegs []ledger.Leg // the legs of movements replay refused
 	if replaying {
 		// Remember first, durably: from here on no settle nets this session.
 		s.mu.Lock()
@@ -640,6 +641,7 @@ func (s *Session) Settle(ctx context.Context) (SettleReport, error) {
 				rep.Postings++
 			case isLedgerRefusal(err):
 				rep.Rejected = append(rep.Rejected, Rejection{Key: r.Key, Code: Code(err)})
+				rejectedLegs = append(rejectedLegs, r.Legs...)
 			default:
 				return SettleReport{}, fmt.Errorf("netting: settle %s replay seq %d: %w", s.meta.ID, r.Seq, err)
 			}
@@ -648,7 +650,15 @@ func (s *Session) Settle(ctx context.Context) (SettleReport, error) {
 	if err := claim.renew(ctx); err != nil {
 		return SettleReport{}, err
 	}
-	if _, err := s.store.ReleaseSession(ctx, claim.fence, sessionDeltas(recs)); err != nil {
+	// What is still reserved: everything, when the postings left pending
+	// alone; with a SettlePoster each posting moved its own deltas as it
+	// landed (a compensation moved its chunk's back), so only the movements
+	// replay refused are left.
+	release := sessionDeltas(recs)
+	if _, ok := s.store.(SettlePoster); ok {
+		release = reservationDeltas(rejectedLegs)
+	}
+	if _, err := s.store.ReleaseSession(ctx, claim.fence, release); err != nil {
 		return SettleReport{}, fmt.Errorf("netting: settle %s: release reservations: %w", s.meta.ID, err)
 	}
 	if err := s.store.FinishSettle(ctx, claim.fence, rep.Mode); err != nil {
@@ -770,9 +780,17 @@ func (c *settleClaim) renew(ctx context.Context) error {
 	return nil
 }
 
+// post writes one settle posting under the claim. On a SettlePoster the
+// posting's wallet deltas leave pending in the same transaction: a chunk's
+// or a replayed movement's promise ends as its posting lands, and a
+// compensation (whose legs are the chunk's, reversed) puts its chunk's
+// back.
 func (c *settleClaim) post(ctx context.Context, p ledger.Posting) error {
 	if err := c.renew(ctx); err != nil {
 		return err
+	}
+	if sp, ok := c.s.store.(SettlePoster); ok {
+		return sp.PostFencedReleasing(ctx, c.fence, p, reservationDeltas(p.Legs))
 	}
 	return c.s.store.PostFenced(ctx, c.fence, p)
 }

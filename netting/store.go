@@ -14,6 +14,12 @@ package netting
 //     it when its store implements it and falls back to Reserve then Append
 //     otherwise, so every existing store keeps working unchanged.
 //     storetest checks it on every store that implements it.
+//   - v1.2 (additive): the optional SettlePoster extension,
+//     PostFencedReleasing — a settle posting and the move of its wallet
+//     deltas out of the pending counters in ONE transaction, so a posted
+//     credit is never counted in the balance and in pending at once. A
+//     session uses it when its store implements it; its final
+//     ReleaseSession then returns only what no posting moved.
 
 import (
 	"context"
@@ -248,4 +254,24 @@ type BatchStore interface {
 	// than once when the store retries its transaction, and only the last
 	// call's rows are committed. The transaction is durable like Append's.
 	ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) (granted []bool, err error)
+}
+
+// SettlePoster is an optional extension of SharedStore. A settle that
+// posts its chunks with PostFenced and releases the session's reservations
+// only at the end leaves each posted chunk counted twice in between: in the
+// balance, and still in pending. For a credit that is headroom another
+// session can promise a second time, and a settle that crashed between
+// chunks keeps it open until the sweep. With this extension every settle
+// posting moves its own wallet deltas out of pending as it lands.
+type SettlePoster interface {
+	// PostFencedReleasing is PostFenced that, in the same transaction, also
+	// subtracts release from the pending counters (as
+	// ReservationStore.Unreserve does) — only when it writes the posting
+	// (not when the id is already posted) and only while the session's
+	// reservations have not been released (ReleaseSession): a release
+	// returns everything still reserved, so a posting after it (a later
+	// settler replaying a movement the first one had to refuse) has
+	// nothing left to move. A refusal, a fence error or any other error
+	// writes neither.
+	PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ledger.AccountDelta) error
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/ledger"
 )
 
 // SweepOptions parameterise one SweepOrphans call.
@@ -142,6 +143,17 @@ func ReconcileReservations(ctx context.Context, store Store) (ReconcileResult, e
 				want[d.Account] += d.Delta
 			}
 		}
+		if _, ok := store.(SettlePoster); ok {
+			// A half-settled session's postings already moved their
+			// deltas out of pending as they landed.
+			moved, err := settledSoFar(ctx, shared, u.SessionMeta, recs)
+			if err != nil {
+				return ReconcileResult{}, fmt.Errorf("netting: reconcile %s: %w", u.ID, err)
+			}
+			for _, d := range moved {
+				want[d.Account] -= d.Delta
+			}
+		}
 	}
 	for a, v := range want {
 		if v == 0 {
@@ -153,4 +165,38 @@ func ReconcileReservations(ctx context.Context, store Store) (ReconcileResult, e
 		return ReconcileResult{}, fmt.Errorf("netting: reconcile: %w", err)
 	}
 	return ReconcileResult{Accounts: len(want), Adjusted: adjusted}, nil
+}
+
+// settledSoFar is what the settle postings of a session in the ledger have
+// moved out of pending (SettlePoster): each chunk posted and not
+// compensated, and each replayed movement.
+func settledSoFar(ctx context.Context, store Store, meta SessionMeta, recs []JournalRecord) ([]ledger.AccountDelta, error) {
+	var legs []ledger.Leg
+	has := func(id string) (bool, error) { return store.HasPosting(ctx, id) }
+	for i, c := range chunkPostings(meta.ID, netPositions(recs), meta.ChunkWidth, len(recs), "") {
+		posted, err := has(c.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !posted {
+			continue
+		}
+		comp, err := has(compensationID(meta.ID, i))
+		if err != nil {
+			return nil, err
+		}
+		if !comp {
+			legs = append(legs, c.Legs...)
+		}
+	}
+	for _, r := range recs {
+		posted, err := has(replayID(meta.ID, r.Seq))
+		if err != nil {
+			return nil, err
+		}
+		if posted {
+			legs = append(legs, r.Legs...)
+		}
+	}
+	return reservationDeltas(legs), nil
 }

@@ -183,6 +183,30 @@ func (s *Store) PostFenced(ctx context.Context, f netting.Fence, p ledger.Postin
 	})
 }
 
+// PostFencedReleasing implements netting.SettlePoster: PostFenced and, when
+// the posting is new and the session not yet released, the subtraction of
+// release from the counters, in one transaction.
+func (s *Store) PostFencedReleasing(ctx context.Context, f netting.Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+	if err := ledger.Validate(p); err != nil {
+		return err
+	}
+	meta, err := encodeMeta(p.Meta)
+	if err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		r, err := s.fenceTx(ctx, tx, f)
+		if err != nil {
+			return err
+		}
+		posted, err := s.postTx(ctx, tx, p, meta)
+		if err != nil || !posted || r.released {
+			return err
+		}
+		return s.subtractPending(ctx, tx, release)
+	})
+}
+
 // MarkReplaying implements netting.SessionStore.
 func (s *Store) MarkReplaying(ctx context.Context, f netting.Fence) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {

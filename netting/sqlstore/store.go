@@ -21,8 +21,9 @@ import (
 )
 
 var (
-	_ netting.SharedStore = (*Store)(nil)
-	_ netting.BatchStore  = (*Store)(nil)
+	_ netting.SharedStore  = (*Store)(nil)
+	_ netting.BatchStore   = (*Store)(nil)
+	_ netting.SettlePoster = (*Store)(nil)
 )
 
 // Store is the netting store on one SQL database. It is safe for concurrent

@@ -35,6 +35,13 @@ func Run(t *testing.T, open func(t *testing.T) netting.Store) {
 			t.Run(c.name, func(t *testing.T) { c.run(t, shared(t)) })
 		}
 	}
+	// The optional SettlePoster extension: its own cases when implemented
+	// (the behaviour and property suites below use it too).
+	if _, ok := open(t).(netting.SettlePoster); ok {
+		for _, c := range settleCases {
+			t.Run(c.name, func(t *testing.T) { c.run(t, shared(t)) })
+		}
+	}
 	// The behaviours run through ReserveAndAppend when the store has it;
 	// then again through Reserve-then-Append, the path of a store without
 	// it, which the core keeps.

@@ -116,6 +116,45 @@ func (f *faultStore) PostFenced(ctx context.Context, fe netting.Fence, p ledger.
 	return err
 }
 
+// postFencedReleasing is PostFenced's hooks and counters around the
+// store's PostFencedReleasing (netting.SettlePoster).
+func (f *faultStore) postFencedReleasing(ctx context.Context, sp netting.SettlePoster, fe netting.Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+	f.mu.Lock()
+	h := f.postFencedHook
+	f.mu.Unlock()
+	if h != nil {
+		if err := h(fe, p); err != nil {
+			return err
+		}
+	}
+	f.postFenced.Add(1)
+	err := sp.PostFencedReleasing(ctx, fe, p, release)
+	if err == nil && len(p.ID) > 5 && p.ID[len(p.ID)-5:] == "_comp" {
+		f.compensated.Add(1)
+	}
+	return err
+}
+
+// settleFaultStore and batchSettleFaultStore add netting.SettlePoster to
+// faultStore and batchFaultStore, for a store under test that has it.
+type settleFaultStore struct {
+	*faultStore
+	settle netting.SettlePoster
+}
+
+func (f *settleFaultStore) PostFencedReleasing(ctx context.Context, fe netting.Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+	return f.postFencedReleasing(ctx, f.settle, fe, p, release)
+}
+
+type batchSettleFaultStore struct {
+	*batchFaultStore
+	settle netting.SettlePoster
+}
+
+func (f *batchSettleFaultStore) PostFencedReleasing(ctx context.Context, fe netting.Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+	return f.postFencedReleasing(ctx, f.settle, fe, p, release)
+}
+
 func (f *faultStore) setClaimHook(h func(sessionID, owner string) error) {
 	f.mu.Lock()
 	f.claimHook = h
@@ -228,8 +267,15 @@ func newCluster(t *testing.T, s netting.SharedStore, ids []string, cfg func(*net
 	t.Helper()
 	fs := &faultStore{SharedStore: s}
 	c := &cluster{t: t, store: fs, nodeStore: fs, ids: ids, nodes: map[string]*netting.ClusterNode{}, cfg: cfg}
-	if bs, ok := s.(netting.BatchStore); ok {
+	bs, batch := s.(netting.BatchStore)
+	sp, settle := s.(netting.SettlePoster)
+	switch {
+	case batch && settle:
+		c.nodeStore = &batchSettleFaultStore{batchFaultStore: &batchFaultStore{faultStore: fs, batch: bs}, settle: sp}
+	case batch:
 		c.nodeStore = &batchFaultStore{faultStore: fs, batch: bs}
+	case settle:
+		c.nodeStore = &settleFaultStore{faultStore: fs, settle: sp}
 	}
 	for _, id := range ids {
 		c.restart(id)

@@ -517,3 +517,100 @@ func testOursOneClock(t *testing.T, s netting.SharedStore) {
 		t.Errorf("a fresh orphan was settled: %+v", sum.Settled)
 	}
 }
+
+// settleCases check the optional netting.SettlePoster extension, on every
+// store that implements it.
+var settleCases = []contractCase{
+	{"Settle/CreditsNotCountedTwice", testSettleCreditsNotCountedTwice},
+	{"Settle/ReconcileHalfSettled", testSettleReconcileHalfSettled},
+}
+
+// halfSettledCredit records bob's sale to alice (legs in the order that
+// makes bob's credit chunk 0 at width 1), then settles with the node dying
+// between chunk 0 and chunk 1: bob's credit is in the ledger, alice's
+// debit is not, and the session is neither released nor settled.
+func halfSettledCredit(t *testing.T, s netting.SharedStore) (*cluster, string) {
+	c := newCluster(t, s, threeNodes, func(cfg *netting.ClusterConfig) {
+		cfg.ChunkWidth = 1
+		cfg.SettleLease = time.Millisecond
+		cfg.EpochMaxAge = time.Minute
+		cfg.Sweep = &netting.SweepConfig{SettleOlderThan: 2 * time.Minute}
+	})
+	fund(t, s, "f", "alice", 100)
+	sess := c.open("econ-1", c.scopeOf("econ-1", 0))
+	accept(t, sess, "sale", ledger.Credit(ledger.Earned("bob"), 30), ledger.Debit(ledger.Spendable("alice"), 30))
+	id := sess.ID()
+	c.store.setPostFencedHook(func(_ netting.Fence, p ledger.Posting) error {
+		if p.ID == "net_"+id+"_c1" {
+			return errInjected
+		}
+		return nil
+	})
+	if _, err := sess.Settle(ctxT(t)); !errors.Is(err, errInjected) {
+		t.Fatalf("settle: %v", err)
+	}
+	c.store.setPostFencedHook(nil)
+	c.restart("econ-1")
+	if !has(t, s, "net_"+id+"_c0") || has(t, s, "net_"+id+"_c1") {
+		t.Fatalf("setup: bob's chunk should be posted and alice's not")
+	}
+	return c, id
+}
+
+// A settle that stops between chunks counts no credit twice. With
+// PostFenced, bob's posted credit (30) was in his balance and still in
+// pending until the release, so another session could promise 60; with
+// PostFencedReleasing the credit left pending as it landed.
+func testSettleCreditsNotCountedTwice(t *testing.T, s netting.SharedStore) {
+	c, id := halfSettledCredit(t, s)
+	earned := ledger.Earned("bob")
+	bal, err := s.Balance(ctxT(t), earned)
+	must(t, err)
+	if got := bal + pending(t, s, earned); got != 30 {
+		t.Errorf("bob: balance %d + pending %d = %d after his chunk posted, want 30 (the credit counted once)", bal, pending(t, s, earned), got)
+	}
+	if got := pending(t, s, ledger.Spendable("alice")); got != -30 {
+		t.Errorf("alice pending %d while her chunk is unposted, want -30", got)
+	}
+	other := c.open("econ-2", c.scopeOf("econ-2", 0))
+	if out := record(t, other, "spend-twice", ledger.Debit(earned, 40), ledger.Credit(ledger.Spendable("carol"), 40)); out.Status != netting.Rejected {
+		t.Errorf("bob spending 40 of 30 earned: %+v, want rejected", out)
+	}
+	accept(t, other, "spend-once", ledger.Debit(earned, 30), ledger.Credit(ledger.Spendable("carol"), 30))
+	waitStoreAfter(t, s, mustNow(t, s).Add(2*time.Millisecond))
+	sum, err := c.nodes["econ-3"].SweepOrphans(ctxT(t), netting.SweepOptions{Now: mustNow(t, s).Add(time.Hour)})
+	must(t, err)
+	swept := false
+	for _, so := range sum.Settled {
+		swept = swept || (so.SessionID == id && so.Mode == netting.ModeNetted)
+	}
+	if !swept {
+		t.Fatalf("sweep did not finish the half-settled session by netting: %+v", sum)
+	}
+	rep := settle(t, other) // the sweep may have settled it too (both sessions look old at +1h)
+	if rep.Mode != netting.ModeNetted {
+		t.Errorf("bob's spend settled as %s, want netted", rep.Mode)
+	}
+	if p, err := s.PendingAll(ctxT(t)); err != nil || len(p) != 0 {
+		t.Errorf("pending after both settles = %v, %v; want none", p, err)
+	}
+	checkMoney(t, s, true)
+}
+
+// ReconcileReservations on a half-settled session counts only what its
+// postings have not moved out of pending yet.
+func testSettleReconcileHalfSettled(t *testing.T, s netting.SharedStore) {
+	_, _ = halfSettledCredit(t, s)
+	before, err := s.PendingAll(ctxT(t))
+	must(t, err)
+	res, err := netting.ReconcileReservations(ctxT(t), s)
+	must(t, err)
+	if res.Adjusted != 0 {
+		t.Errorf("reconcile adjusted %d counters of a consistent store, want 0", res.Adjusted)
+	}
+	after, err := s.PendingAll(ctxT(t))
+	must(t, err)
+	if fmt.Sprint(after) != fmt.Sprint(before) || after[ledger.Spendable("alice")] != -30 || after[ledger.Earned("bob")] != 0 {
+		t.Errorf("pending after reconcile = %v (before %v), want alice -30 and nothing for bob", after, before)
+	}
+}
