@@ -71,6 +71,15 @@ func (s *Store) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDel
 // the counters' values before the add (batchSums), every request was
 // granted, and the session took every row.
 //
+// The statement reads the balances from its snapshot, taken before it
+// waited for any counter's lock. A settle posting that committed during
+// that wait changed a balance and its counter together
+// (PostFencedReleasing), so the stale balance would pair with the fresh
+// counter. The statement therefore also reads the counters from its
+// snapshot (snap) and counts a counter whose value before the add is not
+// the snapshot's as refused: the batch is declined and decided by
+// lockPending, which reads the balances after the locks.
+//
 // applied reports that the batch committed with every request granted. A
 // statement the server refused with an ERROR (the check, a taken key, a
 // deadlock, anything) applied nothing: applied and err are then false and
@@ -134,7 +143,9 @@ func severity(e *pgconn.PgError) string {
 
 // groupCommitPGText is groupCommitPG's statement. $1–$4 are batchSums
 // (accounts, sums, hasLow, low) and $5 its account count; $6–$13 the rows.
-const groupCommitPGText = `WITH setp AS (
+const groupCommitPGText = `WITH snap AS (
+		SELECT account, pending FROM netting_reservations WHERE account = ANY($1::text[])),
+	setp AS (
 		INSERT INTO netting_reservations (account, pending)
 		SELECT a, s FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS u(a, s, n) ORDER BY n
 		ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending + excluded.pending
@@ -152,7 +163,9 @@ const groupCommitPGText = `WITH setp AS (
 		(SELECT count(*) FROM setp
 			JOIN unnest($1::text[], $2::bigint[], $3::bool[], $4::bigint[]) AS c(a, s, has_low, low) ON c.a = setp.account
 			LEFT JOIN ledger_balances b ON b.account = c.a
-			WHERE c.has_low AND COALESCE(b.balance, 0) + (setp.pending - c.s) + c.low < 0),
+			LEFT JOIN snap ON snap.account = setp.account
+			WHERE (c.has_low AND COALESCE(b.balance, 0) + (setp.pending - c.s) + c.low < 0)
+				OR setp.pending - c.s <> COALESCE(snap.pending, 0)),
 		(SELECT count(*) FROM setp), $5,
 		(SELECT count(*) FROM sess),
 		(SELECT count(*) FROM ins), $6)`

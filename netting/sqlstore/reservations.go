@@ -20,9 +20,14 @@ const inChunk = 400
 // then the requests are decided in Go against the locked pending values and
 // the balances read in the same transaction, exactly as the port states,
 // and the changed counters are written back. The balances are read, not
-// locked: a settle posts before it releases, so a settle running beside us
-// can only make balance + pending look lower (a conservative refusal), never
-// higher.
+// locked, and on PostgreSQL only once the counters are locked, in a
+// statement of its own: a settle posting changes a balance and its
+// counter in one transaction (PostFencedReleasing), so once we hold the
+// counter that posting has committed, and a fresh read sees its balance
+// too. A read from before the lock would pair the old balance with the new
+// counter — headroom that is not there. (A plain Post changes balances
+// alone; it is the ledger's, not a promise, and a settle refuses what it
+// overdraws.)
 func (s *Store) Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) ([]bool, error) {
 	granted := make([]bool, len(reqs))
 	if len(reqs) == 0 {
@@ -161,12 +166,13 @@ func distinctAccounts(reqs [][]ledger.AccountDelta) []string {
 
 // lockPending locks the reservation rows of accounts (creating missing ones
 // at zero) and returns their pending values with the accounts' current
-// balances, in one statement: on PostgreSQL the no-op DO UPDATE takes each
-// row's lock, in the VALUES (or array) order, which is account order. Rows
-// must exist before they can be locked: two transactions that both saw "no
-// row" would otherwise both write. On SQLite the transaction's database
-// write lock already excludes every other writer, so it only reads.
-// Balances are read, not locked (see Reserve).
+// balances. On PostgreSQL the rows are locked in the array's order, which
+// is account order (a no-op DO UPDATE locks rows it has to create: they
+// must exist before they can be locked, or two transactions that both saw
+// "no row" would both write), and the balances are read afterwards, in a
+// statement of their own (see Reserve). On SQLite the transaction's
+// database write lock already excludes every other writer, so it only
+// reads, in one statement.
 func (s *Store) lockPending(ctx context.Context, tx *sql.Tx, accounts []string) (pending, balances map[string]int64, err error) {
 	pending = make(map[string]int64, len(accounts))
 	balances = make(map[string]int64, len(accounts))
@@ -175,41 +181,48 @@ func (s *Store) lockPending(ctx context.Context, tx *sql.Tx, accounts []string) 
 		// account order) is enough, and each counter gets one new row
 		// version per group commit (its write) instead of two (a no-op
 		// upsert to lock it, then the write).
-		rs, err := tx.QueryContext(ctx, `SELECT r.account, r.pending, COALESCE(b.balance, 0)
+		rs, err := tx.QueryContext(ctx, `SELECT r.account, r.pending
 			FROM unnest($1::text[]) WITH ORDINALITY AS u(a, n)
 			JOIN netting_reservations r ON r.account = u.a
-			LEFT JOIN ledger_balances b ON b.account = r.account
 			ORDER BY u.n FOR UPDATE OF r`, accounts)
 		if err != nil {
 			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
 		}
-		if err := scanPendingBalances(rs, pending, balances); err != nil {
+		if err := scanAccountValues(rs, pending); err != nil {
 			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
 		}
-		if len(pending) == len(accounts) {
-			return pending, balances, nil
+		if len(pending) != len(accounts) {
+			// Some row is missing (an account's first reservation, or a row
+			// ReplacePending dropped): create and lock them all with the
+			// upsert below. It locks in account order too; rows this
+			// transaction already holds are simply re-locked. A transaction
+			// that locked a higher account above and now waits for a lower
+			// one can deadlock with another doing the same; PostgreSQL
+			// breaks it and inTx reruns the loser.
+			clear(pending)
+			// One array parameter instead of one per account: the
+			// statement's text and parameter count no longer grow with the
+			// batch. unnest WITH ORDINALITY keeps the array's (account)
+			// order, so the no-op DO UPDATE takes the row locks in account
+			// order as above.
+			rs, err = tx.QueryContext(ctx, `INSERT INTO netting_reservations (account, pending)
+				SELECT a, 0 FROM unnest($1::text[]) WITH ORDINALITY AS u(a, n) ORDER BY n
+				ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending
+				RETURNING account, pending`, accounts)
+			if err != nil {
+				return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
+			}
+			if err := scanAccountValues(rs, pending); err != nil {
+				return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
+			}
 		}
-		// Some row is missing (an account's first reservation, or a row
-		// ReplacePending dropped): create and lock them all with the upsert
-		// below. It locks in account order too; rows this transaction
-		// already holds are simply re-locked. A transaction that locked a
-		// higher account above and now waits for a lower one can deadlock
-		// with another doing the same; PostgreSQL breaks it and inTx reruns
-		// the loser.
-		clear(pending)
-		clear(balances)
-		// One array parameter instead of one per account: the statement's
-		// text and parameter count no longer grow with the batch. unnest
-		// WITH ORDINALITY keeps the array's (account) order, so the no-op
-		// DO UPDATE takes the row locks in account order as below.
-		rs, err = tx.QueryContext(ctx, `INSERT INTO netting_reservations (account, pending)
-			SELECT a, 0 FROM unnest($1::text[]) WITH ORDINALITY AS u(a, n) ORDER BY n
-			ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending
-			RETURNING account, pending, COALESCE((SELECT b.balance FROM ledger_balances b WHERE b.account = netting_reservations.account), 0)`, accounts)
+		// The balances, in a statement started after the locks were
+		// granted (see Reserve).
+		rs, err = tx.QueryContext(ctx, `SELECT account, balance FROM ledger_balances WHERE account = ANY($1::text[])`, accounts)
 		if err != nil {
 			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
 		}
-		if err := scanPendingBalances(rs, pending, balances); err != nil {
+		if err := scanAccountValues(rs, balances); err != nil {
 			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
 		}
 		return pending, balances, nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/ledger"
@@ -74,6 +75,119 @@ func TestPostgres(t *testing.T) {
 	t.Run("GroupCommitPaths", func(t *testing.T) {
 		testGroupCommitPathsPostgres(t, openPostgres(t, pg))
 	})
+	t.Run("ReserveSeesSettlePosting", func(t *testing.T) {
+		testReserveSeesSettlePostingPostgres(t, pg)
+	})
+}
+
+// A reservation that waits for a counter a settle posting holds
+// (PostFencedReleasing: a balance and its counter in one transaction) must
+// decide against that posting's balance, not the one from before it
+// waited: alice, 100 with 40 reserved, has a 40 debit posted and released
+// while a reservation of 100 waits; 60 - 100 is refused. With the balance
+// read before the wait, 100 - 100 was granted.
+func testReserveSeesSettlePostingPostgres(t *testing.T, pg *testenv.PostgresServer) {
+	alice, bob := ledger.Spendable("alice"), ledger.Earned("bob")
+	spend := []ledger.AccountDelta{{Account: alice, Delta: -100}, {Account: bob, Delta: 100}}
+	calls := map[string]func(ctx context.Context, s *sqlstore.Store) (bool, error){
+		"Reserve": func(ctx context.Context, s *sqlstore.Store) (bool, error) {
+			g, err := s.Reserve(ctx, [][]ledger.AccountDelta{spend})
+			return len(g) == 1 && g[0], err
+		},
+		"ReserveAndAppend": func(ctx context.Context, s *sqlstore.Store) (bool, error) {
+			if _, err := s.CreateSession(ctx, netting.SessionMeta{ID: "s", Scope: "shop", NodeID: "n1", ChunkWidth: 16}); err != nil {
+				return false, err
+			}
+			legs := []ledger.Leg{ledger.Debit(alice, 100), ledger.Credit(bob, 100)}
+			g, err := s.ReserveAndAppend(ctx, [][]ledger.AccountDelta{spend}, func(granted []bool) []netting.JournalRecord {
+				if !granted[0] {
+					return nil
+				}
+				return []netting.JournalRecord{{SessionID: "s", Seq: 0, Key: "k", Legs: legs, PrevHash: netting.GenesisHash, Hash: netting.ChainHash(netting.GenesisHash, "k", legs)}}
+			})
+			return len(g) == 1 && g[0], err
+		},
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			ctx := testCtx(t)
+			url := pg.NewDatabase(t)
+			s, err := sqlstore.OpenPostgres(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Post(ctx, ledger.Posting{ID: "fund", Legs: []ledger.Leg{ledger.Credit(alice, 100), ledger.Debit(ledger.Revenue, 100)}}); err != nil {
+				t.Fatal(err)
+			}
+			// Both counters exist, so the reservation takes the common path
+			// (lock, no create).
+			if g, err := s.Reserve(ctx, [][]ledger.AccountDelta{{{Account: alice, Delta: -40}, {Account: bob, Delta: 40}}}); err != nil || !g[0] {
+				t.Fatalf("setup reservation: %v, %v", g, err)
+			}
+			settler, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer settler.Close(ctx)
+			watcher, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer watcher.Close(ctx)
+			tx, err := settler.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What PostFencedReleasing of a chunk debiting alice 40 writes,
+			// held open.
+			for _, q := range []string{
+				`UPDATE ledger_balances SET balance = balance - 40 WHERE account = 'alice:spendable'`,
+				`UPDATE netting_reservations SET pending = pending + 40 WHERE account = 'alice:spendable'`,
+			} {
+				if _, err := tx.Exec(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			type result struct {
+				granted bool
+				err     error
+			}
+			done := make(chan result, 1)
+			go func() {
+				g, err := call(ctx, s)
+				done <- result{g, err}
+			}()
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				var waiting int
+				if err := watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+					t.Fatal(err)
+				}
+				if waiting > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the reservation never waited for the settle posting's lock")
+				}
+				time.Sleep(5 * time.Millisecond) // polling a server view, with a deadline
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := <-done
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if r.granted {
+				t.Errorf("reservation of 100 granted against a balance of 60 with nothing pending")
+			}
+			bal, _ := s.Balance(ctx, alice)
+			if p, _ := s.Pending(ctx, alice); bal+p < 0 {
+				t.Errorf("alice promised beyond her balance: balance %d + pending %d", bal, p)
+			}
+		})
+	}
 }
 
 // A group commit whose requests are all granted takes the single statement

@@ -523,6 +523,46 @@ func testOursOneClock(t *testing.T, s netting.SharedStore) {
 var settleCases = []contractCase{
 	{"Settle/CreditsNotCountedTwice", testSettleCreditsNotCountedTwice},
 	{"Settle/ReconcileHalfSettled", testSettleReconcileHalfSettled},
+	{"Settle/NothingMovesAfterRelease", testSettleNothingMovesAfterRelease},
+}
+
+// A settler that takes over after the first one released (and died before
+// finishing) may replay a movement the first one refused; its posting then
+// has nothing left to move — the release already returned that movement's
+// promise. Moving it again would leave alice's pending at +50.
+func testSettleNothingMovesAfterRelease(t *testing.T, s netting.SharedStore) {
+	c := newCluster(t, s, threeNodes, func(cfg *netting.ClusterConfig) {
+		cfg.SettleLease = time.Millisecond
+	})
+	fund(t, s, "f", "alice", 100)
+	sess := c.open("econ-1", c.scopeOf("econ-1", 0))
+	accept(t, sess, "m0", buy("alice", "bob", 40)...)
+	accept(t, sess, "m1", buy("alice", "bob", 50)...)
+	must(t, s.Post(ctxT(t), ledger.Posting{ID: "outside", Legs: buy("alice", "shop", 30)}))
+	c.store.setFinishHook(func() error { return errInjected })
+	if _, err := sess.Settle(ctxT(t)); !errors.Is(err, errInjected) {
+		t.Fatalf("first settle: %v, want the injected finish failure", err)
+	}
+	c.store.setFinishHook(nil)
+	id := sess.ID()
+	if !has(t, s, "mv_"+id+"_0") || has(t, s, "mv_"+id+"_1") {
+		t.Fatalf("setup: the first settle should have replayed m0 and refused m1")
+	}
+	if p, err := s.PendingAll(ctxT(t)); err != nil || len(p) != 0 {
+		t.Fatalf("pending after the first settle's release = %v, %v; want none", p, err)
+	}
+	fund(t, s, "rich", "alice", 100)
+	waitStoreAfter(t, s, mustNow(t, s).Add(2*time.Millisecond))
+	rec, err := c.nodes["econ-3"].Recover(ctxT(t), id)
+	must(t, err)
+	rep := settle(t, rec)
+	if rep.Mode != netting.ModeReplayed || len(rep.Rejected) != 0 || !has(t, s, "mv_"+id+"_1") {
+		t.Fatalf("second settle %+v: want m1 replayed now", rep)
+	}
+	if p, err := s.PendingAll(ctxT(t)); err != nil || len(p) != 0 {
+		t.Errorf("pending after the second settle = %v, %v; want none", p, err)
+	}
+	checkMoney(t, s, true)
 }
 
 // halfSettledCredit records bob's sale to alice (legs in the order that
