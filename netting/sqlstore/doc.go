@@ -51,9 +51,12 @@
 // tables clustered on their keys (WITHOUT ROWID, schema version 3).
 //
 // PostgreSQL specifics: a group commit whose requests are all granted is one
-// statement in its own implicit transaction — one round trip, commit
-// included. It writes as if every reservation were granted and ends with a
-// check (netting_group_commit_check, schema version 3) that raises, undoing
-// the statement, unless the counters' values before it grant every request;
-// a declined batch is then decided request by request in a transaction.
+// statement in a REPEATABLE READ transaction of its own. It writes as if
+// every reservation were granted and ends with a check
+// (netting_group_commit_check, schema version 3) that raises, undoing the
+// statement, unless the counters' values before it grant every request; a
+// counter changed since its snapshot fails it too (REPEATABLE READ), so its
+// balances are never older than its counters. A declined batch is then
+// decided request by request in a READ COMMITTED transaction that reads
+// the balances after locking the counters.
 package sqlstore

@@ -62,29 +62,32 @@ func (s *Store) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDel
 }
 
 // groupCommitPG is the PostgreSQL group commit's common case in ONE
-// statement, in its own implicit transaction — one round trip, commit
-// included — instead of four (BEGIN, lock, write, COMMIT). It builds the
-// rows as if every request were granted, then the statement adds each
-// account's deltas to its counter (taking the row locks in account order,
-// as lockPending does), claims the seqs on the session row, inserts the
-// rows, and last calls netting_group_commit_check, which raises unless, by
-// the counters' values before the add (batchSums), every request was
-// granted, and the session took every row.
+// statement — one round trip for the work, where the transaction below
+// takes two (lock, write) — in a REPEATABLE READ transaction of its own. It
+// builds the rows as if every request were granted, then the statement
+// adds each account's deltas to its counter (taking the row locks in
+// account order, as lockPending does), claims the seqs on the session row,
+// inserts the rows, and last calls netting_group_commit_check, which raises
+// unless, by the counters' values before the add (batchSums), every
+// request was granted, and the session took every row.
 //
-// The statement reads the balances from its snapshot, taken before it
-// waited for any counter's lock. A settle posting that committed during
-// that wait changed a balance and its counter together
-// (PostFencedReleasing), so the stale balance would pair with the fresh
-// counter. The statement therefore also reads the counters from its
-// snapshot (snap) and counts a counter whose value before the add is not
-// the snapshot's as refused: the batch is declined and decided by
-// lockPending, which reads the balances after the locks.
+// Why REPEATABLE READ: the statement reads the balances from its snapshot,
+// taken before it waits for any counter's lock. A settle posting that
+// commits during that wait changes a balance and its counter together
+// (PostFencedReleasing); under READ COMMITTED the statement would go on
+// with the posting's new counter and the old balance — headroom that is
+// not there. Under REPEATABLE READ the update of a counter changed since
+// the snapshot fails with a serialisation error instead, and the batch is
+// declined to lockPending, which reads the balances after the locks. (A
+// group commit of another session on the same accounts is declined the
+// same way.)
 //
 // applied reports that the batch committed with every request granted. A
-// statement the server refused with an ERROR (the check, a taken key, a
-// deadlock, anything) applied nothing: applied and err are then false and
-// nil, and the caller decides the batch request by request. Any other
-// error — the connection, the context — may hide a commit and is returned.
+// statement or commit the server refused with an ERROR (the check, a taken
+// key, a serialisation failure, a deadlock, anything) applied nothing:
+// applied and err are then false and nil, and the caller decides the batch
+// request by request. Any other error — the connection, the context — may
+// hide a commit and is returned.
 func (s *Store) groupCommitPG(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) (granted []bool, applied bool, err error) {
 	if len(reqs) == 0 {
 		return nil, false, nil
@@ -117,9 +120,11 @@ func (s *Store) groupCommitPG(ctx context.Context, reqs [][]ledger.AccountDelta,
 	// A prepared statement (cached per connection): planned once, and
 	// its parameters described, so pgx sends the arrays in binary instead
 	// of as text the server must parse.
-	err = s.pool.QueryRow(ctx, s.d.q(groupCommitPGText), pgx.QueryExecModeCacheStatement,
-		b.accounts, b.sums, b.hasLow, b.low, len(b.accounts),
-		len(recs), sid, first, seqs, keys, encoded, prevs, hashes).Scan(&journaled)
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, s.d.q(groupCommitPGText), pgx.QueryExecModeCacheStatement,
+			b.accounts, b.sums, b.hasLow, b.low, len(b.accounts),
+			len(recs), sid, first, seqs, keys, encoded, prevs, hashes).Scan(&journaled)
+	})
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && severity(pgErr) == "ERROR" {
 		s.declinedCommits.Add(1)
@@ -143,9 +148,7 @@ func severity(e *pgconn.PgError) string {
 
 // groupCommitPGText is groupCommitPG's statement. $1–$4 are batchSums
 // (accounts, sums, hasLow, low) and $5 its account count; $6–$13 the rows.
-const groupCommitPGText = `WITH snap AS (
-		SELECT account, pending FROM netting_reservations WHERE account = ANY($1::text[])),
-	setp AS (
+const groupCommitPGText = `WITH setp AS (
 		INSERT INTO netting_reservations (account, pending)
 		SELECT a, s FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS u(a, s, n) ORDER BY n
 		ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending + excluded.pending
@@ -163,9 +166,7 @@ const groupCommitPGText = `WITH snap AS (
 		(SELECT count(*) FROM setp
 			JOIN unnest($1::text[], $2::bigint[], $3::bool[], $4::bigint[]) AS c(a, s, has_low, low) ON c.a = setp.account
 			LEFT JOIN ledger_balances b ON b.account = c.a
-			LEFT JOIN snap ON snap.account = setp.account
-			WHERE (c.has_low AND COALESCE(b.balance, 0) + (setp.pending - c.s) + c.low < 0)
-				OR setp.pending - c.s <> COALESCE(snap.pending, 0)),
+			WHERE c.has_low AND COALESCE(b.balance, 0) + (setp.pending - c.s) + c.low < 0),
 		(SELECT count(*) FROM setp), $5,
 		(SELECT count(*) FROM sess),
 		(SELECT count(*) FROM ins), $6)`
