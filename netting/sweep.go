@@ -117,7 +117,10 @@ type ReconcileResult struct {
 }
 
 // ReconcileReservations rebuilds the shared reservation counters from the
-// journals of unsettled, unreleased sessions. It is an operator action for
+// journals of unsettled, unreleased sessions (on a SettlePoster store, less
+// what a half-settled session's postings already released: its chunks
+// posted and not compensated, and its replayed movements). It is an
+// operator action for
 // a quiesced cluster (no node recording or settling), never a scheduled
 // job: a live node's in-flight movements would race the rebuild.
 func ReconcileReservations(ctx context.Context, store Store) (ReconcileResult, error) {
