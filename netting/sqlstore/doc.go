@@ -51,7 +51,9 @@
 // tables clustered on their keys (WITHOUT ROWID, schema version 3).
 //
 // PostgreSQL specifics: a group commit whose requests are all granted is one
-// statement in a REPEATABLE READ transaction of its own. It writes as if
+// statement, its own implicit transaction at REPEATABLE READ (a second pool
+// whose connections default to that level): one round trip, commit
+// included. It writes as if
 // every reservation were granted and ends with a check
 // (netting_group_commit_check, schema version 3) that raises, undoing the
 // statement, unless the counters' values before it grant every request; a

@@ -62,8 +62,9 @@ func (s *Store) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDel
 }
 
 // groupCommitPG is the PostgreSQL group commit's common case in ONE
-// statement — one round trip for the work, where the transaction below
-// takes two (lock, write) — in a REPEATABLE READ transaction of its own. It
+// statement, its own implicit transaction at REPEATABLE READ (on
+// commitPool) — one round trip, commit included, where the transaction
+// below takes four (BEGIN, lock, write, COMMIT). It
 // builds the rows as if every request were granted, then the statement
 // adds each account's deltas to its counter (taking the row locks in
 // account order, as lockPending does), claims the seqs on the session row,
@@ -120,11 +121,11 @@ func (s *Store) groupCommitPG(ctx context.Context, reqs [][]ledger.AccountDelta,
 	// A prepared statement (cached per connection): planned once, and
 	// its parameters described, so pgx sends the arrays in binary instead
 	// of as text the server must parse.
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, s.d.q(groupCommitPGText), pgx.QueryExecModeCacheStatement,
-			b.accounts, b.sums, b.hasLow, b.low, len(b.accounts),
-			len(recs), sid, first, seqs, keys, encoded, prevs, hashes).Scan(&journaled)
-	})
+	// On the commit pool: an implicit transaction at REPEATABLE READ, one
+	// round trip with the commit.
+	err = s.commitPool.QueryRow(ctx, s.d.q(groupCommitPGText), pgx.QueryExecModeCacheStatement,
+		b.accounts, b.sums, b.hasLow, b.low, len(b.accounts),
+		len(recs), sid, first, seqs, keys, encoded, prevs, hashes).Scan(&journaled)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && severity(pgErr) == "ERROR" {
 		s.declinedCommits.Add(1)

@@ -38,7 +38,12 @@ type Store struct {
 	// lets readers run beside the writer); on PostgreSQL it is db.
 	rdb  *sql.DB
 	pool *pgxpool.Pool // PostgreSQL only; closed after db.
-	d    dialect
+	// commitPool (PostgreSQL only) runs the single-statement group commit
+	// (groupCommitPG): its connections default to REPEATABLE READ, so
+	// each statement is its own transaction at that level, in one round
+	// trip.
+	commitPool *pgxpool.Pool
+	d          dialect
 	// stmts caches the SQLite writer's hot statements (stmtcache.go).
 	stmts stmtCache
 	// singleCommits and declinedCommits count PostgreSQL group commits
@@ -126,11 +131,24 @@ func OpenPostgres(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("sqlstore: postgres ping: %w", err)
 	}
+	ccfg := cfg.Copy()
+	params := make(map[string]string, len(cfg.ConnConfig.RuntimeParams)+1)
+	for k, v := range cfg.ConnConfig.RuntimeParams {
+		params[k] = v
+	}
+	params["default_transaction_isolation"] = "repeatable read"
+	ccfg.ConnConfig.RuntimeParams = params
+	commitPool, err := pgxpool.NewWithConfig(ctx, ccfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("sqlstore: postgres commit pool: %w", err)
+	}
 	db := stdlib.OpenDBFromPool(pool)
-	s := &Store{db: db, rdb: db, pool: pool, d: postgresDialect}
+	s := &Store{db: db, rdb: db, pool: pool, commitPool: commitPool, d: postgresDialect}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		pool.Close()
+		commitPool.Close()
 		return nil, err
 	}
 	return s, nil
@@ -160,6 +178,9 @@ func (s *Store) Close() error {
 		errs = append(errs, s.db.Close())
 		if s.pool != nil {
 			s.pool.Close()
+		}
+		if s.commitPool != nil {
+			s.commitPool.Close()
 		}
 		s.closeErr = errors.Join(errs...)
 	})
