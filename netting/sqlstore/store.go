@@ -111,7 +111,12 @@ func openSQLite(ctx context.Context, path string, upTo int) (*Store, error) {
 }
 
 // OpenPostgres connects to the PostgreSQL database at url (a libpq URL or
-// key=value string that pgx accepts) and applies pending migrations.
+// key=value string that pgx accepts) and applies pending migrations. It
+// opens two connection pools, both sized by url (pgxpool's pool_max_conns,
+// default max(4, cores)) and both opening connections only as needed: one
+// for everything, and one for the group commit's single statement, whose
+// connections default to REPEATABLE READ (groupCommitPG). Budget the
+// server's max_connections for both.
 func OpenPostgres(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
