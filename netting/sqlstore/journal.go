@@ -64,13 +64,13 @@ func (s *Store) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDel
 // groupCommitPG is the PostgreSQL group commit's common case in ONE
 // statement, its own implicit transaction at REPEATABLE READ (on
 // commitPool) — one round trip, commit included, where the transaction
-// below takes four (BEGIN, lock, write, COMMIT). It
-// builds the rows as if every request were granted, then the statement
-// adds each account's deltas to its counter (taking the row locks in
-// account order, as lockPending does), claims the seqs on the session row,
-// inserts the rows, and last calls netting_group_commit_check, which raises
-// unless, by the counters' values before the add (batchSums), every
-// request was granted, and the session took every row.
+// below takes four (BEGIN, lock, write, COMMIT). It builds the rows as if
+// every request were granted, then the statement adds each account's
+// deltas to its counter (taking the row locks in account order, as
+// lockPending does), claims the seqs on the session row, inserts the rows,
+// and last calls netting_group_commit_check, which raises unless, by the
+// counters' values before the add (batchSums), every request was granted,
+// and the session took every row.
 //
 // Why REPEATABLE READ: the statement reads the balances from its snapshot,
 // taken before it waits for any counter's lock. A settle posting that
@@ -118,11 +118,10 @@ func (s *Store) groupCommitPG(ctx context.Context, reqs [][]ledger.AccountDelta,
 	}
 	b := sumBatch(reqs)
 	var journaled int64
-	// A prepared statement (cached per connection): planned once, and
-	// its parameters described, so pgx sends the arrays in binary instead
-	// of as text the server must parse.
 	// On the commit pool: an implicit transaction at REPEATABLE READ, one
-	// round trip with the commit.
+	// round trip with the commit. A prepared statement (cached per
+	// connection): its parameters are described, so pgx sends the arrays
+	// in binary instead of as text the server must parse.
 	err = s.commitPool.QueryRow(ctx, s.d.q(groupCommitPGText), pgx.QueryExecModeCacheStatement,
 		b.accounts, b.sums, b.hasLow, b.low, len(b.accounts),
 		len(recs), sid, first, seqs, keys, encoded, prevs, hashes).Scan(&journaled)
