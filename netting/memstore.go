@@ -308,19 +308,17 @@ func (m *MemStore) fenced(f Fence) (*memSession, error) {
 
 // PostFenced implements SessionStore.
 func (m *MemStore) PostFenced(ctx context.Context, f Fence, p ledger.Posting) error {
-	if err := m.lock(ctx); err != nil {
-		return err
-	}
-	defer m.mu.Unlock()
-	if _, err := m.fenced(f); err != nil {
-		return err
-	}
-	_, err := m.book.Post(p)
-	return err
+	return m.postFenced(ctx, f, p, nil)
 }
 
 // PostFencedReleasing implements SettlePoster.
 func (m *MemStore) PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+	return m.postFenced(ctx, f, p, release)
+}
+
+// postFenced posts p under f and, if p is new and the session unreleased,
+// subtracts release from the counters.
+func (m *MemStore) postFenced(ctx context.Context, f Fence, p ledger.Posting, release []ledger.AccountDelta) error {
 	if err := m.lock(ctx); err != nil {
 		return err
 	}

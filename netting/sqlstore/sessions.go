@@ -167,26 +167,17 @@ func (s *Store) fenceTx(ctx context.Context, tx *sql.Tx, f netting.Fence) (sessi
 
 // PostFenced implements netting.SessionStore.
 func (s *Store) PostFenced(ctx context.Context, f netting.Fence, p ledger.Posting) error {
-	if err := ledger.Validate(p); err != nil {
-		return err
-	}
-	meta, err := encodeMeta(p.Meta)
-	if err != nil {
-		return err
-	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := s.fenceTx(ctx, tx, f); err != nil {
-			return err
-		}
-		_, err := s.postTx(ctx, tx, p, meta)
-		return err
-	})
+	return s.postFenced(ctx, f, p, nil)
 }
 
 // PostFencedReleasing implements netting.SettlePoster: PostFenced and, when
 // the posting is new and the session not yet released, the subtraction of
 // release from the counters, in one transaction.
 func (s *Store) PostFencedReleasing(ctx context.Context, f netting.Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+	return s.postFenced(ctx, f, p, release)
+}
+
+func (s *Store) postFenced(ctx context.Context, f netting.Fence, p ledger.Posting, release []ledger.AccountDelta) error {
 	if err := ledger.Validate(p); err != nil {
 		return err
 	}
@@ -200,7 +191,7 @@ func (s *Store) PostFencedReleasing(ctx context.Context, f netting.Fence, p ledg
 			return err
 		}
 		posted, err := s.postTx(ctx, tx, p, meta)
-		if err != nil || !posted || r.released {
+		if err != nil || !posted || r.released || len(release) == 0 {
 			return err
 		}
 		return s.subtractPending(ctx, tx, release)

@@ -100,25 +100,18 @@ func (f *faultStore) Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) 
 }
 
 func (f *faultStore) PostFenced(ctx context.Context, fe netting.Fence, p ledger.Posting) error {
-	f.mu.Lock()
-	h := f.postFencedHook
-	f.mu.Unlock()
-	if h != nil {
-		if err := h(fe, p); err != nil {
-			return err
-		}
-	}
-	f.postFenced.Add(1)
-	err := f.SharedStore.PostFenced(ctx, fe, p)
-	if err == nil && len(p.ID) > 5 && p.ID[len(p.ID)-5:] == "_comp" {
-		f.compensated.Add(1)
-	}
-	return err
+	return f.aroundPostFenced(fe, p, func() error { return f.SharedStore.PostFenced(ctx, fe, p) })
 }
 
 // postFencedReleasing is PostFenced's hooks and counters around the
 // store's PostFencedReleasing (netting.SettlePoster).
 func (f *faultStore) postFencedReleasing(ctx context.Context, sp netting.SettlePoster, fe netting.Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+	return f.aroundPostFenced(fe, p, func() error { return sp.PostFencedReleasing(ctx, fe, p, release) })
+}
+
+// aroundPostFenced runs post (a settle posting) under the PostFenced hook
+// and counters.
+func (f *faultStore) aroundPostFenced(fe netting.Fence, p ledger.Posting, post func() error) error {
 	f.mu.Lock()
 	h := f.postFencedHook
 	f.mu.Unlock()
@@ -128,7 +121,7 @@ func (f *faultStore) postFencedReleasing(ctx context.Context, sp netting.SettleP
 		}
 	}
 	f.postFenced.Add(1)
-	err := sp.PostFencedReleasing(ctx, fe, p, release)
+	err := post()
 	if err == nil && len(p.ID) > 5 && p.ID[len(p.ID)-5:] == "_comp" {
 		f.compensated.Add(1)
 	}
