@@ -95,3 +95,17 @@ func tail(path string, n int64) string {
 	_, _ = f.ReadAt(buf, off)
 	return string(buf)
 }
+
+// PollUntil calls cond until it holds, failing tb with what once limit has
+// passed. It is for conditions only another process can make true (a server
+// view, a port opening); within one process, wait on a channel instead.
+func PollUntil(tb testing.TB, limit time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		<-time.After(time.Millisecond) // polling interval: do not spin on a shared CPU
+	}
+}

@@ -158,20 +158,13 @@ func testReserveSeesSettlePostingPostgres(t *testing.T, pg *testenv.PostgresServ
 				g, err := call(ctx, s)
 				done <- result{g, err}
 			}()
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			testenv.PollUntil(t, 30*time.Second, "the reservation to wait for the settle posting's lock", func() bool {
 				var waiting int
 				if err := watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
 					t.Fatal(err)
 				}
-				if waiting > 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the reservation never waited for the settle posting's lock")
-				}
-				time.Sleep(5 * time.Millisecond) // polling a server view, with a deadline
-			}
+				return waiting > 0
+			})
 			if err := tx.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
 )
@@ -381,16 +382,10 @@ func checkMoney(t *testing.T, s netting.SharedStore, settledAll bool) map[string
 	return bal
 }
 
-// pollUntil polls cond until it holds or the deadline passes.
+// pollUntil polls cond until it holds or 20 s have passed.
 func pollUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-time.After(time.Millisecond) // polling interval: do not spin on a shared CPU
-	}
+	testenv.PollUntil(t, 20*time.Second, what, cond)
 }
 
 func sha256Hex(s string) string {
