@@ -29,3 +29,18 @@ func (s *Store) PostingIDsWithPrefix(ctx context.Context, prefix string) ([]stri
 func OpenSQLiteAtVersion(ctx context.Context, path string, version int) (*Store, error) {
 	return openSQLite(ctx, path, version)
 }
+
+// OpenPostgresAtVersion opens a PostgreSQL store migrated only up to
+// version, to check the upgrades from it.
+func OpenPostgresAtVersion(ctx context.Context, url string, version int) (*Store, error) {
+	return openPostgres(ctx, url, version)
+}
+
+// TableFillFactor is the fillfactor storage parameter of a PostgreSQL
+// table, 0 if it is not set.
+func (s *Store) TableFillFactor(ctx context.Context, table string) (int, error) {
+	var ff int
+	err := s.rdb.QueryRowContext(ctx, `SELECT COALESCE((SELECT split_part(o, '=', 2)::int FROM pg_class c, unnest(c.reloptions) AS o
+		WHERE c.relname = $1 AND o LIKE 'fillfactor=%'), 0)`, table).Scan(&ff)
+	return ff, err
+}

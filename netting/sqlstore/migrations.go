@@ -175,6 +175,31 @@ var migrations = []migration{
 			$$`,
 		},
 	},
+	{
+		version: 4,
+		name:    "postgres: room on the counter pages for in-place updates",
+		// Every group commit rewrites one reservation counter per account
+		// it touches, and every posting one balance per leg. PostgreSQL
+		// writes a new row version for each; if it fits on the row's own
+		// page (and no indexed column changed, as here) it is a HOT update:
+		// no new primary-key index entry, and the old versions are pruned
+		// in place. Pages filled to 100% leave no room, so most updates
+		// went to other pages with an index insert each: measured on a
+		// 1,000-account batch, 434 of 4,998 counter updates were HOT, and
+		// the counter upserts took 15 ms of a 25 ms statement. Filled to
+		// 30%, every update was HOT and they took 6 ms. A batch can update
+		// every row of a page at once, which needs room for a second copy
+		// of each; 50% measured 99% HOT, 30% leaves a margin. The rows are
+		// small (an account and a number), so the space is cheap. CLUSTER
+		// rewrites the existing rows at the new fill factor. SQLite updates
+		// rows in place: nothing changes there.
+		postgresStmts: []string{
+			`ALTER TABLE netting_reservations SET (fillfactor = 30)`,
+			`CLUSTER netting_reservations USING netting_reservations_pkey`,
+			`ALTER TABLE ledger_balances SET (fillfactor = 30)`,
+			`CLUSTER ledger_balances USING ledger_balances_pkey`,
+		},
+	},
 }
 
 const createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -183,15 +208,10 @@ const createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	applied_at BIGINT NOT NULL
 )`
 
-// migrate applies every migration newer than the database's version. On
-// PostgreSQL an advisory lock serialises concurrent openers; on SQLite the
-// writer's BEGIN IMMEDIATE does.
-func (s *Store) migrate(ctx context.Context) error {
-	return s.migrateTo(ctx, LatestSchemaVersion)
-}
-
-// migrateTo applies the migrations up to version upTo (tests open older
-// schemas with it to check the upgrades).
+// migrateTo applies every migration newer than the database's version, up
+// to version upTo (LatestSchemaVersion when opened for use; tests open older
+// schemas to check the upgrades). On PostgreSQL an advisory lock serialises
+// concurrent openers; on SQLite the writer's BEGIN IMMEDIATE does.
 func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 	for _, m := range migrations {
 		if m.version > upTo {

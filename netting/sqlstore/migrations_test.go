@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"sync"
@@ -69,14 +70,27 @@ func testConcurrentOpen(t *testing.T, url string) {
 // counter, journal row and key through version 3's table rebuilds, and the
 // upgraded store goes on appending to the same journal.
 func TestSQLiteUpgradeFrom2(t *testing.T) {
-	ctx := testCtx(t)
 	path := filepath.Join(t.TempDir(), "netting.db")
-	old, err := sqlstore.OpenSQLiteAtVersion(ctx, path, 2)
+	testUpgrade(t, 2,
+		func(ctx context.Context, version int) (*sqlstore.Store, error) {
+			return sqlstore.OpenSQLiteAtVersion(ctx, path, version)
+		},
+		func(ctx context.Context) (*sqlstore.Store, error) { return sqlstore.OpenSQLite(ctx, path) })
+}
+
+// testUpgrade writes a balance, two counters and a journal row on a store
+// opened at schema version from, reopens it at the latest version, and
+// checks that everything is still there and the upgraded store goes on
+// appending to the same journal and refusing a taken key.
+func testUpgrade(t *testing.T, from int, openAt func(ctx context.Context, version int) (*sqlstore.Store, error), open func(ctx context.Context) (*sqlstore.Store, error)) *sqlstore.Store {
+	t.Helper()
+	ctx := testCtx(t)
+	old, err := openAt(ctx, from)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := old.SchemaVersion(ctx); err != nil || v != 2 {
-		t.Fatalf("old store at version %d, %v; want 2", v, err)
+	if v, err := old.SchemaVersion(ctx); err != nil || v != from {
+		t.Fatalf("old store at version %d, %v; want %d", v, err, from)
 	}
 	must := func(err error) {
 		t.Helper()
@@ -98,11 +112,11 @@ func TestSQLiteUpgradeFrom2(t *testing.T) {
 	must(old.Append(ctx, []netting.JournalRecord{first}))
 	must(old.Close())
 
-	s, err := sqlstore.OpenSQLite(ctx, path)
+	s, err := open(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	if v, err := s.SchemaVersion(ctx); err != nil || v != sqlstore.LatestSchemaVersion {
 		t.Fatalf("upgraded store at version %d, %v; want %d", v, err, sqlstore.LatestSchemaVersion)
 	}
@@ -137,5 +151,22 @@ func TestSQLiteUpgradeFrom2(t *testing.T) {
 	dup := netting.JournalRecord{SessionID: "s", Seq: 2, Key: "k0", Legs: buy, PrevHash: second.Hash, Hash: netting.ChainHash(second.Hash, "k0", buy)}
 	if err := s.Append(ctx, []netting.JournalRecord{dup}); !errors.Is(err, netting.ErrKeyConflict) {
 		t.Errorf("append of a taken key after the upgrade: %v, want ErrKeyConflict", err)
+	}
+	return s
+}
+
+// A PostgreSQL database written at schema version 3 keeps its data through
+// version 4's rewrite of the counter tables, which leaves them with room for
+// in-place (HOT) updates.
+func testPostgresUpgradeFrom3(t *testing.T, url string) {
+	s := testUpgrade(t, 3,
+		func(ctx context.Context, version int) (*sqlstore.Store, error) {
+			return sqlstore.OpenPostgresAtVersion(ctx, url, version)
+		},
+		func(ctx context.Context) (*sqlstore.Store, error) { return sqlstore.OpenPostgres(ctx, url) })
+	for _, table := range []string{"netting_reservations", "ledger_balances"} {
+		if ff, err := s.TableFillFactor(testCtx(t), table); err != nil || ff != 30 {
+			t.Errorf("%s fillfactor = %d, %v after the upgrade; want 30", table, ff, err)
+		}
 	}
 }

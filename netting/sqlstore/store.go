@@ -118,6 +118,11 @@ func openSQLite(ctx context.Context, path string, upTo int) (*Store, error) {
 // connections default to REPEATABLE READ (groupCommitPG). Budget the
 // server's max_connections for both.
 func OpenPostgres(ctx context.Context, url string) (*Store, error) {
+	return openPostgres(ctx, url, LatestSchemaVersion)
+}
+
+// openPostgres is OpenPostgres migrating up to schema version upTo.
+func openPostgres(ctx context.Context, url string, upTo int) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: postgres url: %w", err)
@@ -150,7 +155,7 @@ func OpenPostgres(ctx context.Context, url string) (*Store, error) {
 	}
 	db := stdlib.OpenDBFromPool(pool)
 	s := &Store{db: db, rdb: db, pool: pool, commitPool: commitPool, d: postgresDialect}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateTo(ctx, upTo); err != nil {
 		db.Close()
 		pool.Close()
 		commitPool.Close()

@@ -66,6 +66,9 @@ func TestPostgres(t *testing.T) {
 			return s
 		})
 	})
+	t.Run("UpgradeFrom3", func(t *testing.T) {
+		testPostgresUpgradeFrom3(t, pg.NewDatabase(t))
+	})
 	t.Run("FencedSettlesTwoProcesses", func(t *testing.T) {
 		testFencedSettlesTwoProcessesPostgres(t, pg)
 	})
