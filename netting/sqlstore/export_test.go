@@ -44,3 +44,12 @@ func (s *Store) TableFillFactor(ctx context.Context, table string) (int, error) 
 		WHERE c.relname = $1 AND o LIKE 'fillfactor=%'), 0)`, table).Scan(&ff)
 	return ff, err
 }
+
+// ColumnCollation is the collation declared on a PostgreSQL column, "" for
+// the database default.
+func (s *Store) ColumnCollation(ctx context.Context, table, column string) (string, error) {
+	var c string
+	err := s.rdb.QueryRowContext(ctx, `SELECT COALESCE(collation_name, '') FROM information_schema.columns
+		WHERE table_name = $1 AND column_name = $2`, table, column).Scan(&c)
+	return c, err
+}

@@ -200,6 +200,33 @@ var migrations = []migration{
 			`CLUSTER ledger_balances USING ledger_balances_pkey`,
 		},
 	},
+	{
+		version: 5,
+		name:    "postgres: identifiers compare as bytes",
+		// Accounts, keys and ids are identifiers: nothing sorts them for a
+		// reader, and the database's collation (en_US.UTF-8, C.UTF-8, …)
+		// only makes every index comparison a locale comparison. With
+		// COLLATE "C" they compare with memcmp, as SQLite's BINARY
+		// collation and Go's string order do. Measured on a group commit of
+		// 769 movements, alternating runs on two databases: 18.6 against
+		// 19.7 ms.
+		//
+		// It also makes the lock order agree: the group commit and
+		// lockPending lock counters in Go's byte order of accounts, and
+		// ReconcileReservations locks them ORDER BY account, which under a
+		// locale collation can be another order (uppercase before or after
+		// lowercase) and so a deadlock between the two.
+		//
+		// Changing a column's collation rebuilds its indexes, not the table.
+		postgresStmts: []string{
+			`ALTER TABLE ledger_postings ALTER COLUMN id TYPE TEXT COLLATE "C"`,
+			`ALTER TABLE ledger_entries ALTER COLUMN posting_id TYPE TEXT COLLATE "C", ALTER COLUMN account TYPE TEXT COLLATE "C"`,
+			`ALTER TABLE ledger_balances ALTER COLUMN account TYPE TEXT COLLATE "C"`,
+			`ALTER TABLE netting_sessions ALTER COLUMN id TYPE TEXT COLLATE "C"`,
+			`ALTER TABLE netting_journal ALTER COLUMN session_id TYPE TEXT COLLATE "C", ALTER COLUMN key TYPE TEXT COLLATE "C"`,
+			`ALTER TABLE netting_reservations ALTER COLUMN account TYPE TEXT COLLATE "C"`,
+		},
+	},
 }
 
 const createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -157,7 +157,7 @@ func testUpgrade(t *testing.T, from int, openAt func(ctx context.Context, versio
 
 // A PostgreSQL database written at schema version 3 keeps its data through
 // version 4's rewrite of the counter tables, which leaves them with room for
-// in-place (HOT) updates.
+// in-place (HOT) updates, and version 5's byte-order identifiers.
 func testPostgresUpgradeFrom3(t *testing.T, url string) {
 	s := testUpgrade(t, 3,
 		func(ctx context.Context, version int) (*sqlstore.Store, error) {
@@ -167,6 +167,15 @@ func testPostgresUpgradeFrom3(t *testing.T, url string) {
 	for _, table := range []string{"netting_reservations", "ledger_balances"} {
 		if ff, err := s.TableFillFactor(testCtx(t), table); err != nil || ff != 30 {
 			t.Errorf("%s fillfactor = %d, %v after the upgrade; want 30", table, ff, err)
+		}
+	}
+	for _, col := range [][2]string{
+		{"ledger_postings", "id"}, {"ledger_entries", "posting_id"}, {"ledger_entries", "account"},
+		{"ledger_balances", "account"}, {"netting_sessions", "id"}, {"netting_journal", "session_id"},
+		{"netting_journal", "key"}, {"netting_reservations", "account"},
+	} {
+		if c, err := s.ColumnCollation(testCtx(t), col[0], col[1]); err != nil || c != "C" {
+			t.Errorf("%s.%s collation = %q, %v after the upgrade; want C", col[0], col[1], c, err)
 		}
 	}
 }
