@@ -53,3 +53,20 @@ func (s *Store) ColumnCollation(ctx context.Context, table, column string) (stri
 		WHERE table_name = $1 AND column_name = $2`, table, column).Scan(&c)
 	return c, err
 }
+
+// TableFileNode is the file node of a PostgreSQL table, which changes when
+// the table is rewritten (CLUSTER, VACUUM FULL).
+func (s *Store) TableFileNode(ctx context.Context, table string) (int64, error) {
+	var n int64
+	err := s.rdb.QueryRowContext(ctx, `SELECT relfilenode FROM pg_class WHERE relname = $1`, table).Scan(&n)
+	return n, err
+}
+
+// TableClustered reports whether a PostgreSQL table has an index marked
+// for CLUSTER.
+func (s *Store) TableClustered(ctx context.Context, table string) (bool, error) {
+	var c bool
+	err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+		WHERE c.relname = $1 AND i.indisclustered)`, table).Scan(&c)
+	return c, err
+}

@@ -75,14 +75,16 @@ func TestSQLiteUpgradeFrom2(t *testing.T) {
 		func(ctx context.Context, version int) (*sqlstore.Store, error) {
 			return sqlstore.OpenSQLiteAtVersion(ctx, path, version)
 		},
-		func(ctx context.Context) (*sqlstore.Store, error) { return sqlstore.OpenSQLite(ctx, path) })
+		func(ctx context.Context) (*sqlstore.Store, error) { return sqlstore.OpenSQLite(ctx, path) }, nil)
 }
 
 // testUpgrade writes a balance, two counters and a journal row on a store
 // opened at schema version from, reopens it at the latest version, and
 // checks that everything is still there and the upgraded store goes on
 // appending to the same journal and refusing a taken key.
-func testUpgrade(t *testing.T, from int, openAt func(ctx context.Context, version int) (*sqlstore.Store, error), open func(ctx context.Context) (*sqlstore.Store, error)) *sqlstore.Store {
+//
+// inspectOld, if not nil, sees the old store, written, before it closes.
+func testUpgrade(t *testing.T, from int, openAt func(ctx context.Context, version int) (*sqlstore.Store, error), open func(ctx context.Context) (*sqlstore.Store, error), inspectOld func(ctx context.Context, old *sqlstore.Store)) *sqlstore.Store {
 	t.Helper()
 	ctx := testCtx(t)
 	old, err := openAt(ctx, from)
@@ -110,6 +112,9 @@ func testUpgrade(t *testing.T, from int, openAt func(ctx context.Context, versio
 	}
 	first := netting.JournalRecord{SessionID: "s", Seq: 0, Key: "k0", Legs: buy, PrevHash: netting.GenesisHash, Hash: netting.ChainHash(netting.GenesisHash, "k0", buy)}
 	must(old.Append(ctx, []netting.JournalRecord{first}))
+	if inspectOld != nil {
+		inspectOld(ctx, old)
+	}
 	must(old.Close())
 
 	s, err := open(ctx)
@@ -159,14 +164,39 @@ func testUpgrade(t *testing.T, from int, openAt func(ctx context.Context, versio
 // version 4's rewrite of the counter tables, which leaves them with room for
 // in-place (HOT) updates, and version 5's byte-order identifiers.
 func testPostgresUpgradeFrom3(t *testing.T, url string) {
+	counters := []string{"netting_reservations", "ledger_balances"}
+	fileNodes := map[string]int64{}
 	s := testUpgrade(t, 3,
 		func(ctx context.Context, version int) (*sqlstore.Store, error) {
 			return sqlstore.OpenPostgresAtVersion(ctx, url, version)
 		},
-		func(ctx context.Context) (*sqlstore.Store, error) { return sqlstore.OpenPostgres(ctx, url) })
-	for _, table := range []string{"netting_reservations", "ledger_balances"} {
-		if ff, err := s.TableFillFactor(testCtx(t), table); err != nil || ff != 30 {
+		func(ctx context.Context) (*sqlstore.Store, error) { return sqlstore.OpenPostgres(ctx, url) },
+		func(ctx context.Context, old *sqlstore.Store) {
+			for _, table := range counters {
+				n, err := old.TableFileNode(ctx, table)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fileNodes[table] = n
+			}
+		})
+	ctx := testCtx(t)
+	// The one group commit after the upgrade took the single statement: it
+	// runs on the upgraded tables, not only the request-by-request path.
+	if single, declined := s.GroupCommitStats(); single != 1 || declined != 0 {
+		t.Errorf("group commits after the upgrade: %d single, %d declined; want 1, 0", single, declined)
+	}
+	for _, table := range counters {
+		if ff, err := s.TableFillFactor(ctx, table); err != nil || ff != 30 {
 			t.Errorf("%s fillfactor = %d, %v after the upgrade; want 30", table, ff, err)
+		}
+		// Rewritten (CLUSTER), so the existing rows are at the new fill
+		// factor too, and not left marked for a later bare CLUSTER.
+		if n, err := s.TableFileNode(ctx, table); err != nil || n == fileNodes[table] {
+			t.Errorf("%s file node %d, %v after the upgrade, %d before: not rewritten", table, n, err, fileNodes[table])
+		}
+		if c, err := s.TableClustered(ctx, table); err != nil || c {
+			t.Errorf("%s still marked for CLUSTER (%v, %v) after the upgrade", table, c, err)
 		}
 	}
 	for _, col := range [][2]string{
@@ -174,7 +204,7 @@ func testPostgresUpgradeFrom3(t *testing.T, url string) {
 		{"ledger_balances", "account"}, {"netting_sessions", "id"}, {"netting_journal", "session_id"},
 		{"netting_journal", "key"}, {"netting_reservations", "account"},
 	} {
-		if c, err := s.ColumnCollation(testCtx(t), col[0], col[1]); err != nil || c != "C" {
+		if c, err := s.ColumnCollation(ctx, col[0], col[1]); err != nil || c != "C" {
 			t.Errorf("%s.%s collation = %q, %v after the upgrade; want C", col[0], col[1], c, err)
 		}
 	}
