@@ -70,3 +70,25 @@ func (s *Store) TableClustered(ctx context.Context, table string) (bool, error) 
 		WHERE c.relname = $1 AND i.indisclustered)`, table).Scan(&c)
 	return c, err
 }
+
+// AnalyzeAll runs ANALYZE on the whole PostgreSQL database.
+func (s *Store) AnalyzeAll(ctx context.Context) error {
+	_, err := s.rdb.ExecContext(ctx, `ANALYZE`)
+	return err
+}
+
+// ColumnHasStats reports whether the PostgreSQL planner has statistics for
+// a column.
+func (s *Store) ColumnHasStats(ctx context.Context, table, column string) (bool, error) {
+	var ok bool
+	err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stats WHERE tablename = $1 AND attname = $2)`, table, column).Scan(&ok)
+	return ok, err
+}
+
+// TableRelTuples is pg_class.reltuples of a PostgreSQL table: -1 until
+// it is first analyzed or vacuumed.
+func (s *Store) TableRelTuples(ctx context.Context, table string) (float64, error) {
+	var n float64
+	err := s.rdb.QueryRowContext(ctx, `SELECT reltuples FROM pg_class WHERE relname = $1`, table).Scan(&n)
+	return n, err
+}

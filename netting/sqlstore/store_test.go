@@ -69,6 +69,17 @@ func TestPostgres(t *testing.T) {
 	t.Run("UpgradeFrom3", func(t *testing.T) {
 		testPostgresUpgradeFrom3(t, pg.NewDatabase(t))
 	})
+	t.Run("FreshNotAnalyzed", func(t *testing.T) {
+		// A new database's tables must not be recorded as analyzed and
+		// empty: plans cached on that (the foreign-key checks') scan
+		// instead of probing until autovacuum comes by.
+		s := openPostgres(t, pg)
+		for _, table := range []string{"ledger_postings", "ledger_entries", "ledger_balances", "netting_sessions", "netting_journal", "netting_reservations"} {
+			if n, err := s.TableRelTuples(testCtx(t), table); err != nil || n != -1 {
+				t.Errorf("%s reltuples = %v, %v on a new database; want -1 (never analyzed)", table, n, err)
+			}
+		}
+	})
 	t.Run("FencedSettlesTwoProcesses", func(t *testing.T) {
 		testFencedSettlesTwoProcessesPostgres(t, pg)
 	})
