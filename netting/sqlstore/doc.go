@@ -33,17 +33,17 @@
 //   - Rows of one kind are always locked in account (or session) order, so
 //     two transactions cannot deadlock on each other's rows. The order is
 //     Go's byte order of the strings; on PostgreSQL the identifier columns
-//     are COLLATE "C" (schema version 5) so that ORDER BY agrees with it. One exception,
-//     PostgreSQL only: ReserveAndAppend takes the session row after the
-//     reservation rows, ReleaseSession before them; the two meet only when a
-//     settle releases a session that is still appending, PostgreSQL breaks
-//     the deadlock and the rerun finds the seal (the group commit's single
-//     statement, groupCommitPG, takes them in the same order as the
-//     transaction it stands for). A second, PostgreSQL only:
-//     the reservation lock takes existing rows first and creates missing
-//     ones after, so two transactions that both create one new account
-//     while overlapping on others can deadlock; the rerun takes them all in
-//     order.
+//     are COLLATE "C" (schema version 5) so that ORDER BY agrees with it.
+//     One exception, PostgreSQL only: ReserveAndAppend takes the session
+//     row after the reservation rows, ReleaseSession before them; the two
+//     meet only when a settle releases a session that is still appending,
+//     PostgreSQL breaks the deadlock and the rerun finds the seal (the
+//     group commit's single statement, groupCommitPG, takes them in the
+//     same order as the transaction it stands for). A second, PostgreSQL
+//     only: the reservation lock takes existing rows first and creates
+//     missing ones after, so two transactions that both create one new
+//     account while overlapping on others can deadlock; the rerun takes
+//     them all in order.
 //
 // SQLite specifics: WAL mode with synchronous=FULL (a committed journal row
 // survives power loss), one writer connection per Store with BEGIN
