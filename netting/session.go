@@ -89,6 +89,18 @@ func (s *Session) Record(ctx context.Context, m Movement) (Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return Outcome{}, err
 	}
+	// The movement's own work — validation, the copy, its reservation
+	// deltas — is done before the session's lock: under a burst of callers
+	// (every caller a group commit answers records again at once) the lock
+	// is the queue they all pass through. It is wasted only for a key that
+	// already has an outcome or is in flight, which then answers as before,
+	// whatever its legs.
+	verr := ledger.ValidateLegs(m.Legs)
+	var fresh *proposal
+	if verr == nil {
+		legs := append([]ledger.Leg(nil), m.Legs...)
+		fresh = &proposal{key: m.Key, legs: legs, deltas: reservationDeltas(legs), done: make(chan struct{}), lead: make(chan struct{})}
+	}
 	s.mu.Lock()
 	if s.st.closedForRecords || s.st.settled {
 		s.mu.Unlock()
@@ -100,12 +112,11 @@ func (s *Session) Record(ctx context.Context, m Movement) (Outcome, error) {
 	}
 	p, waiting := s.st.inflight[m.Key]
 	if !waiting {
-		if err := ledger.ValidateLegs(m.Legs); err != nil {
+		if verr != nil {
 			s.mu.Unlock()
-			return Outcome{}, err
+			return Outcome{}, verr
 		}
-		legs := append([]ledger.Leg(nil), m.Legs...)
-		p = &proposal{key: m.Key, legs: legs, deltas: reservationDeltas(legs), done: make(chan struct{}), lead: make(chan struct{})}
+		p = fresh
 		s.st.inflight[m.Key] = p
 		s.st.queue = append(s.st.queue, p)
 	}

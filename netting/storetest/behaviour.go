@@ -83,6 +83,11 @@ func testIdempotentKeys(t *testing.T, s netting.SharedStore) {
 	if again.Status != netting.Accepted || again.Seq != first {
 		t.Errorf("repeat: %+v, want accepted seq %d", again, first)
 	}
+	// The key decides, not the legs: a repeat answers the key's outcome
+	// even with legs that would not validate now.
+	if again, err := sess.Record(ctxT(t), netting.Movement{Key: "buy-1"}); err != nil || again.Status != netting.Accepted || again.Seq != first {
+		t.Errorf("repeat without legs: %+v, %v; want accepted seq %d", again, err, first)
+	}
 	rej := record(t, sess, "too-much", buy("alice", "bob", 1000)...)
 	if rej.Status != netting.Rejected || rej.Reason != netting.ReasonInsufficientFunds {
 		t.Fatalf("overspend: %+v", rej)
