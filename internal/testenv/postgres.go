@@ -165,6 +165,14 @@ func (p *PostgresServer) waitReady(limit time.Duration) error {
 // dropped with the server.
 func (p *PostgresServer) NewDatabase(tb testing.TB) string {
 	tb.Helper()
+	return p.NewDatabaseWith(tb, "")
+}
+
+// NewDatabaseWith is NewDatabase with options appended to its CREATE
+// DATABASE, e.g. "TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en'"
+// for a database whose text sorts by a language's rules.
+func (p *PostgresServer) NewDatabaseWith(tb testing.TB, options string) string {
+	tb.Helper()
 	name := fmt.Sprintf("t%d_%d", time.Now().UnixNano()%1e9, p.dbCount.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -173,7 +181,7 @@ func (p *PostgresServer) NewDatabase(tb testing.TB) string {
 		tb.Fatalf("testenv: connect: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name+" "+options); err != nil {
 		tb.Fatalf("testenv: create database: %v", err)
 	}
 	return p.URL(name)

@@ -92,3 +92,22 @@ func (s *Store) TableRelTuples(ctx context.Context, table string) (float64, erro
 	err := s.rdb.QueryRowContext(ctx, `SELECT reltuples FROM pg_class WHERE relname = $1`, table).Scan(&n)
 	return n, err
 }
+
+// CounterAccountsInLockOrder lists the reservation counters' accounts in
+// the order ReplacePending locks them (ORDER BY account).
+func (s *Store) CounterAccountsInLockOrder(ctx context.Context) ([]string, error) {
+	rs, err := s.rdb.QueryContext(ctx, `SELECT account FROM netting_reservations ORDER BY account`)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		var a string
+		if err := rs.Scan(&a); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rs.Err()
+}

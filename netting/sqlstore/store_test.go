@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -68,6 +70,9 @@ func TestPostgres(t *testing.T) {
 	})
 	t.Run("UpgradeFrom3", func(t *testing.T) {
 		testPostgresUpgradeFrom3(t, pg.NewDatabase(t))
+	})
+	t.Run("LockOrderUnderLocale", func(t *testing.T) {
+		testLockOrderUnderLocale(t, pg)
 	})
 	t.Run("FreshNotAnalyzed", func(t *testing.T) {
 		// A new database's tables must not be recorded as analyzed and
@@ -281,5 +286,51 @@ func TestOpenSQLiteRefusesBadPath(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Field != "path" {
 			t.Errorf("OpenSQLite(%q) = %v, want a config error on path", p, err)
 		}
+	}
+}
+
+// In a database whose text sorts by a language's rules (ICU "en": case and
+// punctuation weigh less than letters), ReplacePending's ORDER BY account
+// must still lock counters in Go's byte order — the order the group commit
+// and lockPending lock them in — or the two can deadlock. Schema 5's
+// COLLATE "C" makes it so; at schema 4 the orders differ, which the test
+// checks first, so that it shows the locale is really in effect.
+func testLockOrderUnderLocale(t *testing.T, pg *testenv.PostgresServer) {
+	ctx := testCtx(t)
+	accounts := []string{"Bob:spendable", "a-b:spendable", "ab:spendable", "alice:spendable", "Zed:spendable", "_x:spendable"}
+	want := slices.Clone(accounts)
+	sort.Strings(want)
+	reserve := func(s *sqlstore.Store) {
+		t.Helper()
+		for _, a := range accounts {
+			if _, err := s.Reserve(ctx, [][]ledger.AccountDelta{{{Account: a, Delta: 1}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const icuEn = "TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en'"
+
+	old, err := sqlstore.OpenPostgresAtVersion(ctx, pg.NewDatabaseWith(t, icuEn), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	reserve(old)
+	got, err := old.CounterAccountsInLockOrder(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(got, want) {
+		t.Fatalf("at schema 4 under ICU en the lock order is already byte order %v: the test database does not sort by the locale", got)
+	}
+
+	s, err := sqlstore.OpenPostgres(ctx, pg.NewDatabaseWith(t, icuEn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	reserve(s)
+	if got, err := s.CounterAccountsInLockOrder(ctx); err != nil || !slices.Equal(got, want) {
+		t.Errorf("lock order under ICU en = %v, %v; want Go's byte order %v", got, err, want)
 	}
 }
