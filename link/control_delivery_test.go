@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/link"
 )
 
@@ -106,7 +107,7 @@ func TestCutDoesNotCancelHandlerOfAcceptedFrame(t *testing.T) {
 	if <-cancelledEarly {
 		t.Fatal("the handler of an accepted frame was cancelled by the cut")
 	}
-	eventually(t, 10*time.Second, "both frames", func() bool { return ctrl.count() == 2 })
+	testenv.PollUntil(t, 10*time.Second, "both frames", func() bool { return ctrl.count() == 2 })
 	ctrl.check(t)
 	if got := c.nodes["b"].Metrics().Received("a", link.StreamControl); got != 2 {
 		t.Fatalf("received %v control frames, want exactly 2", got)
@@ -141,7 +142,7 @@ func TestOversizedFramesAreRefusedAtTheSender(t *testing.T) {
 	if err := c.nodes["a"].Send(ctx, "b", kindSeq, seqPayload(0, 1)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the frames around the refused one", func() bool { return ctrl.count() == 2 })
+	testenv.PollUntil(t, 10*time.Second, "the frames around the refused one", func() bool { return ctrl.count() == 2 })
 	ctrl.check(t)
 	if r := c.nodes["a"].Metrics().Reconnects("b"); r != 0 {
 		t.Fatalf("%v reconnects: an oversized frame reached the wire", r)
@@ -175,7 +176,7 @@ func TestReAddedPeerIsANewSenderIncarnation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 10*time.Second, "the first frames", func() bool {
+	testenv.PollUntil(t, 10*time.Second, "the first frames", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return ctrl.count() == 3 && batches == 3
@@ -190,7 +191,7 @@ func TestReAddedPeerIsANewSenderIncarnation(t *testing.T) {
 	if err := c.nodes["a"].Replicate("b", []link.Entry{{Entity: 1, Sequence: 3}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the frames after the re-add", func() bool {
+	testenv.PollUntil(t, 10*time.Second, "the frames after the re-add", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return ctrl.count() == 4 && batches == 4

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/link/faulty"
 )
@@ -106,22 +107,9 @@ func (c *cluster) peer(a, b string) {
 	}
 }
 
-// eventually polls cond every millisecond until it holds or d passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		// Polling interval of a deadline-bounded wait, not synchronisation.
-		<-time.After(time.Millisecond)
-	}
-}
-
 func (c *cluster) waitConnected(a, b string) {
 	c.t.Helper()
-	eventually(c.t, 10*time.Second, a+" connected to "+b, func() bool { return c.nodes[a].Connected(b) })
+	testenv.PollUntil(c.t, 10*time.Second, a+" connected to "+b, func() bool { return c.nodes[a].Connected(b) })
 }
 
 func ctxTimeout(t testing.TB, d time.Duration) context.Context {

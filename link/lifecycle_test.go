@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/link"
 )
 
@@ -52,7 +53,7 @@ func TestCloseJoinsEveryGoroutine(t *testing.T) {
 	if err := c.nodes["a"].Send(ctx, "c", kindEcho, nil); !errors.Is(err, link.ErrClosed) || errcode.Of(err) != link.CodeClosed {
 		t.Fatalf("Send after Close: %v, want ErrClosed", err)
 	}
-	eventually(t, 10*time.Second, "goroutines to return to the baseline", func() bool {
+	testenv.PollUntil(t, 10*time.Second, "goroutines to return to the baseline", func() bool {
 		return runtime.NumGoroutine() <= before
 	})
 }
@@ -66,7 +67,7 @@ func TestPendingCallFailsWithClosedOnRemovePeer(t *testing.T) {
 		_, err := c.nodes["a"].Call(context.Background(), "b", kindEcho, nil)
 		errc <- err
 	}()
-	eventually(t, 10*time.Second, "the call to be queued", func() bool {
+	testenv.PollUntil(t, 10*time.Second, "the call to be queued", func() bool {
 		return c.nodes["a"].Metrics().QueueDepth("b", link.StreamControl) == 1
 	})
 	if err := c.nodes["a"].RemovePeer("b"); err != nil {
@@ -173,7 +174,7 @@ func TestSlowHandlerDoesNotTripAckWatchdog(t *testing.T) {
 	<-entered
 	// The watchdog armed for the request is stopped by b's ack, which
 	// must come while the handler is still running.
-	eventually(t, 10*time.Second, "the ack to stop the watchdog", func() bool { return fake.Waiters() == 0 })
+	testenv.PollUntil(t, 10*time.Second, "the ack to stop the watchdog", func() bool { return fake.Waiters() == 0 })
 	fake.Advance(10 * time.Second)
 	releaseAll()
 	if err := <-errc; err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/link/faulty"
 )
@@ -145,8 +146,8 @@ func TestOrderPerStreamUnderLoadWithDuplicates(t *testing.T) {
 	for err := range errc {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "all control frames", func() bool { return ctrl.count() >= senders*perSender })
-	eventually(t, 30*time.Second, "all replication batches", func() bool { return repl.count() >= senders*perSender })
+	testenv.PollUntil(t, 30*time.Second, "all control frames", func() bool { return ctrl.count() >= senders*perSender })
+	testenv.PollUntil(t, 30*time.Second, "all replication batches", func() bool { return repl.count() >= senders*perSender })
 	ctrl.check(t)
 	repl.check(t)
 	if ctrl.count() != senders*perSender || repl.count() != senders*perSender {
@@ -182,7 +183,7 @@ func TestControlStreamRepairsInjectedDrops(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, "all control frames", func() bool { return ctrl.count() >= total })
+	testenv.PollUntil(t, 30*time.Second, "all control frames", func() bool { return ctrl.count() >= total })
 	ctrl.check(t)
 	if c.net.Injected("drop") == 0 {
 		t.Fatal("no drop was injected")
@@ -206,12 +207,12 @@ func TestLostLastControlFrameIsResentAfterAckTimeout(t *testing.T) {
 	if err := c.nodes["a"].Send(ctxTimeout(t, 10*time.Second), "b", kindSeq, seqPayload(0, 0)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the frame to be dropped", func() bool { return c.net.Injected("drop") > 0 })
+	testenv.PollUntil(t, 10*time.Second, "the frame to be dropped", func() bool { return c.net.Injected("drop") > 0 })
 	if ctrl.count() != 0 {
 		t.Fatal("a dropped frame was delivered")
 	}
 	c.net.Set("a", "b", "control", faulty.Rule{})
-	eventually(t, 10*time.Second, "the resent frame", func() bool { return ctrl.count() == 1 })
+	testenv.PollUntil(t, 10*time.Second, "the resent frame", func() bool { return ctrl.count() == 1 })
 	ctrl.check(t)
 	if got := c.nodes["b"].Metrics().Received("a", link.StreamControl); got != 1 {
 		t.Fatalf("received %v control frames, want exactly 1", got)
@@ -233,10 +234,10 @@ func TestReconnectAfterCut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 10*time.Second, "frames before the cut", func() bool { return ctrl.count() == 10 })
+	testenv.PollUntil(t, 10*time.Second, "frames before the cut", func() bool { return ctrl.count() == 10 })
 
 	c.net.Cut("a", "b")
-	eventually(t, 10*time.Second, "a to notice the cut", func() bool { return !c.nodes["a"].Connected("b") })
+	testenv.PollUntil(t, 10*time.Second, "a to notice the cut", func() bool { return !c.nodes["a"].Connected("b") })
 
 	// A call during the cut fails cleanly at its deadline, as unavailable
 	// (how soon is a benchmark's business, not a test's).
@@ -255,7 +256,7 @@ func TestReconnectAfterCut(t *testing.T) {
 
 	c.net.Heal("a", "b")
 	c.waitConnected("a", "b")
-	eventually(t, 10*time.Second, "frames after heal", func() bool { return ctrl.count() == 20 })
+	testenv.PollUntil(t, 10*time.Second, "frames after heal", func() bool { return ctrl.count() == 20 })
 	ctrl.check(t)
 	got, err := c.nodes["a"].Call(ctx, "b", kindEcho, []byte("after"))
 	if err != nil || !bytes.Equal(got, []byte("after")) {
@@ -293,7 +294,7 @@ func TestReplicationQueueFullDropsOldest(t *testing.T) {
 		t.Fatalf("queue depth %v, want %d", q, capacity)
 	}
 	c.net.Heal("a", "b")
-	eventually(t, 10*time.Second, "queued batches", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == capacity })
+	testenv.PollUntil(t, 10*time.Second, "queued batches", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == capacity })
 	mu.Lock()
 	defer mu.Unlock()
 	for i, s := range got {
@@ -341,7 +342,7 @@ func TestControlQueueFullBlocksThenFails(t *testing.T) {
 		t.Fatalf("queue depth %v, want %d", d, capacity)
 	}
 	c.net.Heal("a", "b")
-	eventually(t, 10*time.Second, "queued control frames", func() bool { return ctrl.count() == capacity })
+	testenv.PollUntil(t, 10*time.Second, "queued control frames", func() bool { return ctrl.count() == capacity })
 	ctrl.check(t)
 }
 

@@ -8,20 +8,11 @@ import (
 // PostingIDsWithPrefix lists the posting ids starting with prefix, for tests
 // that check exactly which postings a settle wrote.
 func (s *Store) PostingIDsWithPrefix(ctx context.Context, prefix string) ([]string, error) {
-	rs, err := s.rdb.QueryContext(ctx, s.d.q(`SELECT id FROM ledger_postings WHERE substr(id, 1, ?) = ? ORDER BY id`), len(prefix), prefix)
+	ids, err := queryStrings(ctx, s.rdb, s.d.q(`SELECT id FROM ledger_postings WHERE substr(id, 1, ?) = ? ORDER BY id`), len(prefix), prefix)
 	if err != nil {
 		return nil, fmt.Errorf("posting ids: %w", err)
 	}
-	defer rs.Close()
-	var out []string
-	for rs.Next() {
-		var id string
-		if err := rs.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rs.Err()
+	return ids, nil
 }
 
 // OpenSQLiteAtVersion opens a SQLite store migrated only up to version, to
@@ -96,18 +87,5 @@ func (s *Store) TableRelTuples(ctx context.Context, table string) (float64, erro
 // CounterAccountsInLockOrder lists the reservation counters' accounts in
 // the order ReplacePending locks them (ORDER BY account).
 func (s *Store) CounterAccountsInLockOrder(ctx context.Context) ([]string, error) {
-	rs, err := s.rdb.QueryContext(ctx, `SELECT account FROM netting_reservations ORDER BY account`)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []string
-	for rs.Next() {
-		var a string
-		if err := rs.Scan(&a); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rs.Err()
+	return queryStrings(ctx, s.rdb, `SELECT account FROM netting_reservations ORDER BY account`)
 }

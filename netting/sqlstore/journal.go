@@ -468,8 +468,12 @@ func (s *Store) collision(ctx context.Context, tx *sql.Tx, batch []netting.Journ
 	return &netting.KeyConflictError{Keys: conflicts}
 }
 
-func queryStrings(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
-	rs, err := tx.QueryContext(ctx, query, args...)
+// queryStrings runs a query of one text column on a transaction or a pool
+// and returns the column.
+func queryStrings(ctx context.Context, q interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, query string, args ...any) ([]string, error) {
+	rs, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -61,6 +61,23 @@ func (f *faultStore) setPostFencedHook(h func(netting.Fence, ledger.Posting) err
 	f.mu.Unlock()
 }
 
+// settleDiesAt runs sess's settle with the posting postingID failing (the
+// settling node dies there), checks the settle returned that failure, and
+// takes the failure away again.
+func settleDiesAt(t *testing.T, f *faultStore, sess *netting.Session, postingID string) {
+	t.Helper()
+	f.setPostFencedHook(func(_ netting.Fence, p ledger.Posting) error {
+		if p.ID == postingID {
+			return errInjected
+		}
+		return nil
+	})
+	if _, err := sess.Settle(ctxT(t)); !errors.Is(err, errInjected) {
+		t.Fatalf("settle: %v", err)
+	}
+	f.setPostFencedHook(nil)
+}
+
 func (f *faultStore) setReadHook(h func([]netting.JournalRecord) []netting.JournalRecord) {
 	f.mu.Lock()
 	f.readHook = h

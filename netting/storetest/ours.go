@@ -331,16 +331,7 @@ func testOursHalfSettled(t *testing.T, s netting.SharedStore) {
 	})
 	sess := widthSession(t, c, "econ-1")
 	id := sess.ID()
-	c.store.setPostFencedHook(func(_ netting.Fence, p ledger.Posting) error {
-		if p.ID == "net_"+id+"_c2" {
-			return errInjected // the node dies between chunks
-		}
-		return nil
-	})
-	if _, err := sess.Settle(ctxT(t)); !errors.Is(err, errInjected) {
-		t.Fatalf("settle: %v", err)
-	}
-	c.store.setPostFencedHook(nil)
+	settleDiesAt(t, c.store, sess, "net_"+id+"_c2") // the node dies between chunks
 	c.restart("econ-1")
 	if !has(t, s, "net_"+id+"_c1") || has(t, s, "net_"+id+"_c2") {
 		t.Fatalf("setup: not half-settled")
@@ -392,16 +383,7 @@ func testOursChunkWidth(t *testing.T, s netting.SharedStore) {
 	})
 	sess := widthSession(t, c, "econ-1")
 	id := sess.ID()
-	c.store.setPostFencedHook(func(_ netting.Fence, p ledger.Posting) error {
-		if p.ID == "net_"+id+"_c1" {
-			return errInjected
-		}
-		return nil
-	})
-	if _, err := sess.Settle(ctxT(t)); !errors.Is(err, errInjected) {
-		t.Fatalf("settle: %v", err)
-	}
-	c.store.setPostFencedHook(nil)
+	settleDiesAt(t, c.store, sess, "net_"+id+"_c1")
 	waitStoreAfter(t, s, mustNow(t, s).Add(2*time.Millisecond))
 	r, err := c.nodes["econ-2"].Recover(ctxT(t), id)
 	must(t, err)
@@ -434,16 +416,7 @@ func testOursReplayRemembered(t *testing.T, s netting.SharedStore) {
 		accept(t, sess, u+"-c", buy(u, u+"b", 50)...)
 		must(t, s.Post(ctxT(t), ledger.Posting{ID: "outside-" + u, Legs: buy(u, "shop", 60)}))
 		id := sess.ID()
-		c.store.setPostFencedHook(func(_ netting.Fence, p ledger.Posting) error {
-			if p.ID == "mv_"+id+"_1" {
-				return errInjected // the replay dies midway
-			}
-			return nil
-		})
-		if _, err := sess.Settle(ctxT(t)); !errors.Is(err, errInjected) {
-			t.Fatalf("settle: %v", err)
-		}
-		c.store.setPostFencedHook(nil)
+		settleDiesAt(t, c.store, sess, "mv_"+id+"_1") // the replay dies midway
 		// Now the netted path would succeed: alice is rich again.
 		fund(t, s, "rich-"+u, u, 1000)
 		settler := sess
@@ -580,16 +553,7 @@ func halfSettledCredit(t *testing.T, s netting.SharedStore) (*cluster, string) {
 	sess := c.open("econ-1", c.scopeOf("econ-1", 0))
 	accept(t, sess, "sale", ledger.Credit(ledger.Earned("bob"), 30), ledger.Debit(ledger.Spendable("alice"), 30))
 	id := sess.ID()
-	c.store.setPostFencedHook(func(_ netting.Fence, p ledger.Posting) error {
-		if p.ID == "net_"+id+"_c1" {
-			return errInjected
-		}
-		return nil
-	})
-	if _, err := sess.Settle(ctxT(t)); !errors.Is(err, errInjected) {
-		t.Fatalf("settle: %v", err)
-	}
-	c.store.setPostFencedHook(nil)
+	settleDiesAt(t, c.store, sess, "net_"+id+"_c1")
 	c.restart("econ-1")
 	if !has(t, s, "net_"+id+"_c0") || has(t, s, "net_"+id+"_c1") {
 		t.Fatalf("setup: bob's chunk should be posted and alice's not")
