@@ -58,8 +58,19 @@ func (m *naiveRing) add(id string, vnodes int) error {
 	return nil
 }
 
+// remove rebuilds the model from the remaining nodes in order, which is
+// what Ring.Remove promises to equal.
 func (m *naiveRing) remove(id string) {
-	m.nodes = slices.DeleteFunc(m.nodes, func(n naiveNode) bool { return n.id == id })
+	old := m.nodes
+	m.nodes = nil
+	for _, n := range old {
+		if n.id == id {
+			continue
+		}
+		if err := m.add(n.id, len(n.points)); err != nil {
+			panic("model: a rebuild cannot run out of points: " + err.Error())
+		}
+	}
 }
 
 func (m *naiveRing) ids() []string {

@@ -1,7 +1,7 @@
 package hashring
 
 import (
-	"math/bits"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -32,6 +32,11 @@ var ErrNoFreePoint = errcode.New("HASHRING.NO_FREE_POINT", "hashring: no free ri
 // concurrent use: writers (Add, Remove) serialise on a mutex and publish a
 // new immutable snapshot; readers load the current snapshot with one atomic
 // read and never wait for a writer.
+//
+// A snapshot shares everything a change does not touch with the one before
+// it, so Add and Remove cost time and memory in proportion to the points of
+// the node that changes (plus a few bytes per node and per chunk of points),
+// not to the size of the ring, and Clone costs nothing.
 type Ring struct {
 	hash HashFunc
 	mu   sync.Mutex // serialises writers; readers never take it
@@ -39,53 +44,82 @@ type Ring struct {
 }
 
 // snapshot is one immutable state of the ring. It is never modified after
-// it is published.
+// it is published, and neither is anything it points to, so later
+// snapshots share its buckets, node records and salt records freely.
 type snapshot struct {
-	// points holds every vnode point with its owner, sorted by hash,
-	// without duplicate hashes. Hash and owner sit side by side so a
-	// lookup touches one cache line for both.
-	points []point
-	// ids lists the nodes in insertion order; vnodes is parallel to it.
-	ids    []string
-	vnodes []int
-	// pos maps a node id to its position in ids.
+	// buckets hold every vnode point with its owner, sorted by hash,
+	// without duplicate hashes: bucket j has the points whose top bits
+	// (hash >> shift) are j. There are 8 to 32 points per bucket on
+	// average (the count doubles or halves with the ring), so a lookup
+	// reads one bucket header and searches a few points, and a change
+	// copies the header table and only the buckets it touches.
+	buckets [][]point
+	shift   uint
+	points  int
+	// first is the index of the first non-empty bucket (where a lookup
+	// past the largest point wraps to).
+	first int
+
+	// nodes is indexed by slot, the owner number stored in points. A
+	// removed node's slot is nil and reused by a later Add, so slots never
+	// shift and no point is rewritten when another node leaves.
+	nodes []*node
+	// order lists the slots in insertion order.
+	order []int32
+	// pos maps a node id to its slot.
 	pos map[string]int32
-	// bucket[j] is the number of points whose top bits (hash >> shift)
-	// are below j, for j in 0 … 1<<(32-shift). It narrows the search for
-	// a hash to the few points that share its top bits.
-	bucket []int32
-	shift  uint
-	// slots answers most lookups with one memory access: slots[j] says who
-	// leads every hash of bucket j when that bucket holds at most one
-	// point. nil when the ring is empty or has too many nodes for uint16.
-	slots []slot
+	// salted records every vnode label that had to be salted, with the
+	// points its earlier labels found taken: what Remove needs to know
+	// whether a node's departure would change where another node's points
+	// are when the ring is rebuilt.
+	salted []salted
 }
 
-// slot is the precomputed answer for one bucket: a hash below limit is led
-// by o1, any other by o2. A bucket with no point has o1 == o2 (the owner of
-// the next point clockwise); a bucket with one point p has limit p, o1 its
-// owner and o2 the owner of the point after it. A bucket with two or more
-// points is marked crowded and searched instead.
-type slot struct {
-	limit  uint32
-	o1, o2 uint16
+// node is one node's record. Its points are sorted.
+type node struct {
+	id     string
+	vnodes int
+	points []uint32
 }
 
-// crowded marks a slot whose bucket holds two or more points; it is also
-// why slots are only built for rings of fewer than 65535 nodes.
-const crowded = 1<<16 - 1
+// salted is one salted vnode label of the node in slot: tried lists the
+// points its label and earlier salts hashed to, each already taken.
+type salted struct {
+	slot  int32
+	tried []uint32
+}
 
-// point is one vnode on the ring: its hash and the position in ids of the
-// node that owns it.
+// point is one vnode on the ring: its hash and the slot of the node that
+// owns it.
 type point struct {
 	hash  uint32
 	owner int32
 }
 
+// Bucket sizes: the bucket count doubles when the ring averages more than
+// bucketGrow points a bucket, and halves below bucketShrink. Doubling only
+// re-slices sorted buckets (no point is copied); halving copies, and only a
+// ring that lost three quarters of its points since it last resized does it.
+const (
+	bucketGrow   = 16
+	bucketShrink = 4
+	// maxBucketBits caps the header table at 2²⁰ buckets.
+	maxBucketBits = 20
+)
+
 // New returns an empty ring that hashes with hash, or with SHA1 when hash is
 // nil.
 func New(hash HashFunc) *Ring {
 	return &Ring{hash: hash}
+}
+
+// Clone returns a ring with the same nodes, points and hash as r. It costs
+// O(1): the two rings share r's current snapshot, and a later change to
+// either builds its own.
+func (r *Ring) Clone() *Ring {
+	c := &Ring{hash: r.hash}
+	c.snap.Store(r.snap.Load())
+	return c
 }
 
 func (r *Ring) hashOf(key string) uint32 {
@@ -113,47 +147,68 @@ func (r *Ring) Add(id string, vnodes int) error {
 	if old.has(id) {
 		return nil
 	}
-	fresh, err := r.placeVNodes(old, id, vnodes)
+	fresh, salts, err := r.placeVNodes(old.contains, id, vnodes)
 	if err != nil {
 		return err
 	}
-	r.snap.Store(old.with(id, vnodes, fresh))
+	r.snap.Store(old.with(id, vnodes, fresh, salts))
 	return nil
 }
 
-// placeVNodes computes the points of a new node, in label order, against the
-// points already on the ring and those it has placed itself.
-func (r *Ring) placeVNodes(old *snapshot, id string, vnodes int) ([]uint32, error) {
+// placeVNodes computes the points of a new node against the points already
+// taken (by taken) and those it has placed itself. It returns them sorted,
+// with a record of every label it salted.
+func (r *Ring) placeVNodes(taken func(uint32) bool, id string, vnodes int) ([]uint32, [][]uint32, error) {
 	fresh := make([]uint32, 0, vnodes)
 	mine := make(map[uint32]struct{}, vnodes)
-	taken := func(p uint32) bool {
+	isTaken := func(p uint32) bool {
 		if _, ok := mine[p]; ok {
 			return true
 		}
-		return old.contains(p)
+		return taken(p)
 	}
+	var salts [][]uint32
 	for i := range vnodes {
 		label := id + "-" + strconv.Itoa(i)
 		p := r.hashOf(label)
-		for salt := 1; taken(p); salt++ {
+		var tried []uint32
+		for salt := 1; isTaken(p); salt++ {
 			if salt > maxSalt {
-				return nil, ErrNoFreePoint.Wrap("node %q vnode %d: %d salted labels all collide", id, i, maxSalt)
+				return nil, nil, ErrNoFreePoint.Wrap("node %q vnode %d: %d salted labels all collide", id, i, maxSalt)
 			}
+			tried = append(tried, p)
 			p = r.hashOf(label + "#" + strconv.Itoa(salt))
+		}
+		if tried != nil {
+			salts = append(salts, tried)
 		}
 		mine[p] = struct{}{}
 		fresh = append(fresh, p)
 	}
-	return fresh, nil
+	slices.Sort(fresh)
+	return fresh, salts, nil
 }
 
 // Remove takes node id and all its points off the ring. Removing an absent
 // id does nothing.
+//
+// The ring left behind is exactly the ring that adding the remaining nodes,
+// in their insertion order, to an empty ring would build. Usually that is
+// the old ring without id's points; but when a later node's label was salted
+// because id held the point it hashed to, a fresh ring gives that label its
+// unsalted point, and so does Remove (it rebuilds the ring from its nodes
+// then, which with a 32-bit hash happens for about one removal in a
+// thousand at 100,000 points). So every process that has the same nodes in
+// the same order has the same ring, whatever it added and removed before.
 func (r *Ring) Remove(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.snap.Load()
 	if !old.has(id) {
+		return
+	}
+	if old.removalMovesOthers(id) {
+		r.snap.Store(r.rebuildWithout(old, id))
 		return
 	}
 	r.snap.Store(old.without(id))
@@ -168,7 +223,11 @@ func (r *Ring) IDs() []string {
 	if s == nil {
 		return []string{}
 	}
-	return slices.Clone(s.ids)
+	ids := make([]string, len(s.order))
+	for i, slot := range s.order {
+		ids[i] = s.nodes[slot].id
+	}
+	return ids
 }
 
 // Len returns the number of nodes (not points) on the ring.
@@ -177,7 +236,7 @@ func (r *Ring) Len() int {
 	if s == nil {
 		return 0
 	}
-	return len(s.ids)
+	return len(s.order)
 }
 
 // Points returns the number of vnode points on the ring.
@@ -186,7 +245,7 @@ func (r *Ring) Points() int {
 	if s == nil {
 		return 0
 	}
-	return len(s.points)
+	return s.points
 }
 
 // VNodes returns the vnode count id was added with, which is its weight: a
@@ -196,7 +255,7 @@ func (r *Ring) VNodes(id string) (int, bool) {
 	if !s.has(id) {
 		return 0, false
 	}
-	return s.vnodes[s.pos[id]], true
+	return s.nodes[s.pos[id]].vnodes, true
 }
 
 // Get returns the leader of key: the node owning the first point strictly
@@ -205,10 +264,11 @@ func (r *Ring) VNodes(id string) (int, bool) {
 // a hash function that does not) and runs in O(log points).
 func (r *Ring) Get(key string) (id string, ok bool) {
 	s := r.snap.Load()
-	if s == nil || len(s.points) == 0 {
+	if s == nil || s.points == 0 {
 		return "", false
 	}
-	return s.ids[s.leader(r.hashOf(key))], true
+	b, i := s.successor(r.hashOf(key))
+	return s.nodes[s.buckets[b][i].owner].id, true
 }
 
 // GetN returns up to n distinct owners of key, leader first, walking
@@ -226,13 +286,14 @@ func (r *Ring) AppendN(dst []string, key string, n int) []string {
 		dst = []string{}
 	}
 	s := r.snap.Load()
-	if s == nil || len(s.points) == 0 || n < 1 {
+	if s == nil || s.points == 0 || n < 1 {
 		return dst
 	}
-	n = min(n, len(s.ids))
+	n = min(n, len(s.order))
 	start := len(dst)
-	s.walk(s.successor(r.hashOf(key)), func(owner int32) bool {
-		dst = append(dst, s.ids[owner])
+	b, i := s.successor(r.hashOf(key))
+	s.walk(b, i, func(owner int32) bool {
+		dst = append(dst, s.nodes[owner].id)
 		return len(dst)-start < n
 	})
 	return dst
@@ -245,12 +306,13 @@ func (r *Ring) AppendN(dst []string, key string, n int) []string {
 // policy.
 func (r *Ring) GetWhere(key string, accept func(id string) bool) (id string, ok bool) {
 	s := r.snap.Load()
-	if s == nil || len(s.points) == 0 {
+	if s == nil || s.points == 0 {
 		return "", false
 	}
-	s.walk(s.successor(r.hashOf(key)), func(owner int32) bool {
-		if accept(s.ids[owner]) {
-			id, ok = s.ids[owner], true
+	b, i := s.successor(r.hashOf(key))
+	s.walk(b, i, func(owner int32) bool {
+		if accept(s.nodes[owner].id) {
+			id, ok = s.nodes[owner].id, true
 			return false
 		}
 		return true
@@ -266,84 +328,79 @@ func (s *snapshot) has(id string) bool {
 	return ok
 }
 
-// contains reports whether p is a point on the ring.
-func (s *snapshot) contains(p uint32) bool {
-	if s == nil || len(s.points) == 0 {
-		return false
-	}
-	i := s.successor(p) // first point > p, wrapped
-	j := i - 1
-	if j < 0 {
-		j = len(s.points) - 1
-	}
-	return s.points[j].hash == p
-}
-
-// successor returns the index of the first point strictly greater than h,
-// or 0 when h is at or past the largest point. len(points) must be > 0.
-func (s *snapshot) successor(h uint32) int {
-	j := h >> s.shift // shift may be 32, which gives 0
-	lo, hi := s.bucket[j], s.bucket[j+1]
-	// Every point of bucket j lies in [lo, hi); the first point > h is
-	// either among them or is the first point of a later bucket, at hi.
-	// Buckets hold one or two points on average: scan those, and only
-	// binary-search a crowded bucket (a skewed hash), to stay O(log n).
-	for hi-lo > 4 {
-		mid := int32(uint32(lo+hi) >> 1)
-		if s.points[mid].hash <= h {
+// search returns the index of the first point of pts strictly greater than
+// h, or len(pts).
+func search(pts []point, h uint32) int {
+	lo, hi := 0, len(pts)
+	// Buckets hold a few points: scan those, and only binary-search a
+	// crowded bucket (a skewed hash), to stay O(log n).
+	for hi-lo > 8 {
+		mid := int(uint(lo+hi) >> 1)
+		if pts[mid].hash <= h {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	for lo < hi && s.points[lo].hash <= h {
+	for lo < hi && pts[lo].hash <= h {
 		lo++
 	}
-	if int(lo) == len(s.points) {
-		return 0
-	}
-	return int(lo)
+	return lo
 }
 
-// leader returns the owner of the first point strictly greater than h,
-// wrapping. len(points) must be > 0.
-func (s *snapshot) leader(h uint32) int32 {
-	if s.slots != nil {
-		if sl := s.slots[h>>s.shift]; sl.o1 != crowded {
-			if h < sl.limit {
-				return int32(sl.o1)
-			}
-			return int32(sl.o2)
+// successor returns the position (bucket, index in bucket) of the first
+// point strictly greater than h, wrapping to the first point when h is at or
+// past the largest. The ring must have points.
+func (s *snapshot) successor(h uint32) (int, int) {
+	b := int(h >> s.shift) // shift may be 32, which gives 0
+	if i := search(s.buckets[b], h); i < len(s.buckets[b]) {
+		return b, i
+	}
+	for b++; b < len(s.buckets); b++ {
+		if len(s.buckets[b]) > 0 {
+			return b, 0
 		}
 	}
-	return s.points[s.successor(h)].owner
+	return s.first, 0
 }
 
-// walk visits the distinct owners of the points from index i clockwise, at
-// most one full turn, until visit returns false or every node was visited.
-func (s *snapshot) walk(i int, visit func(owner int32) bool) {
-	nodes := len(s.ids)
+// contains reports whether p is a point on the ring.
+func (s *snapshot) contains(p uint32) bool {
+	if s == nil || s.points == 0 {
+		return false
+	}
+	pts := s.buckets[p>>s.shift]
+	i := search(pts, p)
+	return i > 0 && pts[i-1].hash == p
+}
+
+// walk visits the distinct owners of the points from position (b, i)
+// clockwise, at most one full turn, until visit returns false or every node
+// was visited.
+func (s *snapshot) walk(b, i int, visit func(owner int32) bool) {
+	nodes := len(s.order)
 	// Small rings and short walks track the nodes seen in a stack array;
 	// larger ones in a bitmap.
 	var small [8]int32
 	seenSmall := small[:0]
 	var seenBits []uint64
 	if nodes > len(small) {
-		seenBits = make([]uint64, (nodes+63)/64)
+		seenBits = make([]uint64, (len(s.nodes)+63)/64)
 	}
 	found := 0
-	for range len(s.points) {
-		o := s.points[i].owner
-		i++
-		if i == len(s.points) {
-			i = 0
+	for range s.points {
+		o := s.buckets[b][i].owner
+		for i++; i == len(s.buckets[b]); i = 0 {
+			if b++; b == len(s.buckets) {
+				b = 0
+			}
 		}
 		if seenBits != nil {
-			w, b := o>>6, uint64(1)<<(o&63)
-			if seenBits[w]&b != 0 {
+			w, bit := o>>6, uint64(1)<<(o&63)
+			if seenBits[w]&bit != 0 {
 				continue
 			}
-			seenBits[w] |= b
+			seenBits[w] |= bit
 		} else {
 			if slices.Contains(seenSmall, o) {
 				continue
@@ -358,95 +415,228 @@ func (s *snapshot) walk(i int, visit func(owner int32) bool) {
 }
 
 // with returns a new snapshot that has s's nodes plus id with the given
-// points (unsorted, distinct, none already on the ring).
-func (s *snapshot) with(id string, vnodes int, fresh []uint32) *snapshot {
-	var old []point
-	var ids []string
-	var vn []int
-	if s != nil {
-		old, ids, vn = s.points, s.ids, s.vnodes
+// points (sorted, distinct, none already on the ring) and salt records.
+func (s *snapshot) with(id string, vnodes int, fresh []uint32, salts [][]uint32) *snapshot {
+	if s == nil {
+		s = &snapshot{}
 	}
-	owner := int32(len(ids))
-	fresh = slices.Clone(fresh)
-	slices.Sort(fresh)
-	points := make([]point, 0, len(old)+len(fresh))
-	i, j := 0, 0
-	for i < len(old) || j < len(fresh) {
-		if j == len(fresh) || (i < len(old) && old[i].hash < fresh[j]) {
-			points = append(points, old[i])
-			i++
-		} else {
-			points = append(points, point{hash: fresh[j], owner: owner})
-			j++
-		}
+	ns := &snapshot{
+		nodes:  s.nodes,
+		order:  append(slices.Clip(s.order), 0),
+		pos:    maps.Clone(s.pos),
+		salted: slices.Clip(s.salted),
+		points: s.points + len(fresh),
 	}
-	return build(points, append(slices.Clip(ids), id), append(slices.Clip(vn), vnodes))
+	if ns.pos == nil {
+		ns.pos = make(map[string]int32, 1)
+	}
+	slot := int32(slices.Index(s.nodes, nil))
+	if slot < 0 {
+		slot = int32(len(s.nodes))
+		ns.nodes = append(slices.Clip(s.nodes), nil)
+	} else {
+		ns.nodes = slices.Clone(s.nodes)
+	}
+	ns.nodes[slot] = &node{id: id, vnodes: vnodes, points: fresh}
+	ns.order[len(ns.order)-1] = slot
+	ns.pos[id] = slot
+	for _, tried := range salts {
+		ns.salted = append(ns.salted, salted{slot: slot, tried: tried})
+	}
+	ns.buckets, ns.shift = insertPoints(s.buckets, s.shift, fresh, slot)
+	ns.resize()
+	return ns
 }
 
 // without returns a new snapshot with id (which must be present) and its
-// points removed; the owners of later nodes shift down by one.
+// points removed.
 func (s *snapshot) without(id string) *snapshot {
-	gone := s.pos[id]
-	points := make([]point, 0, len(s.points))
-	for _, p := range s.points {
-		switch {
-		case p.owner == gone:
-			continue
-		case p.owner > gone:
-			p.owner--
-		}
-		points = append(points, p)
+	slot := s.pos[id]
+	ns := &snapshot{
+		nodes:  slices.Clone(s.nodes),
+		order:  slices.DeleteFunc(slices.Clone(s.order), func(o int32) bool { return o == slot }),
+		pos:    maps.Clone(s.pos),
+		salted: slices.DeleteFunc(slices.Clone(s.salted), func(x salted) bool { return x.slot == slot }),
+		points: s.points - len(s.nodes[slot].points),
 	}
-	ids := slices.Delete(slices.Clone(s.ids), int(gone), int(gone)+1)
-	vn := slices.Delete(slices.Clone(s.vnodes), int(gone), int(gone)+1)
-	return build(points, ids, vn)
+	gone := s.nodes[slot].points
+	ns.nodes[slot] = nil
+	// Trailing free slots are dropped, so the slot table (and the walk's
+	// bitmap) never outgrows the most nodes the ring held at once.
+	for len(ns.nodes) > 0 && ns.nodes[len(ns.nodes)-1] == nil {
+		ns.nodes = ns.nodes[:len(ns.nodes)-1]
+	}
+	delete(ns.pos, id)
+	ns.buckets, ns.shift = removePoints(s.buckets, s.shift, gone), s.shift
+	ns.resize()
+	return ns
 }
 
-// maxBucketBits caps the bucket index at 2²⁰ entries (4 MiB).
-const maxBucketBits = 20
-
-// build assembles a snapshot and its bucket index from sorted points.
-func build(points []point, ids []string, vnodes []int) *snapshot {
-	pos := make(map[string]int32, len(ids))
-	for k, id := range ids {
-		pos[id] = int32(k)
-	}
-	// Two to four buckets per point (2^b > 2 × points): over 90% of
-	// buckets hold zero or one point and their slot answers a lookup in
-	// one memory access; the index stays small enough to rebuild on every
-	// Add.
-	b := 0
-	if len(points) > 1 {
-		b = min(bits.Len(uint(len(points)))+1, maxBucketBits)
-	}
-	shift := uint(32 - b)
-	bucket := make([]int32, 1<<b+1)
-	k := 0
-	for j := range bucket {
-		for k < len(points) && uint64(points[k].hash)>>shift < uint64(j) {
-			k++
+// removalMovesOthers reports whether removing id would leave a ring that
+// differs from the one a fresh build of the other nodes gives: whether a
+// label of another node was salted because it hashed onto one of id's
+// points. Points never move, so a node that still holds a point held it
+// when every later node was placed; a label of another node that tried one
+// of id's points was therefore salted because of id.
+func (s *snapshot) removalMovesOthers(id string) bool {
+	slot := s.pos[id]
+	mine := s.nodes[slot].points
+	for _, x := range s.salted {
+		if x.slot == slot {
+			continue
 		}
-		bucket[j] = int32(k)
-	}
-	var slots []slot
-	if len(points) > 0 && len(ids) < crowded {
-		slots = make([]slot, len(bucket)-1)
-		for j := range slots {
-			lo, hi := int(bucket[j]), int(bucket[j+1])
-			switch hi - lo {
-			case 0:
-				next := points[lo%len(points)].owner
-				slots[j] = slot{limit: ^uint32(0), o1: uint16(next), o2: uint16(next)}
-			case 1:
-				slots[j] = slot{
-					limit: points[lo].hash,
-					o1:    uint16(points[lo].owner),
-					o2:    uint16(points[(lo+1)%len(points)].owner),
-				}
-			default:
-				slots[j] = slot{o1: crowded}
+		for _, p := range x.tried {
+			if _, ok := slices.BinarySearch(mine, p); ok {
+				return true
 			}
 		}
 	}
-	return &snapshot{points: points, ids: ids, vnodes: vnodes, pos: pos, bucket: bucket, shift: shift, slots: slots}
+	return false
+}
+
+// rebuildWithout builds, from nothing, the ring of s's nodes other than id,
+// added in their insertion order. It cannot run out of points: every label
+// tries the same hashes as before against a set of taken points that is,
+// node by node, no larger than it was, so it stops no later.
+func (r *Ring) rebuildWithout(s *snapshot, id string) *snapshot {
+	taken := make(map[uint32]struct{}, s.points)
+	isTaken := func(p uint32) bool { _, ok := taken[p]; return ok }
+	var all []point
+	type placed struct {
+		id     string
+		vnodes int
+		fresh  []uint32
+		salts  [][]uint32
+	}
+	var nodes []placed
+	for _, slot := range s.order {
+		n := s.nodes[slot]
+		if n.id == id {
+			continue
+		}
+		fresh, salts, err := r.placeVNodes(isTaken, n.id, n.vnodes)
+		if err != nil {
+			// Not reachable (see above); keep the ring consistent anyway.
+			return s.without(id)
+		}
+		for _, p := range fresh {
+			taken[p] = struct{}{}
+		}
+		nodes = append(nodes, placed{n.id, n.vnodes, fresh, salts})
+	}
+	ns := &snapshot{pos: make(map[string]int32, len(nodes))}
+	for i, n := range nodes {
+		slot := int32(i)
+		ns.nodes = append(ns.nodes, &node{id: n.id, vnodes: n.vnodes, points: n.fresh})
+		ns.order = append(ns.order, slot)
+		ns.pos[n.id] = slot
+		for _, tried := range n.salts {
+			ns.salted = append(ns.salted, salted{slot: slot, tried: tried})
+		}
+		for _, p := range n.fresh {
+			all = append(all, point{hash: p, owner: slot})
+		}
+	}
+	slices.SortFunc(all, func(a, b point) int {
+		switch {
+		case a.hash < b.hash:
+			return -1
+		case a.hash > b.hash:
+			return 1
+		}
+		return 0
+	})
+	ns.points = len(all)
+	ns.buckets, ns.shift = [][]point{all}, 32
+	ns.resize()
+	return ns
+}
+
+// insertPoints returns the buckets with fresh (sorted, none present) added
+// as points of owner. The header table is copied; untouched buckets are
+// shared, touched ones copied. An empty ring starts with one bucket.
+func insertPoints(buckets [][]point, shift uint, fresh []uint32, owner int32) ([][]point, uint) {
+	if len(buckets) == 0 {
+		buckets, shift = make([][]point, 1), 32
+	} else {
+		buckets = slices.Clone(buckets)
+	}
+	for f := 0; f < len(fresh); {
+		b := fresh[f] >> shift
+		end := f + 1
+		for end < len(fresh) && fresh[end]>>shift == b {
+			end++
+		}
+		old := buckets[b]
+		merged := make([]point, 0, len(old)+end-f)
+		i := 0
+		for i < len(old) || f < end {
+			if f == end || (i < len(old) && old[i].hash < fresh[f]) {
+				merged = append(merged, old[i])
+				i++
+			} else {
+				merged = append(merged, point{hash: fresh[f], owner: owner})
+				f++
+			}
+		}
+		buckets[b] = merged
+	}
+	return buckets, shift
+}
+
+// removePoints returns the buckets without the points gone (sorted, all
+// present). The header table is copied; untouched buckets are shared.
+func removePoints(buckets [][]point, shift uint, gone []uint32) [][]point {
+	buckets = slices.Clone(buckets)
+	for g := 0; g < len(gone); {
+		b := gone[g] >> shift
+		end := g + 1
+		for end < len(gone) && gone[end]>>shift == b {
+			end++
+		}
+		old := buckets[b]
+		kept := make([]point, 0, len(old)-(end-g))
+		for _, p := range old {
+			if g < end && p.hash == gone[g] {
+				g++
+				continue
+			}
+			kept = append(kept, p)
+		}
+		buckets[b] = kept
+	}
+	return buckets
+}
+
+// resize doubles or halves the bucket count until the average bucket holds
+// between bucketShrink and bucketGrow points, and sets first. It runs on a
+// snapshot that is not yet published and whose header table is its own.
+func (s *snapshot) resize() {
+	for s.points > bucketGrow*len(s.buckets) && s.shift > 32-maxBucketBits {
+		// Split every bucket in two on the next bit: sorted points make
+		// that a re-slice.
+		s.shift--
+		split := make([][]point, 2*len(s.buckets))
+		for j, pts := range s.buckets {
+			k := 0
+			for k < len(pts) && pts[k].hash>>s.shift == uint32(2*j) {
+				k++
+			}
+			split[2*j], split[2*j+1] = pts[:k:k], pts[k:]
+		}
+		s.buckets = split
+	}
+	for len(s.buckets) > 1 && s.points < bucketShrink*len(s.buckets) {
+		s.shift++
+		joined := make([][]point, len(s.buckets)/2)
+		for j := range joined {
+			a, b := s.buckets[2*j], s.buckets[2*j+1]
+			joined[j] = append(append(make([]point, 0, len(a)+len(b)), a...), b...)
+		}
+		s.buckets = joined
+	}
+	s.first = 0
+	for s.first < len(s.buckets)-1 && len(s.buckets[s.first]) == 0 {
+		s.first++
+	}
 }

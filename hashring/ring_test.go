@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/internal/testseed"
 )
 
 // tableHash returns a hash whose values for the listed labels are chosen by
@@ -92,21 +93,45 @@ func TestSaltingAgainstOwnPoints(t *testing.T) {
 }
 
 func TestExistingPointsNeverMove(t *testing.T) {
-	// b's first label collides with a's point; a keeps it, b is salted, and
-	// removing a does not move b's salted point back.
-	hash := tableHash(map[string]uint32{"a-0": 100, "b-0": 100, "b-0#1": 500, "k200": 200, "k50": 50})
+	// b's first label collides with a's point; a keeps it and b is salted.
+	hash := tableHash(map[string]uint32{"a-0": 100, "b-0": 100, "b-0#1": 500, "c-0": 300, "k200": 200, "k50": 50, "k400": 400})
 	r := New(hash)
 	mustAdd(t, r, "a", 1)
 	mustAdd(t, r, "b", 1)
-	if id, _ := r.Get("k50"); id != "a" {
-		t.Fatalf("Get(k50) = %q, want a", id)
+	mustAdd(t, r, "c", 1)
+	for key, want := range map[string]string{"k50": "a", "k200": "c", "k400": "b"} {
+		if id, _ := r.Get(key); id != want {
+			t.Fatalf("Get(%s) = %q, want %s", key, id, want)
+		}
 	}
-	if id, _ := r.Get("k200"); id != "b" {
-		t.Fatalf("Get(k200) = %q, want b", id)
-	}
+}
+
+// Removing the node whose point made another node salt a label gives that
+// label its unsalted point back: the ring after Remove is the ring a fresh
+// process builds from the remaining nodes in order.
+func TestRemoveEqualsRebuild(t *testing.T) {
+	hash := tableHash(map[string]uint32{"a-0": 100, "b-0": 100, "b-0#1": 500, "c-0": 300, "k50": 50, "k200": 200, "k400": 400})
+	r := New(hash)
+	mustAdd(t, r, "a", 1)
+	mustAdd(t, r, "b", 1)
+	mustAdd(t, r, "c", 1)
 	r.Remove("a")
-	if id, _ := r.Get("k50"); id != "b" {
-		t.Fatalf("after remove Get(k50) = %q, want b", id)
+	fresh := New(hash)
+	mustAdd(t, fresh, "b", 1)
+	mustAdd(t, fresh, "c", 1)
+	// b is back on 100: k50 → b, k200 → c, k400 → b (wraps to 100).
+	for key, want := range map[string]string{"k50": "b", "k200": "c", "k400": "b"} {
+		if id, _ := r.Get(key); id != want {
+			t.Errorf("after Remove(a): Get(%s) = %q, want %s", key, id, want)
+		}
+		if id, _ := fresh.Get(key); id != want {
+			t.Errorf("fresh ring: Get(%s) = %q, want %s", key, id, want)
+		}
+	}
+	// Removing a node nobody salted against changes nothing else.
+	r.Remove("c")
+	if id, _ := r.Get("k200"); id != "b" {
+		t.Errorf("after Remove(c): Get(k200) = %q, want b", id)
 	}
 }
 
@@ -522,36 +547,101 @@ func mustAdd(t testing.TB, r *Ring, id string, vnodes int) {
 	}
 }
 
-// The one-access slots must agree with the bucket search they shortcut, on
-// random hashes and on every point and its neighbours, for rings from empty
-// buckets everywhere to crowded ones (small-range hashes).
-func TestSlotsAgreeWithSearch(t *testing.T) {
+// The bucketed snapshot must hold its invariants after every change, and
+// its search must agree with a linear scan over all points, for rings from
+// a single bucket to thousands, and for small-range hashes that salt often.
+// Seeded: the seed is printed, and -ringseed replays a failure.
+func TestSnapshotInvariants(t *testing.T) {
+	seed := testseed.Seed(t)
 	for _, hash := range []HashFunc{SHA1, XXHash, tinyHash(1 << 12), tinyHash(300)} {
-		rng := rand.New(rand.NewPCG(5, 9))
+		rng := rand.New(rand.NewPCG(seed, 9))
 		r := New(hash)
-		for n := range 30 {
-			if err := r.Add("n"+strconv.Itoa(n), 1+rng.IntN(9)); err != nil {
-				break // a small-range hash ran out of points: test what we have
-			}
-			s := r.snap.Load()
-			if s.slots == nil {
-				t.Fatal("no slots on a small ring")
-			}
-			check := func(h uint32) {
-				if got, want := s.leader(h), s.points[s.successor(h)].owner; got != want {
-					t.Fatalf("leader(%d) = %d, search says %d", h, got, want)
+		var live []string
+		for step := range 120 {
+			if len(live) > 0 && rng.IntN(3) == 0 {
+				k := rng.IntN(len(live))
+				r.Remove(live[k])
+				live = slices.Delete(live, k, k+1)
+			} else {
+				id := "n" + strconv.Itoa(step)
+				if err := r.Add(id, 1+rng.IntN(150)); err != nil {
+					continue // a small-range hash ran out of points
 				}
+				live = append(live, id)
 			}
-			for range 500 {
-				check(rng.Uint32())
-			}
-			for _, p := range s.points {
-				check(p.hash - 1)
-				check(p.hash)
-				check(p.hash + 1)
-			}
-			check(0)
-			check(^uint32(0))
+			checkSnapshot(t, r.snap.Load(), rng)
 		}
 	}
+}
+
+func checkSnapshot(t *testing.T, s *snapshot, rng *rand.Rand) {
+	t.Helper()
+	if s == nil || s.points == 0 {
+		return
+	}
+	var all []point
+	if len(s.buckets) != 1<<(32-s.shift) {
+		t.Fatalf("%d buckets with shift %d", len(s.buckets), s.shift)
+	}
+	if avg := float64(s.points) / float64(len(s.buckets)); len(s.buckets) > 1 && (avg < bucketShrink || avg > bucketGrow) {
+		t.Fatalf("%d points in %d buckets: %.1f a bucket is outside [%d, %d]", s.points, len(s.buckets), avg, bucketShrink, bucketGrow)
+	}
+	for b, pts := range s.buckets {
+		for _, p := range pts {
+			if int(p.hash>>s.shift) != b {
+				t.Fatalf("point %d is in bucket %d, its top bits say %d", p.hash, b, p.hash>>s.shift)
+			}
+		}
+		all = append(all, pts...)
+	}
+	if len(s.buckets[s.first]) == 0 || slices.ContainsFunc(s.buckets[:s.first], func(p []point) bool { return len(p) > 0 }) {
+		t.Fatalf("first = %d is not the first non-empty bucket", s.first)
+	}
+	if len(all) != s.points {
+		t.Fatalf("points = %d, chunks hold %d", s.points, len(all))
+	}
+	per := map[int32]int{}
+	for i, p := range all {
+		if i > 0 && all[i-1].hash >= p.hash {
+			t.Fatalf("points out of order at %d: %d then %d", i, all[i-1].hash, p.hash)
+		}
+		n := s.nodes[p.owner]
+		if n == nil {
+			t.Fatalf("point %d owned by free slot %d", p.hash, p.owner)
+		}
+		if _, ok := slices.BinarySearch(n.points, p.hash); !ok {
+			t.Fatalf("point %d not in its node's list", p.hash)
+		}
+		per[p.owner]++
+	}
+	for _, slot := range s.order {
+		if n := s.nodes[slot]; per[slot] != n.vnodes || len(n.points) != n.vnodes {
+			t.Fatalf("node %s: %d points on the ring, %d listed, vnodes %d", n.id, per[slot], len(n.points), n.vnodes)
+		}
+	}
+	check := func(h uint32) {
+		want := 0
+		for want < len(all) && all[want].hash <= h {
+			want++
+		}
+		want %= len(all)
+		b, i := s.successor(h)
+		if got := s.buckets[b][i]; got != all[want] {
+			t.Fatalf("successor(%d) = %v, scan says %v", h, got, all[want])
+		}
+		if got, want := s.contains(h), slices.ContainsFunc(all, func(p point) bool { return p.hash == h }); got != want {
+			t.Fatalf("contains(%d) = %v, want %v", h, got, want)
+		}
+	}
+	for range 200 {
+		check(rng.Uint32())
+	}
+	for k := 0; k < len(all); k += 1 + len(all)/50 {
+		p := all[k].hash
+		check(p - 1)
+		check(p)
+		check(p + 1)
+	}
+	check(0)
+	check(^uint32(0))
 }
