@@ -26,6 +26,9 @@ type Table struct {
 	// weights is nil when placement is unweighted (New, or NewWeighted
 	// with all weights equal); otherwise parallel to nodes.
 	weights []float64
+	// common is the weight every node has when weights is nil, for a
+	// table built by NewWeighted (0, meaning 1, for one built by New).
+	common float64
 }
 
 // Weighted is a node and its weight for NewWeighted.
@@ -64,6 +67,7 @@ func NewWeighted(nodes []Weighted) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.common = nodes[0].Weight
 	for _, n := range nodes[1:] {
 		if n.Weight != nodes[0].Weight {
 			t.weights = make([]float64, len(nodes))
@@ -90,22 +94,94 @@ func validateNodes(nodes []string) error {
 	return nil
 }
 
+// With returns a table with node added last, at weight (1 for a table
+// built by New), leaving t unchanged. It places exactly like NewWeighted
+// of t's nodes followed by node, but hashes only the new node's name: the
+// rest is a copy of t's per-node state (16 bytes a node, the cost of one
+// lookup). A duplicate node or a weight that is not finite and positive is
+// a CONFIG.INVALID error.
+func (t *Table) With(node string, weight float64) (*Table, error) {
+	if !(weight > 0) || math.IsInf(weight, 1) {
+		return nil, errcode.Config("weight", weight, "must be finite and greater than 0")
+	}
+	if slices.Contains(t.nodes, node) {
+		return nil, errcode.Config("node", node, "is already in the table")
+	}
+	n := len(t.nodes)
+	nt := &Table{
+		nodes:  append(slices.Clip(t.nodes), node),
+		prefix: append(slices.Clip(t.prefix), fnvUnits(fnvString(fnvOffset, node), '\n')),
+		common: t.common,
+	}
+	switch {
+	case n == 0:
+		nt.common = weight
+	case t.weights != nil:
+		nt.weights = append(slices.Clip(t.weights), weight)
+	case weight != t.uniform():
+		nt.weights = make([]float64, n+1)
+		for i := range n {
+			nt.weights[i] = t.uniform()
+		}
+		nt.weights[n] = weight
+	}
+	return nt, nil
+}
+
+// Without returns a table without node, leaving t unchanged; the other
+// nodes keep their order. It places exactly like NewWeighted of the
+// remaining nodes. Removing an absent node returns t; removing the last
+// node returns the zero Table (no owner for any key).
+func (t *Table) Without(node string) *Table {
+	i := slices.Index(t.nodes, node)
+	if i < 0 {
+		return t
+	}
+	nt := &Table{
+		nodes:  slices.Delete(slices.Clone(t.nodes), i, i+1),
+		prefix: slices.Delete(slices.Clone(t.prefix), i, i+1),
+		common: t.common,
+	}
+	if t.weights != nil {
+		w := slices.Delete(slices.Clone(t.weights), i, i+1)
+		// All remaining weights equal: the unweighted placement, as
+		// NewWeighted would choose.
+		if len(w) > 0 && !slices.ContainsFunc(w, func(x float64) bool { return x != w[0] }) {
+			nt.common = w[0]
+		} else {
+			nt.weights = w
+		}
+	}
+	if len(nt.nodes) == 0 {
+		return &Table{}
+	}
+	return nt
+}
+
+// uniform is the weight every node of an unweighted table has.
+func (t *Table) uniform() float64 {
+	if t.common == 0 {
+		return 1
+	}
+	return t.common
+}
+
 // Nodes returns the node list in the order given. The slice is a copy.
 func (t *Table) Nodes() []string { return slices.Clone(t.nodes) }
 
 // Len returns the number of nodes.
 func (t *Table) Len() int { return len(t.nodes) }
 
-// Weight returns node's weight: 1 for every node of an unweighted table
-// (or of a weighted one whose weights were all equal, which is the same
-// placement).
+// Weight returns node's weight as it was given: 1 for every node of a
+// table built by New. (A table whose weights are all equal places like New
+// whatever the common weight is.)
 func (t *Table) Weight(node string) (float64, bool) {
 	i := slices.Index(t.nodes, node)
 	switch {
 	case i < 0:
 		return 0, false
 	case t.weights == nil:
-		return 1, true
+		return t.uniform(), true
 	}
 	return t.weights[i], true
 }

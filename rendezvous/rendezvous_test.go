@@ -278,7 +278,7 @@ func TestEqualWeightsPlaceLikeNew(t *testing.T) {
 			t.Fatalf("Owner(%s): New %s, equal weights %s", k, a, b)
 		}
 	}
-	if w, ok := weighted.Weight("econ-2"); !ok || w != 1 {
+	if w, ok := weighted.Weight("econ-2"); !ok || w != 3.5 {
 		t.Fatalf("Weight = %v, %v", w, ok)
 	}
 }
