@@ -17,8 +17,14 @@
 //  1. hash(s) is the first four bytes of SHA-1(UTF-8 s), big-endian.
 //  2. A node with v vnodes has points hash("<id>-0") … hash("<id>-<v-1>").
 //  3. A point already taken (by any node, the same one included) is salted:
-//     "<id>-<i>#1", "#2", … until free. Existing points never move, so the
-//     ring depends on the order of Adds (as the TypeScript one does).
+//     "<id>-<i>#1", "#2", … until free. Existing points never move on Add,
+//     so the ring depends on the order of Adds (as the TypeScript one does).
+//     Remove leaves the ring that adding the remaining nodes in their order
+//     builds; the TypeScript ring instead keeps a later node's salted point
+//     salted after the node it collided with leaves, so a Go and a
+//     TypeScript process with different histories can differ on the rare
+//     salted label (a 32-bit collision), while two Go processes with the
+//     same nodes in the same order never do.
 //  4. A key's leader owns the first point strictly greater than hash(key),
 //     wrapping past the largest point to the smallest.
 //  5. GetN walks clockwise from the leader's point and keeps each node the
@@ -32,6 +38,9 @@
 //   - Points are distinct; every node has exactly its vnode count of points.
 //   - Readers see a whole snapshot, before or after a write, never a mix.
 //     Get takes no lock, allocates nothing and costs O(log points).
+//   - A change copies only what it touches: Add and Remove cost the
+//     changed node's points plus a bucket header per 4–16 points (a few
+//     hundred KiB at 100,000 points), and Clone costs nothing.
 //   - Salting is bounded: a hash with too small a range makes Add fail with
 //     ErrNoFreePoint and leave the ring unchanged, instead of looping.
 //   - A bad vnode count is a CONFIG.INVALID error (errcode.ErrConfigInvalid).
