@@ -66,7 +66,6 @@ func getFixture(n int) *fixture {
 var (
 	sinkS   string
 	sinkU32 uint32
-	sinkI   int
 )
 
 func nodeRuns(b *testing.B, run func(b *testing.B, f *fixture)) {

@@ -561,7 +561,10 @@ func (s *Session) Settle(ctx context.Context) (SettleReport, error) {
 	if err := s.Flush(ctx); err != nil {
 		return SettleReport{}, err
 	}
-	recs, head, err := s.readVerified(ctx)
+	// This read only asks whether there is anything to settle (verifying the
+	// chain on the way); the head that goes into the report is read below,
+	// after the claim has sealed the journal.
+	recs, _, err := s.readVerified(ctx)
 	if err != nil {
 		return SettleReport{}, err
 	}
@@ -583,7 +586,7 @@ func (s *Session) Settle(ctx context.Context) (SettleReport, error) {
 		return SettleReport{}, err
 	}
 	// The claim sealed the journal: this read is final.
-	recs, head, err = s.readVerified(ctx)
+	recs, head, err := s.readVerified(ctx)
 	if err != nil {
 		return SettleReport{}, err
 	}
