@@ -3,6 +3,10 @@ package errcode
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // Coder is implemented by errors that carry a stable code.
@@ -62,14 +66,58 @@ type ConfigError struct {
 	Reason string
 }
 
-// Config returns a *ConfigError. Field is the dotted path a user would write
-// (for example "Health.Interval"), value the offending value as given.
+// Config returns a *ConfigError. Field is the name the user wrote: the
+// dotted path of a struct field for a Go caller (for example
+// "Health.Interval"), the flag for a command-line user (for example
+// "--duration"). Value is the offending value as given, not pre-formatted:
+// Error prints it the way the user would write it (see ConfigError.Error).
 func Config(field string, value any, reason string) error {
 	return &ConfigError{Field: field, Value: value, Reason: reason}
 }
 
+// Error reads "invalid configuration: <field> = <value>: <reason>", with the
+// value in the form a user writes it: a time.Duration as a duration ("-1s",
+// not -1000000000), a time.Time in RFC 3339, a string (or a type whose
+// kind is string) quoted, so an empty or blank one shows; anything with a
+// String or Error method through it; a slice or array as its elements
+// formatted the same way ("["a", ""]"); nil as <nil>; other values as %+v.
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("invalid configuration: %s = %#v: %s", e.Field, e.Value, e.Reason)
+	return "invalid configuration: " + e.Field + " = " + formatValue(e.Value) + ": " + e.Reason
+}
+
+// formatValue is the value part of ConfigError.Error.
+func formatValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "<nil>"
+	case string:
+		return strconv.Quote(x)
+	case time.Time:
+		return x.Format(time.RFC3339Nano)
+	case fmt.Stringer, error:
+		// fmt calls the method, and recovers if it panics on a nil receiver.
+		return fmt.Sprint(x)
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.String:
+		return strconv.Quote(rv.String())
+	case reflect.Slice, reflect.Array:
+		if rv.Type().Elem().Kind() == reflect.Uint8 {
+			break // bytes read better as %+v's [1 2 3] than one per element
+		}
+		var b strings.Builder
+		b.WriteByte('[')
+		for i := range rv.Len() {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(formatValue(rv.Index(i).Interface()))
+		}
+		b.WriteByte(']')
+		return b.String()
+	}
+	return fmt.Sprintf("%+v", v)
 }
 
 // ErrorCode returns ConfigInvalid.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardwise/shardwise/errcode"
 )
@@ -60,6 +61,71 @@ func TestConfigError(t *testing.T) {
 			t.Errorf("message %q lacks %q", err.Error(), s)
 		}
 	}
+}
+
+type nodeName string // a string kind without a String method
+
+type level int
+
+func (l level) String() string { return fmt.Sprintf("level-%d", int(l)) }
+
+type ptrStringer struct{ name string }
+
+func (p *ptrStringer) String() string { return p.name } // panics on nil
+
+// TestConfigErrorValueFormat checks that ConfigError prints each value the
+// way a user writes it, not as Go syntax (%#v printed durations as raw
+// nanoseconds: "Duration = -1000000000").
+func TestConfigErrorValueFormat(t *testing.T) {
+	cases := []struct {
+		name  string
+		value any
+		want  string
+	}{
+		{"negative duration", -time.Second, "-1s"},
+		{"fractional duration", 1500 * time.Millisecond, "1.5s"},
+		{"zero duration", time.Duration(0), "0s"},
+		{"string", "econ-9", `"econ-9"`},
+		{"empty string", "", `""`},
+		{"string with quote and space", `a "b" c`, `"a \"b\" c"`},
+		{"named string kind", nodeName("zone-a"), `"zone-a"`},
+		{"stringer", level(3), "level-3"},
+		{"nil pointer stringer", (*ptrStringer)(nil), "<nil>"},
+		{"error", errors.New("bad key"), "bad key"},
+		{"int", -1, "-1"},
+		{"uint64", uint64(1) << 63, "9223372036854775808"},
+		{"float", 1.5, "1.5"},
+		{"big float", 1e9, "1e+09"},
+		{"bool", true, "true"},
+		{"nil", nil, "<nil>"},
+		{"strings", []string{"a", ""}, `["a", ""]`},
+		{"nil strings", []string(nil), "[]"},
+		{"durations", []time.Duration{time.Second, -time.Millisecond}, "[1s, -1ms]"},
+		{"array of ints", [2]int{1, 2}, "[1, 2]"},
+		{"bytes", []byte{1, 2}, "[1 2]"},
+		{"time", time.Date(2023, 12, 31, 23, 0, 0, 0, time.UTC), "2023-12-31T23:00:00Z"},
+		{"struct", struct {
+			Host string
+			Port int
+		}{"h", 1}, "{Host:h Port:1}"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := errcode.Config("F", c.value, "why")
+			want := "invalid configuration: F = " + c.want + ": why"
+			if got := err.Error(); got != want {
+				t.Errorf("Error() = %s\nwant      %s", got, want)
+			}
+		})
+	}
+}
+
+func ExampleConfig_duration() {
+	fmt.Println(errcode.Config("--duration", -time.Second, "must be positive"))
+	fmt.Println(errcode.Config("--kill", "econ-9", "is not one of --nodes"))
+	// Output:
+	// invalid configuration: --duration = -1s: must be positive
+	// invalid configuration: --kill = "econ-9": is not one of --nodes
 }
 
 func ExampleConfig() {

@@ -74,13 +74,19 @@ type Config struct {
 	StreamInterceptors []grpc.StreamClientInterceptor
 }
 
+// unparsable stands for a certificate's value in a configuration error when
+// the certificate cannot be parsed (the DER bytes would say nothing).
+type unparsable struct{}
+
+func (unparsable) String() string { return "<unparsable>" }
+
 // Validate reports the first field that is wrong, naming field and value.
 func (c Config) Validate() error {
 	if len(c.Certificate.Certificate) == 0 {
-		return errcode.Config("Certificate", "<empty>", "a node certificate from the cluster CA is required")
+		return errcode.Config("Certificate", c.Certificate.Certificate, "a node certificate from the cluster CA is required")
 	}
 	if c.ClusterCA == nil {
-		return errcode.Config("ClusterCA", "<nil>", "the cluster CA pool is required")
+		return errcode.Config("ClusterCA", c.ClusterCA, "the cluster CA pool is required")
 	}
 	// The replication queue is allocated in full per peer, and the control
 	// bound is also the resend window: both must stay modest.
@@ -114,7 +120,7 @@ func (c Config) Validate() error {
 	}
 	leaf, err := x509.ParseCertificate(c.Certificate.Certificate[0])
 	if err != nil {
-		return errcode.Config("Certificate", "<unparsable>", err.Error())
+		return errcode.Config("Certificate", unparsable{}, err.Error())
 	}
 	if _, err := NodeIDFromCert(leaf); err != nil {
 		return errcode.Config("Certificate", leaf.Subject.CommonName, err.Error())

@@ -44,7 +44,7 @@ func newCertsCmd() *cobra.Command {
 				}
 			}
 			if validity <= 0 {
-				return errcode.Config("--validity", validity.String(), "must be positive")
+				return errcode.Config("--validity", validity, "must be positive")
 			}
 			if err := link.WriteClusterCerts(dir, cluster, nodes, time.Now(), validity); err != nil {
 				return err
