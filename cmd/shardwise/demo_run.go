@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,43 +98,49 @@ func (c demoConfig) withDefaults() demoConfig {
 	return c
 }
 
-// Validate checks c after defaults.
+// Validate checks c after defaults. A field that a flag of "shardwise demo"
+// sets is reported under that flag ("--duration"), the name the user typed;
+// the others, which only tests set, under their field name.
 func (c demoConfig) Validate() error {
 	c = c.withDefaults()
 	switch {
 	case c.Duration < 0:
-		return errcode.Config("Duration", c.Duration, "must be positive")
+		return errcode.Config("--duration", c.Duration, "must be positive")
 	case len(c.Nodes) < 2:
-		return errcode.Config("Nodes", c.Nodes, "need at least two nodes: one is killed")
+		return errcode.Config("--nodes", c.Nodes, "need at least two nodes: one is killed")
 	case c.EpochMaxAge < 0:
-		return errcode.Config("EpochMaxAge", c.EpochMaxAge, "must be positive")
+		return errcode.Config("--epoch", c.EpochMaxAge, "must be positive")
 	case c.SweepBound < 2*c.EpochMaxAge:
-		return errcode.Config("SweepBound", c.SweepBound, "must be at least 2 x EpochMaxAge (the epoch-age law)")
+		return errcode.Config("SweepBound", c.SweepBound, "must be at least 2 x --epoch (the epoch-age law)")
 	case c.MaxMovements < 0:
 		return errcode.Config("MaxMovements", c.MaxMovements, "must be positive")
 	case c.KillAfter < 0 || c.KillAfter >= c.Duration:
-		return errcode.Config("KillAfter", c.KillAfter, "must be inside Duration")
+		return errcode.Config("KillAfter", c.KillAfter, "must be inside --duration")
 	case c.Scopes < 1:
-		return errcode.Config("Scopes", c.Scopes, "must be at least 1")
+		return errcode.Config("--markets", c.Scopes, "must be at least 1")
 	case c.Buyers < 1:
 		return errcode.Config("Buyers", c.Buyers, "must be at least 1")
 	case c.Sellers < 1:
 		return errcode.Config("Sellers", c.Sellers, "must be at least 1")
 	case c.Rate < 1:
-		return errcode.Config("Rate", c.Rate, "must be at least 1")
+		return errcode.Config("--rate", c.Rate, "must be at least 1")
 	case c.Workers < 1:
 		return errcode.Config("Workers", c.Workers, "must be at least 1")
 	case c.Progress < 0:
 		return errcode.Config("Progress", c.Progress, "must be positive")
 	}
-	if c.Kill != "" {
-		found := false
-		for _, n := range c.Nodes {
-			found = found || n == c.Kill
+	// The node list is netting's too, but checked here so that the error
+	// names --nodes, not netting.Config's Nodes.
+	for i, n := range c.Nodes {
+		if n == "" {
+			return errcode.Config("--nodes", c.Nodes, "contains an empty node id")
 		}
-		if !found {
-			return errcode.Config("Kill", c.Kill, "is not one of Nodes")
+		if slices.Contains(c.Nodes[:i], n) {
+			return errcode.Config("--nodes", c.Nodes, "lists "+strconv.Quote(n)+" twice")
 		}
+	}
+	if c.Kill != "" && !slices.Contains(c.Nodes, c.Kill) {
+		return errcode.Config("--kill", c.Kill, "is not one of --nodes")
 	}
 	return nil
 }

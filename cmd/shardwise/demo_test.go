@@ -118,11 +118,16 @@ func TestDemoConfigValidate(t *testing.T) {
 		cfg   demoConfig
 		field string
 	}{
-		{"one node", demoConfig{Nodes: []string{"a"}}, "Nodes"},
+		{"one node", demoConfig{Nodes: []string{"a"}}, "--nodes"},
+		{"empty node id", demoConfig{Nodes: []string{"a", "", "b"}}, "--nodes"},
+		{"node twice", demoConfig{Nodes: []string{"a", "b", "a"}}, "--nodes"},
 		{"sweep under the law", demoConfig{EpochMaxAge: time.Second, SweepBound: 1999 * time.Millisecond}, "SweepBound"},
 		{"kill after the end", demoConfig{Duration: time.Second, KillAfter: time.Second}, "KillAfter"},
-		{"unknown kill", demoConfig{Kill: "econ-9"}, "Kill"},
-		{"no rate", demoConfig{Rate: -1}, "Rate"},
+		{"unknown kill", demoConfig{Kill: "econ-9"}, "--kill"},
+		{"no rate", demoConfig{Rate: -1}, "--rate"},
+		{"no markets", demoConfig{Scopes: -1}, "--markets"},
+		{"negative epoch", demoConfig{EpochMaxAge: -time.Second}, "--epoch"},
+		{"negative duration", demoConfig{Duration: -time.Second}, "--duration"},
 	}
 	for _, c := range cases {
 		err := c.cfg.Validate()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 
 	"github.com/shardwise/shardwise/errcode"
@@ -14,6 +16,16 @@ func newWorldCmd() *cobra.Command {
 		cfg   game.Config
 		ticks int
 	)
+	// The game.Config fields the flags below set, and those flags.
+	flagOf := map[string]string{
+		"Seed":              "--seed",
+		"Players":           "--players",
+		"Area":              "--area",
+		"DenChance":         "--den-chance",
+		"DenCapacity":       "--den-capacity",
+		"MaterialiseBudget": "--materialise-budget",
+		"Node":              "--node",
+	}
 	cmd := &cobra.Command{
 		Use:   "world",
 		Short: "Run the reference game headless on one node and print tick statistics",
@@ -25,6 +37,9 @@ func newWorldCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if ticks < 1 {
 				return errTicks(ticks)
+			}
+			if err := cfg.WithDefaults().Validate(); err != nil {
+				return renameToFlags(err, flagOf)
 			}
 			s, err := game.RunHeadless(cmd.Context(), cfg, ticks, nil)
 			if err != nil {
@@ -47,5 +62,20 @@ func newWorldCmd() *cobra.Command {
 }
 
 func errTicks(n int) error {
-	return errcode.Config("ticks", n, "must be at least 1")
+	return errcode.Config("--ticks", n, "must be at least 1")
+}
+
+// renameToFlags returns a configuration error about a field that a flag
+// sets as the same error about that flag: the user typed "--players", not
+// the Go field "Players". Other errors are returned unchanged.
+func renameToFlags(err error, flagOf map[string]string) error {
+	var ce *errcode.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	flag, ok := flagOf[ce.Field]
+	if !ok {
+		return err
+	}
+	return errcode.Config(flag, ce.Value, ce.Reason)
 }
