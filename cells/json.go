@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"strings"
+
+	"github.com/shardwise/shardwise/errcode"
 )
 
 // tableJSON is the wire form of a Table. Owners lists every region's node
@@ -51,7 +55,7 @@ func ParseTable(data []byte) (*Table, error) {
 	}
 	grid, err := NewGrid(tj.Grid)
 	if err != nil {
-		return nil, fmt.Errorf("%w: grid: %w", ErrInvalidTable, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidTable, gridErrorAsKeys(err))
 	}
 	return NewTable(grid, tj.Version, tj.Owners)
 }
@@ -143,4 +147,32 @@ func checkValue(dec *json.Decoder, schema keySchema, path string, depth int) err
 		return fmt.Errorf("%w: %w", ErrInvalidTable, err)
 	}
 	return nil
+}
+
+// gridErrorAsKeys renames the field of NewGrid's configuration error to the
+// keys of the JSON form ("grid.world.width", not "World.Width"): a table
+// that fails here was written by someone as a file, and those keys are what
+// they wrote. Other errors are returned unchanged.
+func gridErrorAsKeys(err error) error {
+	var ce *errcode.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	keys := []string{"grid"}
+	t := reflect.TypeFor[GridConfig]()
+	for name := range strings.SplitSeq(ce.Field, ".") {
+		key := name
+		if t != nil && t.Kind() == reflect.Struct {
+			if f, ok := t.FieldByName(name); ok {
+				if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag != "" {
+					key = tag
+				}
+				t = f.Type
+			} else {
+				t = nil
+			}
+		}
+		keys = append(keys, key)
+	}
+	return errcode.Config(strings.Join(keys, "."), ce.Value, ce.Reason)
 }

@@ -108,10 +108,18 @@ func TestParseTableRejects(t *testing.T) {
 			t.Errorf("%s: ParseTable = %v, %v; want ErrInvalidTable", name, tab, err)
 		}
 	}
-	// A bad grid is also recognisable as a configuration error.
-	_, err := cells.ParseTable([]byte(cases["bad grid"]))
-	if !errors.Is(err, errcode.ErrConfigInvalid) || !strings.Contains(err.Error(), "RegionEdge") {
-		t.Errorf("bad grid error %v does not carry the config error", err)
+	// A bad grid is also recognisable as a configuration error, and names
+	// the keys the file's author wrote, not the Go fields.
+	for in, field := range map[string]string{
+		cases["bad grid"]: "grid.regionEdge",
+		`{"version":5,"grid":{"world":{"width":1000,"height":128000,"chunkEdge":32,"slabHeight":256},"regionEdge":64000},"owners":["a"]}`: "grid.world.width",
+	} {
+		_, err := cells.ParseTable([]byte(in))
+		var ce *errcode.ConfigError
+		if !errors.Is(err, errcode.ErrConfigInvalid) || !errors.As(err, &ce) || ce.Field != field ||
+			!strings.Contains(err.Error(), field+" = ") {
+			t.Errorf("bad grid error %v does not name %s", err, field)
+		}
 	}
 }
 
