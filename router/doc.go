@@ -17,6 +17,10 @@
 //     until RemoveNode or Close.
 //   - Failover: Execute tries the leader, then the next replicas; a failure
 //     that ShouldMarkDown blames on the node marks it down.
+//   - Multi-key calls: ExecuteMulti groups keys by leader and makes one
+//     call per node (an MGET), failing over per node; ExecuteAllMulti makes
+//     one call per node with every key it holds (an MSET);
+//     ExecuteAllValues is ExecuteAll with each success's value.
 //   - Health probes (optional), reconnects with jittered backoff, and the
 //     goroutines that run them.
 //   - Log events (log/slog) and Prometheus collectors (Collectors).
@@ -29,9 +33,12 @@
 //
 //  1. One client per node: concurrent AddNode calls for a node share one
 //     connect; AddNode of a node that is down leaves its reconnect in charge.
-//  2. Route, RouteAll, Execute and ExecuteAll read one immutable snapshot
-//     (placement + client table) with a single atomic load; they take no
-//     lock, and Execute allocates nothing in steady state.
+//  2. Route, RouteAll, Execute, ExecuteAll and the multi-key calls read one
+//     immutable snapshot (placement + client table) with a single atomic
+//     load; they take no lock, and Execute allocates nothing in steady
+//     state. A call that sees a node fail flags its connection down (every
+//     call skips it from then on) and hands the mark-down to the router's
+//     worker, so failover never waits for a new placement.
 //  3. A failure is acted on only if it came from the node's current client:
 //     an error from a client replaced by a reconnect is ignored.
 //  4. A node's reconnect loop and probes stop when it is removed or the
@@ -52,6 +59,10 @@
 //  8. A rejoining node keeps the weight it was first added with and goes
 //     last in join order; the ring is always the ring of the live nodes
 //     added in join order.
+//  9. A membership change costs the changed node's share of the placement,
+//     not the whole placement: the ring and rendezvous placements are
+//     derived from the previous one (IncrementalPlacement), and always equal
+//     the placement built from scratch from the live nodes in join order.
 //
 // # Decisions that differ from the TypeScript router
 //

@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"sync"
 
 	"github.com/shardwise/shardwise/errcode"
 )
@@ -19,8 +18,18 @@ func (r *Router[C]) Route(key string) (Route[C], error) {
 		return Route[C]{}, ErrNoNodes
 	}
 	c, ok := s.conns[id]
-	if !ok {
-		return Route[C]{}, ErrNoNodes
+	if !ok || c.down.Load() {
+		// The leader failed a moment ago and its mark-down is not
+		// published yet: answer with the next live owner, as the new
+		// placement will.
+		for _, id := range s.placement.Owners(key, r.opts.Replicas) {
+			if c, ok = s.conns[id]; ok && !c.down.Load() {
+				break
+			}
+		}
+		if !ok || c.down.Load() {
+			return Route[C]{}, ErrNoNodes
+		}
 	}
 	c.routes.Inc()
 	return Route[C]{Node: c.node, Client: c.client}, nil
@@ -39,7 +48,7 @@ func (r *Router[C]) RouteAll(key string, count int) ([]Route[C], error) {
 	ids := s.placement.Owners(key, count)
 	routes := make([]Route[C], 0, len(ids))
 	for _, id := range ids {
-		if c, ok := s.conns[id]; ok {
+		if c, ok := s.conns[id]; ok && !c.down.Load() {
 			c.routes.Inc()
 			routes = append(routes, Route[C]{Node: c.node, Client: c.client})
 		}
@@ -72,7 +81,7 @@ func (r *Router[C]) Execute(ctx context.Context, key string, fn func(ctx context
 		return ErrNoNodes
 	}
 	c, ok := s.conns[id]
-	if !ok {
+	if !ok || c.down.Load() {
 		return r.failover(ctx, s, key, nil, nil, fn)
 	}
 	err := r.attempt(ctx, c, fn)
@@ -93,13 +102,27 @@ func (r *Router[C]) attempt(ctx context.Context, c *conn[C], fn func(ctx context
 	return fn(actx, c.client, c.node)
 }
 
+// attemptKeys is attempt for a call that carries n keys: the routes
+// counter counts keys, not calls.
+func (r *Router[C]) attemptKeys(ctx context.Context, c *conn[C], n int, fn func(ctx context.Context, c C, n Node) error) error {
+	c.routes.Add(float64(n))
+	if r.opts.AttemptTimeout <= 0 {
+		return fn(ctx, c.client, c.node)
+	}
+	actx, cancel := context.WithTimeout(ctx, r.opts.AttemptTimeout)
+	defer cancel()
+	return fn(actx, c.client, c.node)
+}
+
 // judge decides what a failed attempt means: whether the call must stop
-// and return err as it is, and otherwise marks the node down.
+// and return err as it is, and otherwise marks the node down. The
+// mark-down is handed to the router's worker: the node is skipped by every
+// call at once, and the call goes on without waiting for the new placement.
 func (r *Router[C]) judge(ctx context.Context, c *conn[C], err error) (stop bool) {
 	if ctx.Err() != nil || !r.opts.ShouldMarkDown(err, c.node) {
 		return true
 	}
-	r.markDownConn(c, ReasonExecute, err)
+	r.markDownLater(c, err)
 	return false
 }
 
@@ -116,7 +139,7 @@ func (r *Router[C]) failover(ctx context.Context, s *snapshot[C], key string, tr
 	}
 	for _, id := range s.placement.Owners(key, r.opts.Replicas) {
 		c, ok := s.conns[id]
-		if !ok || c == tried {
+		if !ok || c == tried || c.down.Load() {
 			continue
 		}
 		r.metrics.failovers.Inc()
@@ -140,41 +163,17 @@ func (r *Router[C]) failover(ctx context.Context, s *snapshot[C], key string, tr
 // *ExecuteError) only when fn failed on all of them; a partial success
 // returns a nil error, and the caller can compare the number of nodes with
 // the replica count it wanted. Failed nodes are marked down as in Execute.
+// ExecuteAllValues does the same and returns each success's value.
 func (r *Router[C]) ExecuteAll(ctx context.Context, key string, fn func(ctx context.Context, c C, n Node) error) ([]Node, error) {
-	s := r.snap.Load()
-	if s.closed {
-		return nil, ErrClosed
+	replies, err := ExecuteAllValues(ctx, r, key, func(ctx context.Context, c C, n Node) (struct{}, error) {
+		return struct{}{}, fn(ctx, c, n)
+	})
+	if err != nil {
+		return nil, err
 	}
-	ids := s.placement.Owners(key, r.opts.Replicas)
-	conns := make([]*conn[C], 0, len(ids))
-	for _, id := range ids {
-		if c, ok := s.conns[id]; ok {
-			conns = append(conns, c)
-		}
+	nodes := make([]Node, len(replies))
+	for i, rep := range replies {
+		nodes[i] = rep.Node
 	}
-	if len(conns) == 0 {
-		return nil, ErrNoNodes
-	}
-	errs := make([]error, len(conns))
-	var wg sync.WaitGroup
-	for i := 1; i < len(conns); i++ {
-		wg.Go(func() { errs[i] = r.attempt(ctx, conns[i], fn) })
-	}
-	errs[0] = r.attempt(ctx, conns[0], fn)
-	wg.Wait()
-
-	var ok []Node
-	var failures []NodeFailure
-	for i, c := range conns {
-		if errs[i] == nil {
-			ok = append(ok, c.node)
-			continue
-		}
-		r.judge(ctx, c, errs[i])
-		failures = append(failures, NodeFailure{Node: c.node, Err: errs[i]})
-	}
-	if len(ok) == 0 {
-		return nil, &ExecuteError{Key: key, Failures: failures}
-	}
-	return ok, nil
+	return nodes, nil
 }

@@ -1,10 +1,10 @@
 package router
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -71,6 +71,13 @@ type conn[C any] struct {
 	routes prometheus.Counter // the node's routes counter, looked up once
 	// stopProbe ends this connection's prober; nil when health is off.
 	stopProbe context.CancelFunc
+	// ord is the join position this connection was published with; the
+	// multi-key calls group keys by it.
+	ord uint64
+	// down is set, without a lock, as soon as the router knows this
+	// connection failed: the read paths skip it from then on, before the
+	// snapshot without it is published.
+	down atomic.Bool
 }
 
 // snapshot is what the read paths see: an immutable placement and the
@@ -110,8 +117,21 @@ type Router[C any] struct {
 	// wg counts every goroutine the router started; Close waits for it.
 	wg sync.WaitGroup
 
+	// downs queues connections that a call saw fail, for downWorker to
+	// take off the ring: Execute hands a mark-down over and moves on to
+	// the next replica instead of waiting for the membership lock.
+	downMu     sync.Mutex
+	downs      []pendingDown[C]
+	downSignal chan struct{} // capacity 1: "downs is not empty"
+
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// pendingDown is a mark-down that a failed call handed to downWorker.
+type pendingDown[C any] struct {
+	c     *conn[C]
+	cause error
 }
 
 // New validates opts and returns a router with no nodes.
@@ -133,9 +153,50 @@ func New[C any](opts Options[C]) (*Router[C], error) {
 		ctx:      ctx,
 		cancel:   cancel,
 		members:  make(map[string]*member[C]),
+
+		downSignal: make(chan struct{}, 1),
 	}
 	r.snap.Store(&snapshot[C]{placement: noPlacement{}, conns: map[string]*conn[C]{}})
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.downWorker()
+	}()
 	return r, nil
+}
+
+// markDownLater flags c as down at once, so every call skips it from now
+// on, and queues its mark-down for downWorker. Only the first failure of a
+// connection is queued.
+func (r *Router[C]) markDownLater(c *conn[C], cause error) {
+	if !c.down.CompareAndSwap(false, true) {
+		return
+	}
+	r.downMu.Lock()
+	r.downs = append(r.downs, pendingDown[C]{c: c, cause: cause})
+	r.downMu.Unlock()
+	select {
+	case r.downSignal <- struct{}{}:
+	default:
+	}
+}
+
+// downWorker takes queued connections off the ring until Close.
+func (r *Router[C]) downWorker() {
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-r.downSignal:
+		}
+		r.downMu.Lock()
+		batch := r.downs
+		r.downs = nil
+		r.downMu.Unlock()
+		for _, d := range batch {
+			r.markDownConn(d.c, ReasonExecute, d.cause)
+		}
+	}
 }
 
 // LiveNodes returns the nodes on the ring, in join order, with their
@@ -283,8 +344,9 @@ func (r *Router[C]) joinLocked(m *member[C], client C) error {
 	prevState, prevSeq := m.state, m.seq
 	c := &conn[C]{member: m, node: m.node, client: client, routes: r.metrics.routes.WithLabelValues(m.id)}
 	r.seq++
+	c.ord = r.seq
 	m.state, m.conn, m.seq = stateLive, c, r.seq
-	if err := r.publishLocked(); err != nil {
+	if err := r.publishJoinLocked(m); err != nil {
 		m.state, m.conn, m.seq = prevState, nil, prevSeq
 		return err
 	}
@@ -292,60 +354,75 @@ func (r *Router[C]) joinLocked(m *member[C], client C) error {
 	return nil
 }
 
-// publishLocked builds the placement of the live members and publishes it
-// with their clients. r.mu is held.
-func (r *Router[C]) publishLocked() error {
-	live := make([]*member[C], 0, len(r.members))
-	for _, m := range r.members {
-		if m.state == stateLive {
-			live = append(live, m)
-		}
+// publishJoinLocked publishes the snapshot with live member m (its conn
+// set) joined last. It derives the placement from the current one when that
+// is incremental, and builds it from all live members otherwise. On error
+// nothing is published. r.mu is held.
+func (r *Router[C]) publishJoinLocked(m *member[C]) error {
+	old := r.snap.Load()
+	joined := Member{ID: m.id, Weight: m.node.Vnodes}
+	var p Placement
+	var err error
+	if ip, ok := old.placement.(IncrementalPlacement); ok && len(old.live) > 0 {
+		p, err = ip.With(joined)
+	} else {
+		p, err = r.opts.Placement(append(membersOf(old.live), joined))
 	}
-	slices.SortFunc(live, func(a, b *member[C]) int { return cmp.Compare(a.seq, b.seq) })
-	s := &snapshot[C]{placement: noPlacement{}, conns: make(map[string]*conn[C], len(live)), live: make([]Node, len(live))}
-	members := make([]Member, len(live))
-	for i, m := range live {
-		s.conns[m.id] = m.conn
-		s.live[i] = m.node
-		members[i] = Member{ID: m.id, Weight: m.node.Vnodes}
+	if err != nil {
+		return err
 	}
-	if len(live) > 0 {
-		p, err := r.opts.Placement(members)
-		if err != nil {
-			return err
-		}
-		s.placement = p
-	}
-	r.snap.Store(s)
-	r.metrics.liveNodes.Set(float64(len(live)))
+	conns := maps.Clone(old.conns)
+	conns[m.id] = m.conn
+	r.snap.Store(&snapshot[C]{placement: p, conns: conns, live: append(slices.Clip(old.live), m.node)})
+	r.metrics.liveNodes.Set(float64(len(conns)))
 	return nil
+}
+
+// publishLeaveLocked publishes the snapshot without member m. If the
+// placement of the others cannot be built (a degenerate custom placement)
+// the old placement stays, without m's client: the read paths treat an
+// owner without a client as a failed node and move on. r.mu is held.
+func (r *Router[C]) publishLeaveLocked(m *member[C]) {
+	old := r.snap.Load()
+	live := slices.DeleteFunc(slices.Clone(old.live), func(n Node) bool { return n.Host == m.node.Host && n.Port == m.node.Port })
+	conns := maps.Clone(old.conns)
+	delete(conns, m.id)
+	var p Placement = noPlacement{}
+	if len(live) > 0 {
+		var err error
+		if ip, ok := old.placement.(IncrementalPlacement); ok {
+			p, err = ip.Without(m.id)
+		} else {
+			p, err = r.opts.Placement(membersOf(live))
+		}
+		if err != nil {
+			r.log.Error("router: placement rebuild failed on leave; keeping previous placement", "node", m.id, "err", err)
+			p = old.placement
+		}
+	}
+	r.snap.Store(&snapshot[C]{placement: p, conns: conns, live: live})
+	r.metrics.liveNodes.Set(float64(len(conns)))
+}
+
+// membersOf lists live nodes as a placement sees them.
+func membersOf(live []Node) []Member {
+	members := make([]Member, len(live))
+	for i, n := range live {
+		members[i] = Member{ID: n.ID(), Weight: n.Vnodes}
+	}
+	return members
 }
 
 // leaveLocked takes a live member's conn off the ring (the member is left
 // in stateDown) and closes the client in the background. r.mu is held.
 func (r *Router[C]) leaveLocked(m *member[C]) {
 	c := m.conn
+	c.down.Store(true)
 	m.conn, m.state = nil, stateDown
 	if c.stopProbe != nil {
 		c.stopProbe()
 	}
-	if err := r.publishLocked(); err != nil {
-		// A placement of fewer nodes failing to build means a degenerate
-		// hash. Keep the old placement but drop the client: the read paths
-		// treat an owner without a client as a failed node and move on.
-		r.log.Error("router: placement rebuild failed on leave; keeping previous placement", "node", m.id, "err", err)
-		old := r.snap.Load()
-		conns := make(map[string]*conn[C], len(old.conns))
-		live := make([]Node, 0, len(old.live))
-		for id, oc := range old.conns {
-			if id != m.id {
-				conns[id] = oc
-				live = append(live, oc.node)
-			}
-		}
-		r.snap.Store(&snapshot[C]{placement: old.placement, conns: conns, live: live})
-		r.metrics.liveNodes.Set(float64(len(conns)))
-	}
+	r.publishLeaveLocked(m)
 	r.spawn(m, func() { r.disconnect(c.client, c.node) })
 }
 
