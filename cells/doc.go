@@ -19,7 +19,8 @@
 //     with hysteresis.
 //
 // It does not own how a table is stored, watched or fenced (coord does,
-// in etcd), the handoff protocol (handoff), or ghost replicas (replica).
+// in etcd), nor the handoff protocol or ghost replicas (both planned, see
+// the README's roadmap).
 //
 // Invariants:
 //   - The grid never moves: region edges lie on chunk boundaries and divide

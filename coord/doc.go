@@ -18,13 +18,14 @@
 //     checked against live members unless forced. ParseRegionsFile and
 //     FormatRegions are the operator's JSON/YAML forms.
 //   - Embedded and EmbeddedCluster: etcd members run inside this process,
-//     for one-machine use (shardwise demo) and for tests.
+//     for one-machine use and for tests (shardwise demo does not use etcd
+//     yet; the multi-node demo on the README's roadmap will).
 //   - Metrics: Prometheus collectors (renewals, lost leases, registrations
 //     and applies by result, fence headroom) that the user registers.
 //
 // It does not own the region table's type, validation or geometry (cells),
 // the session directory (directory, deliberately a different store), or what
-// a node does with its regions (zone).
+// a node does with its regions (the planned zone runtime).
 //
 // Invariants:
 //  1. A node id and a node name are each held by at most one live lease:

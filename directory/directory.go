@@ -18,8 +18,9 @@ type Epoch uint64
 
 // Route is where an account's master entity is simulated. Version orders the
 // routes of one account: a gateway switches to a route only on a higher
-// version, and a crash-restore of the master jumps it by 2 (spec handoff.md,
-// "Fencing"), so a half-dead old owner can never win again.
+// version, and a crash-restore of the master jumps it by 2 (the fencing rule
+// of the planned handoff protocol), so a half-dead old owner can never win
+// again.
 type Route struct {
 	Node    NodeID
 	Version uint64

@@ -1,4 +1,4 @@
-// Package ecs is the entity-component world of one zone node: entities
+// Package ecs is the entity-component world of one node: entities
 // with typed component stores, queries with required and excluded terms,
 // systems on a fixed-step tick, and a command queue for other goroutines.
 //

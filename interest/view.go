@@ -23,7 +23,8 @@ func DefaultView() View { return View{}.WithDefaults() }
 
 // WithDefaults returns v with zero fields set to their defaults. Because
 // zero means "default", a view of a single slab or with no margin is not
-// expressible; no caller needs one (the spec fixes ±1 slab and margin 1).
+// expressible; no caller needs one (the spatial specification, seed 002,
+// fixes ±1 slab and margin 1).
 func (v View) WithDefaults() View {
 	if v.Radius == 0 {
 		v.Radius = 5

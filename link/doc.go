@@ -17,8 +17,8 @@
 // cluster CA helpers behind "shardwise certs", and its Prometheus
 // collectors. What it does not own: who the peers are (coord membership
 // tells the caller, which calls AddPeer/RemovePeer), what the payloads
-// mean, and the per-entity epoch fence (the replica and handoff layers
-// check Entry.Epoch; the link only carries it).
+// mean, and the per-entity epoch fence (the link only carries Entry.Epoch;
+// checking it is the job of the planned ghost and handoff layers).
 //
 // Invariants:
 //

@@ -9,7 +9,9 @@
 // storage: everything durable goes through the small Store port (store.go),
 // implemented by MemStore here and by netting/sqlstore on SQLite and
 // PostgreSQL, all checked by the one contract suite in netting/storetest.
-// It does not own transport: package econ serves a ClusterNode over gRPC.
+// It does not own transport: a caller reaches the owning node by its own
+// means (today shardwise demo calls its nodes in process; serving a
+// ClusterNode over the network is planned, see the README's roadmap).
 //
 // # Structure
 //

@@ -45,7 +45,8 @@ func testFencedSettlesTwoProcessesPostgres(t *testing.T, pg *testenv.PostgresSer
 	testFencedSettlesTwoProcesses(t, open(t), open(t))
 }
 
-// testFencedSettlesTwoProcesses is spec "ours" #2 across real processes'
+// testFencedSettlesTwoProcesses is "Ours" #2 (settles are fenced; see
+// netting/storetest/ours.go) across real processes'
 // worth of connections: econ-1 (on store a) and econ-2 (on store b) settle
 // the same session at the same moment from real goroutines, again and
 // again, with a settle lease short enough that claims lapse and change

@@ -13,8 +13,9 @@ import (
 	"github.com/shardwise/shardwise/netting"
 )
 
-// behaviourCases are the netting behaviours of spec/netting.md, one test per
-// claim, run through real ClusterNodes on the store under test.
+// behaviourCases are the netting behaviours of the netting specification
+// (restated from seed 000), one test per claim, run through real
+// ClusterNodes on the store under test.
 var behaviourCases = []contractCase{
 	{"Netting/RecordValidation", testRecordValidation},
 	{"Netting/IdempotentKeys", testIdempotentKeys},

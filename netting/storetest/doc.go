@@ -14,13 +14,16 @@
 //   - one per method semantic of the port (the hashicorp/raft lesson: an
 //     in-memory store that disagrees with the real one must fail here, not
 //     in production);
-//   - the behaviours of spec/netting.md and the store-generic "Ours" items,
-//     driven through real netting.ClusterNodes on the store, with a
+//   - the behaviours of the netting specification the project was created
+//     from (restated from seed 000) and its store-generic "Ours" items (the
+//     gaps of the original that we close, listed in ours.go), driven
+//     through real netting.ClusterNodes on the store, with a
 //     fault-injecting wrapper (fail, block or tamper with a chosen call) for
 //     crashes mid-commit, mid-settle and mid-replay;
 //   - the netting invariants as property tests over randomized schedules
 //     (SHARDWISE_PROPERTY_SEEDS sets how many; default 4).
 //
-// It owns no production code and imports only netting, ledger and the
-// standard library.
+// It owns no production code and imports only netting, ledger,
+// internal/testenv (for its polling helper, PollUntil) and the standard
+// library.
 package storetest

@@ -13,10 +13,21 @@ import (
 	"github.com/shardwise/shardwise/netting"
 )
 
-// The seven "Ours" items of spec/netting.md that are store-generic; each
-// test fails on economy-lab's original behaviour (named in its comment).
-// Ours #5 (one clock) needs a store on a fake clock and lives in package
-// netting's tests.
+// The "Ours" items are the seven gaps in economy-lab's original netting that
+// the netting specification (one of the documents the project was created
+// from, not kept in this repository) has us close:
+//
+//  1. accepted means durable;
+//  2. settles are fenced (a claim with a fencing token in the store);
+//  3. half-settled sessions are finished by the sweep, not skipped;
+//  4. no stale headroom (the balance is read with the pending total);
+//  5. one clock (sweep ages come from the store's time);
+//  6. the chunk width is stored with the session;
+//  7. replay after a live fallback is remembered.
+//
+// The store-generic ones are tested here; each test fails on the original's
+// behaviour (named in its comment). Ours #5 needs a store on a fake clock and
+// lives in package netting's tests.
 
 // Ours #1. The original answered "accepted" before the row was written and
 // dropped the batch when the append failed: here the Record must fail,
