@@ -85,3 +85,19 @@ func BenchmarkAdd(b *testing.B) {
 		benchRing(b, XXHash, 100)
 	}
 }
+
+// BenchmarkAddNth is the floor under a router's join: Add of the Nth node
+// onto a copy (Clone) of a ring of N−1 nodes of 100 vnodes, with no router
+// around it.
+func BenchmarkAddNth(b *testing.B) {
+	for _, n := range []int{10, 100, 400, 1000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			r := benchRing(b, nil, n-1)
+			id := fmt.Sprintf("10.0.%d.%d:6379", (n-1)/256, (n-1)%256)
+			b.ReportAllocs()
+			for b.Loop() {
+				mustAdd(b, r.Clone(), id, 100)
+			}
+		})
+	}
+}

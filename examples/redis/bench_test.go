@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,4 +69,65 @@ func BenchmarkFailoverRealRedis(b *testing.B) {
 		}
 		b.StartTimer()
 	}
+}
+
+// BenchmarkManyKeysRealRedis reads 100 keys spread over 10 real
+// redis-servers: with one MGET per node (router.ExecuteMulti) against one
+// GET per key through Execute, one after another and all at once. Each op
+// is the whole 100-key read.
+func BenchmarkManyKeysRealRedis(b *testing.B) {
+	r, err := newRouter(config{Replicas: 1, ProbeInterval: time.Hour, CommandTimeout: 5 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	ctx := b.Context()
+	for range 10 {
+		s := testenv.StartRedis(b)
+		if err := r.AddNode(ctx, router.Node{Host: "127.0.0.1", Port: s.Port}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	values := map[string]string{}
+	keys := make([]string, 100)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("bench:many:%d", i)
+		values[keys[i]] = fmt.Sprint(i)
+	}
+	if _, err := writeMany(ctx, r, values, time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("mget-per-node", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			got, _, err := readMany(ctx, r, keys)
+			if err != nil || got[99] != "99" {
+				b.Fatalf("readMany: %v", err)
+			}
+		}
+	})
+	b.Run("get-per-key", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, k := range keys {
+				if _, err := read(ctx, r, k); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("get-per-key-parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var wg sync.WaitGroup
+			errs := make([]error, len(keys))
+			for i, k := range keys {
+				wg.Go(func() { _, errs[i] = read(ctx, r, k) })
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -139,3 +139,48 @@ func read(ctx context.Context, r *router.Router[*redis.Client], key string) (str
 	})
 	return value, err
 }
+
+// writeMany stores every key with its value on the key's leader and
+// replicas, with one pipelined round trip per node (SET with a TTL for each
+// key the node holds; MSET has no TTL). It returns each key's copy count.
+func writeMany(ctx context.Context, r *router.Router[*redis.Client], values map[string]string, ttl time.Duration) ([]int, error) {
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	return router.ExecuteAllMulti(ctx, r, keys, func(ctx context.Context, c *redis.Client, _ router.Node, keys []string) error {
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.Set(ctx, k, values[k], ttl)
+			}
+			return nil
+		})
+		return err
+	})
+}
+
+// readMany fetches keys with one MGET per leader, failing over per node. A
+// missing key reads as "" with ok false.
+func readMany(ctx context.Context, r *router.Router[*redis.Client], keys []string) (values []string, ok []bool, err error) {
+	type got struct {
+		v  string
+		ok bool
+	}
+	res, err := router.ExecuteMulti(ctx, r, keys, func(ctx context.Context, c *redis.Client, _ router.Node, keys []string, out []got) error {
+		vals, err := c.MGet(ctx, keys...).Result()
+		if err != nil {
+			return err
+		}
+		for j, v := range vals {
+			if s, isString := v.(string); isString {
+				out[j] = got{s, true}
+			}
+		}
+		return nil
+	})
+	values, ok = make([]string, len(res)), make([]bool, len(res))
+	for i, g := range res {
+		values[i], ok[i] = g.v, g.ok
+	}
+	return values, ok, err
+}
