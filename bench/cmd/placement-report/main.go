@@ -7,14 +7,13 @@ import (
 	"io"
 	"math"
 	"os"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/shardwise/shardwise/bench"
+	"github.com/shardwise/shardwise/bench/internal/benchout"
 )
 
 func main() {
@@ -33,8 +32,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "placement-report:", err)
 		os.Exit(1)
 	}
-	results, cpu, runs := parseBench(f)
+	set, err := benchout.Parse(f)
 	f.Close()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "placement-report:", err)
+		os.Exit(1)
+	}
+	results, cpu, runs := set.Results, set.CPU, set.Runs
 	if len(results) == 0 {
 		fmt.Fprintln(os.Stderr, "placement-report: no benchmark lines in", *benchFile)
 		os.Exit(1)
@@ -45,59 +49,6 @@ func main() {
 	writeTiming(w, results)
 	fmt.Fprintln(os.Stderr, "placement-report: measuring movement and spread …")
 	writeMovementAndSpread(w, *keys, *moveKeys)
-}
-
-// result is the runs of one benchmark: every metric on its lines, by unit.
-type result struct {
-	metrics map[string][]float64
-}
-
-// median returns the median of a metric over the runs, and whether the
-// benchmark reported it.
-func (r *result) median(unit string) (float64, bool) {
-	s := slices.Clone(r.metrics[unit])
-	if len(s) == 0 {
-		return 0, false
-	}
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2], true
-	}
-	return (s[n/2-1] + s[n/2]) / 2, true
-}
-
-var benchName = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
-
-func parseBench(r io.Reader) (map[string]*result, string, int) {
-	out := map[string]*result{}
-	cpu := ""
-	runs := 0
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		if c, ok := strings.CutPrefix(line, "cpu: "); ok {
-			cpu = c
-		}
-		m := benchName.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		res := out[m[1]]
-		if res == nil {
-			res = &result{metrics: map[string][]float64{}}
-			out[m[1]] = res
-		}
-		// The rest of the line is "value unit" pairs.
-		f := strings.Fields(m[2])
-		for i := 0; i+1 < len(f); i += 2 {
-			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
-				res.metrics[f[i+1]] = append(res.metrics[f[i+1]], v)
-			}
-		}
-		runs = max(runs, len(res.metrics["ns/op"]))
-	}
-	return out, cpu, runs
 }
 
 func writeHeader(w io.Writer, command, cpu string, runs int, load string) {
@@ -134,7 +85,7 @@ var (
 
 func nodesName(base string, n int) string { return base + "/nodes=" + strconv.Itoa(n) }
 
-func writeTiming(w io.Writer, res map[string]*result) {
+func writeTiming(w io.Writer, res map[string]*benchout.Result) {
 	// get returns the median batch time (see bench/timing_test.go) and
 	// allocs/op of a benchmark.
 	get := func(name string) (float64, float64, bool) {
@@ -142,16 +93,16 @@ func writeTiming(w io.Writer, res map[string]*result) {
 		if !ok {
 			return 0, 0, false
 		}
-		ns, ok := r.median("med-ns/op")
+		ns, ok := r.Median("med-ns/op")
 		if !ok {
-			ns, ok = r.median("ns/op")
+			ns, ok = r.Median("ns/op")
 		}
-		allocs, _ := r.median("allocs/op")
+		allocs, _ := r.Median("allocs/op")
 		return ns, allocs, ok
 	}
 	metric := func(name, unit string) (float64, bool) {
 		if r, ok := res[name]; ok {
-			return r.median(unit)
+			return r.Median(unit)
 		}
 		return 0, false
 	}
