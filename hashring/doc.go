@@ -39,8 +39,9 @@
 //   - Readers see a whole snapshot, before or after a write, never a mix.
 //     Get takes no lock, allocates nothing and costs O(log points).
 //   - A change copies only what it touches: Add and Remove cost the
-//     changed node's points plus a bucket header per 4–16 points (a few
-//     hundred KiB at 100,000 points), and Clone costs nothing.
+//     changed node's points, the buckets and lookup pages those touch, and
+//     the two header tables (about 500 KiB at 100,000 points); Clone costs
+//     nothing.
 //   - Salting is bounded: a hash with too small a range makes Add fail with
 //     ErrNoFreePoint and leave the ring unchanged, instead of looping.
 //   - A bad vnode count is a CONFIG.INVALID error (errcode.ErrConfigInvalid).

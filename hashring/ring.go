@@ -2,6 +2,7 @@ package hashring
 
 import (
 	"maps"
+	"math/bits"
 	"slices"
 	"strconv"
 	"sync"
@@ -59,11 +60,26 @@ type snapshot struct {
 	// first is the index of the first non-empty bucket (where a lookup
 	// past the largest point wraps to).
 	first int
+	// pages answer most leader lookups with one memory access: page j
+	// covers the hashes whose top bits (hash >> pshift) are j, cut into a
+	// power of two of slots, two to four per point of the page. A slot
+	// whose range holds at most one point knows the leader of every hash
+	// in it; a crowded one sends the lookup to the buckets. A change
+	// rebuilds only the pages whose answers it moves (the page of each
+	// point it adds or removes, and those back to the point before it).
+	// The page count follows the ring, 2 to 8 points a page up to
+	// maxPageBits; changing it rebuilds every page, which only small rings
+	// do. nil when the ring is empty.
+	pages  [][]slot
+	pshift uint
 
 	// nodes is indexed by slot, the owner number stored in points. A
 	// removed node's slot is nil and reused by a later Add, so slots never
 	// shift and no point is rewritten when another node leaves.
 	nodes []*node
+	// ids[slot] is nodes[slot].id ("" for a free slot), kept flat so a
+	// lookup reaches the answer without another pointer.
+	ids []string
 	// order lists the slots in insertion order.
 	order []int32
 	// pos maps a node id to its slot.
@@ -88,6 +104,25 @@ type salted struct {
 	slot  int32
 	tried []uint32
 }
+
+// slot is the precomputed leader of one slot's hashes: a hash below limit
+// is led by o1, any other by o2. A slot with no point has o1 == o2 (the
+// owner of the next point clockwise); a slot with one point p has limit p,
+// o1 its owner and o2 the owner of the point after it; a slot with more is
+// crowded.
+type slot struct {
+	limit  uint32
+	o1, o2 int32
+}
+
+// crowded marks a slot whose range holds two or more points.
+const crowded = -1
+
+// maxPageBits caps the page table at 4096 pages: a 96 KiB header table
+// copied by every change, and about 25 points a page at 100,000 points.
+// Rings of more than 8 × 2048 points have the full table, so a ring never
+// rebuilds all its pages once it is large.
+const maxPageBits = 12
 
 // point is one vnode on the ring: its hash and the slot of the node that
 // owns it.
@@ -225,7 +260,7 @@ func (r *Ring) IDs() []string {
 	}
 	ids := make([]string, len(s.order))
 	for i, slot := range s.order {
-		ids[i] = s.nodes[slot].id
+		ids[i] = s.ids[slot]
 	}
 	return ids
 }
@@ -267,8 +302,7 @@ func (r *Ring) Get(key string) (id string, ok bool) {
 	if s == nil || s.points == 0 {
 		return "", false
 	}
-	b, i := s.successor(r.hashOf(key))
-	return s.nodes[s.buckets[b][i].owner].id, true
+	return s.ids[s.leader(r.hashOf(key))], true
 }
 
 // GetN returns up to n distinct owners of key, leader first, walking
@@ -293,7 +327,7 @@ func (r *Ring) AppendN(dst []string, key string, n int) []string {
 	start := len(dst)
 	b, i := s.successor(r.hashOf(key))
 	s.walk(b, i, func(owner int32) bool {
-		dst = append(dst, s.nodes[owner].id)
+		dst = append(dst, s.ids[owner])
 		return len(dst)-start < n
 	})
 	return dst
@@ -311,8 +345,8 @@ func (r *Ring) GetWhere(key string, accept func(id string) bool) (id string, ok 
 	}
 	b, i := s.successor(r.hashOf(key))
 	s.walk(b, i, func(owner int32) bool {
-		if accept(s.nodes[owner].id) {
-			id, ok = s.nodes[owner].id, true
+		if accept(s.ids[owner]) {
+			id, ok = s.ids[owner], true
 			return false
 		}
 		return true
@@ -362,6 +396,192 @@ func (s *snapshot) successor(h uint32) (int, int) {
 		}
 	}
 	return s.first, 0
+}
+
+// leader returns the slot of the node owning the first point strictly
+// greater than h, wrapping. The ring must have points.
+func (s *snapshot) leader(h uint32) int32 {
+	pg := s.pages[uint64(h)>>s.pshift]
+	k := uint(bits.TrailingZeros(uint(len(pg)))) // len is a power of two
+	sl := pg[(uint64(h)&(1<<s.pshift-1))>>(s.pshift-k)]
+	if sl.o1 != crowded {
+		if h < sl.limit {
+			return sl.o1
+		}
+		return sl.o2
+	}
+	b, i := s.successor(h)
+	return s.buckets[b][i].owner
+}
+
+// before returns the position of the last point strictly below h,
+// wrapping to the largest point when none is. The ring must have points.
+func (s *snapshot) before(h uint32) (int, int) {
+	b := int(h >> s.shift)
+	pts := s.buckets[b]
+	k := 0
+	for k < len(pts) && pts[k].hash < h {
+		k++
+	}
+	if k > 0 {
+		return b, k - 1
+	}
+	for b--; ; b-- {
+		if b < 0 {
+			b = len(s.buckets) - 1
+		}
+		if n := len(s.buckets[b]); n > 0 {
+			return b, n - 1
+		}
+	}
+}
+
+// markPages marks the pages whose answers change when point p is added or
+// removed: p's own page and every page back to the one holding the point
+// before p, whose trailing slots pointed past it. s has p's change applied
+// and at least one point.
+func (s *snapshot) markPages(dirty []bool, p uint32) {
+	b, i := s.before(p)
+	prev := s.buckets[b][i].hash
+	to := int(uint64(p) >> s.pshift)
+	j := int(uint64(prev) >> s.pshift)
+	if prev == p || (j == to && prev > p) {
+		// p is the only point, or the ring wraps from p's page round
+		// to itself: every page changes.
+		for k := range dirty {
+			dirty[k] = true
+		}
+		return
+	}
+	for ; ; j = (j + 1) % len(dirty) {
+		dirty[j] = true
+		if j == to {
+			return
+		}
+	}
+}
+
+// updatePages derives the pages of s (buckets final, points changed by
+// changed) from those of old: it rebuilds the pages the change moves, or
+// all of them when the ring has none yet or the page count changes.
+func (s *snapshot) updatePages(old *snapshot, changed []uint32) {
+	if s.points == 0 {
+		s.pages = nil
+		return
+	}
+	none := old == nil || old.pages == nil
+	pb := uint(0)
+	if !none {
+		pb = 32 - old.pshift
+	}
+	for s.points > 8<<pb && pb < maxPageBits {
+		pb++
+	}
+	for pb > 0 && s.points < 2<<pb {
+		pb--
+	}
+	if none || 32-pb != old.pshift {
+		s.pshift = 32 - pb
+		s.buildAllPages()
+		return
+	}
+	s.pshift = old.pshift
+	s.pages = slices.Clone(old.pages)
+	dirty := make([]bool, len(s.pages))
+	for _, p := range changed {
+		s.markPages(dirty, p)
+	}
+	var buf []point
+	for j, d := range dirty {
+		if d {
+			buf = s.gather(j, buf[:0])
+			s.pages[j] = make([]slot, 1<<pageSlotBits(len(buf), s.pshift))
+			s.fillPage(j, buf, s.pages[j])
+		}
+	}
+}
+
+// buildAllPages builds every page at s.pshift, their slots in one block.
+func (s *snapshot) buildAllPages() {
+	n := 1 << (32 - s.pshift)
+	counts := make([]int, n)
+	for _, pts := range s.buckets {
+		for _, p := range pts {
+			counts[uint64(p.hash)>>s.pshift]++
+		}
+	}
+	total := 0
+	for _, c := range counts {
+		total += 1 << pageSlotBits(c, s.pshift)
+	}
+	block := make([]slot, total)
+	s.pages = make([][]slot, n)
+	var buf []point
+	for j := range s.pages {
+		size := 1 << pageSlotBits(counts[j], s.pshift)
+		s.pages[j], block = block[:size:size], block[size:]
+		buf = s.gather(j, buf[:0])
+		s.fillPage(j, buf, s.pages[j])
+	}
+}
+
+// pageSlotBits is log2 of the slot count of a page of n points: the least
+// power of two of at least 2n slots, capped so a slot is at least one hash
+// wide.
+func pageSlotBits(n int, pshift uint) uint {
+	k := uint(0)
+	for 1<<k < 2*n && k < pshift {
+		k++
+	}
+	return k
+}
+
+// gather appends page j's points, in order, to buf.
+func (s *snapshot) gather(j int, buf []point) []point {
+	start := uint64(j) << s.pshift
+	end := start + 1<<s.pshift
+	for b := int(start >> s.shift); b < len(s.buckets) && uint64(b)<<s.shift < end; b++ {
+		for _, p := range s.buckets[b] {
+			if uint64(p.hash) >= start && uint64(p.hash) < end {
+				buf = append(buf, p)
+			}
+		}
+	}
+	return buf
+}
+
+// fillPage computes the slots of page j, whose points are pts.
+func (s *snapshot) fillPage(j int, pts []point, slots []slot) {
+	start := uint64(j) << s.pshift
+	end := start + 1<<s.pshift
+	// The leader past the page's last point is the next point clockwise.
+	nb, ni := s.successor(uint32(end - 1))
+	after := s.buckets[nb][ni].owner
+	next := func(i int) int32 {
+		if i < len(pts) {
+			return pts[i].owner
+		}
+		return after
+	}
+	width := (end - start) / uint64(len(slots))
+	c := 0 // the first point of pts not yet behind the current slot
+	for q := range slots {
+		hi := start + uint64(q+1)*width
+		n := 0
+		for c+n < len(pts) && uint64(pts[c+n].hash) < hi {
+			n++
+		}
+		switch n {
+		case 0:
+			o := next(c)
+			slots[q] = slot{limit: ^uint32(0), o1: o, o2: o}
+		case 1:
+			slots[q] = slot{limit: pts[c].hash, o1: pts[c].owner, o2: next(c + 1)}
+		default:
+			slots[q] = slot{o1: crowded}
+		}
+		c += n
+	}
 }
 
 // contains reports whether p is a point on the ring.
@@ -434,10 +654,13 @@ func (s *snapshot) with(id string, vnodes int, fresh []uint32, salts [][]uint32)
 	if slot < 0 {
 		slot = int32(len(s.nodes))
 		ns.nodes = append(slices.Clip(s.nodes), nil)
+		ns.ids = append(slices.Clip(s.ids), "")
 	} else {
 		ns.nodes = slices.Clone(s.nodes)
+		ns.ids = slices.Clone(s.ids)
 	}
 	ns.nodes[slot] = &node{id: id, vnodes: vnodes, points: fresh}
+	ns.ids[slot] = id
 	ns.order[len(ns.order)-1] = slot
 	ns.pos[id] = slot
 	for _, tried := range salts {
@@ -445,6 +668,7 @@ func (s *snapshot) with(id string, vnodes int, fresh []uint32, salts [][]uint32)
 	}
 	ns.buckets, ns.shift = insertPoints(s.buckets, s.shift, fresh, slot)
 	ns.resize()
+	ns.updatePages(s, fresh)
 	return ns
 }
 
@@ -460,15 +684,17 @@ func (s *snapshot) without(id string) *snapshot {
 		points: s.points - len(s.nodes[slot].points),
 	}
 	gone := s.nodes[slot].points
-	ns.nodes[slot] = nil
+	ns.ids = slices.Clone(s.ids)
+	ns.nodes[slot], ns.ids[slot] = nil, ""
 	// Trailing free slots are dropped, so the slot table (and the walk's
 	// bitmap) never outgrows the most nodes the ring held at once.
 	for len(ns.nodes) > 0 && ns.nodes[len(ns.nodes)-1] == nil {
-		ns.nodes = ns.nodes[:len(ns.nodes)-1]
+		ns.nodes, ns.ids = ns.nodes[:len(ns.nodes)-1], ns.ids[:len(ns.ids)-1]
 	}
 	delete(ns.pos, id)
 	ns.buckets, ns.shift = removePoints(s.buckets, s.shift, gone), s.shift
 	ns.resize()
+	ns.updatePages(s, gone)
 	return ns
 }
 
@@ -528,6 +754,7 @@ func (r *Ring) rebuildWithout(s *snapshot, id string) *snapshot {
 	for i, n := range nodes {
 		slot := int32(i)
 		ns.nodes = append(ns.nodes, &node{id: n.id, vnodes: n.vnodes, points: n.fresh})
+		ns.ids = append(ns.ids, n.id)
 		ns.order = append(ns.order, slot)
 		ns.pos[n.id] = slot
 		for _, tried := range n.salts {
@@ -549,6 +776,7 @@ func (r *Ring) rebuildWithout(s *snapshot, id string) *snapshot {
 	ns.points = len(all)
 	ns.buckets, ns.shift = [][]point{all}, 32
 	ns.resize()
+	ns.updatePages(nil, nil)
 	return ns
 }
 

@@ -606,8 +606,8 @@ func checkSnapshot(t *testing.T, s *snapshot, rng *rand.Rand) {
 			t.Fatalf("points out of order at %d: %d then %d", i, all[i-1].hash, p.hash)
 		}
 		n := s.nodes[p.owner]
-		if n == nil {
-			t.Fatalf("point %d owned by free slot %d", p.hash, p.owner)
+		if n == nil || s.ids[p.owner] != n.id {
+			t.Fatalf("point %d owned by free or mislabelled slot %d", p.hash, p.owner)
 		}
 		if _, ok := slices.BinarySearch(n.points, p.hash); !ok {
 			t.Fatalf("point %d not in its node's list", p.hash)
@@ -629,6 +629,9 @@ func checkSnapshot(t *testing.T, s *snapshot, rng *rand.Rand) {
 		if got := s.buckets[b][i]; got != all[want] {
 			t.Fatalf("successor(%d) = %v, scan says %v", h, got, all[want])
 		}
+		if got := s.leader(h); got != all[want].owner {
+			t.Fatalf("leader(%d) = slot %d, scan says %d", h, got, all[want].owner)
+		}
 		if got, want := s.contains(h), slices.ContainsFunc(all, func(p point) bool { return p.hash == h }); got != want {
 			t.Fatalf("contains(%d) = %v, want %v", h, got, want)
 		}
@@ -644,4 +647,11 @@ func checkSnapshot(t *testing.T, s *snapshot, rng *rand.Rand) {
 	}
 	check(0)
 	check(^uint32(0))
+	if len(s.pages) != 1<<(32-s.pshift) {
+		t.Fatalf("%d pages with pshift %d", len(s.pages), s.pshift)
+	}
+	for j := 0; j < len(s.pages); j += 1 + rng.IntN(64) {
+		check(uint32(uint64(j) << s.pshift))
+		check(uint32(uint64(j)<<s.pshift - 1))
+	}
 }
