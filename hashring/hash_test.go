@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// The reference values of spec/router.md, shared with the TypeScript ring.
+// Reference values of the hash that the TypeScript ring (@shardwise/core)
+// produces for the same strings.
 func TestSHA1ReferenceValues(t *testing.T) {
 	cases := []struct {
 		in   string

@@ -69,7 +69,8 @@ func bruteRank(nodes []string, weights []float64, key string) []string {
 	return out
 }
 
-// The reference values of spec/router.md, shared with economy-lab.
+// Reference values that economy-lab's scopeRouter produces for the same
+// nodes and keys.
 func TestReferenceValues(t *testing.T) {
 	if got := Score("node-a", "wrld_0"); got != 0xfa15f69bf9594361 {
 		t.Fatalf("Score(node-a, wrld_0) = %#x, want 0xfa15f69bf9594361", got)

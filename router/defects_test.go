@@ -1,7 +1,25 @@
 package router
 
-// One test per defect of the TypeScript router listed in
-// spec/router.md. Each fails on the original behaviour.
+// One test per known defect of the TypeScript router (@shardwise/core)
+// that ours must not have; docs/decisions.md refers to them by number.
+// Each test fails on the original behaviour.
+//
+//  1. Concurrent AddNode calls for one node (or AddNode racing a pending
+//     reconnect) open two clients and leak one.
+//  2. RemoveNode or Close during a reconnect attempt: the node comes back,
+//     or the retries never stop.
+//  3. A failing probe that finishes during Close marks the node down and
+//     schedules a reconnect after Close.
+//  4. A failure is blamed on the node by id, so an error from an old client
+//     ejects the freshly reconnected one.
+//  5. Invalid vnodes found only after connecting: a leaked client per retry
+//     and a registry entry that never routes.
+//  6. A replica count of zero, negative or fractional is accepted.
+//  7. An error that is not the node's fault still fails over.
+//  8. A hung disconnect blocks failover and Close; fn has no timeout.
+//  9. A hung health check lets probes pile up (a); failure counts survive
+//     a removal (b); backoff without jitter (c).
+//  10. No closed state: AddNode after Close starts everything again.
 
 import (
 	"context"
