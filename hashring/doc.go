@@ -19,12 +19,13 @@
 //  3. A point already taken (by any node, the same one included) is salted:
 //     "<id>-<i>#1", "#2", … until free. Existing points never move on Add,
 //     so the ring depends on the order of Adds (as the TypeScript one does).
-//     Remove leaves the ring that adding the remaining nodes in their order
-//     builds; the TypeScript ring instead keeps a later node's salted point
-//     salted after the node it collided with leaves, so a Go and a
-//     TypeScript process with different histories can differ on the rare
-//     salted label (a 32-bit collision), while two Go processes with the
-//     same nodes in the same order never do.
+//     Remove moves no point either, as in the TypeScript ring: a label
+//     salted against the removed node stays salted, so the ring depends on
+//     the history of Adds and Removes. Without instead returns the ring that
+//     adding the remaining nodes in their order builds, so two processes
+//     with the same nodes in the same order have the same ring whatever
+//     their histories (the router uses it). The two differ only on a
+//     salted label, a 32-bit collision.
 //  4. A key's leader owns the first point strictly greater than hash(key),
 //     wrapping past the largest point to the smallest.
 //  5. GetN walks clockwise from the leader's point and keeps each node the
@@ -41,7 +42,8 @@
 //   - A change copies only what it touches: Add and Remove cost the
 //     changed node's points, the buckets and lookup pages those touch, and
 //     the two header tables (about 500 KiB at 100,000 points); Clone costs
-//     nothing.
+//     nothing, and Without costs what Remove does except in the rare case
+//     where it must rebuild.
 //   - Salting is bounded: a hash with too small a range makes Add fail with
 //     ErrNoFreePoint and leave the ring unchanged, instead of looping.
 //   - A bad vnode count is a CONFIG.INVALID error (errcode.ErrConfigInvalid).

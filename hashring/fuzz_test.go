@@ -7,7 +7,8 @@ import (
 )
 
 // FuzzRingAgainstModel reads a byte string as a sequence of Add, Remove,
-// Get and GetN operations and checks each result against the naive model.
+// Without, Get and GetN operations and checks each result against the naive
+// model.
 // The first byte picks the hash; the small-range ones make salting and
 // ErrNoFreePoint common.
 func FuzzRingAgainstModel(f *testing.F) {
@@ -15,6 +16,7 @@ func FuzzRingAgainstModel(f *testing.F) {
 	f.Add([]byte{2, 0, 0, 9, 0, 1, 9, 0, 2, 9, 2, 5, 3, 1, 5, 1, 0, 2, 6})
 	f.Add([]byte{3, 0, 0, 255, 0, 1, 40, 2, 17, 3, 4, 255})
 	f.Add([]byte{1, 0, 5, 0, 2, 0, 3, 1})
+	f.Add([]byte{3, 0, 0, 200, 0, 1, 200, 1, 0, 4, 1, 2, 7, 0, 2, 100, 4, 1, 2, 9, 3, 4, 3})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) == 0 {
 			return
@@ -31,7 +33,7 @@ func FuzzRingAgainstModel(f *testing.F) {
 			return v
 		}
 		for i := 1; i < len(ops); {
-			op := next(&i) % 4
+			op := next(&i) % 5
 			arg := next(&i)
 			switch op {
 			case 0:
@@ -58,6 +60,10 @@ func FuzzRingAgainstModel(f *testing.F) {
 				if got, want := r.GetN(key, n), m.getN(m.sorted(), key, n); !slices.Equal(got, want) {
 					t.Fatalf("GetN(%s, %d) = %v, model %v", key, n, got, want)
 				}
+			case 4:
+				id := "n" + strconv.Itoa(arg%6)
+				r = r.Without(id)
+				m.without(id)
 			}
 			if got, want := r.IDs(), m.ids(); !slices.Equal(got, want) {
 				t.Fatalf("IDs = %v, model %v", got, want)

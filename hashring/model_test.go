@@ -58,9 +58,14 @@ func (m *naiveRing) add(id string, vnodes int) error {
 	return nil
 }
 
-// remove rebuilds the model from the remaining nodes in order, which is
-// what Ring.Remove promises to equal.
+// remove drops id's points and moves no other, like the TypeScript ring.
 func (m *naiveRing) remove(id string) {
+	m.nodes = slices.DeleteFunc(m.nodes, func(n naiveNode) bool { return n.id == id })
+}
+
+// without rebuilds the model from the remaining nodes in order, which is
+// what Ring.Without promises to equal.
+func (m *naiveRing) without(id string) {
 	old := m.nodes
 	m.nodes = nil
 	for _, n := range old {

@@ -85,10 +85,14 @@ type snapshot struct {
 	// pos maps a node id to its slot.
 	pos map[string]int32
 	// salted records every vnode label that had to be salted, with the
-	// points its earlier labels found taken: what Remove needs to know
+	// points its earlier labels found taken: what Without needs to know
 	// whether a node's departure would change where another node's points
 	// are when the ring is rebuilt.
 	salted []salted
+	// diverged is set once a Remove kept a point that was salted against
+	// the node it removed: the ring then differs from a fresh build of its
+	// nodes, and Without rebuilds instead of dropping points.
+	diverged bool
 }
 
 // node is one node's record. Its points are sorted.
@@ -225,16 +229,11 @@ func (r *Ring) placeVNodes(taken func(uint32) bool, id string, vnodes int) ([]ui
 }
 
 // Remove takes node id and all its points off the ring. Removing an absent
-// id does nothing.
-//
-// The ring left behind is exactly the ring that adding the remaining nodes,
-// in their insertion order, to an empty ring would build. Usually that is
-// the old ring without id's points; but when a later node's label was salted
-// because id held the point it hashed to, a fresh ring gives that label its
-// unsalted point, and so does Remove (it rebuilds the ring from its nodes
-// then, which with a 32-bit hash happens for about one removal in a
-// thousand at 100,000 points). So every process that has the same nodes in
-// the same order has the same ring, whatever it added and removed before.
+// id does nothing. Like the TypeScript ring's remove, it moves no other
+// point: a later node's label that was salted because id held its point
+// stays salted. So the ring depends on the history of Adds and Removes, as
+// the TypeScript one does; Without gives the ring that depends only on the
+// nodes and their order.
 func (r *Ring) Remove(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -242,11 +241,38 @@ func (r *Ring) Remove(id string) {
 	if !old.has(id) {
 		return
 	}
-	if old.removalMovesOthers(id) {
-		r.snap.Store(r.rebuildWithout(old, id))
-		return
+	moves := old.removalMovesOthers(id)
+	ns := old.without(id)
+	ns.diverged = old.diverged || moves
+	r.snap.Store(ns)
+}
+
+// Without returns a ring without node id and leaves r unchanged. The ring
+// it returns is exactly the one that adding r's other nodes, in their
+// insertion order, to an empty ring builds: when a later node's label was
+// salted because id held the point it hashed to, that label gets its
+// unsalted point back. So every process with the same nodes in the same
+// order has the same ring, whatever it added and removed before; the router
+// relies on this.
+//
+// It costs the points of id, like Remove, except when a label was salted
+// against id (with a 32-bit hash, about one removal in a thousand at
+// 100,000 points) or a Remove has made r differ from a fresh build: then it
+// rebuilds the ring from its nodes.
+func (r *Ring) Without(id string) *Ring {
+	out := &Ring{hash: r.hash}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	switch {
+	case old == nil, !old.has(id) && !old.diverged:
+		out.snap.Store(old)
+	case !old.has(id), old.diverged, old.removalMovesOthers(id):
+		out.snap.Store(r.rebuildWithout(old, id))
+	default:
+		out.snap.Store(old.without(id))
 	}
-	r.snap.Store(old.without(id))
+	return out
 }
 
 // Has reports whether id is on the ring.
@@ -646,6 +672,7 @@ func (s *snapshot) with(id string, vnodes int, fresh []uint32, salts [][]uint32)
 		pos:    maps.Clone(s.pos),
 		salted: slices.Clip(s.salted),
 		points: s.points + len(fresh),
+		diverged: s.diverged,
 	}
 	if ns.pos == nil {
 		ns.pos = make(map[string]int32, 1)

@@ -93,7 +93,9 @@ func TestSaltingAgainstOwnPoints(t *testing.T) {
 }
 
 func TestExistingPointsNeverMove(t *testing.T) {
-	// b's first label collides with a's point; a keeps it and b is salted.
+	// b's first label collides with a's point; a keeps it, b is salted, and
+	// removing a does not move b's salted point back (as in the TypeScript
+	// ring).
 	hash := tableHash(map[string]uint32{"a-0": 100, "b-0": 100, "b-0#1": 500, "c-0": 300, "k200": 200, "k50": 50, "k400": 400})
 	r := New(hash)
 	mustAdd(t, r, "a", 1)
@@ -104,34 +106,51 @@ func TestExistingPointsNeverMove(t *testing.T) {
 			t.Fatalf("Get(%s) = %q, want %s", key, id, want)
 		}
 	}
+	r.Remove("a")
+	// b stays on 500: k50 → c (300), k400 → b (500).
+	for key, want := range map[string]string{"k50": "c", "k200": "c", "k400": "b"} {
+		if id, _ := r.Get(key); id != want {
+			t.Fatalf("after Remove(a): Get(%s) = %q, want %s", key, id, want)
+		}
+	}
 }
 
-// Removing the node whose point made another node salt a label gives that
-// label its unsalted point back: the ring after Remove is the ring a fresh
-// process builds from the remaining nodes in order.
-func TestRemoveEqualsRebuild(t *testing.T) {
+// Without gives the label salted against the removed node its unsalted
+// point back: the ring it returns is the ring a fresh process builds from
+// the remaining nodes in order. It leaves the ring it was called on alone,
+// and after a Remove that kept a salted point it rebuilds.
+func TestWithoutEqualsRebuild(t *testing.T) {
 	hash := tableHash(map[string]uint32{"a-0": 100, "b-0": 100, "b-0#1": 500, "c-0": 300, "k50": 50, "k200": 200, "k400": 400})
 	r := New(hash)
 	mustAdd(t, r, "a", 1)
 	mustAdd(t, r, "b", 1)
 	mustAdd(t, r, "c", 1)
-	r.Remove("a")
+	w := r.Without("a")
 	fresh := New(hash)
 	mustAdd(t, fresh, "b", 1)
 	mustAdd(t, fresh, "c", 1)
 	// b is back on 100: k50 → b, k200 → c, k400 → b (wraps to 100).
 	for key, want := range map[string]string{"k50": "b", "k200": "c", "k400": "b"} {
-		if id, _ := r.Get(key); id != want {
-			t.Errorf("after Remove(a): Get(%s) = %q, want %s", key, id, want)
+		if id, _ := w.Get(key); id != want {
+			t.Errorf("Without(a): Get(%s) = %q, want %s", key, id, want)
 		}
 		if id, _ := fresh.Get(key); id != want {
 			t.Errorf("fresh ring: Get(%s) = %q, want %s", key, id, want)
 		}
 	}
+	if id, _ := r.Get("k50"); id != "a" || r.Len() != 3 {
+		t.Fatalf("Without changed the ring it was called on: Get(k50) = %q, %d nodes", id, r.Len())
+	}
 	// Removing a node nobody salted against changes nothing else.
-	r.Remove("c")
-	if id, _ := r.Get("k200"); id != "b" {
-		t.Errorf("after Remove(c): Get(k200) = %q, want b", id)
+	if id, _ := w.Without("c").Get("k200"); id != "b" {
+		t.Errorf("Without(a, c): Get(k200) = %q, want b", id)
+	}
+	// A Remove that kept b salted, then Without of an unrelated node:
+	// the result is the fresh ring of b and c all the same.
+	r.Remove("a")
+	mustAdd(t, r, "d", 1)
+	if id, _ := r.Without("d").Get("k50"); id != "b" {
+		t.Errorf("Remove(a), Add(d), Without(d): Get(k50) = %q, want b (a rebuild)", id)
 	}
 }
 
@@ -560,7 +579,11 @@ func TestSnapshotInvariants(t *testing.T) {
 		for step := range 120 {
 			if len(live) > 0 && rng.IntN(3) == 0 {
 				k := rng.IntN(len(live))
-				r.Remove(live[k])
+				if rng.IntN(2) == 0 {
+					r.Remove(live[k])
+				} else {
+					r = r.Without(live[k])
+				}
 				live = slices.Delete(live, k, k+1)
 			} else {
 				id := "n" + strconv.Itoa(step)

@@ -61,7 +61,7 @@ type appendOwners interface {
 // It is incremental: a join adds the node's points to a copy of the ring
 // that shares everything else, a leave removes them. The ring is always the
 // one a freshly started process gets when it adds the same live nodes in
-// join order (hashring.Ring.Remove guarantees it even when a point was
+// join order (hashring.Ring.Without guarantees it even when a point was
 // salted against the node that left), which is what lets processes agree.
 func RingPlacement(hash hashring.HashFunc) PlacementFunc {
 	return func(members []Member) (Placement, error) {
@@ -92,9 +92,7 @@ func (p ringPlacement) With(m Member) (Placement, error) {
 }
 
 func (p ringPlacement) Without(id string) (Placement, error) {
-	ring := p.ring.Clone()
-	ring.Remove(id)
-	return ringPlacement{ring}, nil
+	return ringPlacement{p.ring.Without(id)}, nil
 }
 
 // RendezvousPlacement places keys by highest random weight (package
