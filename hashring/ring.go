@@ -667,11 +667,11 @@ func (s *snapshot) with(id string, vnodes int, fresh []uint32, salts [][]uint32)
 		s = &snapshot{}
 	}
 	ns := &snapshot{
-		nodes:  s.nodes,
-		order:  append(slices.Clip(s.order), 0),
-		pos:    maps.Clone(s.pos),
-		salted: slices.Clip(s.salted),
-		points: s.points + len(fresh),
+		nodes:    s.nodes,
+		order:    append(slices.Clip(s.order), 0),
+		pos:      maps.Clone(s.pos),
+		salted:   slices.Clip(s.salted),
+		points:   s.points + len(fresh),
 		diverged: s.diverged,
 	}
 	if ns.pos == nil {
