@@ -7,7 +7,9 @@ import (
 )
 
 // Route returns the leader of key and its client. It takes no lock and does
-// not allocate.
+// not allocate, except in the moment between a call seeing the leader fail
+// and the placement without it being published: then it answers with the
+// next live owner.
 func (r *Router[C]) Route(key string) (Route[C], error) {
 	s := r.snap.Load()
 	if s.closed {
