@@ -29,8 +29,9 @@
 //   - Authority is derived: every node computes the same OwnerOf(p) from the
 //     same table, with no lookup. A table only ever changes by being
 //     replaced by one with a higher version.
-//   - Every Table built by this package assigns every region to a valid,
-//     non-empty node id, and has a version of at least 1.
+//   - Every Table built by this package assigns every region to a valid
+//     node name (nodename's rule, the one coord and link use too), and has
+//     a version of at least 1.
 //   - Everything is wrap-aware: every region has eight neighbours; a node
 //     can be its own neighbour and one peer can border a region twice, at
 //     two different offsets.
@@ -42,5 +43,5 @@
 //     when dst is too small.
 //
 // The package has no I/O, no goroutines and no clock, and imports only the
-// standard library, errcode and torus.
+// standard library, errcode, nodename and torus.
 package cells

@@ -32,11 +32,13 @@ func (t *Table) MarshalJSON() ([]byte, error) {
 
 // ParseTable decodes and validates a table encoded by MarshalJSON. It is
 // strict, because the table is the fence against two writers: unknown,
-// repeated or differently cased keys, trailing data, a grid with any field left out (no silent
-// defaults), an invalid grid, a version of 0, a wrong number of owners and
-// an invalid node id are all refused with an error that matches
-// ErrInvalidTable. Callers should also check that the table's grid is the
-// one they run (Grid() == their grid).
+// repeated or differently cased keys, trailing data, a grid with any field
+// left out (no silent defaults), an invalid grid, a version of 0, a wrong
+// number of owners and an invalid node name are all refused with an error
+// that matches ErrInvalidTable. A bad grid field or owner is also an
+// *errcode.ConfigError whose Field is the key path the file's author wrote
+// ("grid.world.width", "owners[17]"). Callers should also check that the
+// table's grid is the one they run (Grid() == their grid).
 func ParseTable(data []byte) (*Table, error) {
 	if err := checkKeys(data); err != nil {
 		return nil, err

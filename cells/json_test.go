@@ -17,7 +17,7 @@ func TestTableJSONRoundTrip(t *testing.T) {
 	small := mustGrid(t, cells.GridConfig{World: torus.Config{Width: 320, Height: 224, ChunkEdge: 32, SlabHeight: 64}, RegionEdge: 32})
 	tables := []*cells.Table{
 		quadrants(t),
-		mustTable(t, small, 1<<63, repeat(small.Regions(), "ünïcode-node")),
+		mustTable(t, small, 1<<63, repeat(small.Regions(), "eu-west.zone_3")),
 	}
 	u, err := cells.Uniform(cells.DefaultGrid(), 42, []string{"zone-1", "zone-2", "zone-3"})
 	if err != nil {
@@ -108,17 +108,31 @@ func TestParseTableRejects(t *testing.T) {
 			t.Errorf("%s: ParseTable = %v, %v; want ErrInvalidTable", name, tab, err)
 		}
 	}
-	// A bad grid is also recognisable as a configuration error, and names
-	// the keys the file's author wrote, not the Go fields.
-	for in, field := range map[string]string{
-		cases["bad grid"]: "grid.regionEdge",
-		`{"version":5,"grid":{"world":{"width":1000,"height":128000,"chunkEdge":32,"slabHeight":256},"regionEdge":64000},"owners":["a"]}`: "grid.world.width",
+	// A bad grid or a bad owner is also recognisable as a configuration
+	// error, and names the keys the file's author wrote, not the Go fields,
+	// with the value they wrote.
+	for in, want := range map[string]struct {
+		field string
+		value any
+	}{
+		cases["bad grid"]: {"grid.regionEdge", 64001.0},
+		`{"version":5,"grid":{"world":{"width":1000,"height":128000,"chunkEdge":32,"slabHeight":256},"regionEdge":64000},"owners":["a"]}`: {"grid.world.width", 1000.0},
+		cases["empty owner"]: {"owners[1]", ""},
+		`{"version":5,"grid":` + grid + `,"owners":["a","a","a","Zone-B"]}`: {"owners[3]", "Zone-B"},
+		`{"version":5,"grid":` + grid + `,"owners":["a","..","b","b"]}`:     {"owners[1]", ".."},
+		`{"version":5,"grid":` + grid + `,"owners":["zone a","a","b","b"]}`: {"owners[0]", "zone a"},
+		`{"version":5,"grid":` + grid + `,"owners":["a","a","b","ünï"]}`:    {"owners[3]", "ünï"},
 	} {
 		_, err := cells.ParseTable([]byte(in))
 		var ce *errcode.ConfigError
-		if !errors.Is(err, errcode.ErrConfigInvalid) || !errors.As(err, &ce) || ce.Field != field ||
-			!strings.Contains(err.Error(), field+" = ") {
-			t.Errorf("bad grid error %v does not name %s", err, field)
+		if !errors.Is(err, cells.ErrInvalidTable) || errcode.Of(err) != "CELLS.TABLE_INVALID" ||
+			!errors.Is(err, errcode.ErrConfigInvalid) || !errors.As(err, &ce) || ce.Field != want.field ||
+			!strings.Contains(err.Error(), want.field+" = ") {
+			t.Errorf("error %v does not name %s", err, want.field)
+			continue
+		}
+		if s, ok := want.value.(string); ok && ce.Value != s {
+			t.Errorf("error %v: value %#v, want %q", err, ce.Value, s)
 		}
 	}
 }

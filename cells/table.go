@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/nodename"
 	"github.com/shardwise/shardwise/torus"
 )
 
@@ -24,23 +23,28 @@ var (
 	ErrStaleVersion = errcode.New("CELLS.STALE_VERSION", "region table version is not newer")
 )
 
-// MaxNodeIDLen bounds a node id in bytes.
-const MaxNodeIDLen = 255
-
 // TableError says what is wrong with a region table. It matches
 // ErrInvalidTable with errors.Is and carries its code.
 type TableError struct {
 	// Region is the region at fault, or −1 when the fault is not one
 	// region's (a bad version, a bad node list).
 	Region RegionID
-	// Node is the node id at fault, if any.
+	// Node is the node name at fault, if any.
 	Node string
 	// Reason says what is wrong.
 	Reason string
+	// Err is the cause, if there is one: for a bad node name the
+	// *errcode.ConfigError of nodename.Check, whose Field says where the
+	// name was given ("owners[17]"). errors.As finds it through Unwrap.
+	Err error
 }
 
 func (e *TableError) Error() string {
 	switch {
+	case e.Err != nil:
+		// The cause names the field and the value; the region is in the
+		// field already.
+		return "invalid region table: " + e.Err.Error()
 	case e.Region >= 0 && e.Node != "":
 		return fmt.Sprintf("invalid region table: region %d, node %q: %s", e.Region, e.Node, e.Reason)
 	case e.Region >= 0:
@@ -57,25 +61,20 @@ func (e *TableError) ErrorCode() string { return ErrInvalidTable.ErrorCode() }
 // Is makes errors.Is(err, ErrInvalidTable) true.
 func (e *TableError) Is(target error) bool { return target == ErrInvalidTable }
 
-// CheckNodeID reports whether id can name a node in a region table: 1 to
-// MaxNodeIDLen bytes of valid UTF-8 without spaces or control characters.
-// (They travel through etcd keys, logs and the wire; a blank or invisible id
-// would make an ownership bug unreadable.)
-func CheckNodeID(id string) error {
-	switch {
-	case id == "":
-		return &TableError{Region: -1, Reason: "node id is empty"}
-	case len(id) > MaxNodeIDLen:
-		return &TableError{Region: -1, Node: id[:32] + "…", Reason: fmt.Sprintf("node id is longer than %d bytes", MaxNodeIDLen)}
-	case !utf8.ValidString(id):
-		return &TableError{Region: -1, Node: id, Reason: "node id is not valid UTF-8"}
+// Unwrap returns the cause (nil when there is none).
+func (e *TableError) Unwrap() error { return e.Err }
+
+// badNode is the error for name, which nodename.Valid refused, given at
+// field, for region r (−1 when the name is not one region's). Callers test
+// Valid first so the field's name is formatted only for a bad name.
+func badNode(field string, r RegionID, name string) error {
+	err := nodename.Check(field, name)
+	reason := "invalid node name"
+	var ce *errcode.ConfigError
+	if errors.As(err, &ce) {
+		reason = ce.Reason
 	}
-	for _, r := range id {
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return &TableError{Region: -1, Node: id, Reason: "node id contains a space or control character"}
-		}
-	}
-	return nil
+	return &TableError{Region: r, Node: name, Reason: reason, Err: err}
 }
 
 // Table is a versioned assignment of every region of a grid to a node. It
@@ -94,10 +93,12 @@ type Table struct {
 	owner   []int32  // region → index into nodes
 }
 
-// NewTable builds a table of grid at version from owners, the node id of
+// NewTable builds a table of grid at version from owners, the node name of
 // every region in RegionID order (len(owners) == grid.Regions()). Every
-// region must be assigned a valid node id (CheckNodeID) and version must be
-// at least 1 (0 is left to mean "no table"). owners is copied.
+// region must be assigned a valid node name (nodename.Check; a bad one is
+// reported as the field "owners[r]", which is also its key path in the JSON
+// form) and version must be at least 1 (0 is left to mean "no table").
+// owners is copied.
 func NewTable(grid Grid, version uint64, owners []string) (*Table, error) {
 	if grid.cols == 0 {
 		return nil, &TableError{Region: -1, Reason: "the grid is the zero Grid; use NewGrid or DefaultGrid"}
@@ -110,12 +111,8 @@ func NewTable(grid Grid, version uint64, owners []string) (*Table, error) {
 	}
 	nodes := make([]string, 0, 16)
 	for r, id := range owners {
-		if err := CheckNodeID(id); err != nil {
-			var te *TableError
-			if errors.As(err, &te) {
-				te.Region = RegionID(r) // CheckNodeID made it; it is ours to fill in
-			}
-			return nil, err
+		if !nodename.Valid(id) {
+			return nil, badNode(fmt.Sprintf("owners[%d]", r), RegionID(r), id)
 		}
 		if i, found := slices.BinarySearch(nodes, id); !found {
 			nodes = slices.Insert(nodes, i, id)
@@ -134,7 +131,8 @@ func NewTable(grid Grid, version uint64, owners []string) (*Table, error) {
 // goes to nodes[⌊r·n/R⌋]. With
 // a node count that divides the rows each node owns whole bands of rows,
 // which keeps borders (and so ghosts and handoffs) few. nodes must be
-// non-empty, valid and distinct, and no more than the regions.
+// non-empty, valid and distinct (a bad name is reported as the field
+// "nodes[i]"), and no more than the regions.
 func Uniform(grid Grid, version uint64, nodes []string) (*Table, error) {
 	if len(nodes) == 0 {
 		return nil, &TableError{Region: -1, Reason: "no nodes"}
@@ -143,9 +141,9 @@ func Uniform(grid Grid, version uint64, nodes []string) (*Table, error) {
 		return nil, &TableError{Region: -1, Reason: fmt.Sprintf("%d nodes for %d regions", len(nodes), grid.Regions())}
 	}
 	seen := make(map[string]bool, len(nodes))
-	for _, id := range nodes {
-		if err := CheckNodeID(id); err != nil {
-			return nil, err
+	for i, id := range nodes {
+		if !nodename.Valid(id) {
+			return nil, badNode(fmt.Sprintf("nodes[%d]", i), -1, id)
 		}
 		if seen[id] {
 			return nil, &TableError{Region: -1, Node: id, Reason: "node listed twice"}
@@ -163,7 +161,7 @@ func Uniform(grid Grid, version uint64, nodes []string) (*Table, error) {
 // WithOwners returns a new table at version with the regions in changes
 // reassigned and every other region kept. version must be higher than t's
 // (ErrStaleVersion otherwise): a table changes only by an explicit, newer
-// version.
+// version. A bad node name is reported as the field "changes[r]".
 func (t *Table) WithOwners(version uint64, changes map[RegionID]string) (*Table, error) {
 	if version <= t.version {
 		return nil, ErrStaleVersion.Wrap("version %d, current %d", version, t.version)
@@ -172,6 +170,9 @@ func (t *Table) WithOwners(version uint64, changes map[RegionID]string) (*Table,
 	for r, id := range changes {
 		if !t.grid.Valid(r) {
 			return nil, &TableError{Region: r, Node: id, Reason: fmt.Sprintf("no such region (grid has %d)", t.grid.Regions())}
+		}
+		if !nodename.Valid(id) {
+			return nil, badNode(fmt.Sprintf("changes[%d]", r), r, id)
 		}
 		owners[r] = id
 	}
@@ -190,9 +191,14 @@ func (t *Table) Validate() error {
 			return &TableError{Region: RegionID(r), Reason: "owner index out of range"}
 		}
 	}
-	for _, id := range t.nodes {
-		if err := CheckNodeID(id); err != nil {
-			return err
+	checked := make([]bool, len(t.nodes))
+	for r, i := range t.owner {
+		if checked[i] {
+			continue
+		}
+		checked[i] = true
+		if !nodename.Valid(t.nodes[i]) {
+			return badNode(fmt.Sprintf("owners[%d]", r), RegionID(r), t.nodes[i])
 		}
 	}
 	return nil

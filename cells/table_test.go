@@ -2,6 +2,7 @@ package cells_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -64,7 +65,13 @@ func TestNewTableValidation(t *testing.T) {
 		{"tab", g, 1, with(255, "a\tb"), 255},
 		{"control", g, 1, with(0, "a\x00"), 0},
 		{"bad utf-8", g, 1, with(9, "a\xffb"), 9},
-		{"too long", g, 1, with(100, strings.Repeat("x", 256)), 100},
+		{"unicode", g, 1, with(9, "zoné"), 9},
+		{"upper case", g, 1, with(4, "Zone-A"), 4},
+		{"dot", g, 1, with(1, "."), 1},
+		{"dot dot", g, 1, with(2, ".."), 2},
+		{"leading dash", g, 1, with(2, "-a"), 2},
+		{"slash", g, 1, with(2, "a/b"), 2},
+		{"too long", g, 1, with(100, strings.Repeat("x", 65)), 100},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -76,14 +83,44 @@ func TestNewTableValidation(t *testing.T) {
 			if !errors.As(err, &te) || te.Region != c.region {
 				t.Fatalf("error %v: want region %d", err, c.region)
 			}
+			if c.region < 0 {
+				return
+			}
+			// A bad name is a configuration error naming the owner's
+			// place in the list and the name as given.
+			var ce *errcode.ConfigError
+			field := fmt.Sprintf("owners[%d]", c.region)
+			if !errors.As(err, &ce) || ce.Field != field || ce.Value != c.owners[c.region] || !strings.Contains(err.Error(), field+" = ") {
+				t.Fatalf("error %v does not name %s = %q", err, field, c.owners[c.region])
+			}
 		})
 	}
-	ok := mustTable(t, g, 7, with(5, strings.Repeat("é", 127)))
-	if ok.Version() != 7 || ok.Owner(5) != strings.Repeat("é", 127) || ok.Validate() != nil {
+	ok := mustTable(t, g, 7, with(5, strings.Repeat("x", 64)))
+	if ok.Version() != 7 || ok.Owner(5) != strings.Repeat("x", 64) || ok.Validate() != nil {
 		t.Fatal("valid table rejected or mangled")
 	}
 	if err := (&cells.Table{}).Validate(); !errors.Is(err, cells.ErrInvalidTable) {
 		t.Fatalf("zero Table Validate = %v", err)
+	}
+}
+
+// Uniform and WithOwners name the argument a bad name came in.
+func TestBuildersNameTheBadNode(t *testing.T) {
+	g := cells.DefaultGrid()
+	v1 := mustTable(t, g, 1, repeat(256, "a"))
+	for _, c := range []struct {
+		err   error
+		field string
+		value string
+	}{
+		{func() error { _, err := cells.Uniform(g, 1, []string{"a", "B"}); return err }(), "nodes[1]", "B"},
+		{func() error { _, err := cells.Uniform(g, 1, []string{".hidden"}); return err }(), "nodes[0]", ".hidden"},
+		{func() error { _, err := v1.WithOwners(2, map[cells.RegionID]string{7: "zone 7"}); return err }(), "changes[7]", "zone 7"},
+	} {
+		var ce *errcode.ConfigError
+		if !errors.Is(c.err, cells.ErrInvalidTable) || !errors.As(c.err, &ce) || ce.Field != c.field || ce.Value != c.value {
+			t.Errorf("error %v, want ErrInvalidTable naming %s = %q", c.err, c.field, c.value)
+		}
 	}
 }
 
@@ -106,7 +143,7 @@ func TestUniform(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 7, 16, 255, 256} {
 		nodes := make([]string, n)
 		for i := range nodes {
-			nodes[i] = "zone-" + string(rune('A'+i%26)) + strings.Repeat("x", i/26)
+			nodes[i] = "zone-" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
 		}
 		tab, err := cells.Uniform(g, 3, nodes)
 		if err != nil {
