@@ -240,13 +240,7 @@ func (r *report) execute() {
 	r.printf("| hash | row | now | before | now ÷ before |\n|---|---|---|---|---|\n")
 	for _, h := range []string{"sha1", "xxhash"} {
 		for _, row := range []string{"direct", "hash-only", "execute"} {
-			name := fmt.Sprintf("Execute/%s/%s", row, h)
-			nowT, _, nowNs, okNow := cell(r.cur, name)
-			oldT, _, oldNs, okOld := cell(r.old, name)
-			ratio := "—"
-			if okNow && okOld && oldNs > 0 {
-				ratio = fmt.Sprintf("%.2f", nowNs/oldNs)
-			}
+			nowT, oldT, ratio := r.nowBefore(fmt.Sprintf("Execute/%s/%s", row, h))
 			r.printf("| %s | %s | %s | %s | %s |\n", h, row, nowT, oldT, ratio)
 		}
 	}
@@ -254,14 +248,20 @@ func (r *report) execute() {
 	r.printf("Ring lookups alone (hashring `Get`, XXHash, the same comparison):\n\n")
 	r.printf("| nodes | now | before | now ÷ before |\n|---|---|---|---|\n")
 	for _, n := range []int{10, 100, 1000} {
-		name := fmt.Sprintf("Get/xxhash/nodes=%d", n)
-		nowT, _, nowNs, okNow := cell(r.cur, name)
-		oldT, _, oldNs, okOld := cell(r.old, name)
-		ratio := "—"
-		if okNow && okOld && oldNs > 0 {
-			ratio = fmt.Sprintf("%.2f", nowNs/oldNs)
-		}
+		nowT, oldT, ratio := r.nowBefore(fmt.Sprintf("Get/xxhash/nodes=%d", n))
 		r.printf("| %d | %s | %s | %s |\n", n, nowT, oldT, ratio)
 	}
 	r.printf("\n")
+}
+
+// nowBefore is a benchmark's median time on this tree and on the baseline,
+// and now ÷ before ("—" when either is missing).
+func (r *report) nowBefore(name string) (now, before, ratio string) {
+	now, _, nowNs, okNow := cell(r.cur, name)
+	before, _, oldNs, okOld := cell(r.old, name)
+	ratio = "—"
+	if okNow && okOld && oldNs > 0 {
+		ratio = fmt.Sprintf("%.2f", nowNs/oldNs)
+	}
+	return now, before, ratio
 }
