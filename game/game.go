@@ -50,9 +50,16 @@ type Game struct {
 	rng     *rand.Rand
 
 	intents, spareIntents []Intent
-	masters               []ecs.ID // by account-1
-	dens                  map[interest.Column]ecs.ID
-	players               playerGrid
+	// masters and accountOf are one relation kept both ways: the forget
+	// hook runs after the entity's components are gone, so it can find the
+	// account of a master only here.
+	masters   map[uint64]ecs.ID // account → master
+	accountOf map[ecs.ID]uint64 // master → account
+	// dens and denColumn are one relation kept both ways, for the same
+	// reason.
+	dens      map[interest.Column]ecs.ID
+	denColumn map[ecs.ID]interest.Column
+	players   playerGrid
 
 	viewMoved []ecs.ID
 	manifest  interest.Manifest
@@ -101,9 +108,12 @@ func New(cfg Config) (*Game, error) {
 		subs: subs, vis: interest.NewVisibility[Subscriber, ecs.ID](subs), res: res,
 		view:    interest.DefaultView(),
 		idClock: idClock, ids: ids,
-		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		dens:    make(map[interest.Column]ecs.ID),
-		players: newPlayerGrid(),
+		rng:       rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		masters:   make(map[uint64]ecs.ID),
+		accountOf: make(map[ecs.ID]uint64),
+		dens:      make(map[interest.Column]ecs.ID),
+		denColumn: make(map[ecs.ID]interest.Column),
+		players:   newPlayerGrid(),
 	}
 	g.out = outbox.New[Subscriber, ecs.ID](outboxWorld{g})
 	if err := g.registerEncoders(); err != nil {
@@ -150,12 +160,11 @@ func (g *Game) Attach(account uint64, sink outbox.Sink) {
 	g.out.Attach(interest.Account(account), sink)
 }
 
-// Master returns the master entity of an account.
+// Master returns the master entity of an account, while this world holds
+// it (a master destroyed or evicted is forgotten).
 func (g *Game) Master(account uint64) (ecs.ID, bool) {
-	if account == 0 || account > uint64(len(g.masters)) {
-		return 0, false
-	}
-	return g.masters[account-1], true
+	id, ok := g.masters[account]
+	return id, ok
 }
 
 // Step runs one tick and reports it.
@@ -238,7 +247,8 @@ func (g *Game) spawnPlayer(account uint64, home torus.Pos) (ecs.ID, error) {
 	}
 	g.w.MarkMoved(masterID)
 	g.w.MarkMoved(petID)
-	g.masters = append(g.masters, masterID)
+	g.masters[account] = masterID
+	g.accountOf[masterID] = account
 	return masterID, nil
 }
 
@@ -256,8 +266,7 @@ func (g *Game) endTick(w *ecs.World, t ecs.Tick) {
 	g.report.Dematerialised = len(changes.Dematerialised)
 	for _, col := range changes.Dematerialised {
 		if id, ok := g.dens[col]; ok {
-			delete(g.dens, col)
-			_ = w.Destroy(id) // its listener takes its mobs with it
+			_ = w.Destroy(id) // its listener takes its mobs with it; the forget hook unlists it
 		}
 	}
 	for _, col := range changes.Materialised {
@@ -358,6 +367,7 @@ func (g *Game) spawnDen(col interest.Column) {
 		return
 	}
 	g.dens[key] = id
+	g.denColumn[id] = key
 	g.reindex(id)
 }
 
@@ -381,20 +391,32 @@ func (g *Game) onDestroy(w *ecs.World, id ecs.ID) {
 		for _, m := range d.Mobs {
 			_ = w.Destroy(m)
 		}
-		if g.dens[d.Column] == id {
-			delete(g.dens, d.Column)
-		}
-	}
-	if g.c.master.Has(id) || g.c.pet.Has(id) {
-		g.res.RemoveAnchor(interest.AnchorID(id))
 	}
 }
 
-// onForget keeps the visibility index clean on Evict, without a vanish:
-// the entity goes on existing, written elsewhere.
+// onForget removes everything the game keeps about an entity outside its
+// components, on Destroy and Evict alike: its place in the visibility
+// index (without a vanish: an evicted entity goes on existing, written
+// elsewhere), the player grid, its residency anchor, its account's master
+// entry and its column's den entry. It runs after the components are
+// gone, so it reads none: every step is a lookup by id that does nothing
+// for an entity it does not concern.
 func (g *Game) onForget(id ecs.ID) {
 	g.vis.Evict(id)
 	g.players.remove(id)
+	g.res.RemoveAnchor(interest.AnchorID(id))
+	if a, ok := g.accountOf[id]; ok {
+		delete(g.accountOf, id)
+		if g.masters[a] == id {
+			delete(g.masters, a)
+		}
+	}
+	if col, ok := g.denColumn[id]; ok {
+		delete(g.denColumn, id)
+		if g.dens[col] == id {
+			delete(g.dens, col)
+		}
+	}
 }
 
 // walk starts or redirects a path. The client gets the path and the speed;

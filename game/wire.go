@@ -44,7 +44,7 @@ func (o outboxWorld) AppendParty(dst []Subscriber, owner Subscriber) []Subscribe
 	}
 	size := uint64(o.g.cfg.PartySize)
 	first := (owner.ID-1)/size*size + 1
-	for a := first; a < first+size && a <= uint64(len(o.g.masters)); a++ {
+	for a := first; a < first+size && a <= uint64(o.g.cfg.Players); a++ {
 		if a != owner.ID {
 			dst = append(dst, interest.Account(a))
 		}
