@@ -24,6 +24,7 @@
 //     and applies by result, fence headroom) that the user registers.
 //
 // It does not own the region table's type, validation or geometry (cells),
+// the rule for a node name (nodename, shared with cells and link),
 // the session directory (directory, deliberately a different store), or what
 // a node does with its regions (the planned zone runtime).
 //

@@ -15,7 +15,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/nodename"
 )
 
 // NodeID is a node's cluster-unique number, leased from etcd. It fits in a
@@ -93,8 +93,8 @@ func decodeMember(b []byte) (Member, error) {
 	if *raw.ID < 0 || *raw.ID > MaxNodeID {
 		return m, fmt.Errorf("coord: member record id %d outside 0..%d", *raw.ID, MaxNodeID)
 	}
-	if err := cells.CheckNodeID(raw.Name); err != nil {
-		return m, fmt.Errorf("coord: member record %d: name: %w", *raw.ID, err)
+	if err := nodename.Check("name", raw.Name); err != nil {
+		return m, fmt.Errorf("coord: member record %d: %w", *raw.ID, err)
 	}
 	if raw.Role == "" {
 		return m, fmt.Errorf("coord: member record %d has no role", *raw.ID)

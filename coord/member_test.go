@@ -3,11 +3,14 @@ package coord
 import (
 	"encoding/json"
 	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
+	"github.com/shardwise/shardwise/errcode"
 )
 
 func TestWatchMembersSnapshotThenChangesInOrder(t *testing.T) {
@@ -168,13 +171,23 @@ func TestDecodeMemberRefuses(t *testing.T) {
 		{"negative id", `{"id":-1,"name":"a","role":"zone","lease":1}`},
 		{"no name", `{"id":1,"role":"zone","lease":1}`},
 		{"name with space", `{"id":1,"name":"a b","role":"zone","lease":1}`},
+		{"name in capitals", `{"id":1,"name":"Zone-A","role":"zone","lease":1}`},
+		{"name is a path", `{"id":1,"name":"..","role":"zone","lease":1}`},
 		{"no role", `{"id":1,"name":"a","lease":1}`},
 		{"unknown field", `{"id":1,"name":"a","role":"zone","lease":1,"x":1}`},
 		{"trailing", `{"id":1,"name":"a","role":"zone","lease":1} {}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if m, err := decodeMember([]byte(tc.in)); err == nil {
+			m, err := decodeMember([]byte(tc.in))
+			if err == nil {
 				t.Fatalf("decodeMember(%s) = %+v, want an error", tc.in, m)
+			}
+			// A bad name is reported under the record's key, with its value.
+			if strings.HasPrefix(tc.name, "name ") {
+				ce := asType[*errcode.ConfigError](t, err)
+				if ce.Field != "name" || !strings.Contains(tc.in, `"name":"`+ce.Value.(string)+`"`) {
+					t.Fatalf("error %v: want field name and the record's value", err)
+				}
 			}
 		})
 	}

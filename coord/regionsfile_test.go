@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/torus"
 )
 
@@ -99,6 +100,23 @@ func TestParseRegionsFileRefuses(t *testing.T) {
 			}
 			wantCode(t, err, CodeRegionsInvalid)
 		})
+	}
+	// An owner that is not a node name is reported under its key path in
+	// the file, with the value the operator wrote, in either form.
+	for in, want := range map[string][2]string{
+		"version: 1\n" + grid + "\nowners: [a, b, Zone-C, d]\n": {"owners[2]", "Zone-C"},
+		"version: 1\n" + grid + "\nowners: [a, b, c, ..]\n":     {"owners[3]", ".."},
+		"version: 1\n" + grid + "\nowners: [a, 'b c', c, d]\n":  {"owners[1]", "b c"},
+		`{"version":1,"grid":{"world":{"width":16000,"height":16000,"chunkEdge":32,"slabHeight":256},"regionEdge":8000},"owners":["a","b","c","D"]}`: {"owners[3]", "D"},
+	} {
+		_, err := ParseRegionsFile([]byte(in))
+		wantCode(t, err, CodeRegionsInvalid)
+		if !errors.Is(err, cells.ErrInvalidTable) {
+			t.Fatalf("%q: error %v is not cells.ErrInvalidTable", in, err)
+		}
+		if ce := asType[*errcode.ConfigError](t, err); ce.Field != want[0] || ce.Value != want[1] {
+			t.Fatalf("%q: error %v, want %s = %q", in, err, want[0], want[1])
+		}
 	}
 	big := bytes.Repeat([]byte(" "), MaxRegionsFile+1)
 	if _, err := ParseRegionsFile(big); !errors.Is(err, ErrRegionsInvalid) {

@@ -12,16 +12,16 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/nodename"
 )
 
 // RegisterConfig describes the node that registers. Defaults are filled by
 // withDefaults and documented per field.
 type RegisterConfig struct {
-	// Name is the node's stable name, the one region tables use
-	// (cells.CheckNodeID rules). It is held exclusively under the lease:
+	// Name is the node's stable name, the one region tables use and its
+	// link certificate carries (nodename.Check rules). It is held exclusively under the lease:
 	// while a node named "zone-a" lives, no other node can register as
 	// "zone-a" (*NameTakenError). Default "node-<id>" with the claimed id,
 	// which is only as stable as the id: set a Name in production.
@@ -58,8 +58,8 @@ func (c RegisterConfig) withDefaults() RegisterConfig {
 func (c RegisterConfig) Validate() error {
 	c = c.withDefaults()
 	if c.Name != "" {
-		if err := cells.CheckNodeID(c.Name); err != nil {
-			return errcode.Config("RegisterConfig.Name", c.Name, err.Error())
+		if err := nodename.Check("RegisterConfig.Name", c.Name); err != nil {
+			return err
 		}
 	}
 	if c.Role == "" {
@@ -592,8 +592,13 @@ func (r *Registration) ownKeyGone(rev int64) {
 // does), or with ctx's error. A node restarting after a crash uses it before
 // Register: its previous incarnation's lease holds the name for up to one
 // TTL. Another node may still win the name between the wait and Register;
-// Register then fails with *NameTakenError, never with a clash.
+// Register then fails with *NameTakenError, never with a clash. A name no
+// node could register with (nodename.Check) is refused at once with a
+// configuration error.
 func (c *Client) WaitNameFree(ctx context.Context, name string) error {
+	if err := nodename.Check("name", name); err != nil {
+		return err // no member can hold it: waiting would be forever or a mistake
+	}
 	if err := c.checkOpen(); err != nil {
 		return err
 	}

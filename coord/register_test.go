@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +26,10 @@ func TestRegisterConfigValidate(t *testing.T) {
 		{"ttl under a second", RegisterConfig{Role: "zone", TTL: 500 * time.Millisecond}, "RegisterConfig.TTL"},
 		{"ttl not whole seconds", RegisterConfig{Role: "zone", TTL: 1500 * time.Millisecond}, "RegisterConfig.TTL"},
 		{"name with space", RegisterConfig{Role: "zone", Name: "zone a"}, "RegisterConfig.Name"},
+		{"name in capitals", RegisterConfig{Role: "zone", Name: "Zone-A"}, "RegisterConfig.Name"},
+		{"name is dot dot", RegisterConfig{Role: "zone", Name: ".."}, "RegisterConfig.Name"},
+		{"name too long for a certificate", RegisterConfig{Role: "zone", Name: strings.Repeat("z", 65)}, "RegisterConfig.Name"},
+		{"name not ascii", RegisterConfig{Role: "zone", Name: "zoné"}, "RegisterConfig.Name"},
 		{"ok", RegisterConfig{Role: "zone", Name: "zone-a"}, ""},
 		{"ok defaults", RegisterConfig{Role: "econ"}, ""},
 	}
@@ -40,8 +45,12 @@ func TestRegisterConfigValidate(t *testing.T) {
 			if !errors.Is(err, errcode.ErrConfigInvalid) {
 				t.Fatalf("Validate() = %v, want a config error", err)
 			}
-			if ce := asType[*errcode.ConfigError](t, err); ce.Field != tc.field {
+			ce := asType[*errcode.ConfigError](t, err)
+			if ce.Field != tc.field {
 				t.Fatalf("field %q, want %q", ce.Field, tc.field)
+			}
+			if tc.field == "RegisterConfig.Name" && ce.Value != tc.cfg.Name {
+				t.Fatalf("value %#v, want the name %q as given", ce.Value, tc.cfg.Name)
 			}
 		})
 	}
@@ -500,6 +509,10 @@ func TestWaitNameFree(t *testing.T) {
 	c := connect(t, sharedEtcd.Endpoints(), nil)
 	if err := c.WaitNameFree(ctx, "zone-a"); err != nil {
 		t.Fatalf("free name: %v", err)
+	}
+	// A name no node can register with is refused, not waited for.
+	if ce := asType[*errcode.ConfigError](t, c.WaitNameFree(ctx, "Zone-A")); ce.Field != "name" || ce.Value != "Zone-A" {
+		t.Fatalf("WaitNameFree(Zone-A) = %v, want a config error naming name", ce)
 	}
 	old := register(t, c, RegisterConfig{Name: "zone-a", Role: "zone"})
 

@@ -16,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/shardwise/shardwise/nodename"
 )
 
 // nodeURIScheme and nodeURIHost form the URI SAN that names a node:
@@ -23,22 +25,19 @@ import (
 const (
 	nodeURIScheme = "shardwise"
 	nodeURIHost   = "node"
-	maxNodeIDLen  = 64
 )
 
-// ValidNodeID reports whether id may name a node: 1–64 characters from
-// [a-z0-9._-], so it is safe in a URI path, a file name and a metric label.
-func ValidNodeID(id string) bool {
-	if len(id) == 0 || len(id) > maxNodeIDLen {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+// ValidNodeID reports whether id may name a node. The rule is nodename's,
+// the one coord member names and region table owners follow too: 1–64
+// characters from [a-z0-9._-] starting with a letter or digit, so it is safe
+// in a URI path, a file name and a metric label.
+func ValidNodeID(id string) bool { return nodename.Valid(id) }
+
+// badID is the error for a node id that nodename.Check refuses at field:
+// ErrBadIdentity (errors.Is, and its code) wrapping the
+// *errcode.ConfigError that names field and value (errors.As).
+func badID(field, id string) error {
+	return fmt.Errorf("%w: %w", ErrBadIdentity, nodename.Check(field, id))
 }
 
 // NodeIDFromCert returns the node id named by cert's shardwise://node/<id>
@@ -57,8 +56,8 @@ func NodeIDFromCert(cert *x509.Certificate) (string, error) {
 		if len(id) > 0 && id[0] == '/' {
 			id = id[1:]
 		}
-		if !ValidNodeID(id) {
-			return "", ErrBadIdentity.Wrap("node id %q in URI SAN", id)
+		if !nodename.Valid(id) {
+			return "", badID("URI SAN "+nodeURIScheme+"://"+nodeURIHost+"/<id>", id)
 		}
 		// Only the exact form Issue writes: a query, fragment, user info,
 		// port or escaped path would let two spellings name one node.
@@ -138,8 +137,8 @@ func (ca *CA) Pool() *x509.CertPool {
 // with SANs 127.0.0.1, ::1 and localhost (one machine) plus extra hosts
 // (IPs or DNS names) and the URI SAN shardwise://node/<id>.
 func (ca *CA) Issue(id string, notBefore time.Time, validity time.Duration, extraHosts ...string) (NodeCert, error) {
-	if !ValidNodeID(id) {
-		return NodeCert{}, ErrBadIdentity.Wrap("node id %q", id)
+	if !nodename.Valid(id) {
+		return NodeCert{}, badID("id", id)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -209,9 +208,9 @@ func WriteClusterCerts(dir, cluster string, ids []string, now time.Time, validit
 		return errors.New("link: no node ids")
 	}
 	seen := map[string]bool{}
-	for _, id := range ids {
-		if !ValidNodeID(id) {
-			return ErrBadIdentity.Wrap("node id %q", id)
+	for i, id := range ids {
+		if !nodename.Valid(id) {
+			return badID(fmt.Sprintf("ids[%d]", i), id)
 		}
 		if seen[id] {
 			return ErrBadIdentity.Wrap("node id %q given twice", id)

@@ -7,9 +7,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/link"
 )
 
@@ -141,4 +143,38 @@ func FuzzNodeIDFromCert(f *testing.F) {
 			t.Fatalf("%q (CN %q) accepted as %q", raw, cn, id)
 		}
 	})
+}
+
+// A peer id is a node name: the one rule (nodename) is enforced wherever
+// link takes one, and the refusal names the argument and the value as well
+// as being ErrBadIdentity.
+func TestBadNodeNamesAreRefusedWithTheField(t *testing.T) {
+	ca := newCA(t)
+	n, err := link.New(nodeConfig(t, ca, "zone-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	u, _ := url.Parse("shardwise://node/Zone-B")
+	fromCert := &x509.Certificate{URIs: []*url.URL{u}}
+	fromCert.Subject.CommonName = "Zone-B"
+	for _, tc := range []struct {
+		what         string
+		err          error
+		field, value string
+	}{
+		{"Issue upper case", func() error { _, err := ca.Issue("Zone-A", time.Now(), time.Hour); return err }(), "id", "Zone-A"},
+		{"Issue dot dot", func() error { _, err := ca.Issue("..", time.Now(), time.Hour); return err }(), "id", ".."},
+		{"Issue too long", func() error { _, err := ca.Issue(strings.Repeat("a", 65), time.Now(), time.Hour); return err }(), "id", strings.Repeat("a", 65)},
+		{"WriteClusterCerts", link.WriteClusterCerts(t.TempDir(), "test", []string{"a", ".hidden"}, time.Now(), time.Hour), "ids[1]", ".hidden"},
+		{"AddPeer", n.AddPeer("zone b", "127.0.0.1:1"), "id", "zone b"},
+		{"AddPeer leading dash", n.AddPeer("-b", "127.0.0.1:1"), "id", "-b"},
+		{"NodeIDFromCert", func() error { _, err := link.NodeIDFromCert(fromCert); return err }(), "URI SAN shardwise://node/<id>", "Zone-B"},
+	} {
+		var ce *errcode.ConfigError
+		if !errors.Is(tc.err, link.ErrBadIdentity) || errcode.Of(tc.err) != link.CodeBadIdentity ||
+			!errors.As(tc.err, &ce) || ce.Field != tc.field || ce.Value != tc.value {
+			t.Errorf("%s: error %v, want ErrBadIdentity naming %s = %q", tc.what, tc.err, tc.field, tc.value)
+		}
+	}
 }

@@ -23,7 +23,9 @@
 // Invariants:
 //
 //  1. A peer's node id is read from its verified certificate (URI SAN
-//     shardwise://node/<id>, equal to the CN), never from a message. A
+//     shardwise://node/<id>, equal to the CN), never from a message. The
+//     id is a node name (nodename's rule, the same as coord's member names
+//     and the region table's owners), checked wherever link takes one. A
 //     peer without a certificate from the cluster CA is refused by TLS; a
 //     dialed peer whose certificate names another node is refused too.
 //  2. Every frame on a stream carries a seq, per stream and per sender

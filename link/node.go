@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/shardwise/shardwise/nodename"
 	"github.com/shardwise/shardwise/proto/linkpb"
 )
 
@@ -204,8 +205,8 @@ func (n *Node) Addr() net.Addr {
 // AddPeer starts keeping a connection to the node id at addr. The peer
 // must present a certificate naming id; anything else is refused.
 func (n *Node) AddPeer(id, addr string) error {
-	if !ValidNodeID(id) {
-		return ErrBadIdentity.Wrap("peer id %q", id)
+	if !nodename.Valid(id) {
+		return badID("id", id)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
