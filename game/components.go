@@ -75,17 +75,32 @@ type Motion struct {
 	Chunk torus.ChunkPos
 }
 
+// Cooldown is how many ticks an entity still waits before it may act
+// again; 0 means ready. It counts down in the entity's own system, one per
+// tick the entity is simulated (so not while it is frozen), and is never a
+// tick number: component state moved to a node whose tick counter differs
+// keeps its meaning as it is.
+type Cooldown uint32
+
+// countDown spends one tick of the cooldown and reports whether it is over.
+func (c *Cooldown) countDown() bool {
+	if *c > 0 {
+		*c--
+	}
+	return *c == 0
+}
+
 // Master is a player's main entity.
 type Master struct {
-	Pet        ecs.ID
-	Home       torus.Pos
-	NextAttack uint64 // tick
+	Pet      ecs.ID
+	Home     torus.Pos
+	AttackIn Cooldown
 }
 
 // Pet follows and heals its master.
 type Pet struct {
-	Master   ecs.ID
-	NextHeal uint64 // tick
+	Master ecs.ID
+	HealIn Cooldown
 }
 
 // MobState is a mob's AI state.
@@ -99,11 +114,11 @@ const (
 
 // Mob is a creature stocked by a den. Its AI state is never synced.
 type Mob struct {
-	Den        ecs.ID
-	Home       torus.Pos
-	State      MobState
-	Target     ecs.ID
-	NextAttack uint64 // tick
+	Den      ecs.ID
+	Home     torus.Pos
+	State    MobState
+	Target   ecs.ID
+	AttackIn Cooldown
 }
 
 // Den stocks mobs near players. Column is its spawner cell key.

@@ -33,4 +33,7 @@
 //   - Owner-only components (experience) reach only the owning account.
 //   - Every system's query excludes the Frozen marker, so a handoff can
 //     take an entity out of the simulation without touching the systems.
+//   - No component holds a tick number: cooldowns are ticks still to wait
+//     (Cooldown), counted down by the entity's own system, so an entity's
+//     components mean the same on a node whose tick counter differs.
 package game

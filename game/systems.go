@@ -21,12 +21,12 @@ func (g *Game) runPlayers(w *ecs.World, t ecs.Tick) {
 		if !path.Active {
 			g.walk(id, path, g.randomAround(m.Home, g.cfg.Roam), 5)
 		}
-		if t.N < m.NextAttack || !staggered(id, t, perceptionStagger) {
+		if !m.AttackIn.countDown() || !staggered(id, t, perceptionStagger) {
 			return
 		}
 		if mob, ok := g.nearest(p.Pos, reach, g.c.mob); ok {
 			g.send(Intent{Kind: Damage, Source: id, Target: mob, Amount: playerDamage})
-			m.NextAttack = t.N + attackCooldown
+			m.AttackIn = attackCooldown
 		}
 	})
 }
@@ -34,6 +34,7 @@ func (g *Game) runPlayers(w *ecs.World, t ecs.Tick) {
 // runPets follows the master and heals it when it is hurt.
 func (g *Game) runPets(w *ecs.World, t ecs.Tick) {
 	g.petQ.Each(func(id ecs.ID, pet *Pet, p *Position, path *Path) {
+		healReady := pet.HealIn.countDown() // every tick, staggered or not
 		if !staggered(id, t, perceptionStagger) {
 			return
 		}
@@ -45,9 +46,9 @@ func (g *Game) runPets(w *ecs.World, t ecs.Tick) {
 			g.walk(id, path, g.geo.Translate(mp.Pos, torus.Pos{X: -1.5, Y: -1.5}), 6)
 		}
 		mh, ok := g.c.health.Get(pet.Master)
-		if ok && t.N >= pet.NextHeal && mh.HP < mh.Max*6/10 && g.geo.Within(p.Pos, mp.Pos, 10) {
+		if ok && healReady && mh.HP < mh.Max*6/10 && g.geo.Within(p.Pos, mp.Pos, 10) {
 			g.send(Intent{Kind: Heal, Source: id, Target: pet.Master, Amount: petHeal})
-			pet.NextHeal = t.N + healCooldown
+			pet.HealIn = healCooldown
 		}
 	})
 }
@@ -93,6 +94,7 @@ func (g *Game) spawnMob(w *ecs.World, den ecs.ID, at torus.Pos) (ecs.ID, bool) {
 func (g *Game) runMobs(w *ecs.World, t ecs.Tick) {
 	leash := g.cfg.NoticeRadius * 3
 	g.mobQ.Each(func(id ecs.ID, m *Mob, p *Position, path *Path) {
+		attackReady := m.AttackIn.countDown() // every tick, whatever the state
 		perceive := staggered(id, t, perceptionStagger)
 		if m.State == Wandering {
 			if perceive {
@@ -119,9 +121,9 @@ func (g *Game) runMobs(w *ecs.World, t ecs.Tick) {
 				path.Active = false
 				g.c.path.MarkDirty(id)
 			}
-			if t.N >= m.NextAttack {
+			if attackReady {
 				g.send(Intent{Kind: Damage, Source: id, Target: m.Target, Amount: mobDamage})
-				m.NextAttack = t.N + attackCooldown
+				m.AttackIn = attackCooldown
 			}
 			return
 		}
