@@ -10,7 +10,10 @@
 //   - Registration (Client.Register): a lease kept alive by coord itself, a
 //     node id in 0–255 and a node name claimed under it in one transaction,
 //     and the published member record (role, addresses, metadata). Lost and
-//     Context report the end of the lease at once.
+//     Context report the end of the lease at once. A node without a name is
+//     named after its id ("node-<id>"); one that loses the race for an id
+//     tries another, a bounded number of times, so nodes booting together
+//     all get one.
 //   - Members and WatchMembers: the live member list and its changes;
 //     WaitNameFree, for a node restarting before its old lease expired.
 //   - The region table store (Regions, ApplyRegions, WatchRegions): the

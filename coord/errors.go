@@ -48,15 +48,30 @@ var (
 	ErrRegionsUnknownNode = errcode.New(CodeRegionsUnknown, "coord: region table names a node that is not a member")
 )
 
-// NodeIDsExhaustedError reports that no node id was free when a node tried
-// to register.
+// NodeIDsExhaustedError reports that a registering node got no node id:
+// every id was held by a live member, or the node lost each of the claims
+// it tried (maxClaimAttempts at most) to other nodes registering at the
+// same time, or to named members holding the names derived from the free
+// ids ("node-<id>").
 type NodeIDsExhaustedError struct {
 	Role  string // the role of the node that asked
 	Taken int    // how many ids were held when it gave up
+	// Free is how many ids were not held when it gave up (NodeIDCount −
+	// Taken); each of them was one it had already claimed and lost, unless
+	// Attempts reached the bound first.
+	Free int
+	// Attempts is how many claims it tried and lost (0: none was free).
+	Attempts int
 }
 
 func (e *NodeIDsExhaustedError) Error() string {
-	return fmt.Sprintf("coord: no free node id for a %q node: all %d ids (0–%d) are held by live members", e.Role, e.Taken, MaxNodeID)
+	if e.Attempts == 0 || e.Free == 0 {
+		return fmt.Sprintf("coord: no free node id for a %q node: all %d ids (0–%d) are held by live members", e.Role, e.Taken, MaxNodeID)
+	}
+	if e.Attempts >= maxClaimAttempts {
+		return fmt.Sprintf("coord: no node id for a %q node: gave up after losing %d claims in a row (the most one registration tries) to nodes registering at the same time, with %d of %d ids still free; register again", e.Role, e.Attempts, e.Free, NodeIDCount)
+	}
+	return fmt.Sprintf("coord: no node id for a %q node: %d of %d ids are held by live members, and each of the %d free ones was lost, to a node registering at the same time or because a named member holds its derived name (node-<id>); register again, or give the node a name", e.Role, e.Taken, NodeIDCount, e.Free)
 }
 func (e *NodeIDsExhaustedError) ErrorCode() string { return CodeNodeIDsExhausted }
 func (e *NodeIDsExhaustedError) Unwrap() error     { return ErrNodeIDsExhausted }

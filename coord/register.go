@@ -111,7 +111,8 @@ type Registration struct {
 // Register grants a lease, claims the lowest free node id under it (falling
 // back to a spread choice when other nodes race for the same ids), publishes
 // the member record, and keeps the lease alive until Close or loss. It fails
-// with *NodeIDsExhaustedError when all ids are held.
+// with *NodeIDsExhaustedError when all ids are held, or when it lost every
+// one of a bounded number of claims to nodes registering at the same time.
 func (c *Client) Register(ctx context.Context, cfg RegisterConfig) (_ *Registration, err error) {
 	defer func() { c.met.registered(err) }()
 	if err := cfg.Validate(); err != nil {
@@ -188,11 +189,29 @@ func (c *Client) Register(ctx context.Context, cfg RegisterConfig) (_ *Registrat
 	return r, nil
 }
 
+// maxClaimAttempts bounds how many id claims one registration tries (and
+// loses) before it gives up with *NodeIDsExhaustedError. Losing is normal
+// when nodes boot together: after the first attempt claimers spread over
+// the free ids (pickFree), so each further loss is unlikely, and 32 in a
+// row means something other than bad luck (a few hundred nodes booting at
+// once, or every free id's derived name squatted by a named member).
+const maxClaimAttempts = 32
+
 // claimID takes a free node id, and the node's name, under lease with one
 // transaction that succeeds only if neither key exists: two claimers can
 // never both win an id or a name. It returns m completed with id, name and
 // incarnation.
+//
+// With no name given, the name is derived from the id ("node-<id>"), so a
+// claimer that loses the race for an id also finds "its" name taken: that
+// is a lost race, and it tries another id. An explicit name that is held
+// is the one failure no other id can fix (*NameTakenError).
 func (c *Client) claimID(ctx context.Context, lease clientv3.LeaseID, m Member, name string) (Member, error) {
+	// lost holds the ids this registration claimed and lost. One that
+	// still looks free at the next read had its derived name held by a
+	// member that chose the name explicitly; trying it again would lose
+	// again.
+	var lost [NodeIDCount]bool
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return m, ErrUnavailable.Wrap("claim node id: %v", context.Cause(ctx))
@@ -211,12 +230,12 @@ func (c *Client) claimID(ctx context.Context, lease clientv3.LeaseID, m Member, 
 		}
 		free := make([]NodeID, 0, NodeIDCount-n)
 		for i := range NodeIDCount {
-			if !taken[i] {
+			if !taken[i] && !lost[i] {
 				free = append(free, NodeID(i))
 			}
 		}
-		if len(free) == 0 {
-			return m, &NodeIDsExhaustedError{Role: m.Role, Taken: n}
+		if len(free) == 0 || attempt == maxClaimAttempts {
+			return m, &NodeIDsExhaustedError{Role: m.Role, Taken: n, Free: NodeIDCount - n, Attempts: attempt}
 		}
 		m.ID = pickFree(free, lease, attempt)
 		m.Name = name
@@ -249,11 +268,14 @@ func (c *Client) claimID(ctx context.Context, lease clientv3.LeaseID, m Member, 
 			m.Incarnation = txn.Header.Revision
 			return m, nil
 		}
-		if kvs := txn.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
-			held := string(kvs[0].Value)
-			return m, &NameTakenError{Name: m.Name, HeldBy: held}
+		if kvs := txn.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 && name != "" {
+			return m, &NameTakenError{Name: m.Name, HeldBy: string(kvs[0].Value)}
 		}
-		// Someone claimed the id between our read and our write; look again.
+		// Someone claimed the id (and with it, for a derived name, the
+		// name) between our read and our write, or holds the derived name
+		// under another id: look again, elsewhere.
+		lost[m.ID] = true
+		c.log.Debug("coord: node id claim lost; trying another", "node", m.ID, "name", m.Name, "attempt", attempt+1)
 	}
 }
 

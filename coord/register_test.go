@@ -537,3 +537,129 @@ func TestWaitNameFree(t *testing.T) {
 	}
 	register(t, c, RegisterConfig{Name: "zone-a", Role: "zone"})
 }
+
+// Nodes that boot together without a name all get an id. Their names are
+// derived from the id they lease ("node-<id>"), so the losers of a race for
+// an id also find "their" name taken: that must send them to another id,
+// not fail them with *NameTakenError.
+func TestConcurrentUnnamedRegistrationsAllGetAnID(t *testing.T) {
+	onEachEtcd(t, func(t *testing.T, eps []string) {
+		ctx := testCtx(t)
+		clients := make([]*Client, 4)
+		for i := range clients {
+			clients[i] = connect(t, eps, nil)
+		}
+		const n = 8
+		var (
+			mu   sync.Mutex
+			regs []*Registration
+			errs []error
+			wg   sync.WaitGroup
+		)
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start // all at once, as nodes booting together do
+				r, err := clients[i%len(clients)].Register(ctx, RegisterConfig{Role: "zone", TTL: 60 * time.Second})
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				regs = append(regs, r)
+			})
+		}
+		close(start)
+		wg.Wait()
+		t.Cleanup(func() {
+			for _, r := range regs {
+				_ = r.Close()
+			}
+		})
+		if len(errs) > 0 {
+			t.Fatalf("%d of %d unnamed registrations failed, first: %v", len(errs), n, errs[0])
+		}
+		seen := make(map[NodeID]bool)
+		for _, r := range regs {
+			if seen[r.ID()] {
+				t.Fatalf("node id %d handed out twice", r.ID())
+			}
+			seen[r.ID()] = true
+			if want := "node-" + r.ID().String(); r.Member().Name != want {
+				t.Fatalf("node %d is named %q, want %q", r.ID(), r.Member().Name, want)
+			}
+		}
+		ms, err := clients[0].Members(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) != n {
+			t.Fatalf("%d members listed, want %d", len(ms), n)
+		}
+	})
+}
+
+// The retries of an unnamed registration are bounded, and the error says
+// why it got no id. A member that chose the name "node-<k>" while id k is
+// free makes id k unusable for unnamed nodes: they skip it rather than
+// fail with *NameTakenError, and when nothing else is left they get
+// *NodeIDsExhaustedError saying so. With every derived name held, an
+// unnamed registration gives up after maxClaimAttempts lost claims.
+func TestUnnamedRegistrationRetriesAreBounded(t *testing.T) {
+	ctx := testCtx(t)
+	c := connect(t, sharedEtcd.Endpoints(), nil)
+	holder, err := c.cli.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.cli.Revoke(context.Background(), holder.ID) })
+	put := func(ops []clientv3.Op) {
+		t.Helper()
+		for batch := range slices.Chunk(ops, 100) { // below etcd's 128 operations per transaction
+			if _, err := c.cli.Txn(ctx).Then(batch...).Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// Every derived name is held (by named members whose ids are elsewhere
+	// or gone): each claim an unnamed node makes loses.
+	var names []clientv3.Op
+	for id := range NodeIDCount {
+		names = append(names, clientv3.OpPut(c.nameKey(defaultName(NodeID(id))), "300", clientv3.WithLease(holder.ID)))
+	}
+	put(names)
+	_, err = c.Register(ctx, RegisterConfig{Role: "zone"})
+	wantCode(t, err, CodeNodeIDsExhausted)
+	if ex := asType[*NodeIDsExhaustedError](t, err); ex.Attempts != maxClaimAttempts || ex.Free != NodeIDCount || ex.Taken != 0 {
+		t.Fatalf("NodeIDsExhaustedError = %+v, want %d lost claims with every id free", ex, maxClaimAttempts)
+	}
+	if !strings.Contains(err.Error(), "gave up after losing 32 claims") {
+		t.Fatalf("error %q does not say it gave up after its retries", err)
+	}
+
+	// Now ids 1–255 are held too: the one free id's derived name is
+	// held, so an unnamed node is told no id is left for it, after one
+	// lost claim; a named node still gets id 0.
+	var members []clientv3.Op
+	for id := 1; id < NodeIDCount; id++ {
+		val, err := encodeMember(Member{ID: NodeID(id), Name: fmt.Sprintf("held-%d", id), Role: "zone", Lease: int64(holder.ID)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, clientv3.OpPut(c.memberKey(NodeID(id)), string(val), clientv3.WithLease(holder.ID)))
+	}
+	put(members)
+	_, err = c.Register(ctx, RegisterConfig{Role: "zone"})
+	wantCode(t, err, CodeNodeIDsExhausted)
+	if ex := asType[*NodeIDsExhaustedError](t, err); ex.Attempts != 1 || ex.Free != 1 || ex.Taken != NodeIDCount-1 {
+		t.Fatalf("NodeIDsExhaustedError = %+v, want 1 lost claim and 1 free id", ex)
+	}
+	if !strings.Contains(err.Error(), "derived name") {
+		t.Fatalf("error %q does not say the free id's derived name is held", err)
+	}
+	if r := register(t, c, RegisterConfig{Role: "zone", Name: "zone-a"}); r.ID() != 0 {
+		t.Fatalf("named node got id %d, want the free 0", r.ID())
+	}
+}
