@@ -78,9 +78,6 @@ func Parse(s string) (ID, error) {
 
 // Errors.
 var (
-	// ErrClockBackwards: the clock read earlier than the last millisecond
-	// already used. A *ClockBackwardsError carries the two readings.
-	ErrClockBackwards = errcode.New("ENTITYID.CLOCK_BACKWARDS", "entityid: clock moved backwards")
 	// ErrTimeOutOfRange: the clock reads before Epoch or past the 45-bit range.
 	ErrTimeOutOfRange = errcode.New("ENTITYID.TIME_OUT_OF_RANGE", "entityid: time outside the id range")
 	// ErrPartOutOfRange: a node or sequence part given to Make does not fit.
@@ -92,32 +89,16 @@ var (
 	ErrSyntax = errcode.New("ENTITYID.SYNTAX", "entityid: not a decimal id")
 )
 
-// ClockBackwardsError reports a clock reading earlier than the last
-// millisecond a Generator used. It matches ErrClockBackwards with errors.Is.
-type ClockBackwardsError struct {
-	// LastMillis is the last millisecond (since Epoch) an id was minted in.
-	LastMillis int64
-	// NowMillis is the clock's reading (since Epoch) that came before it.
-	NowMillis int64
-}
-
-func (e *ClockBackwardsError) Error() string {
-	return fmt.Sprintf("entityid: clock moved backwards by %d ms (last %d, now %d)",
-		e.LastMillis-e.NowMillis, e.LastMillis, e.NowMillis)
-}
-
-// ErrorCode returns the code of ErrClockBackwards.
-func (e *ClockBackwardsError) ErrorCode() string { return ErrClockBackwards.ErrorCode() }
-
-// Is makes errors.Is(err, ErrClockBackwards) true.
-func (e *ClockBackwardsError) Is(target error) bool { return target == ErrClockBackwards }
-
 // Config configures a Generator.
 type Config struct {
 	// Node is the leased node part, 0–255. There is no default: a node
 	// that has no lease must not mint ids.
 	Node int
-	// Clock is the time source; nil means clock.Real().
+	// Clock is the wall clock; nil means clock.Real(). It is read at every
+	// mint, so a generator starts from the wall time at boot, and a node
+	// restarted with the same node part mints only ids after those of its
+	// previous run, provided its clock then reads later than it ever did
+	// in that run (the package doc says why that is enough).
 	Clock clock.Clock
 }
 
@@ -139,7 +120,7 @@ type Generator struct {
 	// while one id is minted, never across an overflow wait.
 	turn chan struct{}
 	// Guarded by turn.
-	lastMillis int64 // -1 before the first id
+	lastMillis int64 // -1 before the first id; never decreases
 	seq        int
 }
 
@@ -191,17 +172,20 @@ func (g *Generator) TryNext() (ID, error) {
 }
 
 // mint makes one id. When the sequence is spent it returns
-// ErrSequenceExhausted and how long to wait for the next millisecond
-// (always > 0); every other error has wait == 0. The caller holds turn.
+// ErrSequenceExhausted and how long to wait, on the clock, until it reads
+// the millisecond after the last one used (always > 0); every other error
+// has wait == 0. The caller holds turn.
 func (g *Generator) mint() (id ID, wait time.Duration, err error) {
 	now := g.clock.Now()
 	ms := now.UnixMilli() - EpochUnixMilli
-	switch {
-	case ms < 0 || ms > MaxMillis:
+	if ms < 0 || ms > MaxMillis {
 		return 0, 0, ErrTimeOutOfRange.Wrap("clock reads %s", now.UTC().Format(time.RFC3339Nano))
-	case ms < g.lastMillis:
-		return 0, 0, &ClockBackwardsError{LastMillis: g.lastMillis, NowMillis: ms}
-	case ms == g.lastMillis:
+	}
+	// A clock that reads earlier than the last millisecond used is held at
+	// that millisecond: ids go on rising in its sequence, and never claim a
+	// millisecond the clock has not yet read.
+	ms = max(ms, g.lastMillis)
+	if ms == g.lastMillis {
 		if g.seq == MaxSeq {
 			next := time.UnixMilli(EpochUnixMilli + ms + 1)
 			wait = next.Sub(now)
@@ -211,7 +195,7 @@ func (g *Generator) mint() (id ID, wait time.Duration, err error) {
 			return 0, wait, ErrSequenceExhausted
 		}
 		g.seq++
-	default:
+	} else {
 		g.lastMillis = ms
 		g.seq = 0
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/entityid"
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/internal/testseed"
 )
 
 var epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -118,33 +120,57 @@ func TestNextEncodesClockAndNode(t *testing.T) {
 	}
 }
 
-func TestClockBackwardsIsAnError(t *testing.T) {
+// A clock stepped back is held at the last millisecond used: ids go on
+// rising in its sequence, and once that sequence is spent Next waits until
+// the clock reads the millisecond after it.
+func TestClockBackwardsHoldsTheLastMillisecond(t *testing.T) {
 	fc := clock.NewFake(epoch.Add(time.Hour))
 	g := newGen(t, 1, fc)
-	ctx := context.Background()
-	if _, err := g.Next(ctx); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	first, err := g.Next(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
+	held := first.Millis()
 	fc.Set(epoch.Add(time.Hour - 3*time.Millisecond))
-	_, err := g.Next(ctx)
-	if !errors.Is(err, entityid.ErrClockBackwards) {
-		t.Fatalf("err = %v, want ErrClockBackwards", err)
+	last := first
+	for i := 1; i <= entityid.MaxSeq; i++ {
+		id, err := g.Next(ctx)
+		if err != nil {
+			t.Fatalf("id %d with the clock behind: %v", i, err)
+		}
+		if id <= last || id.Millis() != held || int(id.Seq()) != i || id.Node() != 1 {
+			t.Fatalf("id %d = (%d,%d,%d) after %d, want (%d,%d,1)", i, id.Millis(), id.Seq(), id.Node(), last, held, i)
+		}
+		last = id
 	}
-	var cb *entityid.ClockBackwardsError
-	if !errors.As(err, &cb) || cb.LastMillis-cb.NowMillis != 3 {
-		t.Fatalf("errors.As = %+v", cb)
+	if _, err := g.TryNext(); !errors.Is(err, entityid.ErrSequenceExhausted) {
+		t.Fatalf("TryNext with the held millisecond spent: %v, want ErrSequenceExhausted", err)
 	}
-	if errcode.Of(err) != "ENTITYID.CLOCK_BACKWARDS" {
-		t.Fatalf("code = %q", errcode.Of(err))
+	type result struct {
+		id  entityid.ID
+		err error
 	}
-	if _, err := g.TryNext(); !errors.Is(err, entityid.ErrClockBackwards) {
-		t.Fatalf("TryNext err = %v", err)
+	done := make(chan result, 1)
+	go func() {
+		id, err := g.Next(ctx)
+		done <- result{id, err}
+	}()
+	if err := fc.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
 	}
-	// Once the clock catches up again, minting resumes above the last id.
+	// Catching up to the held millisecond is not enough: it is spent.
 	fc.Set(epoch.Add(time.Hour))
-	id, err := g.Next(ctx)
-	if err != nil || id.Seq() != 1 {
-		t.Fatalf("after recovery id=(%d,%d) err=%v", id.Millis(), id.Seq(), err)
+	select {
+	case r := <-done:
+		t.Fatalf("Next returned %v before the clock passed the held millisecond", r)
+	default:
+	}
+	fc.Set(epoch.Add(time.Hour + time.Millisecond))
+	r := <-done
+	if r.err != nil || r.id.Millis() != held+1 || r.id.Seq() != 0 || r.id <= last {
+		t.Fatalf("after the clock passed: (%d,%d) %v, want (%d,0)", r.id.Millis(), r.id.Seq(), r.err, held+1)
 	}
 }
 
@@ -232,51 +258,88 @@ func TestOverflowWaitHonoursContext(t *testing.T) {
 	}
 }
 
-// TestPropertyMonotonicUnderRandomClock drives a generator with random clock
-// steps (forward, standing still, sometimes backwards) and checks it against
-// the model: every id it returns is larger than the last, decodes to the
-// clock's millisecond and the node, and every refusal is exactly when the
-// clock reads before the last millisecond used.
-func TestPropertyMonotonicUnderRandomClock(t *testing.T) {
-	for seed := uint64(0); seed < 50; seed++ {
-		rng := rand.New(rand.NewPCG(seed, 99))
-		start := epoch.Add(time.Duration(rng.Int64N(1<<40)) * time.Millisecond)
-		fc := clock.NewFake(start)
-		node := rng.IntN(256)
-		g := newGen(t, node, fc)
-		var last entityid.ID
-		lastMs := int64(-1)
-		have := false
-		for step := 0; step < 3000; step++ {
+// randomRun mints up to steps ids from g while moving fc at random
+// (forward, standing still, sometimes backwards), checking every answer
+// against the model: an id is larger than the last, carries the node, and
+// its millisecond is the later of the clock's and the last one used; the
+// only refusal is a spent millisecond. It returns the ids and the latest
+// clock reading.
+func randomRun(t *testing.T, rng *rand.Rand, g *entityid.Generator, fc *clock.Fake, steps int) (ids []entityid.ID, latest time.Time) {
+	t.Helper()
+	lastMs := int64(-1)
+	latest = fc.Now()
+	for step := 0; step < steps; step++ {
+		if step > 0 { // the first id is minted at the boot reading
 			switch r := rng.IntN(100); {
 			case r < 10:
 				fc.Advance(time.Duration(rng.Int64N(5_000_000))) // up to 5 ms
 			case r < 12:
 				fc.Set(fc.Now().Add(-time.Duration(rng.Int64N(3_000_000))))
+			case r < 13:
+				fc.Set(fc.Now().Add(-time.Duration(rng.Int64N(int64(time.Hour))))) // a big step back
 			}
-			nowMs := fc.Now().UnixMilli() - entityid.EpochUnixMilli
-			id, err := g.TryNext()
-			switch {
-			case have && nowMs < lastMs:
-				if !errors.Is(err, entityid.ErrClockBackwards) {
-					t.Fatalf("seed %d step %d: clock back %d<%d, err = %v", seed, step, nowMs, lastMs, err)
-				}
-				continue
-			case errors.Is(err, entityid.ErrSequenceExhausted):
-				if nowMs != lastMs || last.Seq() != entityid.MaxSeq {
-					t.Fatalf("seed %d: exhausted with last seq %d", seed, last.Seq())
-				}
-				continue
-			case err != nil:
-				t.Fatalf("seed %d step %d: %v", seed, step, err)
+		}
+		if fc.Now().After(latest) {
+			latest = fc.Now()
+		}
+		wantMs := max(fc.Now().UnixMilli()-entityid.EpochUnixMilli, lastMs)
+		id, err := g.TryNext()
+		switch {
+		case errors.Is(err, entityid.ErrSequenceExhausted):
+			if wantMs != lastMs || ids[len(ids)-1].Seq() != entityid.MaxSeq {
+				t.Fatalf("step %d: exhausted at ms %d (last %d, seq %d)", step, wantMs, lastMs, ids[len(ids)-1].Seq())
 			}
-			if have && id <= last {
-				t.Fatalf("seed %d step %d: %d after %d", seed, step, id, last)
-			}
-			if id.Millis() != nowMs || int(id.Node()) != node {
-				t.Fatalf("seed %d: id decodes (%d,%d), clock %d node %d", seed, id.Millis(), id.Node(), nowMs, node)
-			}
-			last, lastMs, have = id, nowMs, true
+			continue
+		case err != nil:
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if len(ids) > 0 && id <= ids[len(ids)-1] {
+			t.Fatalf("step %d: %d after %d", step, id, ids[len(ids)-1])
+		}
+		if id.Millis() != wantMs || id.Node() != g.Node() {
+			t.Fatalf("step %d: id decodes (%d,%d), want ms %d node %d", step, id.Millis(), id.Node(), wantMs, g.Node())
+		}
+		if id.Time().After(latest) {
+			t.Fatalf("step %d: id claims %v, later than any clock reading (%v)", step, id.Time(), latest)
+		}
+		ids = append(ids, id)
+		lastMs = wantMs
+	}
+	return ids, latest
+}
+
+// TestPropertyMonotonicUnderRandomClock: within one run, ids strictly
+// increase whatever the clock does, including steps back.
+func TestPropertyMonotonicUnderRandomClock(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testseed.Seed(t), 99))
+	for range 50 {
+		fc := clock.NewFake(epoch.Add(time.Duration(rng.Int64N(1<<40)) * time.Millisecond))
+		g := newGen(t, rng.IntN(256), fc)
+		randomRun(t, rng, g, fc, 3000)
+	}
+}
+
+// TestRestartNeverRepeatsIds: two generators with the same node part,
+// booted one after the other at different wall times (the second when its
+// clock reads later than any reading of the first, as a restarted node's
+// does), never mint the same id, whatever either clock does during its
+// run, steps back included: every id of the second run is larger than
+// every id of the first.
+func TestRestartNeverRepeatsIds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testseed.Seed(t), 7))
+	for range 50 {
+		node := rng.IntN(256)
+		fc1 := clock.NewFake(epoch.Add(time.Duration(rng.Int64N(1<<40)) * time.Millisecond))
+		first, latest := randomRun(t, rng, newGen(t, node, fc1), fc1, 3000)
+		// The restart: at least the next millisecond, up to a minute later.
+		boot := latest.Truncate(time.Millisecond).Add(time.Millisecond + time.Duration(rng.Int64N(int64(time.Minute))))
+		fc2 := clock.NewFake(boot)
+		second, _ := randomRun(t, rng, newGen(t, node, fc2), fc2, 3000)
+		if len(first) == 0 || len(second) == 0 {
+			t.Fatal("a run minted nothing")
+		}
+		if top := slices.Max(first); second[0] <= top {
+			t.Fatalf("node %d: the run booted at %v minted %d, not above %d of the run before", node, boot, second[0], top)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package game
 import (
 	"time"
 
+	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/entityid"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/torus"
@@ -48,9 +49,11 @@ type Config struct {
 	MaterialiseBudget int
 	// TickInterval is the fixed step. Default 50 ms (20 Hz).
 	TickInterval time.Duration
-	// Start is the simulated wall time of tick 0, used for entity ids.
-	// Default 2026-01-01T00:00:00Z.
-	Start time.Time
+	// Clock is the wall clock, read once, by New: entity ids count from
+	// that boot reading plus the ticks run, so a node restarted with the
+	// same node part mints ids above those of its previous run. nil means
+	// clock.Real(); tests inject a clock.Fake to get the same ids twice.
+	Clock clock.Clock
 }
 
 // WithDefaults returns c with zero fields filled in.
@@ -92,9 +95,7 @@ func (c Config) WithDefaults() Config {
 	if c.TickInterval == 0 {
 		c.TickInterval = 50 * time.Millisecond
 	}
-	if c.Start.IsZero() {
-		c.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	}
+	c.Clock = clock.OrReal(c.Clock)
 	return c
 }
 
@@ -130,8 +131,6 @@ func (c Config) Validate() error {
 		return errcode.Config("MaterialiseBudget", c.MaterialiseBudget, "must be at least 1")
 	case c.TickInterval <= 0:
 		return errcode.Config("TickInterval", c.TickInterval, "must be positive")
-	case c.Start.UnixMilli() < entityid.EpochUnixMilli:
-		return errcode.Config("Start", c.Start, "must not be before the entity id epoch (2024-01-01)")
 	}
 	return nil
 }

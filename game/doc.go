@@ -25,9 +25,13 @@
 // batches.
 //
 // Invariants:
-//   - Same Config (seed included) → same entity ids, same batches, byte for
-//     byte. Simulated time is ticks; ids come from an entityid.Generator on
-//     a clock the game moves with the ticks; no map order reaches output.
+//   - Same Config (seed included) and the same boot reading of its Clock →
+//     same entity ids, same batches, byte for byte. Simulated time is
+//     ticks; ids come from an entityid.Generator on a clock the game moves
+//     to boot + tick × interval, so a node restarted with the same node
+//     part mints none of its earlier ids. Another boot time shifts every id
+//     by the same amount and changes nothing else: staggering reads an
+//     id's offset from the boot, not the id. No map order reaches output.
 //   - Every distance, area query and spawner cell key goes through torus,
 //     so the game behaves the same across the seam as anywhere else.
 //   - Owner-only components (experience) reach only the owning account.

@@ -10,6 +10,7 @@ import (
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/entityid"
+	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/interest"
 	"github.com/shardwise/shardwise/outbox"
 	"github.com/shardwise/shardwise/torus"
@@ -45,9 +46,16 @@ type Game struct {
 	out  *outbox.Outbox[Subscriber, ecs.ID]
 	view interest.View
 
-	idClock *clock.Fake // simulated time for entity ids, moved with the ticks
+	// Entity ids carry the boot time plus the ticks run: idClock is moved
+	// to boot + tick × interval before each tick, never by the host.
+	boot    time.Time
+	idClock *clock.Fake
 	ids     *entityid.Generator
-	rng     *rand.Rand
+	// phaseBase is the id an entity minted at boot would have with node
+	// and sequence 0: staggering by an id's offset from it makes the
+	// simulation the same whatever wall time the node booted at.
+	phaseBase uint64
+	rng       *rand.Rand
 
 	intents, spareIntents []Intent
 	// masters and accountOf are one relation kept both ways: the forget
@@ -92,7 +100,14 @@ func New(cfg Config) (*Game, error) {
 	if err != nil {
 		return nil, err
 	}
-	idClock := clock.NewFake(cfg.Start)
+	// Whole milliseconds, so that two boots shift every id by the same
+	// amount whatever the sub-millisecond part of their readings.
+	boot := cfg.Clock.Now().Truncate(time.Millisecond)
+	base, err := entityid.Make(boot.UnixMilli()-entityid.EpochUnixMilli, 0, 0)
+	if err != nil {
+		return nil, errcode.Config("Clock", boot, "reads outside the entity id range (from 2024-01-01)")
+	}
+	idClock := clock.NewFake(boot)
 	ids, err := entityid.NewGenerator(entityid.Config{Node: cfg.Node, Clock: idClock})
 	if err != nil {
 		return nil, err
@@ -106,8 +121,8 @@ func New(cfg Config) (*Game, error) {
 	g := &Game{
 		cfg: cfg, geo: geo, w: w, c: c,
 		subs: subs, vis: interest.NewVisibility[Subscriber, ecs.ID](subs), res: res,
-		view:    interest.DefaultView(),
-		idClock: idClock, ids: ids,
+		view: interest.DefaultView(),
+		boot: boot, idClock: idClock, ids: ids, phaseBase: uint64(base),
 		rng:       rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		masters:   make(map[uint64]ecs.ID),
 		accountOf: make(map[ecs.ID]uint64),
@@ -170,8 +185,11 @@ func (g *Game) Master(account uint64) (ecs.ID, bool) {
 // Step runs one tick and reports it.
 func (g *Game) Step() Report {
 	next := g.w.CurrentTick().N + 1
-	// Entity ids carry the simulated time, never the host's clock.
-	if at := g.cfg.Start.Add(time.Duration(next) * g.cfg.TickInterval); at.After(g.idClock.Now()) {
+	// Entity ids carry the boot time plus the simulated time. Run in real
+	// time (ecs.Run never runs a tick early) that is never ahead of the
+	// wall clock, so a restart, which reads the wall clock again, mints
+	// above every id of the run before.
+	if at := g.boot.Add(time.Duration(next) * g.cfg.TickInterval); at.After(g.idClock.Now()) {
 		g.idClock.Set(at)
 	}
 	g.report = Report{}

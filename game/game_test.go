@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/outbox"
@@ -45,8 +47,16 @@ func (r *recorder) Deliver(tick uint64, frames [][]byte) {
 	copy(r.h[:], hh.Sum(nil))
 }
 
+// boot is the wall time the tests' games boot at, unless a test says
+// otherwise: entity ids count from it, so a fixed one gives the same ids
+// (and bytes) on every run.
+var boot = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 func run(t *testing.T, cfg game.Config, ticks int, keep bool) (*game.Game, []*recorder, []game.Report) {
 	t.Helper()
+	if cfg.Clock == nil {
+		cfg.Clock = clock.NewFake(boot)
+	}
 	g, err := game.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +85,7 @@ func TestConfigValidate(t *testing.T) {
 		{game.Config{Area: 1e9}, "Area"},
 		{game.Config{DenChance: 2}, "DenChance"},
 		{game.Config{MaterialiseBudget: -1}, "MaterialiseBudget"},
+		{game.Config{Clock: clock.NewFake(time.Date(2023, 12, 31, 0, 0, 0, 0, time.UTC))}, "Clock"},
 	}
 	for _, c := range cases {
 		_, err := game.New(c.cfg)

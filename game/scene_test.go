@@ -4,7 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
+	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/interest"
 	"github.com/shardwise/shardwise/outbox"
@@ -36,6 +38,9 @@ func newScene(t *testing.T, cfg Config) *Game {
 	}
 	if cfg.Players == 0 {
 		cfg.Players = 1
+	}
+	if cfg.Clock == nil { // the same ids on every run
+		cfg.Clock = clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	}
 	g, err := New(cfg)
 	if err != nil {

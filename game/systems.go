@@ -7,10 +7,12 @@ import (
 	"github.com/shardwise/shardwise/torus"
 )
 
-// staggered spreads per-entity work over perceptionStagger ticks so that
-// no tick pays for everyone.
-func staggered(id ecs.ID, t ecs.Tick, every uint64) bool {
-	return (uint64(id)+t.N)%every == 0
+// staggered spreads per-entity work over every ticks so that no tick pays
+// for everyone. The phase is the id's offset from the boot id, not the id
+// itself, so that a node booted at another wall time (every id shifted by
+// the same amount) makes the same decisions on the same ticks.
+func (g *Game) staggered(id ecs.ID, t ecs.Tick, every uint64) bool {
+	return (uint64(id)-g.phaseBase+t.N)%every == 0
 }
 
 // runPlayers drives each master like a bot: walk to a waypoint around
@@ -21,7 +23,7 @@ func (g *Game) runPlayers(w *ecs.World, t ecs.Tick) {
 		if !path.Active {
 			g.walk(id, path, g.randomAround(m.Home, g.cfg.Roam), 5)
 		}
-		if !m.AttackIn.countDown() || !staggered(id, t, perceptionStagger) {
+		if !m.AttackIn.countDown() || !g.staggered(id, t, perceptionStagger) {
 			return
 		}
 		if mob, ok := g.nearest(p.Pos, reach, g.c.mob); ok {
@@ -35,7 +37,7 @@ func (g *Game) runPlayers(w *ecs.World, t ecs.Tick) {
 func (g *Game) runPets(w *ecs.World, t ecs.Tick) {
 	g.petQ.Each(func(id ecs.ID, pet *Pet, p *Position, path *Path) {
 		healReady := pet.HealIn.countDown() // every tick, staggered or not
-		if !staggered(id, t, perceptionStagger) {
+		if !g.staggered(id, t, perceptionStagger) {
 			return
 		}
 		mp, ok := g.c.pos.Get(pet.Master)
@@ -56,7 +58,7 @@ func (g *Game) runPets(w *ecs.World, t ecs.Tick) {
 // runDens stocks one mob per den per second while a player is near.
 func (g *Game) runDens(w *ecs.World, t ecs.Tick) {
 	g.denQ.Each(func(id ecs.ID, d *Den, p *Position) {
-		if !staggered(id, t, 20) || len(d.Mobs) >= g.cfg.DenCapacity {
+		if !g.staggered(id, t, 20) || len(d.Mobs) >= g.cfg.DenCapacity {
 			return
 		}
 		if _, ok := g.nearestPlayer(p.Pos, g.cfg.StockRadius); !ok {
@@ -95,7 +97,7 @@ func (g *Game) runMobs(w *ecs.World, t ecs.Tick) {
 	leash := g.cfg.NoticeRadius * 3
 	g.mobQ.Each(func(id ecs.ID, m *Mob, p *Position, path *Path) {
 		attackReady := m.AttackIn.countDown() // every tick, whatever the state
-		perceive := staggered(id, t, perceptionStagger)
+		perceive := g.staggered(id, t, perceptionStagger)
 		if m.State == Wandering {
 			if perceive {
 				if target, ok := g.nearestPlayer(p.Pos, g.cfg.NoticeRadius); ok {
