@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/nodename"
 )
 
 // newCertsCmd is "shardwise certs": a cluster CA and one certificate per
@@ -39,8 +40,8 @@ func newCertsCmd() *cobra.Command {
 				return errcode.Config("--nodes", "", "at least one node id is required")
 			}
 			for _, id := range nodes {
-				if !link.ValidNodeID(id) {
-					return errcode.Config("--nodes", id, "a node id is 1-64 characters of [a-z0-9._-]")
+				if err := nodename.Check("--nodes", id); err != nil {
+					return err
 				}
 			}
 			if validity <= 0 {
