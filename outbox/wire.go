@@ -54,6 +54,13 @@ type ComponentType uint16
 // malformed (protects a decoder from a hostile length).
 const MaxFrameBody = 1 << 20
 
+// MaxBurstLen caps the component count of an appear head. A burst carries
+// at most one frame per component type (Outbox.Register refuses a type
+// twice) and types are 16 bits, so a larger count is malformed. The cap is
+// what lets ReadFrame judge a head on its own: it need not see the burst's
+// frames to refuse a hostile count.
+const MaxBurstLen = 1 << 16
+
 // ErrMalformed is returned (wrapped, with detail) for bytes that are not a
 // valid batch. Code OUTBOX.MALFORMED.
 var ErrMalformed = errcode.New("OUTBOX.MALFORMED", "malformed outbox frame")
@@ -69,6 +76,10 @@ type Message struct {
 }
 
 const entityBytes = 8
+
+// minComponentFrame is the smallest component frame: a one-byte length,
+// the kind, the entity and a one-byte type, with no payload.
+const minComponentFrame = 1 + 1 + entityBytes + 1
 
 // AppendComponentFrame appends a component frame.
 func AppendComponentFrame(dst []byte, entity uint64, t ComponentType, payload []byte) []byte {
@@ -133,8 +144,13 @@ func malformed(off int, format string, args ...any) error {
 }
 
 // ReadFrame decodes the first frame of b and returns it with the bytes
-// after it. It checks one frame in isolation; DecodeBatch also checks that
-// every appear burst is complete.
+// after it. It checks one frame in isolation: whether it accepts the frame
+// and what it decodes never depend on the bytes after it, so a reader that
+// takes frames one at a time (a replica fed entry by entry) can consume an
+// appear head before the burst's component frames have arrived. Whether a
+// burst is complete is a property of a sequence of frames: DecodeBatch
+// checks it for a whole batch, and a frame-at-a-time reader checks it
+// itself (Message.BurstLen says how many component frames it is owed).
 func ReadFrame(b []byte) (Message, []byte, error) {
 	return readFrame(b, 0)
 }
@@ -171,9 +187,10 @@ func readFrame(b []byte, off int) (Message, []byte, error) {
 		if !ok || k != len(tail) {
 			return Message{}, nil, malformed(off, "bad appear burst length")
 		}
-		// A burst cannot have more frames than bytes left can hold.
-		if c > uint64(len(rest)) {
-			return Message{}, nil, malformed(off, "burst of %d frames, %d bytes left", c, len(rest))
+		// Judged against a fixed cap, never against len(rest): the head
+		// must be acceptable alone (see ReadFrame).
+		if c > MaxBurstLen {
+			return Message{}, nil, malformed(off, "burst of %d frames exceeds %d", c, MaxBurstLen)
 		}
 		m.BurstLen = int(c)
 	case KindVanish:
@@ -190,7 +207,9 @@ func readFrame(b []byte, off int) (Message, []byte, error) {
 // DecodeBatch decodes every frame of batch in order and calls fn with each.
 // It stops at the first malformed frame or the first error fn returns. An
 // appear burst must be followed by exactly its count of component frames of
-// the same entity.
+// the same entity: a batch is the unit that holds whole bursts, so this is
+// checked here and not by ReadFrame. A burst longer than the bytes left is
+// refused at its head, before fn sees it.
 func DecodeBatch(batch []byte, fn func(Message) error) error {
 	var burstEntity uint64
 	burstLeft := 0
@@ -206,6 +225,11 @@ func DecodeBatch(batch []byte, fn func(Message) error) error {
 			}
 			burstLeft--
 		} else if m.Kind == KindAppear {
+			// A count the bytes left cannot hold can never be met: refuse
+			// it before fn runs.
+			if m.BurstLen*minComponentFrame > len(rest) {
+				return malformed(off, "burst of %d frames, %d bytes left", m.BurstLen, len(rest))
+			}
 			burstEntity, burstLeft = m.Entity, m.BurstLen
 		}
 		if err := fn(m); err != nil {

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 
@@ -115,6 +116,111 @@ func FuzzDecodeBatch(f *testing.F) {
 				t.Fatalf("ReadFrame refused a frame DecodeBatch accepted: %v", err)
 			}
 			rest = r
+		}
+	})
+}
+
+// ReadFrame judges one frame alone, so a reader fed one frame at a time
+// (a replica applying entries as they arrive) can take an appear head
+// before its burst, and decodes what DecodeBatch decodes.
+func TestReadFrameReadsABurstFrameByFrame(t *testing.T) {
+	head := AppendAppearFrame(nil, 42, 2)
+	m, rest, err := ReadFrame(head)
+	if err != nil || m.Kind != KindAppear || m.Entity != 42 || m.BurstLen != 2 || len(rest) != 0 {
+		t.Fatalf("head alone: %+v, %d bytes left, %v", m, len(rest), err)
+	}
+
+	var whole []Message
+	if err := DecodeBatch(sampleBatch(), func(m Message) error { whole = append(whole, m); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// Feed each frame in its own buffer, with nothing after it, as a
+	// frame-at-a-time reader would see it.
+	var one []Message
+	for b := sampleBatch(); len(b) > 0; {
+		_, r, err := ReadFrame(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone := bytes.Clone(b[:len(b)-len(r)])
+		m, left, err := ReadFrame(alone)
+		if err != nil || len(left) != 0 {
+			t.Fatalf("frame %d alone: %v, %d bytes left", len(one), err, len(left))
+		}
+		one = append(one, m)
+		b = r
+	}
+	if len(one) != len(whole) {
+		t.Fatalf("frame by frame: %d messages, batch: %d", len(one), len(whole))
+	}
+	for i := range one {
+		if !sameMessage(one[i], whole[i]) {
+			t.Fatalf("message %d: frame by frame %+v, batch %+v", i, one[i], whole[i])
+		}
+	}
+}
+
+func TestReadFrameRefusesAHostileBurstCount(t *testing.T) {
+	for _, n := range []uint64{MaxBurstLen + 1, 1 << 40, 1<<63 + 1, ^uint64(0)} {
+		b := binary.AppendUvarint(nil, uint64(1+entityBytes+uvarintLen(n)))
+		b = append(b, byte(KindAppear))
+		b = binary.LittleEndian.AppendUint64(b, 1)
+		b = binary.AppendUvarint(b, n)
+		if _, _, err := ReadFrame(b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("count %d: err = %v", n, err)
+		}
+	}
+	if _, _, err := ReadFrame(AppendAppearFrame(nil, 1, MaxBurstLen)); err != nil {
+		t.Errorf("count MaxBurstLen: %v", err)
+	}
+}
+
+// The batch reader still refuses a burst that cannot fit, at its head:
+// fn never sees a head whose burst is missing.
+func TestDecodeBatchRefusesAnOverlongBurstAtItsHead(t *testing.T) {
+	b := AppendAppearFrame(nil, 1, 3)
+	b = AppendComponentFrame(b, 1, 1, nil)
+	calls := 0
+	err := DecodeBatch(b, func(Message) error { calls++; return nil })
+	if !errors.Is(err, ErrMalformed) || calls != 0 {
+		t.Fatalf("err = %v after %d calls", err, calls)
+	}
+}
+
+func sameMessage(a, b Message) bool {
+	return a.Kind == b.Kind && a.Entity == b.Entity && a.Component == b.Component &&
+		a.BurstLen == b.BurstLen && a.Reason == b.Reason && bytes.Equal(a.Payload, b.Payload)
+}
+
+// FuzzReadFrame: one frame is judged in isolation. Whatever ReadFrame
+// accepts re-encodes to exactly the bytes it consumed, and the same bytes
+// alone, or followed by anything else, decode to the same message.
+func FuzzReadFrame(f *testing.F) {
+	f.Add(sampleBatch())
+	f.Add(AppendAppearFrame(nil, 3, 5))
+	f.Add(AppendVanishFrame(nil, 9, interest.Gone))
+	f.Add([]byte{0x80, 0x00})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		m, rest, err := ReadFrame(in)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error outside the malformed family: %v", err)
+			}
+			return
+		}
+		frame := in[:len(in)-len(rest)]
+		if out := AppendMessage(nil, m); !bytes.Equal(out, frame) {
+			t.Fatalf("accepted %x but re-encodes as %x", frame, out)
+		}
+		if m.Kind == KindAppear && (m.BurstLen < 0 || m.BurstLen > MaxBurstLen) {
+			t.Fatalf("burst length %d out of range", m.BurstLen)
+		}
+		for _, tail := range [][]byte{nil, {0xff}, AppendComponentFrame(nil, 1, 1, nil)} {
+			alone := append(bytes.Clone(frame), tail...)
+			m2, r2, err := ReadFrame(alone)
+			if err != nil || !sameMessage(m, m2) || !bytes.Equal(r2, tail) {
+				t.Fatalf("followed by %x: %+v, %v; alone with the original rest: %+v", tail, m2, err, m)
+			}
 		}
 	})
 }
