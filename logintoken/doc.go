@@ -4,9 +4,11 @@
 // A token is signed with Ed25519: the login service holds the private key,
 // every node holds only public keys, so a node that is compromised cannot
 // mint logins. A token names the cluster it is for, an audience (which kind
-// of service may accept it), the account, a random 128-bit token id, when it
-// was issued and when it expires, and the id of the key that signed it. The
-// wire form is a fixed binary layout (see Encode) in unpadded base64url.
+// of service may accept it), the account (an account.ID), a random 128-bit
+// token id, when it was issued and when it expires, and the id of the key
+// that signed it. The wire form is a fixed binary layout, version 2 (see
+// Version), in unpadded base64url; version 1 tokens, which carried the
+// account as text, are refused with ErrUnsupportedVersion.
 //
 // It owns:
 //   - the wire format and its strict decoder (Decode): one byte string per
@@ -31,5 +33,5 @@
 //  3. Decode(Encode(t)) == t and Encode(Decode(s)) == s for every s that
 //     Decode accepts (the encoding is canonical).
 //
-// Layer: imports only the standard library, errcode and clock.
+// Layer: imports only the standard library, account, errcode and clock.
 package logintoken

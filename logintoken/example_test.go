@@ -31,12 +31,12 @@ func Example() {
 		Cluster: "prod-eu", Audience: "gateway", Keys: []ed25519.PublicKey{pub}, SingleUse: usedIDs{},
 	})
 
-	token, _, _ := issuer.Issue("alice", "gateway")
+	token, _, _ := issuer.Issue(1001, "gateway")
 	claims, err := node.Verify(context.Background(), token)
 	fmt.Println(claims.Account, err)
 	_, err = node.Verify(context.Background(), token)
 	fmt.Println(errors.Is(err, logintoken.ErrReplayed))
 	// Output:
-	// alice <nil>
+	// 1001 <nil>
 	// true
 }

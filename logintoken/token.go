@@ -9,25 +9,31 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/errcode"
 )
 
 // Stable error codes of this package.
 const (
-	CodeMalformed     = "TOKEN.MALFORMED"
-	CodeUnknownKey    = "TOKEN.UNKNOWN_KEY"
-	CodeBadSignature  = "TOKEN.BAD_SIGNATURE"
-	CodeWrongCluster  = "TOKEN.WRONG_CLUSTER"
-	CodeWrongAudience = "TOKEN.WRONG_AUDIENCE"
-	CodeExpired       = "TOKEN.EXPIRED"
-	CodeNotYetValid   = "TOKEN.NOT_YET_VALID"
-	CodeTooLongLived  = "TOKEN.TOO_LONG_LIVED"
-	CodeReplayed      = "TOKEN.REPLAYED"
+	CodeMalformed          = "TOKEN.MALFORMED"
+	CodeUnsupportedVersion = "TOKEN.UNSUPPORTED_VERSION"
+	CodeUnknownKey         = "TOKEN.UNKNOWN_KEY"
+	CodeBadSignature       = "TOKEN.BAD_SIGNATURE"
+	CodeWrongCluster       = "TOKEN.WRONG_CLUSTER"
+	CodeWrongAudience      = "TOKEN.WRONG_AUDIENCE"
+	CodeExpired            = "TOKEN.EXPIRED"
+	CodeNotYetValid        = "TOKEN.NOT_YET_VALID"
+	CodeTooLongLived       = "TOKEN.TOO_LONG_LIVED"
+	CodeReplayed           = "TOKEN.REPLAYED"
 )
 
 var (
 	// ErrMalformed: the bytes are not a token this package would produce.
 	ErrMalformed = errcode.New(CodeMalformed, "logintoken: malformed token")
+	// ErrUnsupportedVersion: the token's layout version is not the one this
+	// package reads (Version). Version 1, whose account was text, is refused
+	// this way: its holder must log in again for a new token.
+	ErrUnsupportedVersion = errcode.New(CodeUnsupportedVersion, "logintoken: unsupported token version")
 	// ErrUnknownKey: the token names a signing key the verifier does not hold.
 	ErrUnknownKey = errcode.New(CodeUnknownKey, "logintoken: unknown signing key")
 	// ErrBadSignature: the signature does not match the payload.
@@ -73,18 +79,17 @@ func (k KeyID) String() string { return fmt.Sprintf("%x", k[:]) }
 type Claims struct {
 	Key       KeyID
 	ID        ID
-	IssuedAt  time.Time // millisecond precision on the wire
-	ExpiresAt time.Time // millisecond precision on the wire; after IssuedAt
-	Cluster   string    // 1..MaxClusterLen bytes
-	Audience  string    // 1..MaxAudienceLen bytes
-	Account   string    // 1..MaxAccountLen bytes
+	IssuedAt  time.Time  // millisecond precision on the wire
+	ExpiresAt time.Time  // millisecond precision on the wire; after IssuedAt
+	Cluster   string     // 1..MaxClusterLen bytes
+	Audience  string     // 1..MaxAudienceLen bytes
+	Account   account.ID // not account.None
 }
 
 // Length limits of the variable fields, in bytes.
 const (
 	MaxClusterLen  = 64
 	MaxAudienceLen = 64
-	MaxAccountLen  = 128
 )
 
 // SingleUse remembers which token ids were used. ClaimToken succeeds for the
@@ -96,30 +101,38 @@ type SingleUse interface {
 	ClaimToken(ctx context.Context, id ID, until time.Time) error
 }
 
-// Wire layout, version 1 (all integers big-endian):
+// Wire layout, version 2 (all integers big-endian):
 //
 //	off  size  field
-//	0    1     version (1)
+//	0    1     version (2)
 //	1    8     key id
 //	9    16    token id
 //	25   8     issued at, Unix milliseconds (> 0)
 //	33   8     expires at, Unix milliseconds (> issued at)
-//	41   1+n   cluster: length byte then bytes
+//	41   8     account (account.ID, not 0)
+//	49   1+n   cluster: length byte then bytes
 //	     1+n   audience
-//	     1+n   account
 //	     64    Ed25519 signature over signingContext || everything before it
+//
+// Version 1 had no account at offset 41 but a third length-prefixed field,
+// the account as text, after the audience. Decode refuses it with
+// ErrUnsupportedVersion rather than guess an account.ID from text: tokens
+// live minutes (MaxLifetime), so one issued before the change is replaced
+// by logging in again.
 const (
-	version1      = 1
-	fixedHeader   = 41
-	minPayloadLen = fixedHeader + 3*(1+1)
-	maxPayloadLen = fixedHeader + 3 + MaxClusterLen + MaxAudienceLen + MaxAccountLen
+	// Version is the layout version Encode writes and Decode reads.
+	Version       = 2
+	fixedHeader   = 49
+	minPayloadLen = fixedHeader + 2*(1+1)
+	maxPayloadLen = fixedHeader + 2 + MaxClusterLen + MaxAudienceLen
 	// MaxEncodedLen bounds the base64url text of a token; Decode refuses
 	// longer input before decoding it.
 	MaxEncodedLen = ((maxPayloadLen+ed25519.SignatureSize)*4 + 2) / 3
 )
 
-// signingContext separates these signatures from any other use of the key.
-const signingContext = "shardwise/logintoken/v1\x00"
+// signingContext separates these signatures from any other use of the key,
+// and from any other layout version's.
+const signingContext = "shardwise/logintoken/v2\x00"
 
 var b64 = base64.RawURLEncoding.Strict()
 
@@ -128,13 +141,14 @@ func payload(c Claims) ([]byte, error) {
 	if err := checkClaims(c); err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 0, fixedHeader+3+len(c.Cluster)+len(c.Audience)+len(c.Account)+ed25519.SignatureSize)
-	buf = append(buf, version1)
+	buf := make([]byte, 0, fixedHeader+2+len(c.Cluster)+len(c.Audience)+ed25519.SignatureSize)
+	buf = append(buf, Version)
 	buf = append(buf, c.Key[:]...)
 	buf = append(buf, c.ID[:]...)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(c.IssuedAt.UnixMilli()))
 	buf = binary.BigEndian.AppendUint64(buf, uint64(c.ExpiresAt.UnixMilli()))
-	for _, s := range [...]string{c.Cluster, c.Audience, c.Account} {
+	buf = binary.BigEndian.AppendUint64(buf, uint64(c.Account))
+	for _, s := range [...]string{c.Cluster, c.Audience} {
 		buf = append(buf, byte(len(s)))
 		buf = append(buf, s...)
 	}
@@ -148,11 +162,14 @@ func checkClaims(c Claims) error {
 	if c.ExpiresAt.UnixMilli() <= c.IssuedAt.UnixMilli() {
 		return ErrMalformed.Wrap("expires at %v is not after issued at %v", c.ExpiresAt, c.IssuedAt)
 	}
+	if !c.Account.Valid() {
+		return ErrMalformed.Wrap("account is None")
+	}
 	for _, f := range [...]struct {
 		name string
 		v    string
 		max  int
-	}{{"cluster", c.Cluster, MaxClusterLen}, {"audience", c.Audience, MaxAudienceLen}, {"account", c.Account, MaxAccountLen}} {
+	}{{"cluster", c.Cluster, MaxClusterLen}, {"audience", c.Audience, MaxAudienceLen}} {
 		if len(f.v) == 0 || len(f.v) > f.max {
 			return ErrMalformed.Wrap("%s is %d bytes, want 1..%d", f.name, len(f.v), f.max)
 		}
@@ -203,8 +220,10 @@ func (t Token) Encode() (string, error) {
 }
 
 // Decode parses the wire text strictly: canonical unpadded base64url, version
-// 1, every length within its limit, timestamps ordered, no trailing bytes.
-// It does not check the signature (Verifier does).
+// 2, every length within its limit, timestamps ordered, an account that is
+// not None, no trailing bytes. Another version is ErrUnsupportedVersion,
+// anything else ErrMalformed. It does not check the signature (Verifier
+// does).
 func Decode(s string) (Token, error) {
 	if len(s) > MaxEncodedLen {
 		return Token{}, ErrMalformed.Wrap("%d characters, at most %d", len(s), MaxEncodedLen)
@@ -216,8 +235,12 @@ func Decode(s string) (Token, error) {
 	if len(raw) < minPayloadLen+ed25519.SignatureSize {
 		return Token{}, ErrMalformed.Wrap("%d bytes, at least %d", len(raw), minPayloadLen+ed25519.SignatureSize)
 	}
-	if raw[0] != version1 {
-		return Token{}, ErrMalformed.Wrap("version %d, want %d", raw[0], version1)
+	switch raw[0] {
+	case Version:
+	case 1:
+		return Token{}, ErrUnsupportedVersion.Wrap("version 1 carried the account as text and is no longer read; this is version %d: log in again for a new token", Version)
+	default:
+		return Token{}, ErrUnsupportedVersion.Wrap("version %d, this package reads version %d", raw[0], Version)
 	}
 	var t Token
 	c := &t.Claims
@@ -231,9 +254,13 @@ func Decode(s string) (Token, error) {
 	}
 	c.IssuedAt = time.UnixMilli(int64(iat))
 	c.ExpiresAt = time.UnixMilli(int64(exp))
+	c.Account = account.ID(binary.BigEndian.Uint64(raw[41:49]))
+	if !c.Account.Valid() {
+		return Token{}, ErrMalformed.Wrap("account is 0 (None)")
+	}
 	rest := raw[fixedHeader:]
-	var fields [3]string
-	for i, limit := range [...]int{MaxClusterLen, MaxAudienceLen, MaxAccountLen} {
+	var fields [2]string
+	for i, limit := range [...]int{MaxClusterLen, MaxAudienceLen} {
 		if len(rest) < 1 {
 			return Token{}, ErrMalformed.Wrap("truncated at field %d", i)
 		}
@@ -244,7 +271,7 @@ func Decode(s string) (Token, error) {
 		fields[i] = string(rest[1 : 1+n])
 		rest = rest[1+n:]
 	}
-	c.Cluster, c.Audience, c.Account = fields[0], fields[1], fields[2]
+	c.Cluster, c.Audience = fields[0], fields[1]
 	if len(rest) != ed25519.SignatureSize {
 		return Token{}, ErrMalformed.Wrap("%d bytes after the fields, want a %d-byte signature", len(rest), ed25519.SignatureSize)
 	}

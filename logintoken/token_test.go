@@ -5,15 +5,20 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/internal/testseed"
 	"github.com/shardwise/shardwise/logintoken"
 )
 
@@ -71,7 +76,7 @@ func wantCode(t *testing.T, what string, err error, sentinel *errcode.Sentinel) 
 
 func TestVerifyOnceThenReplayedOnAnotherNode(t *testing.T) {
 	r := newRig(t)
-	tok, claims, err := r.issuer.Issue("alice", "gateway")
+	tok, claims, err := r.issuer.Issue(1001, "gateway")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +84,7 @@ func TestVerifyOnceThenReplayedOnAnotherNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first verify: %v", err)
 	}
-	if got.Account != "alice" || got.ID != claims.ID || got.Cluster != "prod-eu" || !got.ExpiresAt.Equal(start.Add(time.Minute)) {
+	if got.Account != 1001 || got.ID != claims.ID || got.Cluster != "prod-eu" || !got.ExpiresAt.Equal(start.Add(time.Minute)) {
 		t.Fatalf("claims = %+v", got)
 	}
 	_, err = r.b.Verify(context.Background(), tok)
@@ -87,7 +92,7 @@ func TestVerifyOnceThenReplayedOnAnotherNode(t *testing.T) {
 	_, err = r.a.Verify(context.Background(), tok)
 	wantCode(t, "replay on node a", err, logintoken.ErrReplayed)
 	// A second token for the same account is a different token.
-	tok2, _, _ := r.issuer.Issue("alice", "gateway")
+	tok2, _, _ := r.issuer.Issue(1001, "gateway")
 	if _, err := r.b.Verify(context.Background(), tok2); err != nil {
 		t.Fatalf("second token: %v", err)
 	}
@@ -106,7 +111,7 @@ func TestVerifyRefusals(t *testing.T) {
 	}
 	base := logintoken.Claims{
 		ID: logintoken.ID{1}, IssuedAt: start, ExpiresAt: start.Add(time.Minute),
-		Cluster: "prod-eu", Audience: "gateway", Account: "bob",
+		Cluster: "prod-eu", Audience: "gateway", Account: 1002,
 	}
 	with := func(f func(*logintoken.Claims)) logintoken.Claims { c := base; f(&c); return c }
 
@@ -115,7 +120,7 @@ func TestVerifyRefusals(t *testing.T) {
 	raw[len(raw)-1] ^= 1
 	flippedSig := base64.RawURLEncoding.EncodeToString(raw)
 	raw, _ = base64.RawURLEncoding.DecodeString(good)
-	raw[len(raw)-64-1] ^= 1 // last byte of the account
+	raw[41+7] ^= 1 // last byte of the account: 1002 becomes 1003
 	flippedBody := base64.RawURLEncoding.EncodeToString(raw)
 
 	for _, tc := range []struct {
@@ -151,7 +156,7 @@ func TestVerifyRefusals(t *testing.T) {
 func TestLeewayBoundaries(t *testing.T) {
 	r := newRig(t)
 	c := logintoken.Claims{ID: logintoken.ID{5}, IssuedAt: start.Add(2 * time.Second), ExpiresAt: start.Add(time.Minute),
-		Cluster: "prod-eu", Audience: "gateway", Account: "cy"}
+		Cluster: "prod-eu", Audience: "gateway", Account: 1003}
 	tok, _ := logintoken.Sign(c, r.priv)
 	if _, err := r.a.Check(tok); err != nil {
 		t.Fatalf("issued exactly leeway in the future: %v", err)
@@ -170,7 +175,7 @@ func TestLeewayBoundaries(t *testing.T) {
 // (for a node whose clock lags, see TestReplayOnALaggingNodeIsRefused).
 func TestReplayAtTheEdgeOfLeeway(t *testing.T) {
 	r := newRig(t)
-	tok, _, _ := r.issuer.Issue("dora", "gateway")
+	tok, _, _ := r.issuer.Issue(1004, "gateway")
 	if _, err := r.a.Verify(context.Background(), tok); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +208,7 @@ func TestReplayOnALaggingNodeIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, claims, _ := r.issuer.Issue("fred", "gateway")
+	tok, claims, _ := r.issuer.Issue(1006, "gateway")
 	if _, err := r.a.Verify(context.Background(), tok); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +233,7 @@ func TestStoreErrorRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	iss, _ := logintoken.NewIssuer(logintoken.IssuerConfig{Cluster: "c", Key: priv})
-	tok, _, _ := iss.Issue("e", "a")
+	tok, _, _ := iss.Issue(5, "a")
 	if _, err := v.Verify(context.Background(), tok); !errors.Is(err, directory.ErrUnavailable) {
 		t.Fatalf("verify with a failing store: %v", err)
 	}
@@ -252,7 +257,7 @@ func TestKeyRotation(t *testing.T) {
 	}
 	for _, priv := range []ed25519.PrivateKey{oldPriv, newPriv} {
 		iss, _ := logintoken.NewIssuer(logintoken.IssuerConfig{Cluster: "c", Key: priv, Clock: fc})
-		tok, c, _ := iss.Issue("f", "a")
+		tok, c, _ := iss.Issue(6, "a")
 		if c.Key != logintoken.KeyIDOf(priv.Public().(ed25519.PublicKey)) {
 			t.Fatalf("key id %s not the signer's", c.Key)
 		}
@@ -264,7 +269,7 @@ func TestKeyRotation(t *testing.T) {
 
 func TestRoundTrip(t *testing.T) {
 	_, priv := seededKey(3)
-	rng := rand.New(rand.NewPCG(1, 2))
+	rng := rand.New(rand.NewPCG(testseed.Seed(t), 2))
 	str := func(max int) string {
 		b := make([]byte, 1+rng.IntN(max))
 		for i := range b {
@@ -276,7 +281,8 @@ func TestRoundTrip(t *testing.T) {
 		iat := time.UnixMilli(1 + rng.Int64N(1<<50))
 		c := logintoken.Claims{
 			IssuedAt: iat, ExpiresAt: iat.Add(time.Duration(1+rng.Int64N(1<<40)) * time.Millisecond),
-			Cluster: str(logintoken.MaxClusterLen), Audience: str(logintoken.MaxAudienceLen), Account: str(logintoken.MaxAccountLen),
+			Cluster: str(logintoken.MaxClusterLen), Audience: str(logintoken.MaxAudienceLen),
+			Account: account.ID(1 + rng.Uint64N(math.MaxUint64)),
 		}
 		for j := range c.ID {
 			c.ID[j] = byte(rng.UintN(256))
@@ -308,7 +314,7 @@ func TestRoundTrip(t *testing.T) {
 func TestDecodeStrict(t *testing.T) {
 	_, priv := seededKey(3)
 	good, _ := logintoken.Sign(logintoken.Claims{IssuedAt: start, ExpiresAt: start.Add(time.Minute),
-		Cluster: "c", Audience: "a", Account: "x"}, priv)
+		Cluster: "c", Audience: "a", Account: 1}, priv)
 	raw, _ := base64.RawURLEncoding.DecodeString(good)
 	enc := base64.RawURLEncoding.EncodeToString
 	mut := func(f func([]byte) []byte) string { return enc(f(bytes.Clone(raw))) }
@@ -318,9 +324,10 @@ func TestDecodeStrict(t *testing.T) {
 		"std alphabet":   strings.NewReplacer("-", "+", "_", "/").Replace(good) + "+",
 		"trailing byte":  mut(func(b []byte) []byte { return append(b, 0) }),
 		"short":          mut(func(b []byte) []byte { return b[:len(b)-1] }),
-		"version 2":      mut(func(b []byte) []byte { b[0] = 2; return b }),
-		"zero cluster":   mut(func(b []byte) []byte { b[41] = 0; return b }),
-		"long cluster":   mut(func(b []byte) []byte { b[41] = 200; return b }),
+		"no account":     mut(func(b []byte) []byte { clear(b[41:49]); return b }),
+		"zero cluster":   mut(func(b []byte) []byte { b[49] = 0; return b }),
+		"long cluster":   mut(func(b []byte) []byte { b[49] = 200; return b }),
+		"long audience":  mut(func(b []byte) []byte { b[49+2] = 200; return b }),
 		"expiry first":   mut(func(b []byte) []byte { copy(b[33:41], b[25:33]); return b }),
 		"too long input": strings.Repeat("A", logintoken.MaxEncodedLen+1),
 	} {
@@ -343,19 +350,99 @@ func TestDecodeStrict(t *testing.T) {
 	}
 }
 
+// The version 2 layout, field by field at the offsets Encode documents: a
+// change to it must change this test and the version.
+func TestLayoutVersion2(t *testing.T) {
+	_, priv := seededKey(5)
+	c := logintoken.Claims{ID: logintoken.ID{0xaa, 15: 0xbb}, IssuedAt: time.UnixMilli(0x0102), ExpiresAt: time.UnixMilli(0x0304),
+		Cluster: "prod-eu", Audience: "gateway", Account: 0x1122334455667788}
+	s, err := logintoken.Sign(c, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := logintoken.KeyIDOf(priv.Public().(ed25519.PublicKey))
+	want := "02" + hex.EncodeToString(key[:]) +
+		"aa0000000000000000000000000000bb" +
+		"0000000000000102" + "0000000000000304" +
+		"1122334455667788" +
+		"07" + hex.EncodeToString([]byte("prod-eu")) +
+		"07" + hex.EncodeToString([]byte("gateway"))
+	if got := hex.EncodeToString(raw[:len(raw)-ed25519.SignatureSize]); got != want {
+		t.Fatalf("payload\n got %s\nwant %s", got, want)
+	}
+	if !ed25519.Verify(priv.Public().(ed25519.PublicKey), append([]byte("shardwise/logintoken/v2\x00"), raw[:len(raw)-64]...), raw[len(raw)-64:]) {
+		t.Fatal("signature is not over the v2 signing context and the payload")
+	}
+}
+
+// signV1 builds a version 1 token the way the previous Encode did: the
+// account as a third length-prefixed text field, signed under the v1
+// context.
+func signV1(priv ed25519.PrivateKey, iat, exp time.Time, cluster, audience, acct string) string {
+	key := logintoken.KeyIDOf(priv.Public().(ed25519.PublicKey))
+	p := append([]byte{1}, key[:]...)
+	p = append(p, make([]byte, 16)...)
+	p = binary.BigEndian.AppendUint64(p, uint64(iat.UnixMilli()))
+	p = binary.BigEndian.AppendUint64(p, uint64(exp.UnixMilli()))
+	for _, f := range []string{cluster, audience, acct} {
+		p = append(append(p, byte(len(f))), f...)
+	}
+	sig := ed25519.Sign(priv, append([]byte("shardwise/logintoken/v1\x00"), p...))
+	return base64.RawURLEncoding.EncodeToString(append(p, sig...))
+}
+
+// A version 1 token, validly signed and in its time window, is refused with
+// ErrUnsupportedVersion, whether its account text is a number or not, and
+// does not consume anything in the single-use store.
+func TestVersion1Refused(t *testing.T) {
+	r := newRig(t)
+	for _, acct := range []string{"alice", "1001"} {
+		tok := signV1(r.priv, start, start.Add(time.Minute), "prod-eu", "gateway", acct)
+		if _, err := logintoken.Decode(tok); !errors.Is(err, logintoken.ErrUnsupportedVersion) ||
+			errcode.Of(err) != logintoken.CodeUnsupportedVersion || !strings.Contains(err.Error(), "version 1") {
+			t.Fatalf("Decode(v1 %q) = %v, want ErrUnsupportedVersion naming version 1", acct, err)
+		}
+		_, err := r.a.Verify(context.Background(), tok)
+		wantCode(t, "Verify(v1 "+acct+")", err, logintoken.ErrUnsupportedVersion)
+	}
+	_, priv := seededKey(3)
+	good, _ := logintoken.Sign(logintoken.Claims{IssuedAt: start, ExpiresAt: start.Add(time.Minute),
+		Cluster: "c", Audience: "a", Account: 1}, priv)
+	raw, _ := base64.RawURLEncoding.DecodeString(good)
+	raw[0] = 3
+	if _, err := logintoken.Decode(base64.RawURLEncoding.EncodeToString(raw)); !errors.Is(err, logintoken.ErrUnsupportedVersion) {
+		t.Fatalf("Decode(version 3) = %v, want ErrUnsupportedVersion", err)
+	}
+}
+
+func TestSignRefusesNoAccount(t *testing.T) {
+	_, priv := seededKey(3)
+	_, err := logintoken.Sign(logintoken.Claims{IssuedAt: start, ExpiresAt: start.Add(time.Minute),
+		Cluster: "c", Audience: "a"}, priv)
+	wantCode(t, "Sign(account None)", err, logintoken.ErrMalformed)
+	r := newRig(t)
+	_, _, err = r.issuer.Issue(account.None, "gateway")
+	wantCode(t, "Issue(account None)", err, logintoken.ErrMalformed)
+}
+
 func FuzzDecode(f *testing.F) {
 	_, priv := seededKey(4)
 	good, _ := logintoken.Sign(logintoken.Claims{IssuedAt: start, ExpiresAt: start.Add(time.Minute),
-		Cluster: "prod-eu", Audience: "gateway", Account: "alice"}, priv)
+		Cluster: "prod-eu", Audience: "gateway", Account: 1001}, priv)
 	f.Add(good)
 	f.Add("")
 	f.Add("AQ")
 	f.Add(good[:len(good)-4])
+	f.Add(signV1(priv, start, start.Add(time.Minute), "prod-eu", "gateway", "alice"))
 	f.Fuzz(func(t *testing.T, s string) {
 		tok, err := logintoken.Decode(s)
 		if err != nil {
-			if !errors.Is(err, logintoken.ErrMalformed) {
-				t.Fatalf("Decode error without ErrMalformed: %v", err)
+			if !errors.Is(err, logintoken.ErrMalformed) && !errors.Is(err, logintoken.ErrUnsupportedVersion) {
+				t.Fatalf("Decode error without ErrMalformed or ErrUnsupportedVersion: %v", err)
 			}
 			return
 		}

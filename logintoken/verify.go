@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/errcode"
 )
@@ -216,15 +217,16 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 	return &Issuer{cfg: cfg.withDefaults(), key: KeyIDOf(cfg.Key.Public().(ed25519.PublicKey))}, nil
 }
 
-// Issue returns a new token for account and audience, and its claims.
-func (i *Issuer) Issue(account, audience string) (string, Claims, error) {
+// Issue returns a new token for acct and audience, and its claims. acct
+// must not be account.None.
+func (i *Issuer) Issue(acct account.ID, audience string) (string, Claims, error) {
 	now := i.cfg.Clock.Now().Truncate(time.Millisecond)
 	c := Claims{
 		IssuedAt:  now,
 		ExpiresAt: now.Add(i.cfg.TTL),
 		Cluster:   i.cfg.Cluster,
 		Audience:  audience,
-		Account:   account,
+		Account:   acct,
 		Key:       i.key,
 	}
 	if _, err := io.ReadFull(i.cfg.Rand, c.ID[:]); err != nil {

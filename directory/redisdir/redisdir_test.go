@@ -249,7 +249,7 @@ func TestTokenReplayedOnAnotherNode(t *testing.T) {
 		return v
 	}
 	a, b := node(), node()
-	tok, _, err := issuer.Issue("alice", "gateway")
+	tok, _, err := issuer.Issue(1001, "gateway")
 	if err != nil {
 		t.Fatal(err)
 	}
