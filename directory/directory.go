@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/logintoken"
 )
@@ -28,7 +29,7 @@ type Route struct {
 
 // Session is one account's directory entry.
 type Session struct {
-	Account string
+	Account account.ID
 	Epoch   Epoch
 	Gateway NodeID
 	// Master is the current master route; meaningful only when HasMaster.
@@ -48,18 +49,18 @@ type Directory interface {
 	// higher epoch and a fresh lease. A live previous session is displaced
 	// (returned, so the caller can tell its gateway); its master route is
 	// kept. displaced.Epoch is 0 when there was none.
-	Connect(ctx context.Context, account string, gateway NodeID) (s Session, displaced Session, err error)
+	Connect(ctx context.Context, account account.ID, gateway NodeID) (s Session, displaced Session, err error)
 	// Renew extends the lease of the session with this epoch.
-	Renew(ctx context.Context, account string, epoch Epoch) (Session, error)
+	Renew(ctx context.Context, account account.ID, epoch Epoch) (Session, error)
 	// SetMaster records the node that simulates the account's master.
 	// route.Version must be at least 1 and above the current version;
 	// repeating the current route is accepted and changes nothing.
 	// Otherwise ErrStaleRoute.
-	SetMaster(ctx context.Context, account string, epoch Epoch, route Route) (Session, error)
+	SetMaster(ctx context.Context, account account.ID, epoch Epoch, route Route) (Session, error)
 	// Lookup returns the live session of account, or ErrNotFound.
-	Lookup(ctx context.Context, account string) (Session, error)
+	Lookup(ctx context.Context, account account.ID) (Session, error)
 	// Release ends the session with this epoch (a clean logout).
-	Release(ctx context.Context, account string, epoch Epoch) error
+	Release(ctx context.Context, account account.ID, epoch Epoch) error
 	// ClaimToken is the single-use check of login tokens
 	// (logintoken.SingleUse): nil for the first claim of id, an error
 	// matching logintoken.ErrReplayed afterwards, until at least `until`,
@@ -89,8 +90,8 @@ var (
 	// ErrUnavailable: the store could not be reached or answered with an
 	// error; nothing is known about whether a write applied.
 	ErrUnavailable = errcode.New(CodeUnavailable, "directory: store unavailable")
-	// ErrInvalidArgument: an empty or oversized account, epoch 0, route
-	// version 0, or a token claim that ends in the past.
+	// ErrInvalidArgument: account.None, epoch 0, route version 0, or a
+	// token claim that ends in the past.
 	ErrInvalidArgument = errcode.New(CodeInvalidArgument, "directory: invalid argument")
 )
 
@@ -98,20 +99,17 @@ var (
 // exactly (Redis scripts compare them as Lua numbers, exact below 2^53).
 const MaxRouteVersion = 1<<53 - 1
 
-// MaxAccountLen bounds an account name, in bytes.
-const MaxAccountLen = 256
-
 // StaleEpochError is returned (wrapped or not) when a write's epoch is not
 // the current one. errors.Is(err, ErrStaleEpoch) holds.
 type StaleEpochError struct {
 	Op      string // "renew", "set_master" or "release"
-	Account string
+	Account account.ID
 	Epoch   Epoch // the caller's
 	Current Epoch // the entry's
 }
 
 func (e *StaleEpochError) Error() string {
-	return fmt.Sprintf("directory: %s of account %q with epoch %d refused: current epoch is %d", e.Op, e.Account, e.Epoch, e.Current)
+	return fmt.Sprintf("directory: %s of account %s with epoch %d refused: current epoch is %d", e.Op, e.Account, e.Epoch, e.Current)
 }
 
 // ErrorCode returns CodeStaleEpoch.
@@ -123,14 +121,14 @@ func (e *StaleEpochError) Is(target error) bool { return target == ErrStaleEpoch
 // StaleRouteError is returned when SetMaster's route version is not above
 // the current one. errors.Is(err, ErrStaleRoute) holds.
 type StaleRouteError struct {
-	Account   string
+	Account   account.ID
 	Route     Route // the caller's
 	Current   Route // the entry's (Node meaningless unless HasMaster)
 	HasMaster bool
 }
 
 func (e *StaleRouteError) Error() string {
-	return fmt.Sprintf("directory: master route of account %q to node %d at version %d refused: current version is %d",
+	return fmt.Sprintf("directory: master route of account %s to node %d at version %d refused: current version is %d",
 		e.Account, e.Route.Node, e.Route.Version, e.Current.Version)
 }
 
@@ -158,11 +156,11 @@ func (e *UnavailableError) ErrorCode() string { return CodeUnavailable }
 // Unwrap returns ErrUnavailable and the cause.
 func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Err} }
 
-// CheckAccount returns ErrInvalidArgument for an empty or oversized account.
-// Implementations call it first.
-func CheckAccount(account string) error {
-	if account == "" || len(account) > MaxAccountLen {
-		return ErrInvalidArgument.Wrap("account %q must be 1..%d bytes", account, MaxAccountLen)
+// CheckAccount returns ErrInvalidArgument for account.None, which is no
+// account. Implementations call it first.
+func CheckAccount(account account.ID) error {
+	if !account.Valid() {
+		return ErrInvalidArgument.Wrap("account 0 is account.None, no account")
 	}
 	return nil
 }

@@ -1,5 +1,6 @@
-// Package directory is the session directory: for each logged-in account,
-// the gateway node that holds its socket, the node that simulates its master
+// Package directory is the session directory: for each logged-in account
+// (an account.ID; account.None is refused with ErrInvalidArgument), the
+// gateway node that holds its socket, the node that simulates its master
 // entity, the session epoch and the lease that keeps the entry alive.
 //
 // The directory is a cache, not a fence against two writers of an entity

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/logintoken"
 )
 
@@ -96,22 +97,31 @@ func Instrument(d Directory, m *Metrics, log *slog.Logger) *Instrumented {
 	return &Instrumented{next: d, metrics: m, log: log}
 }
 
-func (d *Instrumented) observe(ctx context.Context, op, account string, err error) {
+// observe counts one operation and logs refusals and errors. account is
+// account.None for token claims, which name no account, and is then left
+// out of the log line.
+func (d *Instrumented) observe(ctx context.Context, op string, account account.ID, err error) {
 	result := ResultOf(err)
 	d.metrics.operations.WithLabelValues(op, result).Inc()
+	attrs := func() []any {
+		if !account.Valid() {
+			return []any{"op", op, "err", err}
+		}
+		return []any{"op", op, "account", account, "err", err}
+	}
 	switch result {
 	case ResultStaleEpoch, ResultStaleRoute:
 		d.metrics.staleRefusals.WithLabelValues(op).Inc()
-		d.log.DebugContext(ctx, "directory: stale write refused", "op", op, "account", account, "err", err)
+		d.log.DebugContext(ctx, "directory: stale write refused", attrs()...)
 	case ResultReplayed:
 		d.log.InfoContext(ctx, "directory: login token replayed", "err", err)
 	case ResultUnavailable, ResultError:
-		d.log.WarnContext(ctx, "directory: store error", "op", op, "account", account, "err", err)
+		d.log.WarnContext(ctx, "directory: store error", attrs()...)
 	}
 }
 
 // Connect implements Directory.
-func (d *Instrumented) Connect(ctx context.Context, account string, gateway NodeID) (Session, Session, error) {
+func (d *Instrumented) Connect(ctx context.Context, account account.ID, gateway NodeID) (Session, Session, error) {
 	s, prev, err := d.next.Connect(ctx, account, gateway)
 	d.observe(ctx, OpConnect, account, err)
 	if err == nil && prev.Epoch != 0 {
@@ -122,28 +132,28 @@ func (d *Instrumented) Connect(ctx context.Context, account string, gateway Node
 }
 
 // Renew implements Directory.
-func (d *Instrumented) Renew(ctx context.Context, account string, epoch Epoch) (Session, error) {
+func (d *Instrumented) Renew(ctx context.Context, account account.ID, epoch Epoch) (Session, error) {
 	s, err := d.next.Renew(ctx, account, epoch)
 	d.observe(ctx, OpRenew, account, err)
 	return s, err
 }
 
 // SetMaster implements Directory.
-func (d *Instrumented) SetMaster(ctx context.Context, account string, epoch Epoch, route Route) (Session, error) {
+func (d *Instrumented) SetMaster(ctx context.Context, account account.ID, epoch Epoch, route Route) (Session, error) {
 	s, err := d.next.SetMaster(ctx, account, epoch, route)
 	d.observe(ctx, OpSetMaster, account, err)
 	return s, err
 }
 
 // Lookup implements Directory.
-func (d *Instrumented) Lookup(ctx context.Context, account string) (Session, error) {
+func (d *Instrumented) Lookup(ctx context.Context, account account.ID) (Session, error) {
 	s, err := d.next.Lookup(ctx, account)
 	d.observe(ctx, OpLookup, account, err)
 	return s, err
 }
 
 // Release implements Directory.
-func (d *Instrumented) Release(ctx context.Context, account string, epoch Epoch) error {
+func (d *Instrumented) Release(ctx context.Context, account account.ID, epoch Epoch) error {
 	err := d.next.Release(ctx, account, epoch)
 	d.observe(ctx, OpRelease, account, err)
 	return err
@@ -152,7 +162,7 @@ func (d *Instrumented) Release(ctx context.Context, account string, epoch Epoch)
 // ClaimToken implements Directory.
 func (d *Instrumented) ClaimToken(ctx context.Context, id logintoken.ID, until time.Time) error {
 	err := d.next.ClaimToken(ctx, id, until)
-	d.observe(ctx, OpClaimToken, "", err)
+	d.observe(ctx, OpClaimToken, account.None, err)
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/logintoken"
@@ -63,8 +64,8 @@ type Memory struct {
 	cfg MemoryConfig
 
 	mu        sync.Mutex
-	sessions  map[string]Session
-	counters  map[string]counters
+	sessions  map[account.ID]Session
+	counters  map[account.ID]counters
 	tokens    map[logintoken.ID]time.Time // id → forget after
 	nextSweep time.Time
 }
@@ -86,15 +87,15 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	}
 	return &Memory{
 		cfg:      cfg.withDefaults(),
-		sessions: make(map[string]Session),
-		counters: make(map[string]counters),
+		sessions: make(map[account.ID]Session),
+		counters: make(map[account.ID]counters),
 		tokens:   make(map[logintoken.ID]time.Time),
 	}, nil
 }
 
 // live returns the account's session if its lease has not run out. Callers
 // hold mu.
-func (m *Memory) live(account string, now time.Time) (Session, bool) {
+func (m *Memory) live(account account.ID, now time.Time) (Session, bool) {
 	s, ok := m.sessions[account]
 	if !ok {
 		return Session{}, false
@@ -106,7 +107,7 @@ func (m *Memory) live(account string, now time.Time) (Session, bool) {
 	return s, true
 }
 
-func (m *Memory) liveCounters(account string, now time.Time) counters {
+func (m *Memory) liveCounters(account account.ID, now time.Time) counters {
 	c, ok := m.counters[account]
 	if !ok || !now.Before(c.expiry) {
 		return counters{}
@@ -139,7 +140,7 @@ func (m *Memory) sweep(now time.Time) {
 }
 
 // Connect implements Directory.
-func (m *Memory) Connect(ctx context.Context, account string, gateway NodeID) (Session, Session, error) {
+func (m *Memory) Connect(ctx context.Context, account account.ID, gateway NodeID) (Session, Session, error) {
 	if err := CheckAccount(account); err != nil {
 		return Session{}, Session{}, err
 	}
@@ -170,10 +171,10 @@ func (m *Memory) Connect(ctx context.Context, account string, gateway NodeID) (S
 }
 
 // current returns the live session if epoch is its epoch. Callers hold mu.
-func (m *Memory) current(op, account string, epoch Epoch, now time.Time) (Session, error) {
+func (m *Memory) current(op string, account account.ID, epoch Epoch, now time.Time) (Session, error) {
 	s, ok := m.live(account, now)
 	if !ok {
-		return Session{}, ErrNotFound.Wrap("%s of account %q with epoch %d", op, account, epoch)
+		return Session{}, ErrNotFound.Wrap("%s of account %s with epoch %d", op, account, epoch)
 	}
 	if s.Epoch != epoch {
 		return Session{}, &StaleEpochError{Op: op, Account: account, Epoch: epoch, Current: s.Epoch}
@@ -181,7 +182,7 @@ func (m *Memory) current(op, account string, epoch Epoch, now time.Time) (Sessio
 	return s, nil
 }
 
-func checkWrite(ctx context.Context, account string, epoch Epoch) error {
+func checkWrite(ctx context.Context, account account.ID, epoch Epoch) error {
 	if err := CheckAccount(account); err != nil {
 		return err
 	}
@@ -192,7 +193,7 @@ func checkWrite(ctx context.Context, account string, epoch Epoch) error {
 }
 
 // Renew implements Directory.
-func (m *Memory) Renew(ctx context.Context, account string, epoch Epoch) (Session, error) {
+func (m *Memory) Renew(ctx context.Context, account account.ID, epoch Epoch) (Session, error) {
 	if err := checkWrite(ctx, account, epoch); err != nil {
 		return Session{}, err
 	}
@@ -216,7 +217,7 @@ func (m *Memory) Renew(ctx context.Context, account string, epoch Epoch) (Sessio
 }
 
 // SetMaster implements Directory.
-func (m *Memory) SetMaster(ctx context.Context, account string, epoch Epoch, route Route) (Session, error) {
+func (m *Memory) SetMaster(ctx context.Context, account account.ID, epoch Epoch, route Route) (Session, error) {
 	if err := checkWrite(ctx, account, epoch); err != nil {
 		return Session{}, err
 	}
@@ -246,7 +247,7 @@ func (m *Memory) SetMaster(ctx context.Context, account string, epoch Epoch, rou
 }
 
 // Lookup implements Directory.
-func (m *Memory) Lookup(ctx context.Context, account string) (Session, error) {
+func (m *Memory) Lookup(ctx context.Context, account account.ID) (Session, error) {
 	if err := CheckAccount(account); err != nil {
 		return Session{}, err
 	}
@@ -257,13 +258,13 @@ func (m *Memory) Lookup(ctx context.Context, account string) (Session, error) {
 	defer m.mu.Unlock()
 	s, ok := m.live(account, m.cfg.Clock.Now())
 	if !ok {
-		return Session{}, ErrNotFound.Wrap("account %q", account)
+		return Session{}, ErrNotFound.Wrap("account %s", account)
 	}
 	return s, nil
 }
 
 // Release implements Directory.
-func (m *Memory) Release(ctx context.Context, account string, epoch Epoch) error {
+func (m *Memory) Release(ctx context.Context, account account.ID, epoch Epoch) error {
 	if err := checkWrite(ctx, account, epoch); err != nil {
 		return err
 	}

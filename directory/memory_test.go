@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/directory/dirtest"
@@ -31,7 +32,7 @@ func newMemory(t *testing.T) (*directory.Memory, *clock.Fake) {
 
 func memoryControls(fc *clock.Fake) dirtest.Controls {
 	return dirtest.Controls{
-		Expire: func(t *testing.T, account string) { fc.Advance(ttl) },
+		Expire: func(t *testing.T, _ account.ID) { fc.Advance(ttl) },
 		Now:    fc.Now,
 	}
 }
@@ -54,7 +55,7 @@ func TestInstrumentedContract(t *testing.T) {
 func TestMemoryLeaseExactTTL(t *testing.T) {
 	m, fc := newMemory(t)
 	ctx := context.Background()
-	s, _, err := m.Connect(ctx, "a", 1)
+	s, _, err := m.Connect(ctx, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +63,10 @@ func TestMemoryLeaseExactTTL(t *testing.T) {
 		t.Fatalf("lease expiry %v, want %v", s.LeaseExpiry, start.Add(ttl))
 	}
 	fc.Advance(ttl - time.Nanosecond)
-	if _, err := m.Lookup(ctx, "a"); err != nil {
+	if _, err := m.Lookup(ctx, 1); err != nil {
 		t.Fatalf("lookup just before expiry: %v", err)
 	}
-	r, err := m.Renew(ctx, "a", s.Epoch)
+	r, err := m.Renew(ctx, 1, s.Epoch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +74,11 @@ func TestMemoryLeaseExactTTL(t *testing.T) {
 		t.Fatalf("renewed expiry %v, want %v", r.LeaseExpiry, want)
 	}
 	fc.Advance(ttl - time.Nanosecond)
-	if _, err := m.Lookup(ctx, "a"); err != nil {
+	if _, err := m.Lookup(ctx, 1); err != nil {
 		t.Fatalf("renewed lease expired early: %v", err)
 	}
 	fc.Advance(time.Nanosecond)
-	if _, err := m.Lookup(ctx, "a"); !errors.Is(err, directory.ErrNotFound) {
+	if _, err := m.Lookup(ctx, 1); !errors.Is(err, directory.ErrNotFound) {
 		t.Fatalf("lookup at expiry: %v", err)
 	}
 }
@@ -87,16 +88,16 @@ func TestMemoryLeaseExactTTL(t *testing.T) {
 func TestMemoryEpochRule(t *testing.T) {
 	m, fc := newMemory(t)
 	ctx := context.Background()
-	s1, _, _ := m.Connect(ctx, "a", 1)
+	s1, _, _ := m.Connect(ctx, 1, 1)
 	if want := directory.Epoch(start.UnixMicro()); s1.Epoch != want {
 		t.Fatalf("first epoch %d, want the clock in µs %d", s1.Epoch, want)
 	}
-	s2, _, _ := m.Connect(ctx, "a", 1) // same instant
+	s2, _, _ := m.Connect(ctx, 1, 1) // same instant
 	if s2.Epoch != s1.Epoch+1 {
 		t.Fatalf("second epoch in the same µs %d, want %d", s2.Epoch, s1.Epoch+1)
 	}
 	fc.Set(start.Add(-time.Hour)) // the clock steps back: the counter still rules
-	s3, _, _ := m.Connect(ctx, "a", 1)
+	s3, _, _ := m.Connect(ctx, 1, 1)
 	if s3.Epoch != s2.Epoch+1 {
 		t.Fatalf("epoch after the clock stepped back %d, want %d", s3.Epoch, s2.Epoch+1)
 	}
@@ -111,12 +112,12 @@ func TestMemoryCounterRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	s, _, _ := m.Connect(ctx, "a", 1)
-	if _, err := m.SetMaster(ctx, "a", s.Epoch, directory.Route{Node: 2, Version: 5}); err != nil {
+	s, _, _ := m.Connect(ctx, 1, 1)
+	if _, err := m.SetMaster(ctx, 1, s.Epoch, directory.Route{Node: 2, Version: 5}); err != nil {
 		t.Fatal(err)
 	}
 	fc.Advance(time.Minute)
-	s2, _, _ := m.Connect(ctx, "a", 1)
+	s2, _, _ := m.Connect(ctx, 1, 1)
 	if s2.Epoch <= s.Epoch || s2.Master.Version != 0 {
 		t.Fatalf("after retention: %+v (first epoch %d)", s2, s.Epoch)
 	}
@@ -171,12 +172,12 @@ func TestInstrumentedCounts(t *testing.T) {
 	reg.MustRegister(met.Collectors()...)
 	d := directory.Instrument(m, met, nil)
 	ctx := context.Background()
-	old, _, _ := d.Connect(ctx, "a", 1)
-	cur, _, _ := d.Connect(ctx, "a", 2)
-	_, _ = d.Renew(ctx, "a", old.Epoch)
-	_, _ = d.SetMaster(ctx, "a", cur.Epoch, directory.Route{Node: 1, Version: 2})
-	_, _ = d.SetMaster(ctx, "a", cur.Epoch, directory.Route{Node: 1, Version: 1})
-	_, _ = d.Lookup(ctx, "nobody")
+	old, _, _ := d.Connect(ctx, 1, 1)
+	cur, _, _ := d.Connect(ctx, 1, 2)
+	_, _ = d.Renew(ctx, 1, old.Epoch)
+	_, _ = d.SetMaster(ctx, 1, cur.Epoch, directory.Route{Node: 1, Version: 2})
+	_, _ = d.SetMaster(ctx, 1, cur.Epoch, directory.Route{Node: 1, Version: 1})
+	_, _ = d.Lookup(ctx, 999)
 	_ = d.ClaimToken(ctx, logintoken.ID{1}, start.Add(time.Minute))
 	_ = d.ClaimToken(ctx, logintoken.ID{1}, start.Add(time.Minute))
 	if err := reg.Register(met.Collectors()[0]); err == nil {

@@ -2,13 +2,16 @@ package dirtest
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/logintoken"
@@ -20,10 +23,30 @@ type Controls struct {
 	// own expiry mechanism (a fake clock moved past the TTL; a Redis key's
 	// TTL cut short) and returns once the store no longer has it. It may
 	// expire other accounts' sessions too; the suite does not rely on them.
-	Expire func(t *testing.T, account string)
+	Expire func(t *testing.T, account account.ID)
 	// Now is the time by the clock ClaimToken compares `until` with.
 	Now func() time.Time
 }
+
+// The suite's accounts: each subtest uses its own, so a leak between
+// subtests of one store shows.
+const (
+	alice account.ID = iota + 1
+	bob
+	carol
+	dave
+	erin
+	frank
+	gina
+	hank
+	ivy
+	judy
+	kim
+	liz
+	mia
+	ned
+	olga
+)
 
 // New returns a fresh, empty directory and its controls. The suite calls it
 // once per subtest; cleanup belongs to t.
@@ -66,23 +89,23 @@ func ctxOf(t *testing.T) context.Context {
 	return ctx
 }
 
-func mustConnect(t *testing.T, d directory.Directory, account string, gw directory.NodeID) (directory.Session, directory.Session) {
+func mustConnect(t *testing.T, d directory.Directory, account account.ID, gw directory.NodeID) (directory.Session, directory.Session) {
 	t.Helper()
 	s, prev, err := d.Connect(ctxOf(t), account, gw)
 	if err != nil {
-		t.Fatalf("Connect(%q, %d): %v", account, gw, err)
+		t.Fatalf("Connect(%s, %d): %v", account, gw, err)
 	}
 	if s.Account != account || s.Gateway != gw || s.Epoch == 0 {
-		t.Fatalf("Connect(%q, %d) = %+v", account, gw, s)
+		t.Fatalf("Connect(%s, %d) = %+v", account, gw, s)
 	}
 	return s, prev
 }
 
-func mustLookup(t *testing.T, d directory.Directory, account string) directory.Session {
+func mustLookup(t *testing.T, d directory.Directory, account account.ID) directory.Session {
 	t.Helper()
 	s, err := d.Lookup(ctxOf(t), account)
 	if err != nil {
-		t.Fatalf("Lookup(%q): %v", account, err)
+		t.Fatalf("Lookup(%s): %v", account, err)
 	}
 	return s
 }
@@ -115,12 +138,12 @@ func sameSession(t *testing.T, what string, got, want directory.Session) {
 
 func testConnectThenLookup(t *testing.T, d directory.Directory, _ Controls) {
 	ctx := ctxOf(t)
-	if _, err := d.Lookup(ctx, "alice"); err != nil {
+	if _, err := d.Lookup(ctx, alice); err != nil {
 		wantNotFound(t, "Lookup before Connect", err)
 	} else {
 		t.Fatal("Lookup before Connect succeeded")
 	}
-	s, prev := mustConnect(t, d, "alice", 7)
+	s, prev := mustConnect(t, d, alice, 7)
 	if prev.Epoch != 0 {
 		t.Fatalf("first Connect displaced %+v", prev)
 	}
@@ -130,7 +153,7 @@ func testConnectThenLookup(t *testing.T, d directory.Directory, _ Controls) {
 	if s.LeaseExpiry.IsZero() {
 		t.Fatal("no lease expiry")
 	}
-	got := mustLookup(t, d, "alice")
+	got := mustLookup(t, d, alice)
 	sameSession(t, "Lookup", got, s)
 	if !got.LeaseExpiry.Equal(s.LeaseExpiry) {
 		t.Fatalf("Lookup lease expiry %v, Connect said %v", got.LeaseExpiry, s.LeaseExpiry)
@@ -138,8 +161,8 @@ func testConnectThenLookup(t *testing.T, d directory.Directory, _ Controls) {
 }
 
 func testReconnect(t *testing.T, d directory.Directory, _ Controls) {
-	s1, _ := mustConnect(t, d, "bob", 1)
-	s2, prev := mustConnect(t, d, "bob", 2)
+	s1, _ := mustConnect(t, d, bob, 1)
+	s2, prev := mustConnect(t, d, bob, 2)
 	if s2.Epoch <= s1.Epoch {
 		t.Fatalf("second epoch %d not above first %d", s2.Epoch, s1.Epoch)
 	}
@@ -147,33 +170,33 @@ func testReconnect(t *testing.T, d directory.Directory, _ Controls) {
 		t.Fatalf("displaced = %+v, want epoch %d at gateway 1", prev, s1.Epoch)
 	}
 	// The same gateway reconnecting is a new connection too.
-	s3, prev := mustConnect(t, d, "bob", 2)
+	s3, prev := mustConnect(t, d, bob, 2)
 	if s3.Epoch <= s2.Epoch || prev.Epoch != s2.Epoch {
 		t.Fatalf("third connect epoch %d (displaced %d), want above %d displacing it", s3.Epoch, prev.Epoch, s2.Epoch)
 	}
-	sameSession(t, "Lookup", mustLookup(t, d, "bob"), s3)
+	sameSession(t, "Lookup", mustLookup(t, d, bob), s3)
 }
 
 func testStaleWrites(t *testing.T, d directory.Directory, _ Controls) {
 	ctx := ctxOf(t)
-	old, _ := mustConnect(t, d, "carol", 1)
-	cur, _ := mustConnect(t, d, "carol", 2)
-	cur, err := d.SetMaster(ctx, "carol", cur.Epoch, directory.Route{Node: 9, Version: 1})
+	old, _ := mustConnect(t, d, carol, 1)
+	cur, _ := mustConnect(t, d, carol, 2)
+	cur, err := d.SetMaster(ctx, carol, cur.Epoch, directory.Route{Node: 9, Version: 1})
 	if err != nil {
 		t.Fatalf("SetMaster with current epoch: %v", err)
 	}
 
-	_, err = d.Renew(ctx, "carol", old.Epoch)
+	_, err = d.Renew(ctx, carol, old.Epoch)
 	wantStaleEpoch(t, "Renew(old)", err, old.Epoch, cur.Epoch)
-	_, err = d.SetMaster(ctx, "carol", old.Epoch, directory.Route{Node: 4, Version: 5})
+	_, err = d.SetMaster(ctx, carol, old.Epoch, directory.Route{Node: 4, Version: 5})
 	wantStaleEpoch(t, "SetMaster(old)", err, old.Epoch, cur.Epoch)
-	err = d.Release(ctx, "carol", old.Epoch)
+	err = d.Release(ctx, carol, old.Epoch)
 	wantStaleEpoch(t, "Release(old)", err, old.Epoch, cur.Epoch)
 	// An epoch from the future (never issued) is as wrong as an old one.
-	_, err = d.Renew(ctx, "carol", cur.Epoch+1000)
+	_, err = d.Renew(ctx, carol, cur.Epoch+1000)
 	wantStaleEpoch(t, "Renew(future)", err, cur.Epoch+1000, cur.Epoch)
 
-	got := mustLookup(t, d, "carol")
+	got := mustLookup(t, d, carol)
 	sameSession(t, "after refused writes", got, cur)
 	if got.Master != (directory.Route{Node: 9, Version: 1}) {
 		t.Fatalf("master changed by a stale write: %+v", got.Master)
@@ -181,8 +204,8 @@ func testStaleWrites(t *testing.T, d directory.Directory, _ Controls) {
 }
 
 func testRenew(t *testing.T, d directory.Directory, _ Controls) {
-	s, _ := mustConnect(t, d, "dave", 3)
-	r, err := d.Renew(ctxOf(t), "dave", s.Epoch)
+	s, _ := mustConnect(t, d, dave, 3)
+	r, err := d.Renew(ctxOf(t), dave, s.Epoch)
 	if err != nil {
 		t.Fatalf("Renew: %v", err)
 	}
@@ -190,7 +213,7 @@ func testRenew(t *testing.T, d directory.Directory, _ Controls) {
 	if r.LeaseExpiry.Before(s.LeaseExpiry) {
 		t.Fatalf("Renew moved the lease back: %v < %v", r.LeaseExpiry, s.LeaseExpiry)
 	}
-	if got := mustLookup(t, d, "dave"); !got.LeaseExpiry.Equal(r.LeaseExpiry) {
+	if got := mustLookup(t, d, dave); !got.LeaseExpiry.Equal(r.LeaseExpiry) {
 		t.Fatalf("Lookup lease %v, Renew said %v", got.LeaseExpiry, r.LeaseExpiry)
 	}
 }
@@ -208,9 +231,9 @@ func wantStaleRoute(t *testing.T, what string, err error, current directory.Rout
 
 func testRouteVersions(t *testing.T, d directory.Directory, _ Controls) {
 	ctx := ctxOf(t)
-	s, _ := mustConnect(t, d, "erin", 1)
+	s, _ := mustConnect(t, d, erin, 1)
 	set := func(node directory.NodeID, v uint64) (directory.Session, error) {
-		return d.SetMaster(ctx, "erin", s.Epoch, directory.Route{Node: node, Version: v})
+		return d.SetMaster(ctx, erin, s.Epoch, directory.Route{Node: node, Version: v})
 	}
 	m, err := set(3, 1)
 	if err != nil || !m.HasMaster || m.Master != (directory.Route{Node: 3, Version: 1}) || m.Epoch != s.Epoch {
@@ -227,18 +250,18 @@ func testRouteVersions(t *testing.T, d directory.Directory, _ Controls) {
 	}
 	_, err = set(5, 2) // the half-dead old owner's handoff arriving late
 	wantStaleRoute(t, "lower version", err, directory.Route{Node: 4, Version: 3})
-	got := mustLookup(t, d, "erin")
+	got := mustLookup(t, d, erin)
 	if !got.HasMaster || got.Master != (directory.Route{Node: 4, Version: 3}) {
 		t.Fatalf("Lookup master = %+v (has %v), want node 4 v3", got.Master, got.HasMaster)
 	}
 }
 
 func testMasterKept(t *testing.T, d directory.Directory, _ Controls) {
-	s, _ := mustConnect(t, d, "frank", 1)
-	if _, err := d.SetMaster(ctxOf(t), "frank", s.Epoch, directory.Route{Node: 8, Version: 2}); err != nil {
+	s, _ := mustConnect(t, d, frank, 1)
+	if _, err := d.SetMaster(ctxOf(t), frank, s.Epoch, directory.Route{Node: 8, Version: 2}); err != nil {
 		t.Fatal(err)
 	}
-	s2, prev := mustConnect(t, d, "frank", 2)
+	s2, prev := mustConnect(t, d, frank, 2)
 	if !s2.HasMaster || s2.Master != (directory.Route{Node: 8, Version: 2}) {
 		t.Fatalf("master lost on displacement: %+v", s2)
 	}
@@ -249,39 +272,39 @@ func testMasterKept(t *testing.T, d directory.Directory, _ Controls) {
 
 func testRouteFloor(t *testing.T, d directory.Directory, _ Controls) {
 	ctx := ctxOf(t)
-	s, _ := mustConnect(t, d, "gina", 1)
-	if _, err := d.SetMaster(ctx, "gina", s.Epoch, directory.Route{Node: 8, Version: 3}); err != nil {
+	s, _ := mustConnect(t, d, gina, 1)
+	if _, err := d.SetMaster(ctx, gina, s.Epoch, directory.Route{Node: 8, Version: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Release(ctx, "gina", s.Epoch); err != nil {
+	if err := d.Release(ctx, gina, s.Epoch); err != nil {
 		t.Fatal(err)
 	}
-	s2, prev := mustConnect(t, d, "gina", 2)
+	s2, prev := mustConnect(t, d, gina, 2)
 	if prev.Epoch != 0 {
 		t.Fatalf("released session displaced: %+v", prev)
 	}
 	if s2.HasMaster || s2.Master.Version != 3 {
 		t.Fatalf("new session after release = %+v, want no master and version floor 3", s2)
 	}
-	_, err := d.SetMaster(ctx, "gina", s2.Epoch, directory.Route{Node: 1, Version: 3})
+	_, err := d.SetMaster(ctx, gina, s2.Epoch, directory.Route{Node: 1, Version: 3})
 	wantStaleRoute(t, "version at the floor", err, directory.Route{Version: 3})
-	if _, err := d.SetMaster(ctx, "gina", s2.Epoch, directory.Route{Node: 1, Version: 4}); err != nil {
+	if _, err := d.SetMaster(ctx, gina, s2.Epoch, directory.Route{Node: 1, Version: 4}); err != nil {
 		t.Fatalf("version above the floor: %v", err)
 	}
 }
 
 func testRelease(t *testing.T, d directory.Directory, _ Controls) {
 	ctx := ctxOf(t)
-	s, _ := mustConnect(t, d, "hank", 1)
-	if err := d.Release(ctx, "hank", s.Epoch); err != nil {
+	s, _ := mustConnect(t, d, hank, 1)
+	if err := d.Release(ctx, hank, s.Epoch); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	_, err := d.Lookup(ctx, "hank")
+	_, err := d.Lookup(ctx, hank)
 	wantNotFound(t, "Lookup after Release", err)
-	wantNotFound(t, "second Release", d.Release(ctx, "hank", s.Epoch))
-	_, err = d.Renew(ctx, "hank", s.Epoch)
+	wantNotFound(t, "second Release", d.Release(ctx, hank, s.Epoch))
+	_, err = d.Renew(ctx, hank, s.Epoch)
 	wantNotFound(t, "Renew after Release", err)
-	s2, _ := mustConnect(t, d, "hank", 1)
+	s2, _ := mustConnect(t, d, hank, 1)
 	if s2.Epoch <= s.Epoch {
 		t.Fatalf("epoch after release %d not above %d", s2.Epoch, s.Epoch)
 	}
@@ -289,19 +312,19 @@ func testRelease(t *testing.T, d directory.Directory, _ Controls) {
 
 func testLeaseExpiry(t *testing.T, d directory.Directory, c Controls) {
 	ctx := ctxOf(t)
-	s, _ := mustConnect(t, d, "ivy", 1)
-	if _, err := d.SetMaster(ctx, "ivy", s.Epoch, directory.Route{Node: 2, Version: 1}); err != nil {
+	s, _ := mustConnect(t, d, ivy, 1)
+	if _, err := d.SetMaster(ctx, ivy, s.Epoch, directory.Route{Node: 2, Version: 1}); err != nil {
 		t.Fatal(err)
 	}
-	c.Expire(t, "ivy")
-	_, err := d.Lookup(ctx, "ivy")
+	c.Expire(t, ivy)
+	_, err := d.Lookup(ctx, ivy)
 	wantNotFound(t, "Lookup after expiry", err)
-	_, err = d.Renew(ctx, "ivy", s.Epoch)
+	_, err = d.Renew(ctx, ivy, s.Epoch)
 	wantNotFound(t, "Renew after expiry", err)
-	_, err = d.SetMaster(ctx, "ivy", s.Epoch, directory.Route{Node: 2, Version: 2})
+	_, err = d.SetMaster(ctx, ivy, s.Epoch, directory.Route{Node: 2, Version: 2})
 	wantNotFound(t, "SetMaster after expiry", err)
-	wantNotFound(t, "Release after expiry", d.Release(ctx, "ivy", s.Epoch))
-	s2, prev := mustConnect(t, d, "ivy", 3)
+	wantNotFound(t, "Release after expiry", d.Release(ctx, ivy, s.Epoch))
+	s2, prev := mustConnect(t, d, ivy, 3)
 	if prev.Epoch != 0 {
 		t.Fatalf("expired session displaced: %+v", prev)
 	}
@@ -326,7 +349,7 @@ func testConcurrentConnects(t *testing.T, d directory.Directory, _ Controls) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			s, prev, err := d.Connect(ctx, "judy", directory.NodeID(i))
+			s, prev, err := d.Connect(ctx, judy, directory.NodeID(i))
 			results[i] = result{s, prev, err}
 		})
 	}
@@ -362,39 +385,39 @@ func testConcurrentConnects(t *testing.T, d directory.Directory, _ Controls) {
 	if !slices.Equal(displaced, epochs[:n-1]) {
 		t.Fatalf("displaced epochs %v, want every epoch but the newest %v", displaced, epochs)
 	}
-	sameSession(t, "Lookup after concurrent connects", mustLookup(t, d, "judy"), newest.s)
+	sameSession(t, "Lookup after concurrent connects", mustLookup(t, d, judy), newest.s)
 }
 
 // testConcurrentWrites races writes from a displaced epoch against writes
 // from the current one: no stale write may land.
 func testConcurrentWrites(t *testing.T, d directory.Directory, _ Controls) {
 	ctx := ctxOf(t)
-	old, _ := mustConnect(t, d, "kim", 1)
-	cur, _ := mustConnect(t, d, "kim", 2)
+	old, _ := mustConnect(t, d, kim, 1)
+	cur, _ := mustConnect(t, d, kim, 2)
 	const rounds = 20
 	var wg sync.WaitGroup
 	errs := make(chan error, 4*rounds)
 	for i := range rounds {
 		v := uint64(i + 1)
 		wg.Go(func() {
-			_, err := d.SetMaster(ctx, "kim", old.Epoch, directory.Route{Node: 66, Version: 1000 + v})
+			_, err := d.SetMaster(ctx, kim, old.Epoch, directory.Route{Node: 66, Version: 1000 + v})
 			if !errors.Is(err, directory.ErrStaleEpoch) {
 				errs <- fmt.Errorf("stale SetMaster: %v", err)
 			}
 		})
 		wg.Go(func() {
-			if _, err := d.Renew(ctx, "kim", old.Epoch); !errors.Is(err, directory.ErrStaleEpoch) {
+			if _, err := d.Renew(ctx, kim, old.Epoch); !errors.Is(err, directory.ErrStaleEpoch) {
 				errs <- fmt.Errorf("stale Renew: %v", err)
 			}
 		})
 		wg.Go(func() {
-			_, err := d.SetMaster(ctx, "kim", cur.Epoch, directory.Route{Node: 5, Version: v})
+			_, err := d.SetMaster(ctx, kim, cur.Epoch, directory.Route{Node: 5, Version: v})
 			if err != nil && !errors.Is(err, directory.ErrStaleRoute) {
 				errs <- fmt.Errorf("current SetMaster: %v", err)
 			}
 		})
 		wg.Go(func() {
-			if _, err := d.Renew(ctx, "kim", cur.Epoch); err != nil {
+			if _, err := d.Renew(ctx, kim, cur.Epoch); err != nil {
 				errs <- fmt.Errorf("current Renew: %v", err)
 			}
 		})
@@ -404,7 +427,7 @@ func testConcurrentWrites(t *testing.T, d directory.Directory, _ Controls) {
 	for err := range errs {
 		t.Error(err)
 	}
-	got := mustLookup(t, d, "kim")
+	got := mustLookup(t, d, kim)
 	if got.Epoch != cur.Epoch || got.Master != (directory.Route{Node: 5, Version: rounds}) {
 		t.Fatalf("after the race: %+v, want epoch %d, master node 5 v%d", got, cur.Epoch, rounds)
 	}
@@ -412,22 +435,26 @@ func testConcurrentWrites(t *testing.T, d directory.Directory, _ Controls) {
 
 func testAccountsIndependent(t *testing.T, d directory.Directory, _ Controls) {
 	ctx := ctxOf(t)
-	a, _ := mustConnect(t, d, "liz", 1)
-	b, _ := mustConnect(t, d, "max", 2)
-	if _, err := d.SetMaster(ctx, "max", b.Epoch, directory.Route{Node: 9, Version: 4}); err != nil {
+	a, _ := mustConnect(t, d, liz, 1)
+	b, _ := mustConnect(t, d, mia, 2)
+	if _, err := d.SetMaster(ctx, mia, b.Epoch, directory.Route{Node: 9, Version: 4}); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Release(ctx, "liz", a.Epoch); err != nil {
+	if err := d.Release(ctx, liz, a.Epoch); err != nil {
 		t.Fatal(err)
 	}
-	got := mustLookup(t, d, "max")
+	got := mustLookup(t, d, mia)
 	if got.Epoch != b.Epoch || got.Master.Node != 9 {
-		t.Fatalf("max changed by liz's writes: %+v", got)
+		t.Fatalf("mia changed by liz's writes: %+v", got)
 	}
-	// An account name that looks like another's key suffix is its own account.
-	c, prev := mustConnect(t, d, "max}:counters", 3)
-	if prev.Epoch != 0 || c.HasMaster || c.Master.Version != 0 {
-		t.Fatalf("account %q shares state with %q: %+v displaced %+v", "max}:counters", "max", c, prev)
+	// Accounts whose texts extend mia's (130, 1300) are their own accounts,
+	// and so is the largest account.
+	for _, other := range []account.ID{mia * 10, mia * 100, math.MaxUint64} {
+		c, prev := mustConnect(t, d, other, 3)
+		if prev.Epoch != 0 || c.HasMaster || c.Master.Version != 0 {
+			t.Fatalf("account %s shares state with %s: %+v displaced %+v", other, mia, c, prev)
+		}
+		sameSession(t, "Lookup of "+other.String(), mustLookup(t, d, other), c)
 	}
 }
 
@@ -440,32 +467,34 @@ func wantInvalid(t *testing.T, what string, err error) {
 
 func testInvalidArguments(t *testing.T, d directory.Directory, c Controls) {
 	ctx := ctxOf(t)
-	long := string(make([]byte, directory.MaxAccountLen+1))
-	_, _, err := d.Connect(ctx, "", 1)
-	wantInvalid(t, "Connect empty account", err)
-	_, _, err = d.Connect(ctx, long, 1)
-	wantInvalid(t, "Connect long account", err)
-	_, err = d.Lookup(ctx, "")
-	wantInvalid(t, "Lookup empty account", err)
-	s, _ := mustConnect(t, d, "ned", 1)
-	_, err = d.Renew(ctx, "ned", 0)
+	_, _, err := d.Connect(ctx, account.None, 1)
+	wantInvalid(t, "Connect account.None", err)
+	_, err = d.Lookup(ctx, account.None)
+	wantInvalid(t, "Lookup account.None", err)
+	s, _ := mustConnect(t, d, ned, 1)
+	_, err = d.Renew(ctx, account.None, s.Epoch)
+	wantInvalid(t, "Renew account.None", err)
+	_, err = d.SetMaster(ctx, account.None, s.Epoch, directory.Route{Node: 1, Version: 1})
+	wantInvalid(t, "SetMaster account.None", err)
+	wantInvalid(t, "Release account.None", d.Release(ctx, account.None, s.Epoch))
+	_, err = d.Renew(ctx, ned, 0)
 	wantInvalid(t, "Renew epoch 0", err)
-	_, err = d.SetMaster(ctx, "ned", s.Epoch, directory.Route{Node: 1, Version: 0})
+	_, err = d.SetMaster(ctx, ned, s.Epoch, directory.Route{Node: 1, Version: 0})
 	wantInvalid(t, "SetMaster version 0", err)
-	wantInvalid(t, "Release epoch 0", d.Release(ctx, "ned", 0))
+	wantInvalid(t, "Release epoch 0", d.Release(ctx, ned, 0))
 	wantInvalid(t, "ClaimToken in the past", d.ClaimToken(ctx, logintoken.ID{1}, c.Now().Add(-time.Second)))
-	sameSession(t, "after invalid calls", mustLookup(t, d, "ned"), s)
+	sameSession(t, "after invalid calls", mustLookup(t, d, ned), s)
 }
 
 func testCanceled(t *testing.T, d directory.Directory, c Controls) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := d.Connect(ctx, "olga", 1); !errors.Is(err, context.Canceled) {
+	if _, _, err := d.Connect(ctx, olga, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Connect with a canceled context: %v", err)
 	}
-	_, err := d.Lookup(ctxOf(t), "olga")
+	_, err := d.Lookup(ctxOf(t), olga)
 	wantNotFound(t, "Lookup after canceled Connect", err)
-	if _, err := d.Lookup(ctx, "olga"); !errors.Is(err, context.Canceled) {
+	if _, err := d.Lookup(ctx, olga); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Lookup with a canceled context: %v", err)
 	}
 	if err := d.ClaimToken(ctx, logintoken.ID{2}, c.Now().Add(time.Minute)); !errors.Is(err, context.Canceled) {
@@ -490,12 +519,13 @@ func testTokenSingleUse(t *testing.T, d directory.Directory, c Controls) {
 	if err := d.ClaimToken(ctx, logintoken.ID{0xde, 0xae}, until); err != nil {
 		t.Fatalf("claim of another id: %v", err)
 	}
-	// The token's id space is not the accounts' space.
-	if _, _, err := d.Connect(ctx, id.String(), 1); err != nil {
-		t.Fatalf("Connect of an account named like a token id: %v", err)
+	// The token's id space is not the accounts' space: an account whose
+	// bytes are the id's first eight is another thing.
+	if _, _, err := d.Connect(ctx, account.ID(binary.BigEndian.Uint64(id[:8])), 1); err != nil {
+		t.Fatalf("Connect of an account with the token id's bytes: %v", err)
 	}
 	if err := d.ClaimToken(ctx, id, until); !errors.Is(err, logintoken.ErrReplayed) {
-		t.Fatalf("claim after an account of the same name connected: %v", err)
+		t.Fatalf("claim after an account with the same bytes connected: %v", err)
 	}
 }
 

@@ -3,11 +3,11 @@ package redisdir_test
 import (
 	"context"
 	"encoding/binary"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/logintoken"
@@ -45,25 +45,25 @@ func BenchmarkDirectory(b *testing.B) {
 	}
 	ops := []struct {
 		name string
-		run  func(ctx context.Context, d directory.Directory, account string, s directory.Session, i int) error
+		run  func(ctx context.Context, d directory.Directory, account account.ID, s directory.Session, i int) error
 	}{
-		{"Connect", func(ctx context.Context, d directory.Directory, a string, _ directory.Session, _ int) error {
+		{"Connect", func(ctx context.Context, d directory.Directory, a account.ID, _ directory.Session, _ int) error {
 			_, _, err := d.Connect(ctx, a, 1)
 			return err
 		}},
-		{"Renew", func(ctx context.Context, d directory.Directory, a string, s directory.Session, _ int) error {
+		{"Renew", func(ctx context.Context, d directory.Directory, a account.ID, s directory.Session, _ int) error {
 			_, err := d.Renew(ctx, a, s.Epoch)
 			return err
 		}},
-		{"SetMaster", func(ctx context.Context, d directory.Directory, a string, s directory.Session, i int) error {
+		{"SetMaster", func(ctx context.Context, d directory.Directory, a account.ID, s directory.Session, i int) error {
 			_, err := d.SetMaster(ctx, a, s.Epoch, directory.Route{Node: 2, Version: uint64(i + 1)})
 			return err
 		}},
-		{"Lookup", func(ctx context.Context, d directory.Directory, a string, _ directory.Session, _ int) error {
+		{"Lookup", func(ctx context.Context, d directory.Directory, a account.ID, _ directory.Session, _ int) error {
 			_, err := d.Lookup(ctx, a)
 			return err
 		}},
-		{"ClaimToken", func(ctx context.Context, d directory.Directory, _ string, _ directory.Session, i int) error {
+		{"ClaimToken", func(ctx context.Context, d directory.Directory, _ account.ID, _ directory.Session, i int) error {
 			var id logintoken.ID
 			binary.BigEndian.PutUint64(id[:8], uint64(benchStart.UnixNano()))
 			binary.BigEndian.PutUint64(id[8:], uint64(tokenSeq.Add(1)))
@@ -75,14 +75,14 @@ func BenchmarkDirectory(b *testing.B) {
 		for _, op := range ops {
 			b.Run(impl.name+"/"+op.name+"/serial", func(b *testing.B) {
 				d := impl.new(b)
-				s, _, err := d.Connect(ctx, "bench", 1)
+				s, _, err := d.Connect(ctx, 1, 1)
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.ReportAllocs()
 				i := 0
 				for b.Loop() {
-					if err := op.run(ctx, d, "bench", s, i); err != nil {
+					if err := op.run(ctx, d, 1, s, i); err != nil {
 						b.Fatal(err)
 					}
 					i++
@@ -96,15 +96,15 @@ func BenchmarkDirectory(b *testing.B) {
 				// core, as many gateway goroutines would be.
 				b.SetParallelism(benchParallelism)
 				b.RunParallel(func(pb *testing.PB) {
-					account := "bench" + strconv.FormatInt(seq.Add(1), 10)
-					s, _, err := d.Connect(ctx, account, 1)
+					acct := account.ID(1<<32 + seq.Add(1))
+					s, _, err := d.Connect(ctx, acct, 1)
 					if err != nil {
 						b.Error(err)
 						return
 					}
 					i := 0
 					for pb.Next() {
-						if err := op.run(ctx, d, account, s, i); err != nil {
+						if err := op.run(ctx, d, acct, s, i); err != nil {
 							b.Error(err)
 							return
 						}

@@ -11,8 +11,10 @@
 //	                         kept CounterRetention after the last write, so
 //	                         it outlives the session
 //
-// and each claimed login token one key <prefix>tok:<id hex>, set with
-// SET NX PX until the token can no longer be accepted.
+// where <account> is the account's canonical text (account.ID.String, its
+// decimal digits), and each claimed login token one key
+// <prefix>tok:<id hex>, set with SET NX PX until the token can no longer be
+// accepted.
 //
 // Needs Redis 5 or later, or Valkey: the scripts read TIME before writing,
 // which relies on effect replication (the default since Redis 5). Run the

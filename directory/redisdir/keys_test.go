@@ -1,11 +1,15 @@
 package redisdir_test
 
 import (
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/directory/redisdir"
+	"github.com/shardwise/shardwise/internal/testseed"
 )
 
 // hashTag is the part of key that Redis Cluster hashes, by the rule in the
@@ -23,8 +27,8 @@ func hashTag(key string) string {
 	return key[open+1 : open+1+end]
 }
 
-// An account's two keys must hash to one cluster slot, whatever bytes the
-// account holds, or every script on them fails with CROSSSLOT.
+// An account's two keys must hash to one cluster slot, or every script on
+// them fails with CROSSSLOT; distinct accounts never share a key.
 func TestAccountKeysShareOneHashTag(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer c.Close()
@@ -32,17 +36,40 @@ func TestAccountKeysShareOneHashTag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, account := range []string{"alice", "}", "}x", "{", "{}", "a}b", "a{b}c", "}}{{", "@"} {
-		s, k := d.SessionKey(account), d.CountersKey(account)
+	r := rand.New(rand.NewPCG(testseed.Seed(t), 0))
+	accounts := []account.ID{1, 7, 10, 100, 1001, 10010, math.MaxUint64}
+	for range 200 {
+		accounts = append(accounts, account.ID(1+r.Uint64N(math.MaxUint64)>>r.UintN(64)))
+	}
+	seen := map[string]account.ID{}
+	for _, a := range accounts {
+		s, k := d.SessionKey(a), d.CountersKey(a)
 		if s == k {
-			t.Fatalf("account %q: one key for both hashes", account)
+			t.Fatalf("account %s: one key for both hashes", a)
 		}
 		if hashTag(s) != hashTag(k) || hashTag(s) == s {
-			t.Errorf("account %q: keys %q and %q hash by tags %q and %q; want one shared tag", account, s, k, hashTag(s), hashTag(k))
+			t.Errorf("account %s: keys %q and %q hash by tags %q and %q; want one shared tag", a, s, k, hashTag(s), hashTag(k))
+		}
+		for _, key := range []string{s, k} {
+			if other, ok := seen[key]; ok && other != a {
+				t.Fatalf("accounts %s and %s share key %q", a, other, key)
+			}
+			seen[key] = a
 		}
 	}
-	// Distinct accounts never share a key.
-	if d.SessionKey("a}") == d.SessionKey("a") || d.SessionKey("}") == d.CountersKey("") {
-		t.Fatal("two accounts share a key")
+}
+
+// The account in a key is its canonical text, inside the "{@…}" tag that
+// string accounts had: an account whose old name was its decimal text keeps
+// the keys it had.
+func TestAccountKeysAreCanonicalText(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer c.Close()
+	d, err := redisdir.New(redisdir.Config{Client: c, KeyPrefix: "p:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, k := d.SessionKey(1001), d.CountersKey(1001); s != "p:{@1001}:s" || k != "p:{@1001}:c" {
+		t.Fatalf("keys of account 1001 are %q and %q, want p:{@1001}:s and p:{@1001}:c", s, k)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/errcode"
@@ -97,22 +98,21 @@ func New(cfg Config) (*Directory, error) {
 
 // SessionKey returns the key of account's session hash (its TTL is the
 // lease), for operators and tests.
-func (d *Directory) SessionKey(account string) string {
-	return d.cfg.KeyPrefix + "{@" + account + "}:s"
+func (d *Directory) SessionKey(account account.ID) string {
+	return d.cfg.KeyPrefix + "{@" + account.String() + "}:s"
 }
 
 // CountersKey returns the key of account's counters hash.
-func (d *Directory) CountersKey(account string) string {
-	return d.cfg.KeyPrefix + "{@" + account + "}:c"
+func (d *Directory) CountersKey(account account.ID) string {
+	return d.cfg.KeyPrefix + "{@" + account.String() + "}:c"
 }
 
-// The '@' inside the braces keeps the hash tag non-empty. Redis hashes the
-// text between the first '{' and the first '}' after it, or the whole key
-// when that text is empty; an account starting with '}' would otherwise
-// give "{}…", an empty tag, and its two keys would land in different
-// cluster slots (every script on them failing with CROSSSLOT). With the
-// '@' both keys always share the tag "@" + the account up to its first
-// '}', because they are equal up to the suffix.
+// The account in a key is its canonical text (account.ID.String: decimal
+// digits), so the tag "@<digits>" is never empty and never holds a brace,
+// and the two keys of an account always share one cluster slot. The '@'
+// dates from when accounts were any string (one starting with '}' gave an
+// empty tag); it stays so that the keys of an account whose old name was
+// already its decimal text are the keys it has now.
 
 // TokenKey returns the key that records a claimed token id.
 func (d *Directory) TokenKey(id logintoken.ID) string { return d.tokPrefix + id.String() }
@@ -226,7 +226,7 @@ func strs(op string, reply any) ([]string, error) {
 }
 
 // parseSession reads the six session fields.
-func parseSession(op, account string, f []string) (directory.Session, error) {
+func parseSession(op string, account account.ID, f []string) (directory.Session, error) {
 	if len(f) != 6 {
 		return directory.Session{}, &directory.UnavailableError{Op: op, Err: fmt.Errorf("session reply has %d fields", len(f))}
 	}
@@ -249,7 +249,7 @@ func parseSession(op, account string, f []string) (directory.Session, error) {
 }
 
 // fenced interprets the status reply of renew, setMaster and release.
-func fenced(op, account string, epoch directory.Epoch, route directory.Route, f []string) (directory.Session, error) {
+func fenced(op string, account account.ID, epoch directory.Epoch, route directory.Route, f []string) (directory.Session, error) {
 	if len(f) == 0 {
 		return directory.Session{}, &directory.UnavailableError{Op: op, Err: errors.New("empty reply")}
 	}
@@ -263,7 +263,7 @@ func fenced(op, account string, epoch directory.Epoch, route directory.Route, f 
 		if len(f) != 1 {
 			return directory.Session{}, &directory.UnavailableError{Op: op, Err: fmt.Errorf("not-found reply has %d fields", len(f))}
 		}
-		return directory.Session{}, directory.ErrNotFound.Wrap("%s of account %q with epoch %d", op, account, epoch)
+		return directory.Session{}, directory.ErrNotFound.Wrap("%s of account %s with epoch %d", op, account, epoch)
 	case "S":
 		if len(f) != 2 {
 			return directory.Session{}, &directory.UnavailableError{Op: op, Err: fmt.Errorf("stale-epoch reply has %d fields", len(f))}
@@ -289,7 +289,7 @@ func fenced(op, account string, epoch directory.Epoch, route directory.Route, f 
 }
 
 // Connect implements directory.Directory.
-func (d *Directory) Connect(ctx context.Context, account string, gateway directory.NodeID) (directory.Session, directory.Session, error) {
+func (d *Directory) Connect(ctx context.Context, account account.ID, gateway directory.NodeID) (directory.Session, directory.Session, error) {
 	if err := directory.CheckAccount(account); err != nil {
 		return directory.Session{}, directory.Session{}, err
 	}
@@ -322,7 +322,7 @@ func (d *Directory) Connect(ctx context.Context, account string, gateway directo
 	return s, prev, nil
 }
 
-func (d *Directory) runFenced(ctx context.Context, op string, script *redis.Script, account string, epoch directory.Epoch, route directory.Route, keys []string, args ...any) (directory.Session, error) {
+func (d *Directory) runFenced(ctx context.Context, op string, script *redis.Script, account account.ID, epoch directory.Epoch, route directory.Route, keys []string, args ...any) (directory.Session, error) {
 	if err := directory.CheckAccount(account); err != nil {
 		return directory.Session{}, err
 	}
@@ -344,13 +344,13 @@ func (d *Directory) runFenced(ctx context.Context, op string, script *redis.Scri
 }
 
 // Renew implements directory.Directory.
-func (d *Directory) Renew(ctx context.Context, account string, epoch directory.Epoch) (directory.Session, error) {
+func (d *Directory) Renew(ctx context.Context, account account.ID, epoch directory.Epoch) (directory.Session, error) {
 	return d.runFenced(ctx, directory.OpRenew, renewScript, account, epoch, directory.Route{},
 		[]string{d.SessionKey(account), d.CountersKey(account)}, epochString(epoch), d.ttlMS, d.retainMS)
 }
 
 // SetMaster implements directory.Directory.
-func (d *Directory) SetMaster(ctx context.Context, account string, epoch directory.Epoch, route directory.Route) (directory.Session, error) {
+func (d *Directory) SetMaster(ctx context.Context, account account.ID, epoch directory.Epoch, route directory.Route) (directory.Session, error) {
 	if err := directory.CheckRoute(route); err != nil {
 		return directory.Session{}, err
 	}
@@ -360,7 +360,7 @@ func (d *Directory) SetMaster(ctx context.Context, account string, epoch directo
 }
 
 // Release implements directory.Directory.
-func (d *Directory) Release(ctx context.Context, account string, epoch directory.Epoch) error {
+func (d *Directory) Release(ctx context.Context, account account.ID, epoch directory.Epoch) error {
 	_, err := d.runFenced(ctx, directory.OpRelease, releaseScript, account, epoch, directory.Route{},
 		[]string{d.SessionKey(account)}, epochString(epoch))
 	return err
@@ -368,7 +368,7 @@ func (d *Directory) Release(ctx context.Context, account string, epoch directory
 
 // Lookup implements directory.Directory. One HMGET: Redis never returns a
 // key whose TTL has passed, so an expired lease reads as not found.
-func (d *Directory) Lookup(ctx context.Context, account string) (directory.Session, error) {
+func (d *Directory) Lookup(ctx context.Context, account account.ID) (directory.Session, error) {
 	if err := directory.CheckAccount(account); err != nil {
 		return directory.Session{}, err
 	}
@@ -380,7 +380,7 @@ func (d *Directory) Lookup(ctx context.Context, account string) (directory.Sessi
 		return directory.Session{}, storeErr(ctx, directory.OpLookup, err)
 	}
 	if vals[0] == nil {
-		return directory.Session{}, directory.ErrNotFound.Wrap("account %q", account)
+		return directory.Session{}, directory.ErrNotFound.Wrap("account %s", account)
 	}
 	f, err := strs(directory.OpLookup, vals)
 	if err != nil {

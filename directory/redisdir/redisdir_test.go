@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/directory/dirtest"
 	"github.com/shardwise/shardwise/directory/redisdir"
@@ -77,7 +78,7 @@ func TestContract(t *testing.T) {
 		d := newDir(t, c, time.Minute)
 		return d, dirtest.Controls{
 			// Cut the real TTL short and let Redis expire the key itself.
-			Expire: func(t *testing.T, account string) {
+			Expire: func(t *testing.T, account account.ID) {
 				if err := c.PExpire(context.Background(), d.SessionKey(account), time.Millisecond).Err(); err != nil {
 					t.Fatal(err)
 				}
@@ -97,12 +98,12 @@ func TestLeaseTTLIsReal(t *testing.T) {
 	d := newDir(t, c, ttl)
 	ctx := t.Context()
 	before := time.Now()
-	s, _, err := d.Connect(ctx, "a", 1)
+	s, _, err := d.Connect(ctx, 1, 1)
 	after := time.Now()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pttl, err := c.PTTL(ctx, d.SessionKey("a")).Result()
+	pttl, err := c.PTTL(ctx, d.SessionKey(1)).Result()
 	if err != nil || pttl <= 0 || pttl > ttl {
 		t.Fatalf("PTTL after Connect = %v, %v; want in (0, %v]", pttl, err, ttl)
 	}
@@ -113,11 +114,11 @@ func TestLeaseTTLIsReal(t *testing.T) {
 	if s.LeaseExpiry.Before(lo) || s.LeaseExpiry.After(hi) {
 		t.Fatalf("lease expiry %v not within [%v, %v]: Connect time + LeaseTTL", s.LeaseExpiry, lo, hi)
 	}
-	waitGone(t, c, d.SessionKey("a"))
-	if _, err := d.Lookup(ctx, "a"); !errors.Is(err, directory.ErrNotFound) {
+	waitGone(t, c, d.SessionKey(1))
+	if _, err := d.Lookup(ctx, 1); !errors.Is(err, directory.ErrNotFound) {
 		t.Fatalf("Lookup after the TTL: %v", err)
 	}
-	if pttl, err := c.PTTL(ctx, d.CountersKey("a")).Result(); err != nil || pttl < time.Hour {
+	if pttl, err := c.PTTL(ctx, d.CountersKey(1)).Result(); err != nil || pttl < time.Hour {
 		t.Fatalf("counters key PTTL = %v, %v; want the 24h retention", pttl, err)
 	}
 }
@@ -134,13 +135,13 @@ func TestRedisKillAndRestart(t *testing.T) {
 	ctx := t.Context()
 	var last directory.Session
 	for range 5 {
-		s, _, err := d.Connect(ctx, "a", 1)
+		s, _, err := d.Connect(ctx, 1, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		last = s
 	}
-	if _, err := d.SetMaster(ctx, "a", last.Epoch, directory.Route{Node: 3, Version: 7}); err != nil {
+	if _, err := d.SetMaster(ctx, 1, last.Epoch, directory.Route{Node: 3, Version: 7}); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.ClaimToken(ctx, logintoken.ID{9}, time.Now().Add(time.Minute)); err != nil {
@@ -158,28 +159,28 @@ func TestRedisKillAndRestart(t *testing.T) {
 			t.Fatalf("%s: no *UnavailableError with a cause: %v", what, err)
 		}
 	}
-	_, _, err := d.Connect(ctx, "a", 2)
+	_, _, err := d.Connect(ctx, 1, 2)
 	wantUnavailable("Connect", err)
-	_, err = d.Renew(ctx, "a", last.Epoch)
+	_, err = d.Renew(ctx, 1, last.Epoch)
 	wantUnavailable("Renew", err)
-	_, err = d.SetMaster(ctx, "a", last.Epoch, directory.Route{Node: 3, Version: 8})
+	_, err = d.SetMaster(ctx, 1, last.Epoch, directory.Route{Node: 3, Version: 8})
 	wantUnavailable("SetMaster", err)
-	_, err = d.Lookup(ctx, "a")
+	_, err = d.Lookup(ctx, 1)
 	wantUnavailable("Lookup", err)
-	wantUnavailable("Release", d.Release(ctx, "a", last.Epoch))
+	wantUnavailable("Release", d.Release(ctx, 1, last.Epoch))
 	// A token cannot be checked: it must be refused, not let through.
 	wantUnavailable("ClaimToken", d.ClaimToken(ctx, logintoken.ID{10}, time.Now().Add(time.Minute)))
 
 	srv.Restart(t)
-	_, err = d.Lookup(ctx, "a")
+	_, err = d.Lookup(ctx, 1)
 	if !errors.Is(err, directory.ErrNotFound) {
 		t.Fatalf("Lookup after restart: %v, want not found (data lost)", err)
 	}
-	_, err = d.Renew(ctx, "a", last.Epoch)
+	_, err = d.Renew(ctx, 1, last.Epoch)
 	if !errors.Is(err, directory.ErrNotFound) {
 		t.Fatalf("Renew of the pre-restart epoch: %v, want not found", err)
 	}
-	s, prev, err := d.Connect(ctx, "a", 2)
+	s, prev, err := d.Connect(ctx, 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,31 +271,31 @@ func TestRenewRebuildsLostCounters(t *testing.T) {
 	c := newClient(t, srv)
 	d := newDir(t, c, time.Minute)
 	ctx := t.Context()
-	s, _, err := d.Connect(ctx, "a", 1)
+	s, _, err := d.Connect(ctx, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.SetMaster(ctx, "a", s.Epoch, directory.Route{Node: 4, Version: 9}); err != nil {
+	if _, err := d.SetMaster(ctx, 1, s.Epoch, directory.Route{Node: 4, Version: 9}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.PExpire(ctx, d.CountersKey("a"), time.Millisecond).Err(); err != nil {
+	if err := c.PExpire(ctx, d.CountersKey(1), time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, c, d.CountersKey("a"))
-	if _, err := d.Renew(ctx, "a", s.Epoch); err != nil {
+	waitGone(t, c, d.CountersKey(1))
+	if _, err := d.Renew(ctx, 1, s.Epoch); err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.HMGet(ctx, d.CountersKey("a"), "e", "r").Result()
+	got, err := c.HMGet(ctx, d.CountersKey(1), "e", "r").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got[0] != strconv.FormatUint(uint64(s.Epoch), 10) || got[1] != "9" {
 		t.Fatalf("counters after Renew = %v, want epoch %d and route 9", got, s.Epoch)
 	}
-	if err := d.Release(ctx, "a", s.Epoch); err != nil {
+	if err := d.Release(ctx, 1, s.Epoch); err != nil {
 		t.Fatal(err)
 	}
-	s2, _, err := d.Connect(ctx, "a", 1)
+	s2, _, err := d.Connect(ctx, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func FuzzFencedReply(f *testing.F) {
 		if reply == "" {
 			fields = nil
 		}
-		s, err := fenced(directory.OpRenew, "acct", 5, directory.Route{Node: 1, Version: 2}, fields)
+		s, err := fenced(directory.OpRenew, 1001, 5, directory.Route{Node: 1, Version: 2}, fields)
 		if err != nil {
 			if errcode.Of(err) == "" {
 				t.Fatalf("reply %q: error without a code: %v", reply, err)
