@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/game"
 )
 
@@ -34,7 +35,7 @@ func BenchmarkWorld(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for a := uint64(1); a <= uint64(cfg.Players); a++ {
+	for a := account.ID(1); a <= account.ID(cfg.Players); a++ {
 		g.Attach(a, discardSink{})
 	}
 	var r game.Report

@@ -1,6 +1,7 @@
 package game
 
 import (
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/interest"
 	"github.com/shardwise/shardwise/outbox"
@@ -65,7 +66,7 @@ type Exp struct{ Points int64 }
 
 // Owner is the account that owns an entity (a player's master and pet).
 // Not synced.
-type Owner struct{ Account uint64 }
+type Owner struct{ Account account.ID }
 
 // Motion is movement bookkeeping (not synced): steps taken, for the
 // every-8th-step position resend, and the chunk the entity was last

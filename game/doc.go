@@ -21,7 +21,8 @@
 // It owns the game's components, systems and the per-tick output pipeline
 // (reindex moved entities, keep every player's 11 × 11 view, commit
 // residency, fold visibility into the outbox, flush one batch per
-// subscriber). It does not own sockets: a Sink per account receives the
+// subscriber). It does not own sockets: a Sink per account (an
+// account.ID, the one account type from the login token on) receives the
 // batches.
 //
 // Invariants:

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/entityid"
@@ -61,8 +62,8 @@ type Game struct {
 	// masters and accountOf are one relation kept both ways: the forget
 	// hook runs after the entity's components are gone, so it can find the
 	// account of a master only here.
-	masters   map[uint64]ecs.ID // account → master
-	accountOf map[ecs.ID]uint64 // master → account
+	masters   map[account.ID]ecs.ID // account → master
+	accountOf map[ecs.ID]account.ID // master → account
 	// dens and denColumn are one relation kept both ways, for the same
 	// reason.
 	dens      map[interest.Column]ecs.ID
@@ -124,8 +125,8 @@ func New(cfg Config) (*Game, error) {
 		view: interest.DefaultView(),
 		boot: boot, idClock: idClock, ids: ids, phaseBase: uint64(base),
 		rng:       rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		masters:   make(map[uint64]ecs.ID),
-		accountOf: make(map[ecs.ID]uint64),
+		masters:   make(map[account.ID]ecs.ID),
+		accountOf: make(map[ecs.ID]account.ID),
 		dens:      make(map[interest.Column]ecs.ID),
 		denColumn: make(map[ecs.ID]interest.Column),
 		players:   newPlayerGrid(),
@@ -155,7 +156,7 @@ func New(cfg Config) (*Game, error) {
 	}
 	w.OnTickEnd(g.endTick)
 	for a := 1; a <= cfg.Players; a++ {
-		if err := g.login(uint64(a)); err != nil {
+		if err := g.login(account.ID(a)); err != nil {
 			return nil, err
 		}
 	}
@@ -171,13 +172,13 @@ func (g *Game) Geometry() torus.World { return g.geo }
 
 // Attach routes an account's batches to sink. Accounts with no sink have
 // their messages dropped and counted.
-func (g *Game) Attach(account uint64, sink outbox.Sink) {
+func (g *Game) Attach(account account.ID, sink outbox.Sink) {
 	g.out.Attach(interest.Account(account), sink)
 }
 
 // Master returns the master entity of an account, while this world holds
 // it (a master destroyed or evicted is forgotten).
-func (g *Game) Master(account uint64) (ecs.ID, bool) {
+func (g *Game) Master(account account.ID) (ecs.ID, bool) {
 	id, ok := g.masters[account]
 	return id, ok
 }
@@ -213,21 +214,21 @@ func (g *Game) newID() (ecs.ID, error) {
 
 // home returns account's start position: seeded, inside the square of
 // side Area centred on the origin (so across both seams).
-func (g *Game) home(account uint64) torus.Pos {
-	r := rand.New(rand.NewPCG(g.cfg.Seed, account))
+func (g *Game) home(account account.ID) torus.Pos {
+	r := rand.New(rand.NewPCG(g.cfg.Seed, uint64(account)))
 	return g.geo.Normalise(torus.Pos{
 		X: (r.Float64() - 0.5) * g.cfg.Area,
 		Y: (r.Float64() - 0.5) * g.cfg.Area,
 	})
 }
 
-func (g *Game) login(account uint64) error {
+func (g *Game) login(account account.ID) error {
 	_, err := g.spawnPlayer(account, g.home(account))
 	return err
 }
 
 // spawnPlayer creates account's master at home and its pet beside it.
-func (g *Game) spawnPlayer(account uint64, home torus.Pos) (ecs.ID, error) {
+func (g *Game) spawnPlayer(account account.ID, home torus.Pos) (ecs.ID, error) {
 	masterID, err := g.newID()
 	if err != nil {
 		return 0, err

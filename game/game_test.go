@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/game"
@@ -13,7 +14,7 @@ import (
 )
 
 type recorder struct {
-	account uint64
+	account account.ID
 	h       [32]byte
 	batches int
 	bytes   int
@@ -64,8 +65,8 @@ func run(t *testing.T, cfg game.Config, ticks int, keep bool) (*game.Game, []*re
 	cfg = cfg.WithDefaults()
 	recs := make([]*recorder, cfg.Players)
 	for i := range recs {
-		recs[i] = &recorder{account: uint64(i + 1), keep: keep, t: t}
-		g.Attach(uint64(i+1), recs[i])
+		recs[i] = &recorder{account: account.ID(i + 1), keep: keep, t: t}
+		g.Attach(account.ID(i+1), recs[i])
 	}
 	var reps []game.Report
 	for range ticks {
@@ -130,8 +131,8 @@ func TestOwnerOnlyNeverLeaks(t *testing.T) {
 	for seed := uint64(1); seed <= 6; seed++ {
 		cfg := game.Config{Seed: seed, Players: 9, PartySize: 3, Area: 300, NoticeRadius: 40}
 		g, recs, _ := run(t, cfg, 400, true)
-		owner := map[uint64]uint64{} // master entity → account
-		for a := uint64(1); a <= 9; a++ {
+		owner := map[uint64]account.ID{} // master entity → account
+		for a := account.ID(1); a <= 9; a++ {
 			m, ok := g.Master(a)
 			if !ok {
 				t.Fatalf("no master for %d", a)

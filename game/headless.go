@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/outbox"
 )
@@ -96,7 +97,7 @@ func RunHeadless(ctx context.Context, cfg Config, ticks int, c clock.Clock) (Sum
 	c = clock.OrReal(c)
 	players := g.cfg.Players
 	for a := 1; a <= players; a++ {
-		g.Attach(uint64(a), discard)
+		g.Attach(account.ID(a), discard)
 	}
 	durs := make([]time.Duration, 0, ticks)
 	reps := make([]Report, 0, ticks)

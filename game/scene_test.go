@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/interest"
@@ -50,7 +51,7 @@ func newScene(t *testing.T, cfg Config) *Game {
 }
 
 // place moves account's master (home too) and pet before the first tick.
-func (g *Game) place(t *testing.T, account uint64, at torus.Pos) ecs.ID {
+func (g *Game) place(t *testing.T, account account.ID, at torus.Pos) ecs.ID {
 	t.Helper()
 	id, ok := g.Master(account)
 	if !ok {
@@ -136,7 +137,7 @@ func TestPropertyNearestIsWrapAware(t *testing.T) {
 		shift := torus.Pos{X: 64_000 - center.X, Y: 64_000 - center.Y}
 		var ids []ecs.ID
 		var plain []torus.Pos
-		for a := uint64(1); a <= players; a++ {
+		for a := account.ID(1); a <= players; a++ {
 			at := torus.Pos{X: center.X + (rng.Float64()-0.5)*200, Y: center.Y + (rng.Float64()-0.5)*200}
 			id := g.place(t, a, at)
 			ids = append(ids, id)

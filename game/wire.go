@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/interest"
@@ -39,13 +40,14 @@ func (o outboxWorld) OwnerOf(e ecs.ID) (Subscriber, bool) {
 // AppendParty appends the other accounts of owner's party: consecutive
 // accounts in groups of PartySize.
 func (o outboxWorld) AppendParty(dst []Subscriber, owner Subscriber) []Subscriber {
-	if owner.Kind != interest.AccountSubscriber || owner.ID == 0 {
+	acct, ok := owner.Account()
+	if !ok || !acct.Valid() {
 		return dst
 	}
-	size := uint64(o.g.cfg.PartySize)
-	first := (owner.ID-1)/size*size + 1
-	for a := first; a < first+size && a <= uint64(o.g.cfg.Players); a++ {
-		if a != owner.ID {
+	size := account.ID(o.g.cfg.PartySize)
+	first := (acct-1)/size*size + 1
+	for a := first; a < first+size && a <= account.ID(o.g.cfg.Players); a++ {
+		if a != acct {
 			dst = append(dst, interest.Account(a))
 		}
 	}

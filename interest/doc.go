@@ -4,10 +4,11 @@
 // columns must be simulated.
 //
 // It owns four pieces, all single-goroutine, deterministic and free of I/O
-// and clocks (layer 0: the standard library, errcode and torus only):
+// and clocks (layer 0: the standard library, account, errcode and torus
+// only):
 //
-//   - Subscriptions[S]: per subscriber (an account today, a node later; S is
-//     any comparable key) the announced set (what it asked for, through
+//   - Subscriptions[S]: per subscriber (an account.ID, a node, or the
+//     Subscriber key that holds either; S is any comparable key) the announced set (what it asked for, through
 //     Manifests) and the sent set (what it was delivered, through MarkSent);
 //     per chunk its subscribers; per column the number of holdings. Hooks
 //     fire on first subscriber, last subscriber, chunk sent, chunk unsent.

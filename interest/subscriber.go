@@ -1,6 +1,10 @@
 package interest
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/shardwise/shardwise/account"
+)
 
 // SubscriberKind tells what a Subscriber key stands for.
 type SubscriberKind uint8
@@ -15,14 +19,25 @@ const (
 
 // Subscriber is a ready-made subscription key for a world that has both
 // account and node subscribers: Subscriptions[Subscriber]. A world with
-// only accounts may use the account id type itself.
+// only accounts may use account.ID itself.
 type Subscriber struct {
 	Kind SubscriberKind
-	ID   uint64
+	// ID is the account.ID of an AccountSubscriber or the node id of a
+	// NodeSubscriber, as a uint64 so that one comparable key holds either.
+	ID uint64
 }
 
 // Account returns the key of account id.
-func Account(id uint64) Subscriber { return Subscriber{Kind: AccountSubscriber, ID: id} }
+func Account(id account.ID) Subscriber { return Subscriber{Kind: AccountSubscriber, ID: uint64(id)} }
+
+// Account returns the account s stands for, and false when s is not an
+// account subscriber.
+func (s Subscriber) Account() (account.ID, bool) {
+	if s.Kind != AccountSubscriber {
+		return account.None, false
+	}
+	return account.ID(s.ID), true
+}
 
 // Node returns the key of node id.
 func Node(id uint64) Subscriber { return Subscriber{Kind: NodeSubscriber, ID: id} }

@@ -1,9 +1,11 @@
 package interest
 
 import (
+	"math"
 	"slices"
 	"testing"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/torus"
 )
 
@@ -251,5 +253,12 @@ func TestTaggedSubscriberKeys(t *testing.T) {
 	}
 	if Account(3).String() != "account:3" || Node(4).String() != "node:4" {
 		t.Fatal("String")
+	}
+	// The key gives back the account.ID it was made of, and only for accounts.
+	if a, ok := Account(math.MaxUint64).Account(); !ok || a != math.MaxUint64 {
+		t.Fatalf("Account(max).Account() = %d, %v", a, ok)
+	}
+	if a, ok := Node(3).Account(); ok || a != account.None {
+		t.Fatalf("Node(3).Account() = %d, %v; want None, false", a, ok)
 	}
 }
