@@ -63,6 +63,29 @@ func run(nodeSpec string, replicas, keys int, ttl time.Duration) error {
 		}
 	}
 	fmt.Printf("wrote and read back %d keys with %d replicas\n", keys, replicas)
+
+	// The same number of keys again, batched: one pipelined write and one
+	// MGET per node instead of one round trip per key.
+	values := make(map[string]string, keys)
+	batch := make([]string, 0, keys)
+	for i := range keys {
+		key := fmt.Sprintf("shardwise:example:batch:%d", i)
+		values[key] = fmt.Sprint(i)
+		batch = append(batch, key)
+	}
+	if _, err := writeMany(ctx, r, values, ttl); err != nil {
+		return fmt.Errorf("batched write: %w", err)
+	}
+	got, found, err := readMany(ctx, r, batch)
+	if err != nil {
+		return fmt.Errorf("batched read: %w", err)
+	}
+	for i, key := range batch {
+		if !found[i] || got[i] != values[key] {
+			return fmt.Errorf("batched read %s = %q (found %v)", key, got[i], found[i])
+		}
+	}
+	fmt.Printf("and %d more with one pipelined write and one MGET per node\n", keys)
 	for _, n := range r.LiveNodes() {
 		fmt.Printf("  %-22s vnodes %4d  leads %5d keys\n", n.ID(), n.Vnodes, perNode[n.ID()])
 	}
