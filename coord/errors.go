@@ -1,10 +1,12 @@
 package coord
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/errcode"
 )
 
@@ -118,3 +120,20 @@ func (e *UnknownNodesError) Error() string {
 }
 func (e *UnknownNodesError) ErrorCode() string { return CodeRegionsUnknown }
 func (e *UnknownNodesError) Unwrap() error     { return ErrRegionsUnknownNode }
+
+// invalidTable marks a table error from cells (which already reads "invalid
+// region table: …") as ErrRegionsInvalid without saying so twice: it
+// matches both ErrRegionsInvalid and the cells error with errors.Is and
+// errors.As, and has ErrRegionsInvalid's code.
+func invalidTable(err error) error { return &invalidTableError{err: err} }
+
+type invalidTableError struct{ err error }
+
+func (e *invalidTableError) Error() string {
+	if errors.Is(e.err, cells.ErrInvalidTable) {
+		return "coord: " + e.err.Error()
+	}
+	return ErrRegionsInvalid.Error() + ": " + e.err.Error()
+}
+func (e *invalidTableError) ErrorCode() string { return CodeRegionsInvalid }
+func (e *invalidTableError) Unwrap() []error   { return []error{ErrRegionsInvalid, e.err} }

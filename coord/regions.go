@@ -50,7 +50,7 @@ func (c *Client) regions(ctx context.Context) (*cells.Table, int64, error) {
 	kv := resp.Kvs[0]
 	t, err := cells.ParseTable(kv.Value)
 	if err != nil {
-		return nil, kv.ModRevision, fmt.Errorf("%w: the stored table at revision %d does not parse: %w", ErrRegionsInvalid, kv.ModRevision, err)
+		return nil, kv.ModRevision, invalidTable(fmt.Errorf("the stored table at revision %d does not parse: %w", kv.ModRevision, err))
 	}
 	return t, kv.ModRevision, nil
 }
@@ -67,7 +67,7 @@ func (c *Client) regions(ctx context.Context) (*cells.Table, int64, error) {
 func (c *Client) ApplyRegions(ctx context.Context, t *cells.Table, opts ApplyOptions) (err error) {
 	defer func() { c.met.applied(err) }()
 	if err := t.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrRegionsInvalid, err)
+		return invalidTable(err)
 	}
 	cur, curRev, err := c.regions(ctx)
 	var curVersion uint64
@@ -101,7 +101,7 @@ func (c *Client) ApplyRegions(ctx context.Context, t *cells.Table, opts ApplyOpt
 
 	val, err := t.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrRegionsInvalid, err)
+		return invalidTable(err)
 	}
 	key := c.regionsKey()
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", curRev)}

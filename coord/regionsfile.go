@@ -3,7 +3,6 @@ package coord
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 
 	"gopkg.in/yaml.v3"
@@ -41,7 +40,7 @@ func ParseRegionsFile(data []byte) (*cells.Table, error) {
 	}
 	t, err := cells.ParseTable(js)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrRegionsInvalid, err)
+		return nil, invalidTable(err)
 	}
 	return t, nil
 }

@@ -101,6 +101,15 @@ func TestParseRegionsFileRefuses(t *testing.T) {
 			wantCode(t, err, CodeRegionsInvalid)
 		})
 	}
+	// A table error from cells is said once, and still matches both
+	// packages' sentinels.
+	_, err := ParseRegionsFile([]byte("version: 1\n" + grid + "\nowners: [a, b]\n"))
+	if msg := err.Error(); strings.Count(msg, "invalid region table") != 1 || !strings.HasPrefix(msg, "coord: ") {
+		t.Errorf("message %q: want one \"invalid region table\", after \"coord: \"", msg)
+	}
+	if !errors.Is(err, ErrRegionsInvalid) || !errors.Is(err, cells.ErrInvalidTable) {
+		t.Errorf("%v: want both ErrRegionsInvalid and cells.ErrInvalidTable", err)
+	}
 	// An owner that is not a node name is reported under its key path in
 	// the file, with the value the operator wrote, in either form.
 	for in, want := range map[string][2]string{
