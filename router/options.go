@@ -188,7 +188,7 @@ func (o Options[C]) Validate() error {
 		}
 	}
 	if o.Placement != nil && o.Hash != nil {
-		return errcode.Config("Hash", "set", "only applies to the default ring placement; pass it to RingPlacement instead")
+		return errcode.Config("Hash", "non-nil", "only applies to the default ring placement, and Placement is set; pass the hash to RingPlacement instead")
 	}
 	if o.AttemptTimeout < 0 {
 		return errcode.Config("AttemptTimeout", o.AttemptTimeout, "must be ≥ 0")
