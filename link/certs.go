@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"net"
 	"net/url"
@@ -195,12 +196,21 @@ const (
 )
 
 // NodeCertFile and NodeKeyFile name a node's files inside a certificate
-// directory.
-func NodeCertFile(id string) string { return id + ".pem" }
-func NodeKeyFile(id string) string  { return id + "-key.pem" }
+// directory: <id>.cert.pem and <id>.key.pem. No two node names, and no
+// node name and CAFile, give the same file: a node file ends in ".cert.pem"
+// or ".key.pem", which CAFile and the other kind do not.
+func NodeCertFile(id string) string { return id + ".cert.pem" }
+func NodeKeyFile(id string) string  { return id + ".key.pem" }
+
+// legacyCertFile and legacyKeyFile are the names before that rule (<id>.pem
+// and <id>-key.pem), under which node "a-key"'s certificate was node "a"'s
+// key and node "ca"'s the CA's; LoadIdentity still reads a directory written
+// with them.
+func legacyCertFile(id string) string { return id + ".pem" }
+func legacyKeyFile(id string) string  { return id + "-key.pem" }
 
 // WriteClusterCerts creates dir (0700) holding a new CA certificate (ca.pem)
-// and, for each id, <id>.pem and <id>-key.pem (0600). The CA key is not
+// and, for each id, <id>.cert.pem and <id>.key.pem (0600). The CA key is not
 // written: adding a node later means issuing a new cluster CA, which is the
 // right trade for one machine. Existing files are never overwritten.
 func WriteClusterCerts(dir, cluster string, ids []string, now time.Time, validity time.Duration) error {
@@ -258,9 +268,16 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 }
 
 // LoadIdentity reads node id's certificate and key and the cluster CA from
-// a directory written by WriteClusterCerts.
+// a directory written by WriteClusterCerts (or by an older version, which
+// named the node files <id>.pem and <id>-key.pem).
 func LoadIdentity(dir, id string) (tls.Certificate, *x509.CertPool, error) {
-	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, NodeCertFile(id)), filepath.Join(dir, NodeKeyFile(id)))
+	certFile, keyFile := NodeCertFile(id), NodeKeyFile(id)
+	if _, err := os.Stat(filepath.Join(dir, certFile)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dir, legacyCertFile(id))); err == nil {
+			certFile, keyFile = legacyCertFile(id), legacyKeyFile(id)
+		}
+	}
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, certFile), filepath.Join(dir, keyFile))
 	if err != nil {
 		return tls.Certificate{}, nil, fmt.Errorf("link: %w", err)
 	}

@@ -178,3 +178,51 @@ func TestBadNodeNamesAreRefusedWithTheField(t *testing.T) {
 		}
 	}
 }
+
+// Node names that collided under the old file names ("a-key" with node
+// "a"'s key, "ca" with the CA) each get their own files, and every loaded
+// identity is its own node's.
+func TestNodeFilesNeverCollide(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	ids := []string{"a", "a-key", "ca", "a.key", "a.cert", "b.cert.pem"}
+	if err := link.WriteClusterCerts(dir, "test", ids, time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{link.CAFile: "the CA"}
+	for _, id := range ids {
+		for _, f := range []string{link.NodeCertFile(id), link.NodeKeyFile(id)} {
+			if other, ok := seen[f]; ok {
+				t.Fatalf("%s: file %s is also %s's", id, f, other)
+			}
+			seen[f] = id
+		}
+		cert, _, err := link.LoadIdentity(dir, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := x509.ParseCertificate(cert.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := link.NodeIDFromCert(leaf); err != nil || got != id {
+			t.Fatalf("LoadIdentity(%q) loaded %q (%v)", id, got, err)
+		}
+	}
+}
+
+// A directory written with the old names (<id>.pem, <id>-key.pem) still
+// loads.
+func TestLoadIdentityReadsTheOldNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	if err := link.WriteClusterCerts(dir, "test", []string{"a"}, time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for from, to := range map[string]string{link.NodeCertFile("a"): "a.pem", link.NodeKeyFile("a"): "a-key.pem"} {
+		if err := os.Rename(filepath.Join(dir, from), filepath.Join(dir, to)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := link.LoadIdentity(dir, "a"); err != nil {
+		t.Fatalf("LoadIdentity on old names: %v", err)
+	}
+}

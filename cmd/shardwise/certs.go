@@ -25,7 +25,7 @@ func newCertsCmd() *cobra.Command {
 		Use:   "certs",
 		Short: "Create a cluster CA and a certificate per node for the node link (one machine)",
 		Long: "certs creates --dir holding ca.pem (the cluster CA certificate) and, for\n" +
-			"each node id in --nodes, <id>.pem and <id>-key.pem: an ECDSA P-256\n" +
+			"each node id in --nodes, <id>.cert.pem and <id>.key.pem: an ECDSA P-256\n" +
 			"certificate valid as TLS server and client for 127.0.0.1, ::1 and\n" +
 			"localhost, naming the node in its CN and in the URI SAN\n" +
 			"shardwise://node/<id>. Nodes take a peer's id from that certificate.\n" +
