@@ -1,0 +1,49 @@
+// Package zone is the zone node runtime. So far it holds one piece: a
+// node's ownership of regions (Ownership), from the region table, fenced by
+// the lease. The world, the tick, ghosts, handoff, the link and the gateway
+// role of a zone node are not here yet.
+//
+// What it owns:
+//   - Ownership (Join): a coord registration with role "zone" under the
+//     node's name (explicit, or "node-<id>" derived by coord), and the
+//     region table the node holds, followed through coord's watch by one
+//     goroutine the Ownership owns.
+//   - Answers from the held table only: Table and Version, Owns and
+//     OwnedRegions (this node's regions), OwnerOf (the owner of any
+//     position, derived with cells.Table.OwnerOf, never looked up), and
+//     CheckWrite, the write permission: a Grant naming the table version
+//     and lease that allow it, or a coded error (ZONE.FENCED,
+//     ZONE.NOT_OWNER with the owner to forward to, ZONE.NO_TABLE,
+//     ZONE.CLOSED).
+//   - Change notifications (Config.OnChange) with the old and new table
+//     and the regions gained and lost; WaitVersion; Fenced and Context,
+//     which end at the fence.
+//   - Prometheus gauges (Collectors): owned regions, held table version,
+//     fenced.
+//
+// It does not own the table's storage, versions or compare-and-set (coord),
+// its geometry and derivation rules (cells), or what the node does in its
+// regions (simulation, ghosts, handoff: later pieces of this package).
+//
+// Invariants:
+//  1. The node owns a region only while it holds a table version that gives
+//     it the region: a region the operator gives it is not owned until the
+//     watch delivered that version, and a region taken away stops being
+//     owned the moment the newer version is installed, before OnChange
+//     runs.
+//  2. Held versions only go up, one table replaced whole (an atomic
+//     pointer), so every answer reads one consistent version.
+//  3. Once the lease is lost (coord closes Registration.Lost) the node owns
+//     nothing: Owns reads coord's channel on every call, so there is no lag
+//     of ours between coord giving up and Owns answering false, and
+//     coord gives up a tenth of the TTL before etcd can free the node's
+//     name (coord's invariant 2). CheckWrite returns *FencedError from
+//     then on; the fence never lifts.
+//  4. A fenced node does not re-register: it must be restarted. Its name
+//     and id may already belong to a new holder, its regions to other
+//     nodes through a newer table, and everything it simulated is
+//     unauthorised; a fresh process starts from the current table with a
+//     fresh incarnation instead of trying to reconcile the old state.
+//  5. The one goroutine Ownership starts is joined by Close, which is
+//     idempotent and does not close the coord client it was given.
+package zone

@@ -1,0 +1,75 @@
+package zone
+
+import (
+	"fmt"
+
+	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/errcode"
+)
+
+// Stable error codes of this package. They never change once published.
+const (
+	CodeFenced   = "ZONE.FENCED"
+	CodeNotOwner = "ZONE.NOT_OWNER"
+	CodeNoTable  = "ZONE.NO_TABLE"
+	CodeClosed   = "ZONE.CLOSED"
+)
+
+var (
+	// ErrFenced: the node's lease is lost; it may write nothing any more.
+	// Every *FencedError matches it.
+	ErrFenced = errcode.New(CodeFenced, "zone: lease lost, the node is fenced")
+	// ErrNotOwner: the table the node holds gives the region to another
+	// node. Every *NotOwnerError matches it.
+	ErrNotOwner = errcode.New(CodeNotOwner, "zone: region owned by another node")
+	// ErrNoTable: the node holds no region table yet, so it owns nothing.
+	ErrNoTable = errcode.New(CodeNoTable, "zone: no region table held yet")
+	// ErrClosed: the Ownership was closed by its owner.
+	ErrClosed = errcode.New(CodeClosed, "zone: closed")
+)
+
+// FencedError says the node lost its lease: coord could not prove it alive,
+// so another node may already hold its name and, through a new table, its
+// regions. It carries the last table version the node held and coord's
+// reason (which matches coord.ErrLeaseLost).
+type FencedError struct {
+	Node         string
+	TableVersion uint64 // the last version held; 0 if none arrived
+	Cause        error
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("zone: node %q is fenced (lease lost; last table version %d): %v", e.Node, e.TableVersion, e.Cause)
+}
+
+// ErrorCode returns CodeFenced.
+func (e *FencedError) ErrorCode() string { return CodeFenced }
+
+// Is makes errors.Is(err, ErrFenced) true.
+func (e *FencedError) Is(target error) bool { return target == ErrFenced }
+
+// Unwrap returns coord's reason.
+func (e *FencedError) Unwrap() error { return e.Cause }
+
+// NotOwnerError says the held table gives Region to Owner, not to Node, so
+// the caller can forward to the owner. Owner is "" for a region the grid
+// does not have.
+type NotOwnerError struct {
+	Node         string
+	Region       cells.RegionID
+	Owner        string
+	TableVersion uint64
+}
+
+func (e *NotOwnerError) Error() string {
+	if e.Owner == "" {
+		return fmt.Sprintf("zone: node %q: region %d is not in the grid of table version %d", e.Node, e.Region, e.TableVersion)
+	}
+	return fmt.Sprintf("zone: node %q: region %d is owned by %q in table version %d", e.Node, e.Region, e.Owner, e.TableVersion)
+}
+
+// ErrorCode returns CodeNotOwner.
+func (e *NotOwnerError) ErrorCode() string { return CodeNotOwner }
+
+// Is makes errors.Is(err, ErrNotOwner) true.
+func (e *NotOwnerError) Is(target error) bool { return target == ErrNotOwner }
