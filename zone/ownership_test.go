@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -416,4 +417,108 @@ func gauge(t *testing.T, g prometheus.Gauge) float64 {
 		t.Fatal(err)
 	}
 	return m.GetGauge().GetValue()
+}
+
+// A node cut off from etcd stops owning before etcd can expire its lease:
+// coord gives up at nine tenths of the TTL after the last renewal it sent,
+// and Owns answers from coord's fence with no lag of ours.
+func TestPartitionFencesWithinTTL(t *testing.T) {
+	p := testPrefix(t)
+	op := newClient(t, p)
+	proxy := startProxy(t, sharedEtcd.Endpoints()[0])
+	cut, err := coord.Connect(testCtx(t), coord.ClientConfig{
+		Endpoints:   []string{proxy.Endpoint()},
+		Prefix:      p,
+		Logger:      testLogger(t),
+		DialTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cut.Close() })
+	a := join(t, p, Config{Coord: cut, Name: "zone-a", TTL: time.Second})
+	apply(t, op, uniform(t, 1, "zone-a"))
+	waitVersion(t, a, 1)
+	if !a.Owns(0) {
+		t.Fatal("sole node does not own region 0")
+	}
+
+	ttl := a.reg.TTL()
+	cutAt := time.Now()
+	proxy.Cut()
+	select {
+	case <-a.Fenced():
+	case <-time.After(ttl):
+		t.Fatalf("still not fenced %v after the partition (TTL %v)", time.Since(cutAt), ttl)
+	}
+	t.Logf("fenced %v after the partition (TTL %v)", time.Since(cutAt), ttl)
+	if a.Owns(0) || a.OwnedRegions() != nil {
+		t.Fatal("a partitioned, fenced node still owns a region")
+	}
+	_, err = a.CheckWrite(0)
+	wantCode(t, err, CodeFenced)
+	if !errors.Is(err, coord.ErrLeaseLost) {
+		t.Fatalf("CheckWrite = %v, want it to carry coord.ErrLeaseLost", err)
+	}
+}
+
+// Concurrent readers never see a permission the held table does not
+// give: every Grant for the contested region names a version in which this
+// node owns it, while an operator moves the region back and forth.
+func TestGrantsNameAVersionThatGivesTheRegion(t *testing.T) {
+	p := testPrefix(t)
+	op := newClient(t, p)
+	a := join(t, p, Config{Name: "zone-a"})
+	b := join(t, p, Config{Name: "zone-b"})
+	tb := uniform(t, 1, "zone-a", "zone-b")
+	apply(t, op, tb)
+	r := tb.RegionsOf("zone-a")[0]
+	// Odd versions give r to a, even ones to b.
+	ownerAt := func(v uint64) string {
+		if v%2 == 1 {
+			return "zone-a"
+		}
+		return "zone-b"
+	}
+	const last = 12
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var bad sync.Map
+	for _, o := range []*Ownership{a, b} {
+		for range 2 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+						runtime.Gosched() // readers must not starve the follower
+					}
+					g, err := o.CheckWrite(r)
+					if err == nil && ownerAt(g.TableVersion) != o.Name() {
+						bad.Store(g, true)
+					}
+					var noe *NotOwnerError
+					if errors.As(err, &noe) && noe.Owner == o.Name() {
+						bad.Store(*noe, true)
+					}
+				}
+			})
+		}
+	}
+	for v := uint64(2); v <= last; v++ {
+		tb, _ = tb.WithOwners(v, map[cells.RegionID]string{r: ownerAt(v)})
+		apply(t, op, tb)
+	}
+	waitVersion(t, a, last)
+	waitVersion(t, b, last)
+	close(stop)
+	wg.Wait()
+	bad.Range(func(k, _ any) bool {
+		t.Errorf("inconsistent answer: %+v", k)
+		return true
+	})
+	if !b.Owns(r) || a.Owns(r) {
+		t.Fatalf("at version %d: a owns %v, b owns %v", last, a.Owns(r), b.Owns(r))
+	}
 }
