@@ -31,6 +31,13 @@
 //     watch delivered that version, and a region taken away stops being
 //     owned the moment the newer version is installed, before OnChange
 //     runs.
+//     Across nodes this leaves a window during a move: the node gaining a
+//     region may hold the new version while the node losing it still holds
+//     the old one, and both answer Owns true. Holding versions cannot close
+//     that window (the two nodes learn the version at different moments);
+//     the planned handoff protocol does, per entity, with its epoch fence.
+//     Until then a region must be moved only while no entity crosses its
+//     border, as issue 13 allows.
 //  2. Held versions only go up, one table replaced whole (an atomic
 //     pointer), so every answer reads one consistent version.
 //  3. Once the lease is lost (coord closes Registration.Lost) the node owns
