@@ -36,8 +36,11 @@
 //     the old one, and both answer Owns true. Holding versions cannot close
 //     that window (the two nodes learn the version at different moments);
 //     the planned handoff protocol does, per entity, with its epoch fence.
-//     Until then a region must be moved only while no entity crosses its
-//     border, as issue 13 allows.
+//     Until then a move carries no entity (the gaining node starts the
+//     region empty), so the window can give no entity two writers; it can
+//     let both nodes create something there (a den's stock, a spawn), which
+//     callers must not do on the strength of Owns alone while a move is in
+//     flight.
 //  2. Held versions only go up, one table replaced whole (an atomic
 //     pointer), so every answer reads one consistent version.
 //  3. Once the lease is lost (coord closes Registration.Lost) the node owns
