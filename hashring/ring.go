@@ -258,7 +258,9 @@ func (r *Ring) Remove(id string) {
 // It costs the points of id, like Remove, except when a label was salted
 // against id (with a 32-bit hash, about one removal in a thousand at
 // 100,000 points) or a Remove has made r differ from a fresh build: then it
-// rebuilds the ring from its nodes.
+// rebuilds the ring from its nodes. (If r differs from a fresh build and
+// no fresh build of its nodes exists, because a hash of tiny range runs
+// out of salts, Without drops id's points as Remove does.)
 func (r *Ring) Without(id string) *Ring {
 	out := &Ring{hash: r.hash}
 	r.mu.Lock()
@@ -748,9 +750,10 @@ func (s *snapshot) removalMovesOthers(id string) bool {
 }
 
 // rebuildWithout builds, from nothing, the ring of s's nodes other than id,
-// added in their insertion order. It cannot run out of points: every label
-// tries the same hashes as before against a set of taken points that is,
-// node by node, no larger than it was, so it stops no later.
+// added in their insertion order. For a ring that equals a fresh build it
+// cannot run out of points: every label tries the same hashes as before
+// against a set of taken points that is, node by node, no larger than it
+// was, so it stops no later.
 func (r *Ring) rebuildWithout(s *snapshot, id string) *snapshot {
 	taken := make(map[uint32]struct{}, s.points)
 	isTaken := func(p uint32) bool { _, ok := taken[p]; return ok }
@@ -769,8 +772,16 @@ func (r *Ring) rebuildWithout(s *snapshot, id string) *snapshot {
 		}
 		fresh, salts, err := r.placeVNodes(isTaken, n.id, n.vnodes)
 		if err != nil {
-			// Not reachable (see above); keep the ring consistent anyway.
-			return s.without(id)
+			// A ring built only by Add and Without cannot get here (see
+			// above). One that Remove made differ from a fresh build can,
+			// with a hash of tiny range: a fresh build of these nodes does
+			// not exist. Drop id's points as Remove does, and stay marked.
+			if !s.has(id) {
+				return s
+			}
+			ns := s.without(id)
+			ns.diverged = true
+			return ns
 		}
 		for _, p := range fresh {
 			taken[p] = struct{}{}
