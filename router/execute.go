@@ -24,14 +24,11 @@ func (r *Router[C]) Route(key string) (Route[C], error) {
 		// The leader failed a moment ago and its mark-down is not
 		// published yet: answer with the next live owner, as the new
 		// placement will.
-		for _, id := range s.placement.Owners(key, r.opts.Replicas) {
-			if c, ok = s.conns[id]; ok && !c.down.Load() {
-				break
-			}
-		}
-		if !ok || c.down.Load() {
+		cs := s.owners(key, 1, nil)
+		if len(cs) == 0 {
 			return Route[C]{}, ErrNoNodes
 		}
+		c = cs[0]
 	}
 	c.routes.Inc()
 	return Route[C]{Node: c.node, Client: c.client}, nil
@@ -47,13 +44,11 @@ func (r *Router[C]) RouteAll(key string, count int) ([]Route[C], error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	ids := s.placement.Owners(key, count)
-	routes := make([]Route[C], 0, len(ids))
-	for _, id := range ids {
-		if c, ok := s.conns[id]; ok && !c.down.Load() {
-			c.routes.Inc()
-			routes = append(routes, Route[C]{Node: c.node, Client: c.client})
-		}
+	cs := s.owners(key, count, nil)
+	routes := make([]Route[C], 0, len(cs))
+	for _, c := range cs {
+		c.routes.Inc()
+		routes = append(routes, Route[C]{Node: c.node, Client: c.client})
 	}
 	if len(routes) == 0 {
 		return nil, ErrNoNodes
@@ -104,6 +99,39 @@ func (r *Router[C]) attempt(ctx context.Context, c *conn[C], fn func(ctx context
 	return fn(actx, c.client, c.node)
 }
 
+// owners returns the connections of key's first n owners as the next
+// published placement will have them: a connection flagged down by an
+// earlier call (its mark-down not yet published), or an owner without a
+// connection, is skipped and the walk goes on along the placement, as the
+// placement without it will. A connection this call itself saw fail
+// (failedHere reports it; nil means none) keeps its place instead, so a
+// call's failover walks only the replicas where the key was written. It
+// allocates; the read paths call it only off their steady-state path.
+func (s *snapshot[C]) owners(key string, n int, failedHere func(*conn[C]) bool) []*conn[C] {
+	out := make([]*conn[C], 0, n)
+	for ask := n; ; {
+		ids := s.placement.Owners(key, ask)
+		out = out[:0]
+		skipped := 0
+		for _, id := range ids {
+			c, ok := s.conns[id]
+			if !ok || (c.down.Load() && (failedHere == nil || !failedHere(c))) {
+				skipped++
+				continue
+			}
+			if out = append(out, c); len(out) == n {
+				return out
+			}
+		}
+		if len(ids) < ask || skipped == 0 {
+			return out
+		}
+		// Each round asks for as many more owners as it skipped, so it
+		// ends after at most one round per skipped owner.
+		ask = n + skipped
+	}
+}
+
 // attemptKeys is attempt for a call that carries n keys: the routes
 // counter counts keys, not calls.
 func (r *Router[C]) attemptKeys(ctx context.Context, c *conn[C], n int, fn func(ctx context.Context, c C, n Node) error) error {
@@ -139,9 +167,8 @@ func (r *Router[C]) failover(ctx context.Context, s *snapshot[C], key string, tr
 		}
 		failures = append(failures, NodeFailure{Node: tried.node, Err: err})
 	}
-	for _, id := range s.placement.Owners(key, r.opts.Replicas) {
-		c, ok := s.conns[id]
-		if !ok || c == tried || c.down.Load() {
+	for _, c := range s.owners(key, r.opts.Replicas, func(c *conn[C]) bool { return c == tried }) {
+		if c == tried || c.down.Load() {
 			continue
 		}
 		r.metrics.failovers.Inc()

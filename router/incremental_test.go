@@ -217,3 +217,38 @@ func TestMarkDownAfterCloseIsIgnored(t *testing.T) {
 		t.Fatalf("Execute after Close = %v", err)
 	}
 }
+
+// failingWithout is an incremental placement whose Without always fails.
+type failingWithout struct{ Placement }
+
+func (f failingWithout) With(m Member) (Placement, error) {
+	p, err := f.Placement.(IncrementalPlacement).With(m)
+	return failingWithout{p}, err
+}
+func (failingWithout) Without(string) (Placement, error) { return nil, errRefused }
+
+// A custom placement whose Without fails is rebuilt from the others on a
+// leave, so the node can rejoin later (it used to keep a placement that
+// still held the node, and a rendezvous rejoin then failed for ever).
+func TestFailingWithoutFallsBackToARebuild(t *testing.T) {
+	rdv := RendezvousPlacement()
+	c := newCluster()
+	clk := clock.NewFake(epoch)
+	opts := baseOptions(c, clk)
+	opts.Placement = func(ms []Member) (Placement, error) {
+		p, err := rdv(ms)
+		return failingWithout{p}, err
+	}
+	r := newRouter(t, c, opts)
+	addNodes(t, r, node(1), node(2), node(3))
+	r.MarkDown(node(2))
+	if isLive(r, node(2)) {
+		t.Fatal("node 2 still live after MarkDown")
+	}
+	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	samePlacement(t, "after the leave", opts.Placement, r.snap.Load().placement, r.LiveNodes(), keys)
+	waitFor(t, "the reconnect loop to arm its timer", func() bool { return clk.Waiters() == 1 })
+	clk.Advance(time.Second)
+	waitFor(t, "node 2 to rejoin", func() bool { return isLive(r, node(2)) })
+	samePlacement(t, "after the rejoin", opts.Placement, r.snap.Load().placement, r.LiveNodes(), keys)
+}

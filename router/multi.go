@@ -25,13 +25,7 @@ func ExecuteAllValues[C, V any](ctx context.Context, r *Router[C], key string, f
 	if s.closed {
 		return nil, ErrClosed
 	}
-	ids := s.placement.Owners(key, r.opts.Replicas)
-	conns := make([]*conn[C], 0, len(ids))
-	for _, id := range ids {
-		if c, ok := s.conns[id]; ok && !c.down.Load() {
-			conns = append(conns, c)
-		}
-	}
+	conns := s.owners(key, r.opts.Replicas, nil)
 	if len(conns) == 0 {
 		return nil, ErrNoNodes
 	}
@@ -115,20 +109,23 @@ type multi[C any] struct {
 	keys []string
 	// owners[i] is key i's owner list once its leader has failed (nil
 	// before), next[i] the position in it of the next owner to try.
-	owners [][]string
+	owners [][]*conn[C]
 	next   []int
 	// failures[i] lists the nodes that failed key i; errs is allocated on
 	// the first key that fails for good.
 	failures [][]NodeFailure
 	errs     []error
 	failed   int
+	// failedHere lists the nodes that failed in this call; they keep
+	// their place in the owner lists (see snapshot.owners).
+	failedHere []*conn[C]
 }
 
 // ensure allocates the failover state, which a call whose leaders all
 // answer never needs.
 func (m *multi[C]) ensure() {
 	if m.owners == nil {
-		m.owners = make([][]string, len(m.keys))
+		m.owners = make([][]*conn[C], len(m.keys))
 		m.next = make([]int, len(m.keys))
 		m.failures = make([][]NodeFailure, len(m.keys))
 	}
@@ -149,16 +146,20 @@ func (m *multi[C]) fail(i int, err error) {
 }
 
 // candidate returns the next node to try for key i, or nil (and fails the
-// key) when none is left.
+// key) when none is left. The key's owner list, made on its first call,
+// keeps the places of the nodes that failed in this call, as Execute's
+// failover does.
 func (m *multi[C]) candidate(i int) *conn[C] {
 	m.ensure()
 	if m.owners[i] == nil {
-		m.owners[i] = m.s.placement.Owners(m.keys[i], m.r.opts.Replicas)
+		m.owners[i] = m.s.owners(m.keys[i], m.r.opts.Replicas, func(c *conn[C]) bool {
+			return slices.Contains(m.failedHere, c)
+		})
 	}
 	for m.next[i] < len(m.owners[i]) {
-		id := m.owners[i][m.next[i]]
+		c := m.owners[i][m.next[i]]
 		m.next[i]++
-		if c, ok := m.s.conns[id]; ok && !c.down.Load() && !triedOn(m.failures[i], c.node) {
+		if !c.down.Load() && !triedOn(m.failures[i], c.node) {
 			return c
 		}
 	}
@@ -287,6 +288,7 @@ func ExecuteMulti[C, V any](ctx context.Context, r *Router[C], keys []string, fn
 			// leader need not share the node after it. retry never
 			// overtakes the reads: it holds at most one entry per key
 			// already looked at.
+			m.failedHere = append(m.failedHere, c)
 			for j := lo; j < hi; j++ {
 				i := as[j].key
 				m.ensure()
@@ -333,14 +335,21 @@ func ExecuteAllMulti[C any](ctx context.Context, r *Router[C], keys []string, fn
 		} else {
 			ids = s.placement.Owners(k, r.opts.Replicas)
 		}
-		n := 0
+		start := len(as)
 		for _, id := range ids {
-			if c, ok := s.conns[id]; ok && !c.down.Load() {
-				as = append(as, assignment[C]{key: i, c: c})
-				n++
+			c, ok := s.conns[id]
+			if !ok || c.down.Load() {
+				// An owner failed a moment ago: take the owners the
+				// next placement will have (the slow path).
+				as = as[:start]
+				for _, c := range s.owners(k, r.opts.Replicas, nil) {
+					as = append(as, assignment[C]{key: i, c: c})
+				}
+				break
 			}
+			as = append(as, assignment[C]{key: i, c: c})
 		}
-		if n == 0 {
+		if len(as) == start {
 			m.fail(i, ErrNoNodes)
 		}
 	}

@@ -378,10 +378,12 @@ func (r *Router[C]) publishJoinLocked(m *member[C]) error {
 	return nil
 }
 
-// publishLeaveLocked publishes the snapshot without member m. If the
-// placement of the others cannot be built (a degenerate custom placement)
-// the old placement stays, without m's client: the read paths treat an
-// owner without a client as a failed node and move on. r.mu is held.
+// publishLeaveLocked publishes the snapshot without member m, derived from
+// the current placement when it is incremental and rebuilt otherwise (or
+// when deriving fails). If even the rebuild fails (a degenerate custom
+// placement) the old placement stays, without m's client: the read paths
+// walk past an owner without a client, as the next placement will. r.mu is
+// held.
 func (r *Router[C]) publishLeaveLocked(m *member[C]) {
 	old := r.snap.Load()
 	live := slices.DeleteFunc(slices.Clone(old.live), func(n Node) bool { return n.Host == m.node.Host && n.Port == m.node.Port })
@@ -390,9 +392,14 @@ func (r *Router[C]) publishLeaveLocked(m *member[C]) {
 	var p Placement = noPlacement{}
 	if len(live) > 0 {
 		var err error
-		if ip, ok := old.placement.(IncrementalPlacement); ok {
+		ip, incremental := old.placement.(IncrementalPlacement)
+		if incremental {
 			p, err = ip.Without(m.id)
-		} else {
+		}
+		if !incremental || err != nil {
+			// Not incremental, or its Without failed (a custom placement):
+			// build the placement of the others from scratch, so a later
+			// rejoin does not meet a placement that still holds the node.
 			p, err = r.opts.Placement(membersOf(live))
 		}
 		if err != nil {
