@@ -37,8 +37,9 @@
 //     immutable snapshot (placement + client table) with a single atomic
 //     load; they take no lock, and Execute allocates nothing in steady
 //     state. A call that sees a node fail flags its connection down (every
-//     call skips it from then on) and hands the mark-down to the router's
-//     worker, so failover never waits for a new placement.
+//     call skips it from then on, walking on along the placement as the
+//     next one will) and hands the mark-down to the router's worker, so
+//     failover never waits for a new placement.
 //  3. A failure is acted on only if it came from the node's current client:
 //     an error from a client replaced by a reconnect is ignored.
 //  4. A node's reconnect loop and probes stop when it is removed or the
