@@ -203,6 +203,7 @@ func TestMultiUnderChurn(t *testing.T) {
 		addNodes(t, r, node(i+1))
 	}
 	var stop atomic.Bool
+	var rounds atomic.Int64 // rounds of calls completed, by all callers
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
@@ -229,14 +230,16 @@ func TestMultiUnderChurn(t *testing.T) {
 				}
 				_, _ = ExecuteAllMulti(context.Background(), r, keys, func(context.Context, *client, Node, []string) error { return nil })
 				_ = r.Execute(context.Background(), keys[0], func(context.Context, *client, Node) error { return nil })
+				rounds.Add(1)
 			}
 		})
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
 	for range 200 {
 		n := node(2 + rng.IntN(5))
+		before := rounds.Load()
 		r.MarkDown(n)
-		time.Sleep(time.Millisecond)
+		waitFor(t, "a round of calls after the mark-down", func() bool { return rounds.Load() > before })
 		waitFor(t, "the node to rejoin", func() bool { return isLive(r, n) })
 	}
 	stop.Store(true)
