@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"os"
 	"runtime"
 	"strings"
@@ -225,96 +223,6 @@ func table(t *testing.T, version uint64, names ...string) *cells.Table {
 		t.Fatalf("cells.Uniform(%d, %v): %v", version, names, err)
 	}
 	return tb
-}
-
-// tcpProxy forwards TCP connections to target until Cut, which closes every
-// connection and refuses new ones: a network partition between a client
-// and etcd, with both sides left running.
-type tcpProxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	cut   bool
-	wg    sync.WaitGroup
-}
-
-func startProxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tcpProxy{ln: ln, target: target, conns: make(map[net.Conn]struct{})}
-	p.wg.Go(p.accept)
-	t.Cleanup(p.Cut)
-	return p
-}
-
-func (p *tcpProxy) Endpoint() string { return "http://" + p.ln.Addr().String() }
-
-func (p *tcpProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		if !p.track(c, up) {
-			return
-		}
-		p.wg.Go(func() { p.pipe(c, up) })
-		p.wg.Go(func() { p.pipe(up, c) })
-	}
-}
-
-func (p *tcpProxy) track(cs ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cut {
-		for _, c := range cs {
-			_ = c.Close()
-		}
-		return false
-	}
-	for _, c := range cs {
-		p.conns[c] = struct{}{}
-	}
-	return true
-}
-
-func (p *tcpProxy) pipe(dst, src net.Conn) {
-	_, _ = io.Copy(dst, src)
-	_ = dst.Close()
-	_ = src.Close()
-}
-
-// Cut partitions the client from etcd and waits for the proxy's goroutines.
-// Idempotent.
-func (p *tcpProxy) Cut() {
-	p.mu.Lock()
-	p.cut = true
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	_ = p.ln.Close()
-	p.wg.Wait()
-}
-
-// hostPort strips the scheme from an etcd client URL.
-func hostPort(t *testing.T, endpoint string) string {
-	t.Helper()
-	_, hp, ok := strings.Cut(endpoint, "://")
-	if !ok {
-		t.Fatalf("endpoint %q has no scheme", endpoint)
-	}
-	return hp
 }
 
 func asType[T error](t *testing.T, err error) T {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/internal/testenv"
 )
 
 func TestRegisterConfigValidate(t *testing.T) {
@@ -356,7 +357,7 @@ func TestUpdateIsFencedByLease(t *testing.T) {
 func TestPartitionedNodeFencesBeforeClaimsExpire(t *testing.T) {
 	onEachEtcd(t, func(t *testing.T, eps []string) {
 		ctx := testCtx(t)
-		proxy := startProxy(t, hostPort(t, eps[0]))
+		proxy := testenv.StartTCPProxy(t, eps[0])
 		cut := connect(t, []string{proxy.Endpoint()}, nil)
 		observer := connect(t, eps, nil)
 
@@ -442,7 +443,7 @@ func TestPartitionedNodeFencesBeforeClaimsExpire(t *testing.T) {
 func TestFenceDeadlineOnInjectedClock(t *testing.T) {
 	ctx := testCtx(t)
 	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	proxy := startProxy(t, hostPort(t, sharedEtcd.Endpoints()[0]))
+	proxy := testenv.StartTCPProxy(t, sharedEtcd.Endpoints()[0])
 	c := connect(t, []string{proxy.Endpoint()}, fake)
 	r := register(t, c, RegisterConfig{Name: "zone-a", Role: "zone", TTL: 2 * time.Second})
 	ttl := r.TTL()

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -159,79 +156,4 @@ func noZoneGoroutines(t *testing.T) {
 		stacks = stacks[:runtime.Stack(stacks, true)]
 		return !bytes.Contains(stacks, []byte("shardwise/zone.(*Ownership)"))
 	})
-}
-
-// tcpProxy forwards TCP connections to target until Cut, which closes every
-// connection and refuses new ones: a partition between a node and etcd,
-// with both left running.
-type tcpProxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	conns []net.Conn
-	cut   bool
-	wg    sync.WaitGroup
-}
-
-func startProxy(t *testing.T, endpoint string) *tcpProxy {
-	t.Helper()
-	_, target, ok := strings.Cut(endpoint, "://")
-	if !ok {
-		t.Fatalf("endpoint %q has no scheme", endpoint)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tcpProxy{ln: ln, target: target}
-	p.wg.Go(p.accept)
-	t.Cleanup(p.Cut)
-	return p
-}
-
-func (p *tcpProxy) Endpoint() string { return "http://" + p.ln.Addr().String() }
-
-func (p *tcpProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
-			_ = c.Close()
-			_ = up.Close()
-			return
-		}
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		p.wg.Go(func() { pipe(c, up) })
-		p.wg.Go(func() { pipe(up, c) })
-	}
-}
-
-func pipe(dst, src net.Conn) {
-	_, _ = io.Copy(dst, src)
-	_ = dst.Close()
-	_ = src.Close()
-}
-
-// Cut partitions the node from etcd and waits for the proxy's goroutines.
-// Idempotent.
-func (p *tcpProxy) Cut() {
-	p.mu.Lock()
-	p.cut = true
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	_ = p.ln.Close()
-	p.wg.Wait()
 }

@@ -425,7 +425,7 @@ func gauge(t *testing.T, g prometheus.Gauge) float64 {
 func TestPartitionFencesWithinTTL(t *testing.T) {
 	p := testPrefix(t)
 	op := newClient(t, p)
-	proxy := startProxy(t, sharedEtcd.Endpoints()[0])
+	proxy := testenv.StartTCPProxy(t, sharedEtcd.Endpoints()[0])
 	cut, err := coord.Connect(testCtx(t), coord.ClientConfig{
 		Endpoints:   []string{proxy.Endpoint()},
 		Prefix:      p,
