@@ -1,11 +1,14 @@
 package game
 
 import (
-	"github.com/shardwise/shardwise/account"
+	"encoding/binary"
+	"math"
+
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/interest"
 	"github.com/shardwise/shardwise/outbox"
 	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/zone"
 )
 
 // Wire types of the synced components. The numbers are the protocol.
@@ -18,22 +21,18 @@ const (
 	WireExp      outbox.ComponentType = 6 // owner only
 )
 
-// Sync is the component metadata the game registers in ecs.ComponentSpec.Meta:
-// whether and how a component reaches clients, and whether a handoff
-// carries it. A later handoff codec registry reads it from
-// ecs.World.Components.
-type Sync struct {
-	// Wire is the outbox component type; 0 means not synced to clients.
-	Wire outbox.ComponentType
-	// HandedOver is false for components rebuilt on the target instead of
-	// transferred (markers, caches).
-	HandedOver bool
-}
+// Position is where an entity stands: the runtime's built-in store,
+// synced every 8th movement step and whenever a path starts or ends;
+// clients animate from Path and Speed in between.
+type Position = zone.Position
 
-// Position is where an entity stands. Synced every 8th movement step and
-// whenever a path starts or ends; clients animate from Path and Speed in
-// between.
-type Position struct{ torus.Pos }
+// Owner is the account that owns an entity (a player's master and pet):
+// the runtime's built-in store. Not synced.
+type Owner = zone.Owner
+
+// Frozen takes an entity out of every system (a handoff in flight): the
+// runtime's built-in marker.
+type Frozen = zone.Frozen
 
 // Path is where an entity is walking to.
 type Path struct {
@@ -63,10 +62,6 @@ type Health struct{ HP, Max int32 }
 
 // Exp is experience, owner only.
 type Exp struct{ Points int64 }
-
-// Owner is the account that owns an entity (a player's master and pet).
-// Not synced.
-type Owner struct{ Account account.ID }
 
 // Motion is movement bookkeeping (not synced): steps taken, for the
 // every-8th-step position resend, and the chunk the entity was last
@@ -128,13 +123,7 @@ type Den struct {
 	Mobs   []ecs.ID
 }
 
-// Dying carries the vanish reason of an entity being destroyed.
-type Dying struct{ Reason interest.VanishReason }
-
-// Frozen takes an entity out of every system (a handoff in flight).
-type Frozen struct{}
-
-// components are the game's stores, registered per World.
+// components are the game's stores, registered per runtime.
 type components struct {
 	pos    *ecs.Store[Position]
 	path   *ecs.Store[Path]
@@ -148,36 +137,102 @@ type components struct {
 	pet    *ecs.Store[Pet]
 	mob    *ecs.Store[Mob]
 	den    *ecs.Store[Den]
-	dying  *ecs.Store[Dying]
 	frozen *ecs.Store[Frozen]
 }
 
-func register[T any](w *ecs.World, errp *error, name string, meta Sync) *ecs.Store[T] {
+func register[T any](r *zone.Runtime, errp *error, spec zone.Spec[T]) *ecs.Store[T] {
 	if *errp != nil {
 		return nil
 	}
-	s, err := ecs.Register[T](w, ecs.ComponentSpec{Name: name, Meta: meta})
+	s, err := zone.Register(r, spec)
 	*errp = err
 	return s
 }
 
-func registerComponents(w *ecs.World) (components, error) {
+// registerComponents registers the game's components in the order appear
+// bursts list them: visual, position, path, speed, health, experience.
+func registerComponents(r *zone.Runtime) (components, error) {
+	c := components{pos: r.Positions(), owner: r.Owners(), frozen: r.Frozen()}
 	var err error
-	c := components{
-		pos:    register[Position](w, &err, "position", Sync{Wire: WirePosition, HandedOver: true}),
-		path:   register[Path](w, &err, "path", Sync{Wire: WirePath, HandedOver: true}),
-		speed:  register[Speed](w, &err, "speed", Sync{Wire: WireSpeed, HandedOver: true}),
-		visual: register[Visual](w, &err, "visual", Sync{Wire: WireVisual, HandedOver: true}),
-		health: register[Health](w, &err, "health", Sync{Wire: WireHealth, HandedOver: true}),
-		exp:    register[Exp](w, &err, "exp", Sync{Wire: WireExp, HandedOver: true}),
-		owner:  register[Owner](w, &err, "owner", Sync{HandedOver: true}),
-		motion: register[Motion](w, &err, "motion", Sync{HandedOver: true}),
-		master: register[Master](w, &err, "master", Sync{HandedOver: true}),
-		pet:    register[Pet](w, &err, "pet", Sync{HandedOver: true}),
-		mob:    register[Mob](w, &err, "mob", Sync{HandedOver: true}),
-		den:    register[Den](w, &err, "den", Sync{HandedOver: true}),
-		dying:  register[Dying](w, &err, "dying", Sync{}),
-		frozen: register[Frozen](w, &err, "frozen", Sync{}),
+	c.visual = register(r, &err, zone.Spec[Visual]{Name: "visual", Wire: WireVisual, Handoff: zone.FixedCodec[Visual](),
+		Encode: func(dst []byte, v *Visual) []byte { return append(dst, byte(v.Kind)) }})
+	if err == nil {
+		err = r.SyncPosition(WirePosition)
 	}
+	c.path = register(r, &err, zone.Spec[Path]{Name: "path", Wire: WirePath, Handoff: zone.FixedCodec[Path](),
+		Encode: func(dst []byte, v *Path) []byte {
+			if !v.Active {
+				return append(dst, 0)
+			}
+			return zone.AppendPos(append(dst, 1), v.Target)
+		}})
+	c.speed = register(r, &err, zone.Spec[Speed]{Name: "speed", Wire: WireSpeed, Handoff: zone.FixedCodec[Speed](),
+		Encode: func(dst []byte, v *Speed) []byte {
+			return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(v.MPS)))
+		}})
+	// Health: public for a creature nobody owns, owner and party for a
+	// player's entities.
+	c.health = register(r, &err, zone.Spec[Health]{Name: "health", Wire: WireHealth, Handoff: zone.FixedCodec[Health](),
+		Audience: func(e ecs.ID) outbox.Audience[zone.Subscriber] {
+			if c.owner.Has(e) {
+				return outbox.Party[zone.Subscriber]()
+			}
+			return outbox.Public[zone.Subscriber]()
+		},
+		Encode: func(dst []byte, v *Health) []byte {
+			return binary.AppendUvarint(binary.AppendUvarint(dst, uint64(max(v.HP, 0))), uint64(v.Max))
+		}})
+	c.exp = register(r, &err, zone.Spec[Exp]{Name: "exp", Wire: WireExp, Handoff: zone.FixedCodec[Exp](),
+		Audience: func(ecs.ID) outbox.Audience[zone.Subscriber] { return outbox.Owner[zone.Subscriber]() },
+		Encode:   func(dst []byte, v *Exp) []byte { return binary.AppendVarint(dst, v.Points) }})
+	c.motion = register(r, &err, zone.Spec[Motion]{Name: "motion", Handoff: zone.FixedCodec[Motion]()})
+	c.master = register(r, &err, zone.Spec[Master]{Name: "master", Handoff: zone.FixedCodec[Master]()})
+	c.pet = register(r, &err, zone.Spec[Pet]{Name: "pet", Handoff: zone.FixedCodec[Pet]()})
+	c.mob = register(r, &err, zone.Spec[Mob]{Name: "mob", Handoff: zone.FixedCodec[Mob]()})
+	c.den = register(r, &err, zone.Spec[Den]{Name: "den", Handoff: denCodec})
 	return c, err
+}
+
+// denCodec is the handoff encoding of a Den: its column and its mobs.
+var denCodec = zone.Codec[Den]{
+	Append: func(dst []byte, d *Den) []byte {
+		dst = binary.AppendVarint(dst, int64(d.Column.X))
+		dst = binary.AppendVarint(dst, int64(d.Column.Y))
+		dst = binary.AppendUvarint(dst, uint64(len(d.Mobs)))
+		for _, m := range d.Mobs {
+			dst = binary.AppendUvarint(dst, uint64(m))
+		}
+		return dst
+	},
+	Decode: func(b []byte) (Den, error) {
+		var d Den
+		x, n := binary.Varint(b)
+		if n <= 0 || x != int64(int32(x)) {
+			return d, zone.ErrMalformedState.Wrap("den column x")
+		}
+		b = b[n:]
+		y, n := binary.Varint(b)
+		if n <= 0 || y != int64(int32(y)) {
+			return d, zone.ErrMalformedState.Wrap("den column y")
+		}
+		b = b[n:]
+		count, n := binary.Uvarint(b)
+		if n <= 0 || count > uint64(len(b)) {
+			return d, zone.ErrMalformedState.Wrap("den mob count")
+		}
+		b = b[n:]
+		d.Column = interest.Column{X: int32(x), Y: int32(y)}
+		for range count {
+			m, n := binary.Uvarint(b)
+			if n <= 0 {
+				return d, zone.ErrMalformedState.Wrap("den mob id")
+			}
+			b = b[n:]
+			d.Mobs = append(d.Mobs, ecs.ID(m))
+		}
+		if len(b) != 0 {
+			return d, zone.ErrMalformedState.Wrap("%d bytes after the den", len(b))
+		}
+		return d, nil
+	},
 }

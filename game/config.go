@@ -3,6 +3,7 @@ package game
 import (
 	"time"
 
+	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/entityid"
 	"github.com/shardwise/shardwise/errcode"
@@ -18,6 +19,9 @@ type Config struct {
 	Node int
 	// Torus is the world geometry. Default torus.DefaultConfig() (128 km).
 	Torus torus.Config
+	// RegionEdge is the side of a region in metres (cells.GridConfig);
+	// it must divide both torus extents. Default 8000.
+	RegionEdge int
 	// Players is how many players (master + pet each) log in at start.
 	// Default 8.
 	Players int
@@ -59,6 +63,9 @@ type Config struct {
 // WithDefaults returns c with zero fields filled in.
 func (c Config) WithDefaults() Config {
 	c.Torus = c.Torus.WithDefaults()
+	if c.RegionEdge == 0 {
+		c.RegionEdge = cells.DefaultRegionEdge
+	}
 	if c.Players == 0 {
 		c.Players = 8
 	}
@@ -102,6 +109,9 @@ func (c Config) WithDefaults() Config {
 // Validate checks c after defaults.
 func (c Config) Validate() error {
 	if err := c.Torus.Validate(); err != nil {
+		return err
+	}
+	if err := (cells.GridConfig{World: c.Torus, RegionEdge: c.RegionEdge}).Validate(); err != nil {
 		return err
 	}
 	switch {

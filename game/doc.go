@@ -1,7 +1,9 @@
 // Package game is the reference game: a small, deterministic world that
-// the demo, the tests and the benchmarks run, written only on the public
-// APIs of ecs, interest, outbox, torus and entityid, the way a user's game
-// would be.
+// the demo, the tests and the benchmarks run. It is a zone module
+// (zone.Module), written only on the public APIs of zone, ecs, interest,
+// outbox and torus, the way a user's game would be: NewModule gives the
+// module for any runtime, New runs it alone on a runtime that owns the
+// whole world.
 //
 // What it has:
 //   - players: a master (a bot walking paths around its home) and a pet
@@ -18,26 +20,36 @@
 //   - death with a vanish (reason death), paths and speeds sent to clients,
 //     and the position itself resent only every 8th movement step.
 //
-// It owns the game's components, systems and the per-tick output pipeline
-// (reindex moved entities, keep every player's 11 × 11 view, commit
-// residency, fold visibility into the outbox, flush one batch per
-// subscriber). It does not own sockets: a Sink per account (an
-// account.ID, the one account type from the login token on) receives the
-// batches.
+// It owns the game's components (each registered with its wire type,
+// audience and handoff codec), its systems, and its own indices (account →
+// master, column → den, the player grid). The runtime owns the rest: the
+// world, positions and owners, the per-tick pipeline (reindex, views,
+// residency, visibility, outbox flush), entity ids and intent delivery. It
+// does not own sockets: a Sink per account (an account.ID, the one account
+// type from the login token on) receives the batches.
+//
+// On a runtime that owns only part of the world, Setup logs in only the
+// players whose home lies in its regions, and dens are created only for
+// columns of its regions (the runtime calls the column hooks for no
+// other), each with the id its column derives (zone.DerivedID), so every
+// node names a den the same.
 //
 // Invariants:
 //   - Same Config (seed included) and the same boot reading of its Clock →
 //     same entity ids, same batches, byte for byte. Simulated time is
-//     ticks; ids come from an entityid.Generator on a clock the game moves
-//     to boot + tick × interval, so a node restarted with the same node
-//     part mints none of its earlier ids. Another boot time shifts every id
-//     by the same amount and changes nothing else: staggering reads an
-//     id's offset from the boot, not the id. No map order reaches output.
+//     ticks; the runtime mints ids on a clock it moves to boot + tick ×
+//     interval, so a node restarted with the same node part mints none of
+//     its earlier ids (a den's id is its column's, the same in every run).
+//     Another boot time shifts every minted id by the same amount and
+//     changes nothing else: staggering reads zone.Runtime.Phase, an id's
+//     offset from the boot, not the id. No map order reaches output.
 //   - Every distance, area query and spawner cell key goes through torus,
 //     so the game behaves the same across the seam as anywhere else.
 //   - Owner-only components (experience) reach only the owning account.
-//   - Every system's query excludes the Frozen marker, so a handoff can
-//     take an entity out of the simulation without touching the systems.
+//   - Every system's query excludes the runtime's Ghost and Frozen markers
+//     (zone.Runtime.NotSimulated), so a ghost is never written here and a
+//     handoff can take an entity out of the simulation without touching
+//     the systems.
 //   - No component holds a tick number: cooldowns are ticks still to wait
 //     (Cooldown), counted down by the entity's own system, so an entity's
 //     components mean the same on a node whose tick counter differs.

@@ -14,7 +14,7 @@ import (
 // expose them); the test checks them through the holder counts.
 func (g *Game) keptAbout(id ecs.ID) []string {
 	var left []string
-	if c, ok := g.vis.ChunkOf(id); ok {
+	if c, ok := g.r.ChunkOf(id); ok {
 		left = append(left, fmt.Sprintf("visibility index (chunk %v)", c))
 	}
 	if c, ok := g.players.at[id]; ok {
@@ -99,7 +99,7 @@ func TestForgetLeavesNothingBehind(t *testing.T) {
 				}
 				p, _ := g.c.pos.Get(id)
 				col := interest.ColumnOf(g.geo.ChunkOf(p.Pos))
-				before := g.res.Holders(col)
+				before := g.r.ColumnHolders(col)
 
 				if err := leave[how](g.w, id); err != nil {
 					t.Fatal(err)
@@ -116,7 +116,7 @@ func TestForgetLeavesNothingBehind(t *testing.T) {
 				if k.anchored {
 					want-- // its anchor, and nothing else: the account's view still holds
 				}
-				if got := g.res.Holders(col); got != want {
+				if got := g.r.ColumnHolders(col); got != want {
 					t.Errorf("column %v has %d holders after the %s left, want %d (it had %d)", col, got, k.name, want, before)
 				}
 				if k.name == "master" {

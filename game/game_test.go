@@ -86,7 +86,7 @@ func TestConfigValidate(t *testing.T) {
 		{game.Config{Area: 1e9}, "Area"},
 		{game.Config{DenChance: 2}, "DenChance"},
 		{game.Config{MaterialiseBudget: -1}, "MaterialiseBudget"},
-		{game.Config{Clock: clock.NewFake(time.Date(2023, 12, 31, 0, 0, 0, 0, time.UTC))}, "Clock"},
+		{game.Config{Clock: clock.NewFake(time.Date(2023, 12, 31, 0, 0, 0, 0, time.UTC))}, "Config.Clock"}, // the runtime's, given the game's Clock
 	}
 	for _, c := range cases {
 		_, err := game.New(c.cfg)

@@ -1,32 +1,26 @@
 package game
 
 import (
+	"math"
+
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/zone"
 )
 
-// IntentKind says what an intent asks of its target.
-type IntentKind uint8
-
-// Intent kinds.
+// Intent kinds (zone.Intent.Kind). An intent is a request to change
+// another entity, addressed to it and applied by the target's own owner at
+// the start of the next tick: no system writes another entity's health or
+// experience directly.
 const (
-	Damage IntentKind = iota + 1
+	Damage uint16 = iota + 1
 	Heal
 	Experience
 )
 
-// Intent is a request to change another entity, addressed to it and
-// applied by the target's own system at the start of the next tick. On one
-// node it is a queue; across nodes it travels to the target's owner. No
-// system writes another entity's health or experience directly.
-type Intent struct {
-	Kind   IntentKind
-	Source ecs.ID
-	Target ecs.ID
-	Amount int32
+func (g *Game) send(kind uint16, source, target ecs.ID, amount int32) {
+	g.r.Send(zone.Intent{Kind: kind, Source: source, Target: target, Amount: int64(amount)})
 }
-
-func (g *Game) send(in Intent) { g.intents = append(g.intents, in) }
 
 // Rewards and timings, in ticks at 20 Hz.
 const (
@@ -40,41 +34,32 @@ const (
 	perceptionStagger = 4 // perception and re-pathing run every 4th tick per entity
 )
 
-// applyIntents applies last tick's intents, in the order they were sent.
-// Intents sent while applying (experience for a kill) go to the next tick.
-func (g *Game) applyIntents(w *ecs.World, t ecs.Tick) {
-	batch := g.intents
-	g.intents = g.spareIntents[:0]
-	g.report.Intents = len(batch)
-	for _, in := range batch {
-		if !w.Alive(in.Target) || w.Leaving(in.Target) || g.c.frozen.Has(in.Target) {
-			continue // a frozen target's intents would follow it in a handoff; here they lapse
-		}
-		switch in.Kind {
-		case Damage, Heal:
-			g.applyHealth(w, in)
-		case Experience:
-			if e, ok := g.c.exp.Get(in.Target); ok {
-				e.Points += int64(in.Amount)
-				g.c.exp.MarkDirty(in.Target)
-			}
+// applyIntent applies one intent to an entity this node simulates (the
+// runtime hands over only those).
+func (g *Game) applyIntent(w *ecs.World, in zone.Intent) {
+	switch in.Kind {
+	case Damage, Heal:
+		g.applyHealth(w, in)
+	case Experience:
+		if e, ok := g.c.exp.Get(in.Target); ok {
+			e.Points += in.Amount
+			g.c.exp.MarkDirty(in.Target)
 		}
 	}
-	clear(batch)
-	g.spareIntents = batch[:0]
 }
 
-func (g *Game) applyHealth(w *ecs.World, in Intent) {
+func (g *Game) applyHealth(w *ecs.World, in zone.Intent) {
 	h, ok := g.c.health.Get(in.Target)
 	if !ok {
 		return
 	}
+	amount := int32(max(min(in.Amount, math.MaxInt32), 0))
 	if in.Kind == Heal {
-		h.HP = min(h.Max, h.HP+in.Amount)
+		h.HP = min(h.Max, h.HP+amount)
 		g.c.health.MarkDirty(in.Target)
 		return
 	}
-	h.HP -= in.Amount
+	h.HP -= amount
 	g.c.health.MarkDirty(in.Target)
 	if m, ok := g.c.mob.Get(in.Target); ok && m.State == Wandering {
 		m.State, m.Target = Chasing, in.Source // a mob fights back
@@ -84,11 +69,10 @@ func (g *Game) applyHealth(w *ecs.World, in Intent) {
 	}
 	switch {
 	case g.c.mob.Has(in.Target):
-		_ = g.c.dying.Add(in.Target, Dying{Reason: interest.Death})
-		_ = w.Destroy(in.Target)
-		g.report.Died++
+		_ = g.r.Destroy(in.Target, interest.Death)
+		g.died++
 		if killer, ok := g.creditedMaster(in.Source); ok {
-			g.send(Intent{Kind: Experience, Source: in.Target, Target: killer, Amount: killExp})
+			g.send(Experience, in.Target, killer, killExp)
 		}
 	case g.c.master.Has(in.Target):
 		// A player is not destroyed: it wakes at home at full health.

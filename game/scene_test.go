@@ -258,7 +258,7 @@ func TestEvictSendsNoVanish(t *testing.T) {
 	mob, _ := g.spawnMob(g.w, 0, torus.Pos{X: 1030, Y: 1000})
 	g.Step()
 	g.Step()
-	if _, ok := g.vis.ChunkOf(mob); !ok {
+	if _, ok := g.r.ChunkOf(mob); !ok {
 		t.Fatal("mob not indexed")
 	}
 	s.msgs = nil
@@ -271,7 +271,7 @@ func TestEvictSendsNoVanish(t *testing.T) {
 			t.Fatalf("player got %v for an evicted entity", m.Kind)
 		}
 	}
-	if _, ok := g.vis.ChunkOf(mob); ok {
+	if _, ok := g.r.ChunkOf(mob); ok {
 		t.Fatal("evicted mob still indexed")
 	}
 }
@@ -297,7 +297,7 @@ func TestDensFollowResidency(t *testing.T) {
 		if !ok || d.Column != col || len(d.Mobs) > g.cfg.DenCapacity {
 			t.Fatalf("den %d at %v: %+v", den, col, d)
 		}
-		if !g.res.IsResident(col) {
+		if !g.r.IsResident(col) {
 			t.Fatalf("den in a column that is not resident: %v", col)
 		}
 	}

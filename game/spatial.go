@@ -8,34 +8,12 @@ import (
 	"github.com/shardwise/shardwise/torus"
 )
 
-// eachWithin calls fn for every indexed entity within radius r of p
-// (wrap-aware, inclusive), with its squared distance. It walks the chunks
-// of the visibility index within ceil(r / chunk edge) columns of p's chunk
-// on p's slab, so the result is as of the last reindex (the end of the
-// previous tick) for membership and current for distance.
-func (g *Game) eachWithin(p torus.Pos, r float64, fn func(id ecs.ID, d2 float64)) {
-	rc := int(math.Ceil(r / g.geo.ChunkEdge()))
-	r2 := r * r
-	for c := range g.geo.ChunksWithin(g.geo.ChunkOf(p), rc, 0) {
-		g.residents = g.vis.AppendResidents(g.residents[:0], c)
-		for _, id := range g.residents {
-			q, ok := g.c.pos.Get(id)
-			if !ok {
-				continue
-			}
-			if d2 := g.geo.DistanceSq(p, q.Pos); d2 <= r2 {
-				fn(id, d2)
-			}
-		}
-	}
-}
-
 // nearest returns the entity having component kind that is closest to p
 // within r; ties go to the smaller id so the answer never depends on
 // index order.
 func (g *Game) nearest(p torus.Pos, r float64, kind ecs.Component) (ecs.ID, bool) {
 	best, bestD2, found := ecs.ID(0), math.Inf(1), false
-	g.eachWithin(p, r, func(id ecs.ID, d2 float64) {
+	g.r.EachWithin(p, r, func(id ecs.ID, d2 float64) {
 		if !kind.Has(id) {
 			return
 		}

@@ -12,7 +12,7 @@ import (
 // itself, so that a node booted at another wall time (every id shifted by
 // the same amount) makes the same decisions on the same ticks.
 func (g *Game) staggered(id ecs.ID, t ecs.Tick, every uint64) bool {
-	return (uint64(id)-g.phaseBase+t.N)%every == 0
+	return (g.r.Phase(id)+t.N)%every == 0
 }
 
 // runPlayers drives each master like a bot: walk to a waypoint around
@@ -27,7 +27,7 @@ func (g *Game) runPlayers(w *ecs.World, t ecs.Tick) {
 			return
 		}
 		if mob, ok := g.nearest(p.Pos, reach, g.c.mob); ok {
-			g.send(Intent{Kind: Damage, Source: id, Target: mob, Amount: playerDamage})
+			g.send(Damage, id, mob, playerDamage)
 			m.AttackIn = attackCooldown
 		}
 	})
@@ -49,7 +49,7 @@ func (g *Game) runPets(w *ecs.World, t ecs.Tick) {
 		}
 		mh, ok := g.c.health.Get(pet.Master)
 		if ok && healReady && mh.HP < mh.Max*6/10 && g.geo.Within(p.Pos, mp.Pos, 10) {
-			g.send(Intent{Kind: Heal, Source: id, Target: pet.Master, Amount: petHeal})
+			g.send(Heal, id, pet.Master, petHeal)
 			pet.HealIn = healCooldown
 		}
 	})
@@ -73,13 +73,13 @@ func (g *Game) runDens(w *ecs.World, t ecs.Tick) {
 // spawnMob creates a mob of den at. Its components appear at the end of
 // the tick; the den records it.
 func (g *Game) spawnMob(w *ecs.World, den ecs.ID, at torus.Pos) (ecs.ID, bool) {
-	id, err := g.newID()
+	id, err := g.r.NewID()
 	if err != nil || w.CreateEntity(id) != nil {
 		return 0, false
 	}
 	at = g.geo.Normalise(at)
 	c := g.c
-	_ = c.pos.Add(id, Position{at})
+	_ = c.pos.Add(id, Position{Pos: at})
 	_ = c.path.Add(id, Path{})
 	_ = c.speed.Add(id, Speed{MPS: 2})
 	_ = c.visual.Add(id, Visual{KindMob})
@@ -87,7 +87,7 @@ func (g *Game) spawnMob(w *ecs.World, den ecs.ID, at torus.Pos) (ecs.ID, bool) {
 	_ = c.motion.Add(id, Motion{})
 	_ = c.mob.Add(id, Mob{Den: den, Home: at})
 	w.MarkMoved(id)
-	g.report.Spawned++
+	g.spawned++
 	return id, true
 }
 
@@ -124,7 +124,7 @@ func (g *Game) runMobs(w *ecs.World, t ecs.Tick) {
 				g.c.path.MarkDirty(id)
 			}
 			if attackReady {
-				g.send(Intent{Kind: Damage, Source: id, Target: m.Target, Amount: mobDamage})
+				g.send(Damage, id, m.Target, mobDamage)
 				m.AttackIn = attackCooldown
 			}
 			return

@@ -29,7 +29,7 @@ func copyEntity(t *testing.T, src, dst *Game, id ecs.ID) {
 			t.Fatal(err)
 		}
 	}
-	dst.reindex(id)
+	dst.r.Reindex(id)
 }
 
 // TestTimersSurviveAMoveToAnotherClock: attack and heal cooldowns mean the
@@ -103,10 +103,10 @@ func TestTimersSurviveAMoveToAnotherClock(t *testing.T) {
 				b.Step()
 				// g.intents holds what this tick sent, until the next
 				// tick applies it.
-				if !slices.Equal(a.intents, b.intents) {
-					t.Fatalf("tick %d after the move: A sent %+v, B sent %+v", i+1, a.intents, b.intents)
+				if !slices.Equal(a.r.AppendPending(nil), b.r.AppendPending(nil)) {
+					t.Fatalf("tick %d after the move: A sent %+v, B sent %+v", i+1, a.r.AppendPending(nil), b.r.AppendPending(nil))
 				}
-				for _, in := range a.intents {
+				for _, in := range a.r.AppendPending(nil) {
 					if in.Kind == Damage || in.Kind == Heal {
 						fired[in.Source]++
 					}

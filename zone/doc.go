@@ -1,9 +1,23 @@
-// Package zone is the zone node runtime. So far it holds one piece: a
-// node's ownership of regions (Ownership), from the region table, fenced by
-// the lease. The world, the tick, ghosts, handoff, the link and the gateway
-// role of a zone node are not here yet.
+// Package zone is the zone node runtime: it hosts a game (a Module) on one
+// node's share of a torus world, and holds the node's ownership of regions
+// (Ownership), from the region table, fenced by the lease. Ghosts across
+// nodes, handoff, the link wiring and the gateway role are not here yet.
 //
 // What it owns:
+//   - The Runtime (New): the ecs world, entity ids (minted from the wall
+//     clock at boot, or derived from a key, the same on every node:
+//     DerivedID), the built-in components (Position, Owner, and the Ghost
+//     and Frozen markers every system excludes: NotSimulated), intent
+//     delivery to the target's own module code (Send, OnIntent), and the
+//     tick-end pipeline: reindex moved entities, keep each account's view
+//     on its viewer entity, commit residency (column hooks fire only for
+//     regions the node owns), fold visibility into the outbox, flush one
+//     batch per subscriber.
+//   - The module contract: Register declares a component with its wire
+//     type, audience, payload encoder and handoff codec, or its mark that
+//     it is not handed over (Local); one with neither is a boot error
+//     (ZONE.NO_HANDOFF_CODEC), so a new component cannot be forgotten by
+//     the handoff.
 //   - Ownership (Join): a coord registration with role "zone" under the
 //     node's name (explicit, or "node-<id>" derived by coord), and the
 //     region table the node holds, followed through coord's watch by one
@@ -15,7 +29,7 @@
 //     and lease that allow it, or a coded error (ZONE.FENCED,
 //     ZONE.NOT_OWNER with the owner to forward to, ZONE.NO_TABLE,
 //     ZONE.CLOSED).
-//   - Change notifications (Config.OnChange) with the old and new table
+//   - Change notifications (JoinConfig.OnChange) with the old and new table
 //     and the regions gained and lost; WaitVersion; Fenced and Context,
 //     which end at the fence.
 //   - Prometheus gauges (Collectors): owned regions, held table version,

@@ -9,10 +9,12 @@ import (
 
 // Stable error codes of this package. They never change once published.
 const (
-	CodeFenced   = "ZONE.FENCED"
-	CodeNotOwner = "ZONE.NOT_OWNER"
-	CodeNoTable  = "ZONE.NO_TABLE"
-	CodeClosed   = "ZONE.CLOSED"
+	CodeFenced         = "ZONE.FENCED"
+	CodeNotOwner       = "ZONE.NOT_OWNER"
+	CodeNoTable        = "ZONE.NO_TABLE"
+	CodeClosed         = "ZONE.CLOSED"
+	CodeNoCodec        = "ZONE.NO_HANDOFF_CODEC"
+	CodeMalformedState = "ZONE.MALFORMED_STATE"
 )
 
 var (
@@ -26,6 +28,12 @@ var (
 	ErrNoTable = errcode.New(CodeNoTable, "zone: no region table held yet")
 	// ErrClosed: the Ownership was closed by its owner.
 	ErrClosed = errcode.New(CodeClosed, "zone: closed")
+	// ErrNoCodec: a component has neither a handoff codec nor the mark
+	// that it is not handed over (a boot error).
+	ErrNoCodec = errcode.New(CodeNoCodec, "zone: component has no handoff codec and is not marked local")
+	// ErrMalformedState: component bytes (a handoff codec's or a wire
+	// payload) do not decode.
+	ErrMalformedState = errcode.New(CodeMalformedState, "zone: malformed component state")
 )
 
 // FencedError says the node lost its lease: coord could not prove it alive,

@@ -29,12 +29,12 @@ func Example() {
 	}
 	defer c.Close()
 
-	a, err := zone.Join(ctx, zone.Config{Coord: c, Name: "zone-a"})
+	a, err := zone.Join(ctx, zone.JoinConfig{Coord: c, Name: "zone-a"})
 	if err != nil {
 		panic(err)
 	}
 	defer a.Close()
-	b, err := zone.Join(ctx, zone.Config{Coord: c, Name: "zone-b"})
+	b, err := zone.Join(ctx, zone.JoinConfig{Coord: c, Name: "zone-b"})
 	if err != nil {
 		panic(err)
 	}

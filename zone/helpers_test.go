@@ -91,7 +91,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 }
 
 // join starts a node on its own coord client, closed at cleanup.
-func join(t *testing.T, prefix string, cfg Config) *Ownership {
+func join(t *testing.T, prefix string, cfg JoinConfig) *Ownership {
 	t.Helper()
 	if cfg.Coord == nil {
 		cfg.Coord = newClient(t, prefix)

@@ -18,9 +18,9 @@ import (
 // Role is the coord role every zone node registers with.
 const Role = "zone"
 
-// Config describes a zone node joining the cluster. Defaults are filled by
+// JoinConfig describes a zone node joining the cluster. Defaults are filled by
 // withDefaults and documented per field.
-type Config struct {
+type JoinConfig struct {
 	// Coord is the etcd connection the node registers and watches through.
 	// Required. Close does not close it: the caller owns it.
 	Coord *coord.Client
@@ -45,7 +45,7 @@ type Config struct {
 	OnChange func(Change)
 }
 
-func (c Config) withDefaults() Config {
+func (c JoinConfig) withDefaults() JoinConfig {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -53,22 +53,22 @@ func (c Config) withDefaults() Config {
 }
 
 // Validate reports the first field that cannot work, after defaults.
-func (c Config) Validate() error {
+func (c JoinConfig) Validate() error {
 	c = c.withDefaults()
 	if c.Coord == nil {
-		return errcode.Config("Config.Coord", nil, "required")
+		return errcode.Config("JoinConfig.Coord", nil, "required")
 	}
 	if c.Name != "" {
-		if err := nodename.Check("Config.Name", c.Name); err != nil {
+		if err := nodename.Check("JoinConfig.Name", c.Name); err != nil {
 			return err
 		}
 	}
 	if c.TTL != 0 {
 		if c.TTL < time.Second {
-			return errcode.Config("Config.TTL", c.TTL, "must be 0 (coord's default) or at least 1s")
+			return errcode.Config("JoinConfig.TTL", c.TTL, "must be 0 (coord's default) or at least 1s")
 		}
 		if c.TTL%time.Second != 0 {
-			return errcode.Config("Config.TTL", c.TTL, "must be a whole number of seconds (etcd leases count whole seconds)")
+			return errcode.Config("JoinConfig.TTL", c.TTL, "must be a whole number of seconds (etcd leases count whole seconds)")
 		}
 	}
 	return nil
@@ -159,7 +159,7 @@ type Ownership struct {
 // the region table. It returns once the registration is live and the watch
 // is open; the stored table (if any) arrives just after, so Owns may answer
 // false until then (WaitVersion waits for it). ctx bounds only the joining.
-func Join(ctx context.Context, cfg Config) (*Ownership, error) {
+func Join(ctx context.Context, cfg JoinConfig) (*Ownership, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -25,13 +25,13 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 	c := newClient(t, testPrefix(t))
 	for _, tc := range []struct {
 		name  string
-		cfg   Config
+		cfg   JoinConfig
 		field string
 	}{
-		{"no coord", Config{}, "Config.Coord"},
-		{"bad name", Config{Coord: c, Name: "Zone A"}, "Config.Name"},
-		{"short ttl", Config{Coord: c, TTL: 500 * time.Millisecond}, "Config.TTL"},
-		{"fractional ttl", Config{Coord: c, TTL: 1500 * time.Millisecond}, "Config.TTL"},
+		{"no coord", JoinConfig{}, "JoinConfig.Coord"},
+		{"bad name", JoinConfig{Coord: c, Name: "Zone A"}, "JoinConfig.Name"},
+		{"short ttl", JoinConfig{Coord: c, TTL: 500 * time.Millisecond}, "JoinConfig.TTL"},
+		{"fractional ttl", JoinConfig{Coord: c, TTL: 1500 * time.Millisecond}, "JoinConfig.TTL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
@@ -44,7 +44,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 			}
 		})
 	}
-	if err := (Config{Coord: c, Name: "zone-a", TTL: 2 * time.Second}).Validate(); err != nil {
+	if err := (JoinConfig{Coord: c, Name: "zone-a", TTL: 2 * time.Second}).Validate(); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
 }
@@ -52,8 +52,8 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 func TestJoinRegistersAsZone(t *testing.T) {
 	p := testPrefix(t)
 	op := newClient(t, p)
-	named := join(t, p, Config{Name: "zone-a", Addrs: map[string]string{"link": "127.0.0.1:1"}})
-	derived := join(t, p, Config{})
+	named := join(t, p, JoinConfig{Name: "zone-a", Addrs: map[string]string{"link": "127.0.0.1:1"}})
+	derived := join(t, p, JoinConfig{})
 	if derived.Name() != "node-"+derived.NodeID().String() {
 		t.Fatalf("derived name %q for node id %v", derived.Name(), derived.NodeID())
 	}
@@ -76,7 +76,7 @@ func TestJoinRegistersAsZone(t *testing.T) {
 	wantCode(t, err, CodeNoTable)
 
 	// A name is held by one live node.
-	_, err = Join(testCtx(t), Config{Coord: op, Name: "zone-a"})
+	_, err = Join(testCtx(t), JoinConfig{Coord: op, Name: "zone-a"})
 	wantCode(t, err, coord.CodeNameTaken)
 }
 
@@ -85,8 +85,8 @@ func TestJoinRegistersAsZone(t *testing.T) {
 func TestTwoNodesSplitTheTable(t *testing.T) {
 	p := testPrefix(t)
 	op := newClient(t, p)
-	a := join(t, p, Config{Name: "zone-a"})
-	b := join(t, p, Config{Name: "zone-b"})
+	a := join(t, p, JoinConfig{Name: "zone-a"})
+	b := join(t, p, JoinConfig{Name: "zone-b"})
 	tb := uniform(t, 1, "zone-a", "zone-b")
 	apply(t, op, tb)
 	waitVersion(t, a, 1)
@@ -170,8 +170,8 @@ func TestTableChangeMovesRegions(t *testing.T) {
 	p := testPrefix(t)
 	op := newClient(t, p)
 	var la, lb changeLog
-	a := join(t, p, Config{Name: "zone-a", OnChange: la.add})
-	b := join(t, p, Config{Name: "zone-b", OnChange: lb.add})
+	a := join(t, p, JoinConfig{Name: "zone-a", OnChange: la.add})
+	b := join(t, p, JoinConfig{Name: "zone-b", OnChange: lb.add})
 	v1 := uniform(t, 1, "zone-a", "zone-b")
 	apply(t, op, v1)
 
@@ -220,8 +220,8 @@ func TestGivenRegionNotOwnedBeforeItsVersionIsHeld(t *testing.T) {
 	op := newClient(t, p)
 	release := make(chan struct{})
 	inV1 := make(chan struct{})
-	a := join(t, p, Config{Name: "zone-a"})
-	b := join(t, p, Config{Name: "zone-b", OnChange: func(c Change) {
+	a := join(t, p, JoinConfig{Name: "zone-a"})
+	b := join(t, p, JoinConfig{Name: "zone-b", OnChange: func(c Change) {
 		if c.NewVersion() == 1 {
 			close(inV1)
 			<-release
@@ -269,8 +269,8 @@ func TestGivenRegionNotOwnedBeforeItsVersionIsHeld(t *testing.T) {
 func TestLeaseLossFences(t *testing.T) {
 	p := testPrefix(t)
 	op := newClient(t, p)
-	a := join(t, p, Config{Name: "zone-a", TTL: 2 * time.Second})
-	b := join(t, p, Config{Name: "zone-b"})
+	a := join(t, p, JoinConfig{Name: "zone-a", TTL: 2 * time.Second})
+	b := join(t, p, JoinConfig{Name: "zone-b"})
 	apply(t, op, uniform(t, 1, "zone-a", "zone-b"))
 	waitVersion(t, a, 1)
 	if len(a.OwnedRegions()) == 0 {
@@ -336,7 +336,7 @@ func TestLeaseLossFences(t *testing.T) {
 func TestCloseStopsEverything(t *testing.T) {
 	p := testPrefix(t)
 	op := newClient(t, p)
-	a := join(t, p, Config{Name: "zone-a"})
+	a := join(t, p, JoinConfig{Name: "zone-a"})
 	apply(t, op, uniform(t, 1, "zone-a"))
 	waitVersion(t, a, 1)
 	if !a.Owns(0) {
@@ -357,7 +357,7 @@ func TestCloseStopsEverything(t *testing.T) {
 	}
 	noZoneGoroutines(t)
 	// Revoked, not left to expire: the name is free at once.
-	again := join(t, p, Config{Coord: op, Name: "zone-a"})
+	again := join(t, p, JoinConfig{Coord: op, Name: "zone-a"})
 	waitVersion(t, again, 1)
 	if !again.Owns(0) {
 		t.Fatal("the restarted node does not own region 0")
@@ -370,7 +370,7 @@ func TestJoinCancelled(t *testing.T) {
 	op := newClient(t, p)
 	ctx, cancel := context.WithCancel(testCtx(t))
 	cancel()
-	if _, err := Join(ctx, Config{Coord: op, Name: "zone-a"}); err == nil {
+	if _, err := Join(ctx, JoinConfig{Coord: op, Name: "zone-a"}); err == nil {
 		t.Fatal("Join with a cancelled context succeeded")
 	}
 	noZoneGoroutines(t)
@@ -383,8 +383,8 @@ func TestJoinCancelled(t *testing.T) {
 func TestCollectors(t *testing.T) {
 	p := testPrefix(t)
 	op := newClient(t, p)
-	a := join(t, p, Config{Name: "zone-a"})
-	b := join(t, p, Config{Name: "zone-b"})
+	a := join(t, p, JoinConfig{Name: "zone-a"})
+	b := join(t, p, JoinConfig{Name: "zone-b"})
 	reg := prometheus.NewRegistry()
 	for _, c := range a.Collectors() {
 		if err := reg.Register(c); err != nil {
@@ -436,7 +436,7 @@ func TestPartitionFencesWithinTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cut.Close() })
-	a := join(t, p, Config{Coord: cut, Name: "zone-a", TTL: time.Second})
+	a := join(t, p, JoinConfig{Coord: cut, Name: "zone-a", TTL: time.Second})
 	apply(t, op, uniform(t, 1, "zone-a"))
 	waitVersion(t, a, 1)
 	if !a.Owns(0) {
@@ -468,8 +468,8 @@ func TestPartitionFencesWithinTTL(t *testing.T) {
 func TestGrantsNameAVersionThatGivesTheRegion(t *testing.T) {
 	p := testPrefix(t)
 	op := newClient(t, p)
-	a := join(t, p, Config{Name: "zone-a"})
-	b := join(t, p, Config{Name: "zone-b"})
+	a := join(t, p, JoinConfig{Name: "zone-a"})
+	b := join(t, p, JoinConfig{Name: "zone-b"})
 	tb := uniform(t, 1, "zone-a", "zone-b")
 	apply(t, op, tb)
 	r := tb.RegionsOf("zone-a")[0]

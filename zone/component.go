@@ -1,0 +1,209 @@
+package zone
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/outbox"
+	"github.com/shardwise/shardwise/torus"
+)
+
+// Subscriber is who the runtime's outbox delivers to: an account (a
+// client) or a node (an observer of this node's chunks).
+type Subscriber = interest.Subscriber
+
+// Position is where an entity stands. The runtime owns the store: it files
+// every entity that has one under its chunk at the end of each tick it was
+// marked moved (ecs.World.MarkMoved). Modules write it from their systems.
+type Position struct{ torus.Pos }
+
+// Owner is the account an entity belongs to. The runtime owns the store:
+// owner-only and party audiences are routed by it. Not synced.
+type Owner struct{ Account account.ID }
+
+// Ghost marks a foreign entity made real in this world so that perception
+// and area queries find it. Every system's query excludes it
+// (Runtime.NotSimulated): a ghost is written only by the runtime, from
+// what its owner sends.
+type Ghost struct{}
+
+// Frozen takes an entity out of every system (a handoff in flight).
+type Frozen struct{}
+
+// Codec is a component's handoff encoding: everything the entity's next
+// owner needs to go on simulating it.
+type Codec[T any] struct {
+	Append func(dst []byte, v *T) []byte
+	Decode func(b []byte) (T, error)
+
+	fixed bool // made by FixedCodec: Register checks the type's size
+}
+
+// FixedCodec is the Codec of a fixed-size type (numbers, bools, arrays and
+// structs of them, no pointers, slices or strings), in little-endian
+// encoding/binary layout. Register refuses it for any other type.
+func FixedCodec[T any]() Codec[T] {
+	return Codec[T]{
+		fixed: true,
+		Append: func(dst []byte, v *T) []byte {
+			out, err := binary.Append(dst, binary.LittleEndian, v)
+			if err != nil {
+				panic(fmt.Sprintf("zone: FixedCodec of %T: %v", *v, err)) // refused at Register
+			}
+			return out
+		},
+		Decode: func(b []byte) (T, error) {
+			var v T
+			n, err := binary.Decode(b, binary.LittleEndian, &v)
+			if err != nil || n != len(b) {
+				return v, ErrMalformedState.Wrap("%T: %d bytes", v, len(b))
+			}
+			return v, nil
+		},
+	}
+}
+
+// AudienceFunc says who may receive an entity's component at a flush.
+type AudienceFunc func(e ecs.ID) outbox.Audience[Subscriber]
+
+// Spec describes a module's component type.
+type Spec[T any] struct {
+	// Name is unique in the world and stable across builds. Required.
+	Name string
+	// Wire is the outbox component type clients receive it as; 0 means
+	// it is not synced.
+	Wire outbox.ComponentType
+	// Audience says who receives it; nil is public in range. Ignored when
+	// Wire is 0.
+	Audience AudienceFunc
+	// Encode appends the wire payload. Required when Wire is set.
+	Encode func(dst []byte, v *T) []byte
+	// Handoff is the handoff codec. Exactly one of Handoff and Local must
+	// be set: a component with neither is a boot error, so a new one
+	// cannot be forgotten by the handoff.
+	Handoff Codec[T]
+	// Local marks a component that is not handed over: rebuilt on the
+	// target (markers, caches, indices).
+	Local bool
+}
+
+// meta is what the runtime keeps in ecs.ComponentSpec.Meta.
+type meta struct {
+	wire  outbox.ComponentType
+	local bool
+}
+
+// Register registers a module's component on the runtime's world, with its
+// encoder when it is synced. Call it from Module.Setup. Appear bursts list
+// synced components in the order they were registered.
+func Register[T any](r *Runtime, spec Spec[T]) (*ecs.Store[T], error) {
+	var zero T
+	hasCodec := spec.Handoff.Append != nil || spec.Handoff.Decode != nil
+	switch {
+	case spec.Local == hasCodec:
+		return nil, ErrNoCodec.Wrap("component %q: set exactly one of Handoff and Local", spec.Name)
+	case hasCodec && (spec.Handoff.Append == nil || spec.Handoff.Decode == nil):
+		return nil, ErrNoCodec.Wrap("component %q: the handoff codec needs both Append and Decode", spec.Name)
+	case spec.Wire != 0 && spec.Encode == nil:
+		return nil, errcode.Config(fmt.Sprintf("Spec[%s].Encode", spec.Name), nil, "required when Wire is set")
+	}
+	if spec.Handoff.fixed && binary.Size(zero) < 0 {
+		return nil, ErrNoCodec.Wrap("component %q: FixedCodec needs a fixed-size type, %T is not", spec.Name, zero)
+	}
+	s, err := ecs.Register[T](r.w, ecs.ComponentSpec{Name: spec.Name, Meta: meta{wire: spec.Wire, local: spec.Local}})
+	if err != nil {
+		return nil, err
+	}
+	if spec.Wire != 0 {
+		aud := spec.Audience
+		if aud == nil {
+			aud = public
+		}
+		enc := outbox.EncoderFuncs[Subscriber, ecs.ID]{
+			WireType:     spec.Wire,
+			HasFunc:      s.Has,
+			AudienceFunc: aud,
+			PayloadFunc: func(dst []byte, e ecs.ID) []byte {
+				v, ok := s.Get(e)
+				if !ok {
+					return dst
+				}
+				return spec.Encode(dst, v)
+			},
+		}
+		if err := r.addEncoder(s, enc); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func public(ecs.ID) outbox.Audience[Subscriber] { return outbox.Public[Subscriber]() }
+
+// SyncPosition makes the built-in Position a synced component of wire type
+// wire, its payload three little-endian float32 (x, y, z). Call it from
+// Module.Setup at the point of the registration order where the position
+// belongs in an appear burst. Without it positions are not sent.
+func (r *Runtime) SyncPosition(wire outbox.ComponentType) error {
+	return r.addEncoder(r.pos, outbox.EncoderFuncs[Subscriber, ecs.ID]{
+		WireType:     wire,
+		HasFunc:      r.pos.Has,
+		AudienceFunc: public,
+		PayloadFunc: func(dst []byte, e ecs.ID) []byte {
+			p, ok := r.pos.Get(e)
+			if !ok {
+				return dst
+			}
+			return AppendPos(dst, p.Pos)
+		},
+	})
+}
+
+// AppendPos appends p as three little-endian float32 (x, y, z): the
+// position payload of SyncPosition.
+func AppendPos(dst []byte, p torus.Pos) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(p.X)))
+	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(p.Y)))
+	return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(p.Z)))
+}
+
+// DecodePos reads a position payload written by AppendPos.
+func DecodePos(b []byte) (torus.Pos, error) {
+	if len(b) != 12 {
+		return torus.Pos{}, ErrMalformedState.Wrap("position payload of %d bytes, want 12", len(b))
+	}
+	f := func(i int) float64 { return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))) }
+	return torus.Pos{X: f(0), Y: f(4), Z: f(8)}, nil
+}
+
+// synced is one registered encoder and the store it reads.
+type synced struct {
+	store ecs.Component
+	wire  outbox.ComponentType
+}
+
+func (r *Runtime) addEncoder(store ecs.Component, enc outbox.EncoderFuncs[Subscriber, ecs.ID]) error {
+	if err := r.out.Register(enc); err != nil {
+		return err
+	}
+	r.synced = append(r.synced, synced{store: store, wire: enc.WireType})
+	return nil
+}
+
+// checkComponents is the boot check run after Module.Setup: every
+// component is either handed over or marked local (Register enforces it
+// for module components; this catches ecs.Register calls that bypassed
+// it).
+func (r *Runtime) checkComponents() error {
+	for _, c := range r.w.Components() {
+		if _, ok := c.Type().Meta.(meta); !ok {
+			return ErrNoCodec.Wrap("component %q was registered without zone.Register", c.Type().Name)
+		}
+	}
+	return nil
+}

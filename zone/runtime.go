@@ -1,0 +1,668 @@
+package zone
+
+import (
+	"errors"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/entityid"
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/nodename"
+	"github.com/shardwise/shardwise/outbox"
+	"github.com/shardwise/shardwise/torus"
+)
+
+// Module is a game the runtime hosts: it registers its components
+// (Register, SyncPosition) and systems (AddSystem) and its hooks, and may
+// create its first entities. The runtime owns the world, the tick-end
+// pipeline and everything distributed.
+type Module interface {
+	// Setup runs once, inside New, before any tick.
+	Setup(r *Runtime) error
+}
+
+// Territory is where a runtime reads which regions it simulates: the
+// region table it holds and the fence of its lease. *Ownership is one;
+// Solo is the territory of a node alone in its world.
+type Territory interface {
+	// Table is the table the node holds now; never nil.
+	Table() *cells.Table
+	// Fenced is closed once the node may no longer write anything.
+	Fenced() <-chan struct{}
+}
+
+// solo is a one-node territory: one table, never fenced.
+type solo struct{ t *cells.Table }
+
+func (s solo) Table() *cells.Table     { return s.t }
+func (s solo) Fenced() <-chan struct{} { return nil }
+
+// Solo returns the territory of a node that owns every region of grid.
+func Solo(name string, grid cells.Grid) (Territory, error) {
+	t, err := cells.Uniform(grid, 1, []string{name})
+	if err != nil {
+		return nil, err
+	}
+	return solo{t}, nil
+}
+
+// Config configures a Runtime. Zero fields take the defaults documented
+// on them, filled by withDefaults.
+type Config struct {
+	// Name is the node's name (nodename rules): its coord member name and
+	// link peer id, and its owner entry in the region table. Default
+	// "solo".
+	Name string
+	// Node is the node's number, 0–255: the entity-id node part. Default 0.
+	Node int
+	// Grid is the world and its region grid. Default cells.DefaultGridConfig().
+	Grid cells.GridConfig
+	// Bands are the border widths. Zero fields take cells' defaults.
+	Bands cells.Bands
+	// Territory says which regions the node simulates. nil: Solo(Name):
+	// the node owns the whole world.
+	Territory Territory
+	// View is every client's view around its viewer entity. Zero:
+	// interest.DefaultView().
+	View interest.View
+	// MaterialiseBudget caps columns materialised per tick. Default 64.
+	MaterialiseBudget int
+	// TickInterval is the fixed step. Default 50 ms (20 Hz).
+	TickInterval time.Duration
+	// Clock is the wall clock, read once by New: entity ids count from
+	// that boot reading plus the ticks run, so a node restarted with the
+	// same node part mints ids above those of its previous run. nil means
+	// clock.Real(); tests inject a clock.Fake to get the same ids twice.
+	Clock clock.Clock
+	// Logger receives the runtime's records. Default: discard.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Name == "" {
+		c.Name = "solo"
+	}
+	c.Grid = c.Grid.WithDefaults()
+	if c.View == (interest.View{}) {
+		c.View = interest.DefaultView()
+	}
+	if c.MaterialiseBudget == 0 {
+		c.MaterialiseBudget = 64
+	}
+	if c.TickInterval == 0 {
+		c.TickInterval = 50 * time.Millisecond
+	}
+	c.Clock = clock.OrReal(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate checks c after defaults.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if err := nodename.Check("Config.Name", c.Name); err != nil {
+		return err
+	}
+	if c.Node < 0 || c.Node > entityid.MaxNode {
+		return errcode.Config("Config.Node", c.Node, "must be within [0, 255]")
+	}
+	if err := c.Grid.Validate(); err != nil {
+		return err
+	}
+	grid, err := cells.NewGrid(c.Grid)
+	if err != nil {
+		return err
+	}
+	if err := c.Bands.WithDefaults(grid).Validate(grid); err != nil {
+		return err
+	}
+	switch {
+	case c.MaterialiseBudget < 1:
+		return errcode.Config("Config.MaterialiseBudget", c.MaterialiseBudget, "must be at least 1")
+	case c.TickInterval <= 0:
+		return errcode.Config("Config.TickInterval", c.TickInterval, "must be positive")
+	}
+	return nil
+}
+
+// Report describes one tick of the runtime.
+type Report struct {
+	Tick     uint64
+	Entities int
+	// Outbox is what the flush encoded and delivered.
+	Outbox outbox.Stats
+	// Materialised and Dematerialised count residency changes of columns
+	// this node owns.
+	Materialised, Dematerialised int
+	// Intents is how many intents were handed to the module.
+	Intents int
+}
+
+// Intent is a request to change an entity, addressed to it and applied by
+// its own owner, through the module's intent handler (OnIntent), at the
+// start of the next tick. A system never writes another entity's state:
+// the target may live on another node.
+type Intent struct {
+	Kind           uint16
+	Source, Target ecs.ID
+	Amount         int64
+}
+
+// ColumnHooks are the module's calls when a column of a region this node
+// owns becomes resident or stops being resident.
+type ColumnHooks struct {
+	Materialise   func(col interest.Column)
+	Dematerialise func(col interest.Column)
+}
+
+// Runtime is one zone node's world. Like the ecs.World it wraps, it is
+// owned by one goroutine: the one that calls Step.
+type Runtime struct {
+	cfg  Config
+	geo  torus.World
+	grid cells.Grid
+	terr Territory
+	w    *ecs.World
+	subs *interest.Subscriptions[Subscriber]
+	vis  *interest.Visibility[Subscriber, ecs.ID]
+	res  *interest.Residency
+	out  *outbox.Outbox[Subscriber, ecs.ID]
+
+	pos    *ecs.Store[Position]
+	owner  *ecs.Store[Owner]
+	ghost  *ecs.Store[Ghost]
+	frozen *ecs.Store[Frozen]
+	synced []synced
+
+	// Entity ids carry the boot time plus the ticks run: idClock is moved
+	// to boot + tick × interval before each tick, never by the host.
+	boot      time.Time
+	idClock   *clock.Fake
+	ids       *entityid.Generator
+	phaseBase uint64
+
+	intents, spareIntents []Intent
+	onIntent              func(w *ecs.World, in Intent)
+
+	viewerOf  map[account.ID]ecs.ID
+	viewerAcc map[ecs.ID]account.ID
+	anchors   map[ecs.ID]struct{}
+	reasons   map[ecs.ID]interest.VanishReason
+	viewMoved []ecs.ID
+	manifest  interest.Manifest
+	residents []ecs.ID
+
+	party     func(dst []account.ID, owner account.ID) []account.ID
+	partyBuf  []account.ID
+	columns   ColumnHooks
+	onReindex []func(id ecs.ID, chunk torus.ChunkPos)
+
+	report Report
+}
+
+// New builds the runtime and sets up mod on it. Nothing is sent until the
+// first Step.
+func New(cfg Config, mod Module) (*Runtime, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	grid, err := cells.NewGrid(cfg.Grid)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Bands = cfg.Bands.WithDefaults(grid)
+	terr := cfg.Territory
+	if terr == nil {
+		if terr, err = Solo(cfg.Name, grid); err != nil {
+			return nil, err
+		}
+	}
+	geo, err := torus.New(cfg.Grid.World)
+	if err != nil {
+		return nil, err
+	}
+	w, err := ecs.New(ecs.Config{TickInterval: cfg.TickInterval})
+	if err != nil {
+		return nil, err
+	}
+	// Whole milliseconds, so that two boots shift every id by the same
+	// amount whatever the sub-millisecond part of their readings.
+	boot := cfg.Clock.Now().Truncate(time.Millisecond)
+	if boot.UnixMilli()-entityid.EpochUnixMilli < derivedMillis {
+		return nil, errcode.Config("Config.Clock", boot, "reads before the entity id range (from 2024-01-01T04:40Z: earlier ids are derived ones)")
+	}
+	base, err := entityid.Make(boot.UnixMilli()-entityid.EpochUnixMilli, 0, 0)
+	if err != nil {
+		return nil, errcode.Config("Config.Clock", boot, "reads outside the entity id range")
+	}
+	idClock := clock.NewFake(boot)
+	ids, err := entityid.NewGenerator(entityid.Config{Node: cfg.Node, Clock: idClock})
+	if err != nil {
+		return nil, err
+	}
+	subs := interest.NewSubscriptions[Subscriber](geo)
+	res, err := interest.NewResidency(geo, interest.ResidencyConfig{MaterialiseBudget: cfg.MaterialiseBudget})
+	if err != nil {
+		return nil, err
+	}
+	interest.FollowClients(res, subs)
+	r := &Runtime{
+		cfg: cfg, geo: geo, grid: grid, terr: terr, w: w,
+		subs: subs, vis: interest.NewVisibility[Subscriber, ecs.ID](subs), res: res,
+		boot: boot, idClock: idClock, ids: ids, phaseBase: uint64(base),
+		viewerOf:  make(map[account.ID]ecs.ID),
+		viewerAcc: make(map[ecs.ID]account.ID),
+		anchors:   make(map[ecs.ID]struct{}),
+		reasons:   make(map[ecs.ID]interest.VanishReason),
+	}
+	r.out = outbox.New[Subscriber, ecs.ID](outboxWorld{r})
+	if err := r.registerBuiltins(); err != nil {
+		return nil, err
+	}
+	w.OnDestroy(r.destroyed)
+	w.OnForget(r.forget)
+	if err := w.AddSystem(ecs.System{Name: "zone.intents", Order: math.MinInt32, Run: r.applyIntents}); err != nil {
+		return nil, err
+	}
+	w.OnTickEnd(r.endTick)
+	if err := mod.Setup(r); err != nil {
+		return nil, err
+	}
+	if err := r.checkComponents(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Runtime) registerBuiltins() error {
+	var err error
+	r.pos, err = Register(r, Spec[Position]{Name: "zone.position", Handoff: FixedCodec[Position]()})
+	if err != nil {
+		return err
+	}
+	if r.owner, err = Register(r, Spec[Owner]{Name: "zone.owner", Handoff: FixedCodec[Owner]()}); err != nil {
+		return err
+	}
+	if r.ghost, err = Register(r, Spec[Ghost]{Name: "zone.ghost", Local: true}); err != nil {
+		return err
+	}
+	r.frozen, err = Register(r, Spec[Frozen]{Name: "zone.frozen", Local: true})
+	return err
+}
+
+// Name is the node's name.
+func (r *Runtime) Name() string { return r.cfg.Name }
+
+// World returns the ecs world.
+func (r *Runtime) World() *ecs.World { return r.w }
+
+// Geometry returns the torus.
+func (r *Runtime) Geometry() torus.World { return r.geo }
+
+// Table returns the region table the node holds.
+func (r *Runtime) Table() *cells.Table { return r.terr.Table() }
+
+// Positions is the built-in position store.
+func (r *Runtime) Positions() *ecs.Store[Position] { return r.pos }
+
+// Owners is the built-in owner store.
+func (r *Runtime) Owners() *ecs.Store[Owner] { return r.owner }
+
+// Frozen is the built-in frozen marker's store.
+func (r *Runtime) Frozen() *ecs.Store[Frozen] { return r.frozen }
+
+// Ghosts is the built-in ghost marker's store.
+func (r *Runtime) Ghosts() *ecs.Store[Ghost] { return r.ghost }
+
+// NotSimulated lists the markers every system's query must exclude
+// (query.Without(r.NotSimulated()...)): ghosts and frozen entities.
+func (r *Runtime) NotSimulated() []ecs.Component { return []ecs.Component{r.ghost, r.frozen} }
+
+// Simulated reports whether this node simulates id: alive, not leaving,
+// not a ghost, not frozen.
+func (r *Runtime) Simulated(id ecs.ID) bool {
+	return r.w.Alive(id) && !r.w.Leaving(id) && !r.ghost.Has(id) && !r.frozen.Has(id)
+}
+
+// AddSystem adds a module system. Orders below math.MinInt32+16 are the
+// runtime's.
+func (r *Runtime) AddSystem(s ecs.System) error {
+	if s.Order < math.MinInt32+16 {
+		return errcode.Config("System.Order", s.Order, "is reserved for the runtime (below math.MinInt32+16)")
+	}
+	return r.w.AddSystem(s)
+}
+
+// OnIntent sets the module's intent handler, called once per intent
+// addressed to an entity this node simulates, in the order sent.
+func (r *Runtime) OnIntent(fn func(w *ecs.World, in Intent)) { r.onIntent = fn }
+
+// OnColumns sets the module's column hooks.
+func (r *Runtime) OnColumns(h ColumnHooks) { r.columns = h }
+
+// OnReindex adds a hook called with every entity filed under a new chunk
+// at the end of a tick (after the runtime's own bookkeeping).
+func (r *Runtime) OnReindex(fn func(id ecs.ID, chunk torus.ChunkPos)) {
+	r.onReindex = append(r.onReindex, fn)
+}
+
+// SetParty sets how owner-and-party audiences find an account's party:
+// fn appends the other members of owner's party.
+func (r *Runtime) SetParty(fn func(dst []account.ID, owner account.ID) []account.ID) { r.party = fn }
+
+// Attach routes an account's batches to sink. Accounts with no sink have
+// their messages dropped and counted.
+func (r *Runtime) Attach(a account.ID, sink outbox.Sink) {
+	r.out.Attach(interest.Account(a), sink)
+}
+
+// SetViewer makes id the entity an account's view follows: at the end of
+// every tick it moved, the account's subscriptions are kept on the view
+// around its chunk.
+func (r *Runtime) SetViewer(a account.ID, id ecs.ID) {
+	if old, ok := r.viewerOf[a]; ok {
+		delete(r.viewerAcc, old)
+	}
+	r.viewerOf[a] = id
+	r.viewerAcc[id] = a
+	r.viewMoved = append(r.viewMoved, id)
+}
+
+// Viewer returns the entity an account's view follows.
+func (r *Runtime) Viewer(a account.ID) (ecs.ID, bool) {
+	id, ok := r.viewerOf[a]
+	return id, ok
+}
+
+// SetAnchor makes id a residency anchor: the columns around it are kept
+// resident while it stands there.
+func (r *Runtime) SetAnchor(id ecs.ID) {
+	r.anchors[id] = struct{}{}
+	if c, ok := r.vis.ChunkOf(id); ok {
+		r.res.SetAnchor(interest.AnchorID(id), interest.ColumnOf(c))
+	}
+}
+
+// Destroy destroys id with a vanish of reason to everyone who sees it
+// (ecs.World.Destroy gives interest.Gone).
+func (r *Runtime) Destroy(id ecs.ID, reason interest.VanishReason) error {
+	if !r.w.Alive(id) {
+		return r.w.Destroy(id) // the world's error
+	}
+	r.reasons[id] = reason
+	return r.w.Destroy(id)
+}
+
+// Send queues an intent for its target's owner.
+func (r *Runtime) Send(in Intent) { r.intents = append(r.intents, in) }
+
+// NewID mints an entity id. A simulated millisecond holds 2048 ids; when a
+// burst of spawns spends them, the id clock moves on by a millisecond
+// rather than waiting for a tick that the caller itself would produce.
+func (r *Runtime) NewID() (ecs.ID, error) {
+	for {
+		id, err := r.ids.TryNext()
+		if errors.Is(err, entityid.ErrSequenceExhausted) {
+			r.idClock.Advance(time.Millisecond)
+			continue
+		}
+		return id, err
+	}
+}
+
+// derivedMillis: ids whose time part is below it are derived ones
+// (DerivedID); New refuses a clock that reads inside that range.
+const derivedMillis = 1 << 24
+
+// MaxDerivedKey is the largest key DerivedID takes.
+const MaxDerivedKey = derivedMillis<<(entityid.NodeBits+entityid.SeqBits) - 2
+
+// DerivedID returns the id of the thing key names (a den of a column, a
+// fixed spawn), the same on every node and in every run: key + 1, an id
+// whose time part lies before any a Generator mints (New refuses clocks
+// that read there). Keys above MaxDerivedKey are refused.
+func DerivedID(key uint64) (ecs.ID, error) {
+	if key > MaxDerivedKey {
+		return 0, errcode.Config("key", key, "is above zone.MaxDerivedKey")
+	}
+	return ecs.ID(key + 1), nil
+}
+
+// IsDerived reports whether id is a DerivedID rather than a minted one.
+func IsDerived(id ecs.ID) bool { return uint64(id) <= MaxDerivedKey+1 }
+
+// Phase is a minted id's offset from the id an entity minted at boot
+// would have, and a derived id itself: a stagger of per-entity work by
+// Phase is the same whatever wall time the node booted at.
+func (r *Runtime) Phase(id ecs.ID) uint64 {
+	if IsDerived(id) {
+		return uint64(id)
+	}
+	return uint64(id) - r.phaseBase
+}
+
+// Step runs one tick and reports it.
+func (r *Runtime) Step() Report {
+	next := r.w.CurrentTick().N + 1
+	// Entity ids carry the boot time plus the simulated time. Run in real
+	// time (ecs.Run never runs a tick early) that is never ahead of the
+	// wall clock, so a restart, which reads the wall clock again, mints
+	// above every id of the run before.
+	if at := r.boot.Add(time.Duration(next) * r.cfg.TickInterval); at.After(r.idClock.Now()) {
+		r.idClock.Set(at)
+	}
+	r.report = Report{}
+	r.w.Step()
+	return r.report
+}
+
+// EachWithin calls fn for every indexed entity with a position within
+// radius rad of p (wrap-aware, inclusive), with its squared distance. It
+// walks the chunks of the visibility index within ceil(rad / chunk edge)
+// columns of p's chunk on p's slab, so membership is as of the last
+// reindex (the end of the previous tick) and distance is current.
+func (r *Runtime) EachWithin(p torus.Pos, rad float64, fn func(id ecs.ID, d2 float64)) {
+	rc := int(math.Ceil(rad / r.geo.ChunkEdge()))
+	r2 := rad * rad
+	for c := range r.geo.ChunksWithin(r.geo.ChunkOf(p), rc, 0) {
+		r.residents = r.vis.AppendResidents(r.residents[:0], c)
+		for _, id := range r.residents {
+			q, ok := r.pos.Get(id)
+			if !ok {
+				continue
+			}
+			if d2 := r.geo.DistanceSq(p, q.Pos); d2 <= r2 {
+				fn(id, d2)
+			}
+		}
+	}
+}
+
+// applyIntents hands last tick's intents to the module, in the order they
+// were sent. Intents sent while applying go to the next tick.
+func (r *Runtime) applyIntents(w *ecs.World, t ecs.Tick) {
+	batch := r.intents
+	r.intents = r.spareIntents[:0]
+	for _, in := range batch {
+		if !r.Simulated(in.Target) || r.onIntent == nil {
+			continue // a frozen target's intents would follow it in a handoff; here they lapse
+		}
+		r.report.Intents++
+		r.onIntent(w, in)
+	}
+	clear(batch)
+	r.spareIntents = batch[:0]
+}
+
+// endTick is the output pipeline, run after the tick's structural changes
+// are applied.
+func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
+	w.DrainMoved(r.reindex)
+	for _, id := range r.viewMoved {
+		r.refreshView(id)
+	}
+	r.viewMoved = r.viewMoved[:0]
+
+	changes := r.res.Commit()
+	table := r.terr.Table()
+	for _, col := range changes.Dematerialised {
+		if r.ownsColumn(table, col) {
+			r.report.Dematerialised++
+			if r.columns.Dematerialise != nil {
+				r.columns.Dematerialise(col)
+			}
+		}
+	}
+	for _, col := range changes.Materialised {
+		if r.ownsColumn(table, col) {
+			r.report.Materialised++
+			if r.columns.Materialise != nil {
+				r.columns.Materialise(col)
+			}
+		}
+	}
+
+	r.out.AddDeliveries(r.vis.Drain())
+	for _, s := range r.synced {
+		s.store.DrainDirty(func(id ecs.ID) { r.out.MarkDirty(id, s.wire) })
+	}
+	r.report.Outbox = r.out.Flush(t.N)
+	r.report.Tick = t.N
+	r.report.Entities = w.Len()
+}
+
+func (r *Runtime) ownsColumn(t *cells.Table, col interest.Column) bool {
+	return t.OwnerOfChunk(torus.ChunkPos{X: col.X, Y: col.Y}) == r.cfg.Name
+}
+
+// Reindex files id under the chunk of its position now, instead of at the
+// end of the tick it was marked moved in: for an entity a hook creates
+// after the tick's reindex (a den stocked at residency commit), so that it
+// is seen in this tick's flush.
+func (r *Runtime) Reindex(id ecs.ID) { r.reindex(id) }
+
+// reindex files an entity under its current chunk, moves its residency
+// anchor, and queues its account's view for refresh.
+func (r *Runtime) reindex(id ecs.ID) {
+	p, ok := r.pos.Get(id)
+	if !ok {
+		return
+	}
+	chunk := r.geo.ChunkOf(p.Pos)
+	r.vis.Reindex(id, chunk)
+	if _, ok := r.anchors[id]; ok {
+		r.res.SetAnchor(interest.AnchorID(id), interest.ColumnOf(chunk))
+	}
+	if _, ok := r.viewerAcc[id]; ok {
+		r.viewMoved = append(r.viewMoved, id)
+	}
+	for _, fn := range r.onReindex {
+		fn(id, chunk)
+	}
+}
+
+// refreshView keeps an account's announced set on the view around its
+// viewer and, headless, delivers every newly announced chunk at once.
+func (r *Runtime) refreshView(viewer ecs.ID) {
+	a, ok := r.viewerAcc[viewer]
+	if !ok {
+		return
+	}
+	chunk, ok := r.vis.ChunkOf(viewer)
+	if !ok {
+		return
+	}
+	sub := interest.Account(a)
+	r.subs.ViewManifest(sub, chunk, r.cfg.View, &r.manifest)
+	r.subs.Apply(sub, r.manifest)
+	for _, c := range r.manifest.Added {
+		r.subs.MarkSent(sub, c)
+	}
+}
+
+func (r *Runtime) destroyed(w *ecs.World, id ecs.ID) {
+	reason, ok := r.reasons[id]
+	if !ok {
+		reason = interest.Gone
+	}
+	r.vis.Remove(id, reason)
+}
+
+// forget removes everything the runtime keeps about an entity outside its
+// components, on Destroy and Evict alike: its place in the visibility
+// index (without a vanish: an evicted entity goes on existing, written
+// elsewhere), its residency anchor, its viewer entry and its pending
+// vanish reason.
+func (r *Runtime) forget(id ecs.ID) {
+	r.vis.Evict(id)
+	if _, ok := r.anchors[id]; ok {
+		delete(r.anchors, id)
+		r.res.RemoveAnchor(interest.AnchorID(id))
+	}
+	if a, ok := r.viewerAcc[id]; ok {
+		delete(r.viewerAcc, id)
+		if r.viewerOf[a] == id {
+			delete(r.viewerOf, a)
+		}
+	}
+	delete(r.reasons, id)
+}
+
+// outboxWorld answers the outbox's questions at flush.
+type outboxWorld struct{ r *Runtime }
+
+func (o outboxWorld) AppendObserversOf(dst []Subscriber, e ecs.ID) []Subscriber {
+	return o.r.vis.AppendObserversOf(dst, e)
+}
+
+// AppendObserverIndices, SubscriberAt and SubscriberEpoch give the outbox
+// the dense fast path (outbox.IndexedWorld).
+func (o outboxWorld) AppendObserverIndices(dst []int32, e ecs.ID) []int32 {
+	return o.r.vis.AppendObserverIndices(dst, e)
+}
+
+func (o outboxWorld) SubscriberAt(i int32) Subscriber { return o.r.vis.SubscriberAt(i) }
+
+func (o outboxWorld) SubscriberEpoch() uint64 { return o.r.vis.SubscriberEpoch() }
+
+func (o outboxWorld) OwnerOf(e ecs.ID) (Subscriber, bool) {
+	ow, ok := o.r.owner.Get(e)
+	if !ok {
+		return Subscriber{}, false
+	}
+	return interest.Account(ow.Account), true
+}
+
+func (o outboxWorld) AppendParty(dst []Subscriber, owner Subscriber) []Subscriber {
+	acct, ok := owner.Account()
+	if !ok || !acct.Valid() || o.r.party == nil {
+		return dst
+	}
+	o.r.partyBuf = o.r.party(o.r.partyBuf[:0], acct)
+	for _, a := range o.r.partyBuf {
+		dst = append(dst, interest.Account(a))
+	}
+	return dst
+}
+
+// ChunkOf returns the chunk id is filed under, if it is indexed.
+func (r *Runtime) ChunkOf(id ecs.ID) (torus.ChunkPos, bool) { return r.vis.ChunkOf(id) }
+
+// ColumnHolders is how many anchors and client chunks hold col resident.
+func (r *Runtime) ColumnHolders(col interest.Column) int { return r.res.Holders(col) }
+
+// IsResident reports whether col is resident.
+func (r *Runtime) IsResident(col interest.Column) bool { return r.res.IsResident(col) }
+
+// AppendPending appends the intents sent and not yet applied (what this
+// tick sent, until the next tick applies it).
+func (r *Runtime) AppendPending(dst []Intent) []Intent { return append(dst, r.intents...) }
