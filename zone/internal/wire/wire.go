@@ -1,0 +1,239 @@
+package wire
+
+import (
+	"encoding/binary"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/torus"
+)
+
+// Version is the format version byte every payload starts with.
+const Version = 1
+
+// Control message kinds (the kind of a link control message).
+const (
+	KindSubscribe uint32 = 0x5A01 // observer → simulating node: chunk subscription changes
+	KindIntents   uint32 = 0x5A02 // intents addressed to entities the receiver simulates
+	KindForward   uint32 = 0x5A03 // already-encoded frames for accounts routed to the receiver
+	KindRoutes    uint32 = 0x5A04 // accounts whose messages the sender receives
+)
+
+// Replication entry kinds (link.Entry.Kind).
+const (
+	EntryFence    uint32 = 1 // first entry of every batch: the sender's fence; Payload = Fence
+	EntryUpdate   uint32 = 2 // Entity/Epoch/Sequence in the link.Entry; Payload = Update
+	EntrySnapshot uint32 = 3 // Payload = Snapshot
+)
+
+// Limits the decoders enforce. A count above its limit is malformed.
+const (
+	MaxChunks          = 1 << 16 // chunks in each of Subscribe's lists
+	MaxIntents         = 1 << 16 // intents in one Intents
+	MaxIntentData      = 1 << 10 // bytes of one Intent.Data
+	MaxFrames          = 1 << 16 // Forward.Frames, and indices in one AccountFrames
+	MaxAccounts        = 1 << 16 // Forward.Accounts, and each of Routes' lists
+	MaxSnapshotEntries = 1 << 16 // entries in one Snapshot
+)
+
+// CodeMalformed is the stable error code of bytes that are not a valid
+// payload.
+const CodeMalformed = "ZONE.WIRE_MALFORMED"
+
+// ErrMalformed matches (errors.Is) every error a decoder returns. The
+// wrapped message names the payload type, the field and the byte offset.
+var ErrMalformed = errcode.New(CodeMalformed, "zone/wire: malformed payload")
+
+// Fence names what allowed the sender to send: its coord lease and the
+// region table version it held.
+type Fence struct {
+	Lease int64  // the sender's coord lease id
+	Table uint64 // the region table version the sender held
+}
+
+// Subscribe changes which chunks an observer receives from the node that
+// simulates them.
+type Subscribe struct {
+	Fence  Fence
+	Add    []torus.ChunkPos // start receiving these chunks
+	Remove []torus.ChunkPos // stop receiving these chunks
+	Resync []torus.ChunkPos // already subscribed, state suspect: send a snapshot of each
+}
+
+// Intent is one request addressed to an entity the receiver simulates.
+type Intent struct {
+	Kind   uint16 // module-defined
+	Source uint64 // entity id of the requester
+	Target uint64 // entity id the intent is addressed to
+	Amount int64
+	Data   []byte // module-defined, may be empty, at most MaxIntentData bytes
+}
+
+// Intents carries the intents of one tick of the sender.
+type Intents struct {
+	Fence Fence
+	Tick  uint64
+	List  []Intent // at most MaxIntents
+}
+
+// Forward carries already-encoded frames for accounts routed to the
+// receiver. A frame several accounts receive is sent once.
+type Forward struct {
+	Fence    Fence
+	Tick     uint64
+	Frames   [][]byte        // distinct frames, each sent once per message; at most MaxFrames
+	Accounts []AccountFrames // who gets which; at most MaxAccounts
+}
+
+// AccountFrames says which frames of a Forward one account receives.
+type AccountFrames struct {
+	Account account.ID // valid (not account.None)
+	Frames  []uint32   // indices into Forward.Frames, in delivery order; at most MaxFrames
+}
+
+// Routes tells the receiver which accounts' messages the sender receives.
+type Routes struct {
+	Fence   Fence
+	Version uint64       // rises with each Routes the sender sends
+	Full    bool         // Set is the whole set; forget everything else from this sender
+	Set     []account.ID // now routed to the sender; at most MaxAccounts, each valid
+	Unset   []account.ID // no longer routed to the sender; empty when Full
+}
+
+// Update is the payload of an EntryUpdate: the outbox frames of one entity
+// (named by the link.Entry) in one chunk.
+type Update struct {
+	Chunk  torus.ChunkPos
+	Frames []byte // outbox frames of one entity (opaque here)
+}
+
+// Snapshot is the payload of an EntrySnapshot: the whole state of one chunk.
+type Snapshot struct {
+	Chunk   torus.ChunkPos
+	Entries []SnapshotEntry // at most MaxSnapshotEntries
+}
+
+// SnapshotEntry is one entity of a Snapshot.
+type SnapshotEntry struct {
+	Entity uint64
+	Epoch  uint64
+	Seq    uint64
+	Frames []byte // outbox frames of the entity (opaque here)
+}
+
+// Append appends the encoding of f as a replication payload (EntryFence).
+func (f Fence) Append(dst []byte) []byte {
+	return appendFence(append(dst, Version), f)
+}
+
+// Append appends the encoding of m. It does not check limits (see the
+// package doc, invariant 6).
+func (m Subscribe) Append(dst []byte) []byte {
+	dst = appendFence(append(dst, Version), m.Fence)
+	dst = appendChunks(dst, m.Add)
+	dst = appendChunks(dst, m.Remove)
+	return appendChunks(dst, m.Resync)
+}
+
+// Append appends the encoding of m. It does not check limits (see the
+// package doc, invariant 6).
+func (m Intents) Append(dst []byte) []byte {
+	dst = appendFence(append(dst, Version), m.Fence)
+	dst = binary.AppendUvarint(dst, m.Tick)
+	dst = binary.AppendUvarint(dst, uint64(len(m.List)))
+	for _, in := range m.List {
+		dst = binary.AppendUvarint(dst, uint64(in.Kind))
+		dst = binary.LittleEndian.AppendUint64(dst, in.Source)
+		dst = binary.LittleEndian.AppendUint64(dst, in.Target)
+		dst = binary.AppendVarint(dst, in.Amount)
+		dst = appendBytes(dst, in.Data)
+	}
+	return dst
+}
+
+// Append appends the encoding of m. It does not check limits or frame
+// indices (see the package doc, invariant 6).
+func (m Forward) Append(dst []byte) []byte {
+	dst = appendFence(append(dst, Version), m.Fence)
+	dst = binary.AppendUvarint(dst, m.Tick)
+	dst = binary.AppendUvarint(dst, uint64(len(m.Frames)))
+	for _, f := range m.Frames {
+		dst = appendBytes(dst, f)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(m.Accounts)))
+	for _, a := range m.Accounts {
+		dst = binary.AppendUvarint(dst, uint64(a.Account))
+		dst = binary.AppendUvarint(dst, uint64(len(a.Frames)))
+		for _, i := range a.Frames {
+			dst = binary.AppendUvarint(dst, uint64(i))
+		}
+	}
+	return dst
+}
+
+// Append appends the encoding of m. It does not check limits, account
+// validity or that a full Routes has no Unset (see the package doc,
+// invariant 6).
+func (m Routes) Append(dst []byte) []byte {
+	dst = appendFence(append(dst, Version), m.Fence)
+	dst = binary.AppendUvarint(dst, m.Version)
+	full := byte(0)
+	if m.Full {
+		full = 1
+	}
+	dst = append(dst, full)
+	dst = appendAccounts(dst, m.Set)
+	return appendAccounts(dst, m.Unset)
+}
+
+// Append appends the encoding of m.
+func (m Update) Append(dst []byte) []byte {
+	dst = appendChunk(append(dst, Version), m.Chunk)
+	return appendBytes(dst, m.Frames)
+}
+
+// Append appends the encoding of m. It does not check limits (see the
+// package doc, invariant 6).
+func (m Snapshot) Append(dst []byte) []byte {
+	dst = appendChunk(append(dst, Version), m.Chunk)
+	dst = binary.AppendUvarint(dst, uint64(len(m.Entries)))
+	for _, e := range m.Entries {
+		dst = binary.LittleEndian.AppendUint64(dst, e.Entity)
+		dst = binary.AppendUvarint(dst, e.Epoch)
+		dst = binary.AppendUvarint(dst, e.Seq)
+		dst = appendBytes(dst, e.Frames)
+	}
+	return dst
+}
+
+func appendFence(dst []byte, f Fence) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(f.Lease))
+	return binary.AppendUvarint(dst, f.Table)
+}
+
+func appendChunk(dst []byte, c torus.ChunkPos) []byte {
+	dst = binary.AppendVarint(dst, int64(c.X))
+	dst = binary.AppendVarint(dst, int64(c.Y))
+	return binary.AppendVarint(dst, int64(c.Slab))
+}
+
+func appendChunks(dst []byte, cs []torus.ChunkPos) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(cs)))
+	for _, c := range cs {
+		dst = appendChunk(dst, c)
+	}
+	return dst
+}
+
+func appendAccounts(dst []byte, ids []account.ID) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(ids)))
+	for _, id := range ids {
+		dst = binary.AppendUvarint(dst, uint64(id))
+	}
+	return dst
+}
+
+func appendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
