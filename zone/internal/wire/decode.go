@@ -419,6 +419,7 @@ func (r *reader) accounts(field, elem string) []account.ID {
 // Fence payload names "Fence.Lease" rather than "Fence.Fence.Lease".
 func (r *reader) fence(lease, table string) Fence {
 	return Fence{
+		Node:  r.uvarint(strings.TrimSuffix(lease, "Lease") + "Node"),
 		Lease: int64(r.u64(lease)),
 		Table: r.uvarint(table),
 	}

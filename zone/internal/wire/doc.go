@@ -25,7 +25,7 @@
 // unknown version is malformed. The fields then follow in declaration order
 // (Routes' seq is Routes.Version):
 //
-//	fence    = lease:8 bytes little-endian (int64 bits) table:uvarint
+//	fence    = node:uvarint lease:8 bytes little-endian (int64 bits) table:uvarint
 //	chunk    = x:zigzag y:zigzag slab:zigzag   each within int32
 //	bytes    = len:uvarint data
 //	list(T)  = count:uvarint T*count

@@ -36,5 +36,5 @@ func Example() {
 	// account 7: pos
 	// account 7: bag
 	// account 8: pos
-	// zone/wire: malformed payload: Forward.Accounts[1].Frames at byte 27: count 1 needs at least 1 more bytes, 0 left
+	// zone/wire: malformed payload: Forward.Accounts[1].Frames at byte 28: count 1 needs at least 1 more bytes, 0 left
 }

@@ -37,8 +37,8 @@ func adapt[M message](decode func([]byte) (M, error)) func([]byte) (message, err
 
 var (
 	fence0   = Fence{}
-	fenceMax = Fence{Lease: math.MinInt64, Table: math.MaxUint64}
-	fenceEtc = Fence{Lease: 7587891234567890123, Table: 42}
+	fenceMax = Fence{Node: math.MaxUint64, Lease: math.MinInt64, Table: math.MaxUint64}
+	fenceEtc = Fence{Node: 17, Lease: 7587891234567890123, Table: 42}
 	chunkMax = torus.ChunkPos{X: math.MaxInt32, Y: math.MinInt32, Slab: -1}
 )
 
@@ -208,7 +208,9 @@ func randI32(r *rand.Rand) int32 {
 	return int32(randI64(r) >> 32)
 }
 
-func randFence(r *rand.Rand) Fence { return Fence{Lease: randI64(r), Table: randU64(r)} }
+func randFence(r *rand.Rand) Fence {
+	return Fence{Node: randU64(r), Lease: randI64(r), Table: randU64(r)}
+}
 
 func randChunk(r *rand.Rand) torus.ChunkPos {
 	return torus.ChunkPos{X: randI32(r), Y: randI32(r), Slab: randI32(r)}

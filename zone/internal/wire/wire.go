@@ -44,9 +44,10 @@ const CodeMalformed = "ZONE.WIRE_MALFORMED"
 // wrapped message names the payload type, the field and the byte offset.
 var ErrMalformed = errcode.New(CodeMalformed, "zone/wire: malformed payload")
 
-// Fence names what allowed the sender to send: its coord lease and the
-// region table version it held.
+// Fence names the sender and what allowed it to send: its coord lease and
+// the region table version it held.
 type Fence struct {
+	Node  uint64 // the sender's node number (its coord id): its key as a node subscriber
 	Lease int64  // the sender's coord lease id
 	Table uint64 // the region table version the sender held
 }
@@ -207,6 +208,7 @@ func (m Snapshot) Append(dst []byte) []byte {
 }
 
 func appendFence(dst []byte, f Fence) []byte {
+	dst = binary.AppendUvarint(dst, f.Node)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(f.Lease))
 	return binary.AppendUvarint(dst, f.Table)
 }

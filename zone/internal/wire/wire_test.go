@@ -153,13 +153,13 @@ func TestRefusesMalformed(t *testing.T) {
 		field  string
 	}{
 		{"empty", adapt(DecodeFence), nil, "Fence at byte 0: empty"},
-		{"non-minimal table", adapt(DecodeFence), append(fenceBytes()[:9], 0x80, 0x00), "Fence.Table"},
+		{"non-minimal table", adapt(DecodeFence), append(fenceBytes()[:10], 0x80, 0x00), "Fence.Table"},
 		{"non-minimal zero", adapt(DecodeFence), append(fenceBytes()[:9], 0x80, 0x80, 0x00), "Fence.Table"},
-		{"varint over 64 bits", adapt(DecodeFence), append(fenceBytes()[:9], 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02), "Fence.Table"},
-		{"varint of 11 bytes", adapt(DecodeFence), append(fenceBytes()[:9], 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00), "Fence.Table"},
-		{"lease truncated", adapt(DecodeFence), []byte{Version, 1, 2, 3}, "Fence.Lease"},
+		{"varint over 64 bits", adapt(DecodeFence), append(fenceBytes()[:10], 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02), "Fence.Table"},
+		{"varint of 11 bytes", adapt(DecodeFence), append(fenceBytes()[:10], 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00), "Fence.Table"},
+		{"lease truncated", adapt(DecodeFence), []byte{Version, 0, 1, 2, 3}, "Fence.Lease"},
 
-		{"chunk count beyond the bytes", adapt(DecodeSubscribe), uv(fenceBytes(), 1<<16), "Subscribe.Add at byte 10"},
+		{"chunk count beyond the bytes", adapt(DecodeSubscribe), uv(fenceBytes(), 1<<16), "Subscribe.Add at byte 11"},
 		{"chunk count over the limit", adapt(DecodeSubscribe), append(uv(fenceBytes(), MaxChunks+1), zeros(3*(MaxChunks+1))...), "Subscribe.Add"},
 		{"chunk X over int32", adapt(DecodeSubscribe), append(binary.AppendVarint(uv(fenceBytes(), 1), math.MaxInt32+1), 0, 0, 0, 0), "Subscribe.Add[0].X"},
 		{"chunk Slab under int32", adapt(DecodeSubscribe), append(binary.AppendVarint(uv(fenceBytes(), 0, 1, 0, 0), math.MinInt32-1), 0), "Subscribe.Remove[0].Slab"},
