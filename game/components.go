@@ -183,7 +183,7 @@ func registerComponents(r *zone.Runtime) (components, error) {
 			return binary.AppendUvarint(binary.AppendUvarint(dst, uint64(max(v.HP, 0))), uint64(v.Max))
 		}})
 	c.exp = register(r, &err, zone.Spec[Exp]{Name: "exp", Wire: WireExp, Handoff: zone.FixedCodec[Exp](),
-		Audience: func(ecs.ID) outbox.Audience[zone.Subscriber] { return outbox.Owner[zone.Subscriber]() },
+		Audience: zone.OwnerOnly,
 		Encode:   func(dst []byte, v *Exp) []byte { return binary.AppendVarint(dst, v.Points) }})
 	c.motion = register(r, &err, zone.Spec[Motion]{Name: "motion", Handoff: zone.FixedCodec[Motion]()})
 	c.master = register(r, &err, zone.Spec[Master]{Name: "master", Handoff: zone.FixedCodec[Master]()})

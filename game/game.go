@@ -203,7 +203,7 @@ func (g *Game) spawnPlayer(account account.ID, home torus.Pos) (ecs.ID, error) {
 		c.visual.Add(masterID, Visual{KindPlayer}),
 		c.health.Add(masterID, Health{HP: 100, Max: 100}),
 		c.exp.Add(masterID, Exp{}),
-		c.owner.Add(masterID, Owner{Account: account}),
+		g.r.SetOwner(masterID, account),
 		c.motion.Add(masterID, Motion{}),
 		c.master.Add(masterID, Master{Pet: petID, Home: home}),
 
@@ -213,7 +213,7 @@ func (g *Game) spawnPlayer(account account.ID, home torus.Pos) (ecs.ID, error) {
 		c.speed.Add(petID, Speed{MPS: 6}),
 		c.visual.Add(petID, Visual{KindPet}),
 		c.health.Add(petID, Health{HP: 60, Max: 60}),
-		c.owner.Add(petID, Owner{Account: account}),
+		g.r.SetOwner(petID, account),
 		c.motion.Add(petID, Motion{}),
 		c.pet.Add(petID, Pet{Master: masterID}),
 	}

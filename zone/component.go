@@ -145,6 +145,16 @@ func Register[T any](r *Runtime, spec Spec[T]) (*ecs.Store[T], error) {
 
 func public(ecs.ID) outbox.Audience[Subscriber] { return outbox.Public[Subscriber]() }
 
+// Ready-made audiences for Spec.Audience.
+var (
+	// Public: everyone who sees the entity (the default).
+	Public AudienceFunc = public
+	// OwnerOnly: the entity's owning account, wherever it is.
+	OwnerOnly AudienceFunc = func(ecs.ID) outbox.Audience[Subscriber] { return outbox.Owner[Subscriber]() }
+	// OwnerAndParty: the owning account and its party (Runtime.SetParty).
+	OwnerAndParty AudienceFunc = func(ecs.ID) outbox.Audience[Subscriber] { return outbox.Party[Subscriber]() }
+)
+
 // SyncPosition makes the built-in Position a synced component of wire type
 // wire, its payload three little-endian float32 (x, y, z). Call it from
 // Module.Setup at the point of the registration order where the position
@@ -185,14 +195,89 @@ func DecodePos(b []byte) (torus.Pos, error) {
 type synced struct {
 	store ecs.Component
 	wire  outbox.ComponentType
+	enc   outbox.EncoderFuncs[Subscriber, ecs.ID] // the module's, for local entities
 }
 
+// addEncoder registers enc with the outbox, wrapped so that a render
+// ghost's component is what its owner last sent: the stored frame's
+// payload, public.
 func (r *Runtime) addEncoder(store ecs.Component, enc outbox.EncoderFuncs[Subscriber, ecs.ID]) error {
-	if err := r.out.Register(enc); err != nil {
+	t := enc.WireType
+	wrapped := outbox.EncoderFuncs[Subscriber, ecs.ID]{
+		WireType: t,
+		HasFunc: func(e ecs.ID) bool {
+			if r.isGhost(e) {
+				_, ok := r.cluster.rep.Frame(uint64(e), t)
+				return ok
+			}
+			return enc.HasFunc(e)
+		},
+		AudienceFunc: func(e ecs.ID) outbox.Audience[Subscriber] {
+			if r.isGhost(e) {
+				return outbox.Public[Subscriber]()
+			}
+			return enc.AudienceFunc(e)
+		},
+		PayloadFunc: func(dst []byte, e ecs.ID) []byte {
+			if r.isGhost(e) {
+				f, ok := r.cluster.rep.Frame(uint64(e), t)
+				if !ok {
+					return dst
+				}
+				m, _, err := outbox.ReadFrame(f)
+				if err != nil {
+					return dst
+				}
+				return append(dst, m.Payload...)
+			}
+			return enc.PayloadFunc(dst, e)
+		},
+	}
+	if err := r.out.Register(wrapped); err != nil {
 		return err
 	}
-	r.synced = append(r.synced, synced{store: store, wire: enc.WireType})
+	r.synced = append(r.synced, synced{store: store, wire: t, enc: enc})
 	return nil
+}
+
+// isGhost reports whether e is a render ghost here: a foreign entity
+// whose components are what its owner sent.
+func (r *Runtime) isGhost(e ecs.ID) bool { return r.cluster != nil && r.cluster.isGhost(e) }
+
+// isSynced reports whether t is a registered wire type.
+func (r *Runtime) isSynced(t outbox.ComponentType) bool {
+	for _, s := range r.synced {
+		if s.wire == t {
+			return true
+		}
+	}
+	return false
+}
+
+// markAllDirty queues an update of every component a ghost has, for its
+// local observers.
+func (r *Runtime) markAllDirty(e ecs.ID) {
+	for _, s := range r.synced {
+		if _, ok := r.cluster.rep.Frame(uint64(e), s.wire); ok {
+			r.out.MarkDirty(e, s.wire)
+		}
+	}
+}
+
+// appendBurst appends a local entity's appear burst of its public
+// components, in registration order, as the outbox would send it to a
+// node.
+func (r *Runtime) appendBurst(dst []byte, e ecs.ID) []byte {
+	var body []byte
+	n := 0
+	for _, s := range r.synced {
+		if !s.enc.HasFunc(e) || s.enc.AudienceFunc(e).Kind != outbox.PublicInRange {
+			continue
+		}
+		body = outbox.AppendComponentFrame(body, uint64(e), s.wire, s.enc.PayloadFunc(nil, e))
+		n++
+	}
+	return append(outbox.AppendAppearFrame(dst, uint64(e), n), body...)
 }
 
 // checkComponents is the boot check run after Module.Setup: every

@@ -2,8 +2,10 @@ package zone
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/shardwise/shardwise/account"
@@ -13,9 +15,11 @@ import (
 	"github.com/shardwise/shardwise/entityid"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/nodename"
 	"github.com/shardwise/shardwise/outbox"
 	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/zone/internal/wire"
 )
 
 // Module is a game the runtime hosts: it registers its components
@@ -82,6 +86,20 @@ type Config struct {
 	Clock clock.Clock
 	// Logger receives the runtime's records. Default: discard.
 	Logger *slog.Logger
+	// Link connects the node to its peers: chunk subscriptions, render
+	// ghosts, account routing and remote intents travel over it. nil: the
+	// node is alone (its Territory must then give it every region it
+	// needs). The runtime takes the link's handlers of the zone message
+	// kinds and its replication handler; the host adds the peers (by the
+	// names the region table uses) and closes the link after the runtime.
+	Link *link.Node
+	// Lease is the lease id the node's messages carry (its coord lease).
+	// Default: the Territory's, when it has one (*Ownership does).
+	Lease int64
+	// Accept, if set, says whether a message from peer, stamped with the
+	// peer's lease, may be applied: the fence against a peer that lost its
+	// lease (a host answers from coord's membership). nil accepts all.
+	Accept func(peer string, lease int64) bool
 }
 
 func (c Config) withDefaults() Config {
@@ -110,6 +128,9 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	if err := nodename.Check("Config.Name", c.Name); err != nil {
 		return err
+	}
+	if c.Link != nil && c.Link.ID() != c.Name {
+		return errcode.Config("Config.Link", c.Link.ID(), "must be the link of the node named by Config.Name "+c.Name)
 	}
 	if c.Node < 0 || c.Node > entityid.MaxNode {
 		return errcode.Config("Config.Node", c.Node, "must be within [0, 255]")
@@ -197,6 +218,8 @@ type Runtime struct {
 	anchors   map[ecs.ID]struct{}
 	reasons   map[ecs.ID]interest.VanishReason
 	viewMoved []ecs.ID
+	posDirty  []ecs.ID
+	ownerSet  []ecs.ID
 	manifest  interest.Manifest
 	residents []ecs.ID
 
@@ -204,6 +227,10 @@ type Runtime struct {
 	partyBuf  []account.ID
 	columns   ColumnHooks
 	onReindex []func(id ecs.ID, chunk torus.ChunkPos)
+
+	cluster *cluster // nil when the node is alone
+	fenced  bool
+	closed  bool
 
 	report Report
 }
@@ -225,6 +252,12 @@ func New(cfg Config, mod Module) (*Runtime, error) {
 		if terr, err = Solo(cfg.Name, grid); err != nil {
 			return nil, err
 		}
+	}
+	if terr.Table() == nil {
+		return nil, ErrNoTable.Wrap("the territory holds no region table yet (wait for one: Ownership.WaitVersion)")
+	}
+	if got := terr.Table().Grid().Config(); got != cfg.Grid {
+		return nil, errcode.Config("Config.Grid", cfg.Grid, fmt.Sprintf("differs from the region table's grid %+v", got))
 	}
 	geo, err := torus.New(cfg.Grid.World)
 	if err != nil {
@@ -274,13 +307,61 @@ func New(cfg Config, mod Module) (*Runtime, error) {
 		return nil, err
 	}
 	w.OnTickEnd(r.endTick)
+	if cfg.Link != nil {
+		if r.cluster, err = newCluster(r, cfg.Link); err != nil {
+			return nil, err
+		}
+	}
 	if err := mod.Setup(r); err != nil {
+		r.Close()
 		return nil, err
 	}
 	if err := r.checkComponents(); err != nil {
+		r.Close()
 		return nil, err
 	}
 	return r, nil
+}
+
+// Close stops the runtime's sender goroutine. It is idempotent and does
+// not close the link, the territory or the coord client.
+func (r *Runtime) Close() error {
+	r.closed = true
+	if r.cluster != nil {
+		r.cluster.close()
+	}
+	return nil
+}
+
+// lease is the lease id the node's messages carry.
+func (r *Runtime) lease() int64 {
+	if r.cfg.Lease != 0 {
+		return r.cfg.Lease
+	}
+	if l, ok := r.terr.(interface{ Lease() int64 }); ok {
+		return l.Lease()
+	}
+	return 0
+}
+
+// accept is the fence on what peers send.
+func (r *Runtime) accept(peer string, f wire.Fence) bool {
+	return r.cfg.Accept == nil || r.cfg.Accept(peer, f.Lease)
+}
+
+// Fenced reports whether the node lost its lease: it then simulates and
+// sends nothing, for good.
+func (r *Runtime) Fenced() bool {
+	if r.fenced {
+		return true
+	}
+	select {
+	case <-r.terr.Fenced():
+		r.fenced = true
+		r.cfg.Logger.Warn("zone: lease lost: the node stops simulating and sending", "node", r.cfg.Name)
+	default:
+	}
+	return r.fenced
 }
 
 func (r *Runtime) registerBuiltins() error {
@@ -307,6 +388,9 @@ func (r *Runtime) World() *ecs.World { return r.w }
 
 // Geometry returns the torus.
 func (r *Runtime) Geometry() torus.World { return r.geo }
+
+// Grid returns the region grid.
+func (r *Runtime) Grid() cells.Grid { return r.grid }
 
 // Table returns the region table the node holds.
 func (r *Runtime) Table() *cells.Table { return r.terr.Table() }
@@ -359,10 +443,16 @@ func (r *Runtime) OnReindex(fn func(id ecs.ID, chunk torus.ChunkPos)) {
 // fn appends the other members of owner's party.
 func (r *Runtime) SetParty(fn func(dst []account.ID, owner account.ID) []account.ID) { r.party = fn }
 
-// Attach routes an account's batches to sink. Accounts with no sink have
-// their messages dropped and counted.
+// Attach routes an account's batches to sink (nil detaches it): the
+// account's client is here. What other nodes send the account (owner-only
+// and party messages forwarded over the link) reaches the same sink.
+// Accounts with no sink here and no route to another node have their
+// messages dropped and counted.
 func (r *Runtime) Attach(a account.ID, sink outbox.Sink) {
 	r.out.Attach(interest.Account(a), sink)
+	if r.cluster != nil {
+		r.cluster.attachLocal(a, sink)
+	}
 }
 
 // SetViewer makes id the entity an account's view follows: at the end of
@@ -375,6 +465,9 @@ func (r *Runtime) SetViewer(a account.ID, id ecs.ID) {
 	r.viewerOf[a] = id
 	r.viewerAcc[id] = a
 	r.viewMoved = append(r.viewMoved, id)
+	if r.cluster != nil {
+		r.cluster.setMine(a, true)
+	}
 }
 
 // Viewer returns the entity an account's view follows.
@@ -390,6 +483,20 @@ func (r *Runtime) SetAnchor(id ecs.ID) {
 	if c, ok := r.vis.ChunkOf(id); ok {
 		r.res.SetAnchor(interest.AnchorID(id), interest.ColumnOf(c))
 	}
+}
+
+// SetOwner gives id to an account (adding or changing its Owner). At the
+// end of the tick the account is sent the entity's owner-only and party
+// components, wherever the entity stands: they are routed by account, not
+// by sight, so the owner knows them before it ever sees the entity.
+func (r *Runtime) SetOwner(id ecs.ID, a account.ID) error {
+	if o, ok := r.owner.Get(id); ok {
+		o.Account = a
+	} else if err := r.owner.Add(id, Owner{Account: a}); err != nil {
+		return err
+	}
+	r.ownerSet = append(r.ownerSet, id)
+	return nil
 }
 
 // Destroy destroys id with a vanish of reason to everyone who sees it
@@ -450,8 +557,15 @@ func (r *Runtime) Phase(id ecs.ID) uint64 {
 	return uint64(id) - r.phaseBase
 }
 
-// Step runs one tick and reports it.
+// Step runs one tick and reports it. A fenced node (Fenced) runs nothing
+// and sends nothing: Step returns a zero Report.
 func (r *Runtime) Step() Report {
+	if r.closed || r.Fenced() {
+		return Report{}
+	}
+	if r.cluster != nil {
+		r.cluster.drain()
+	}
 	next := r.w.CurrentTick().N + 1
 	// Entity ids carry the boot time plus the simulated time. Run in real
 	// time (ecs.Run never runs a tick early) that is never ahead of the
@@ -493,6 +607,10 @@ func (r *Runtime) applyIntents(w *ecs.World, t ecs.Tick) {
 	batch := r.intents
 	r.intents = r.spareIntents[:0]
 	for _, in := range batch {
+		if !r.w.Alive(in.Target) && r.cluster != nil && r.cluster.isGhost(in.Target) {
+			r.cluster.routeIntent(in) // its owner applies it
+			continue
+		}
 		if !r.Simulated(in.Target) || r.onIntent == nil {
 			continue // a frozen target's intents would follow it in a handoff; here they lapse
 		}
@@ -506,6 +624,19 @@ func (r *Runtime) applyIntents(w *ecs.World, t ecs.Tick) {
 // endTick is the output pipeline, run after the tick's structural changes
 // are applied.
 func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
+	// A position marked dirty is checked for a new chunk, so a module
+	// that marks every move needs no MarkMoved; one that does not (the
+	// reference game resends positions every 8th step) marks the chunk
+	// changes with MarkMoved.
+	r.posDirty = r.posDirty[:0]
+	r.pos.DrainDirty(func(id ecs.ID) {
+		r.posDirty = append(r.posDirty, id)
+		if p, ok := r.pos.Get(id); ok {
+			if c, ok := r.vis.ChunkOf(id); !ok || c != r.geo.ChunkOf(p.Pos) {
+				w.MarkMoved(id)
+			}
+		}
+	})
 	w.DrainMoved(r.reindex)
 	for _, id := range r.viewMoved {
 		r.refreshView(id)
@@ -531,14 +662,84 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 		}
 	}
 
-	r.out.AddDeliveries(r.vis.Drain())
+	if r.cluster != nil {
+		r.cluster.updateWants()
+	}
+	r.out.AddDeliveries(r.ownDeliveries(r.vis.Drain()))
+	for _, id := range r.ownerSet {
+		r.markPrivate(id, true)
+	}
+	r.ownerSet = r.ownerSet[:0]
 	for _, s := range r.synced {
+		if s.store == ecs.Component(r.pos) {
+			for _, id := range r.posDirty {
+				r.out.MarkDirty(id, s.wire)
+			}
+			continue
+		}
 		s.store.DrainDirty(func(id ecs.ID) { r.out.MarkDirty(id, s.wire) })
 	}
 	r.report.Outbox = r.out.Flush(t.N)
 	r.report.Tick = t.N
 	r.report.Entities = w.Len()
+	if r.cluster != nil && !r.Fenced() {
+		r.cluster.publish(r.seq())
+		r.cluster.flushControl(t.N)
+	}
 }
+
+// ownDeliveries drops render ghosts from what node subscribers are told:
+// a node hears of an entity only from the node that simulates it.
+func (r *Runtime) ownDeliveries(ds []interest.Delivery[Subscriber, ecs.ID]) []interest.Delivery[Subscriber, ecs.ID] {
+	if r.cluster == nil {
+		return ds
+	}
+	for i := range ds {
+		d := &ds[i]
+		if d.Subscriber.Kind != interest.NodeSubscriber {
+			continue
+		}
+		d.Appeared = slices.DeleteFunc(d.Appeared, r.isGhost)
+		d.Vanished = slices.DeleteFunc(d.Vanished, func(v interest.Vanished[ecs.ID]) bool { return r.isGhost(v.Entity) })
+	}
+	return ds
+}
+
+// snapshot is the state of this node's entities in chunk ch, as a node
+// subscriber sees it: every local entity filed there, each as an appear
+// burst of its public components.
+func (r *Runtime) snapshot(ch torus.ChunkPos, seq uint64) wire.Snapshot {
+	s := wire.Snapshot{Chunk: ch}
+	r.residents = r.vis.AppendResidents(r.residents[:0], ch)
+	for _, e := range r.residents {
+		if r.isGhost(e) {
+			continue
+		}
+		s.Entries = append(s.Entries, wire.SnapshotEntry{Entity: uint64(e), Epoch: firstEpoch, Seq: seq, Frames: r.appendBurst(nil, e)})
+	}
+	return s
+}
+
+// ClusterStats returns the link counters (zero for a node alone).
+func (r *Runtime) ClusterStats() ClusterStats {
+	if r.cluster == nil {
+		return ClusterStats{}
+	}
+	return r.cluster.stats
+}
+
+// RenderGhosts reports how many render ghosts the node holds.
+func (r *Runtime) RenderGhosts() int {
+	if r.cluster == nil {
+		return 0
+	}
+	return r.cluster.rep.Len()
+}
+
+// seq is the replication sequence of this tick's messages: the simulated
+// wall time in milliseconds, which rises every tick and across restarts
+// (a restarted node boots later).
+func (r *Runtime) seq() uint64 { return uint64(r.idClock.Now().UnixMilli()) }
 
 func (r *Runtime) ownsColumn(t *cells.Table, col interest.Column) bool {
 	return t.OwnerOfChunk(torus.ChunkPos{X: col.X, Y: col.Y}) == r.cfg.Name
@@ -612,6 +813,9 @@ func (r *Runtime) forget(id ecs.ID) {
 		delete(r.viewerAcc, id)
 		if r.viewerOf[a] == id {
 			delete(r.viewerOf, a)
+			if r.cluster != nil {
+				r.cluster.setMine(a, false)
+			}
 		}
 	}
 	delete(r.reasons, id)
@@ -620,14 +824,30 @@ func (r *Runtime) forget(id ecs.ID) {
 // outboxWorld answers the outbox's questions at flush.
 type outboxWorld struct{ r *Runtime }
 
+// AppendObserversOf appends who sees e. A render ghost is never sent on to
+// another node: its own owner sends it to whoever subscribes there.
 func (o outboxWorld) AppendObserversOf(dst []Subscriber, e ecs.ID) []Subscriber {
-	return o.r.vis.AppendObserversOf(dst, e)
+	n := len(dst)
+	dst = o.r.vis.AppendObserversOf(dst, e)
+	if o.r.isGhost(e) {
+		kept := slices.DeleteFunc(dst[n:], isNode)
+		dst = dst[:n+len(kept)]
+	}
+	return dst
 }
+
+func isNode(s Subscriber) bool { return s.Kind == interest.NodeSubscriber }
 
 // AppendObserverIndices, SubscriberAt and SubscriberEpoch give the outbox
 // the dense fast path (outbox.IndexedWorld).
 func (o outboxWorld) AppendObserverIndices(dst []int32, e ecs.ID) []int32 {
-	return o.r.vis.AppendObserverIndices(dst, e)
+	n := len(dst)
+	dst = o.r.vis.AppendObserverIndices(dst, e)
+	if o.r.isGhost(e) {
+		kept := slices.DeleteFunc(dst[n:], func(i int32) bool { return isNode(o.r.vis.SubscriberAt(i)) })
+		dst = dst[:n+len(kept)]
+	}
+	return dst
 }
 
 func (o outboxWorld) SubscriberAt(i int32) Subscriber { return o.r.vis.SubscriberAt(i) }
@@ -652,6 +872,49 @@ func (o outboxWorld) AppendParty(dst []Subscriber, owner Subscriber) []Subscribe
 		dst = append(dst, interest.Account(a))
 	}
 	return dst
+}
+
+// resendPrivate queues, for accounts that just became reachable, every
+// component they may receive only as owner or party member: what was sent
+// before the route existed was dropped.
+func (r *Runtime) resendPrivate(accts []account.ID) {
+	if len(accts) == 0 {
+		return
+	}
+	owners := make(map[account.ID]bool) // owner → whether it is one of accts
+	for _, a := range accts {
+		owners[a] = true
+		if r.party != nil {
+			for _, m := range r.party(nil, a) {
+				if !owners[m] {
+					owners[m] = false
+				}
+			}
+		}
+	}
+	r.owner.Each(func(id ecs.ID, o *Owner) {
+		if self, ok := owners[o.Account]; ok && !r.isGhost(id) {
+			r.markPrivate(id, self)
+		}
+	})
+}
+
+// markPrivate queues id's party components and, if owner, its owner-only
+// ones.
+func (r *Runtime) markPrivate(id ecs.ID, owner bool) {
+	for _, s := range r.synced {
+		if !s.enc.HasFunc(id) {
+			continue
+		}
+		switch s.enc.AudienceFunc(id).Kind {
+		case outbox.OwnerOnly:
+			if owner {
+				r.out.MarkDirty(id, s.wire)
+			}
+		case outbox.OwnerAndParty:
+			r.out.MarkDirty(id, s.wire)
+		}
+	}
 }
 
 // ChunkOf returns the chunk id is filed under, if it is indexed.

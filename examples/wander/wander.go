@@ -138,7 +138,7 @@ func (m *Module) register(r *zone.Runtime) error {
 	}
 	if m.secret, err = zone.Register(r, zone.Spec[Secret]{Name: "wander.secret", Wire: WireSecret,
 		Handoff:  zone.FixedCodec[Secret](),
-		Audience: func(ecs.ID) outbox.Audience[zone.Subscriber] { return outbox.Owner[zone.Subscriber]() },
+		Audience: zone.OwnerOnly,
 		Encode:   func(dst []byte, v *Secret) []byte { return binary.LittleEndian.AppendUint32(dst, v.Value) },
 	}); err != nil {
 		return err
@@ -158,7 +158,7 @@ func (m *Module) create(i int, p torus.Pos) error {
 	if err := errors.Join(
 		m.r.World().CreateEntity(id),
 		m.pos.Add(id, zone.Position{Pos: p}),
-		m.r.Owners().Add(id, zone.Owner{Account: acct}),
+		m.r.SetOwner(id, acct),
 		m.walk.Add(id, Walk{Region: region, Target: m.waypoint(id, region, 0)}),
 		m.mood.Add(id, Mood{Value: m.moodAt(id, 0)}),
 		m.secret.Add(id, Secret{Value: m.secretAt(id, 0)}),

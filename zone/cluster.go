@@ -1,0 +1,921 @@
+package zone
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/outbox"
+	"github.com/shardwise/shardwise/replica"
+	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/zone/internal/wire"
+)
+
+// firstEpoch is the replication epoch every entity carries until handoff
+// raises it on each transfer.
+const firstEpoch = 1
+
+// fullRoutesEvery is how often, in ticks, a node resends its whole route
+// set (a peer that restarted, or missed a delta, learns it again).
+const fullRoutesEvery = 100
+
+// inMsg is one message from a peer, queued by a link goroutine for the
+// world goroutine.
+type inMsg struct {
+	from    string
+	kind    uint32 // a wire.Kind*, or 0 for a replication batch
+	payload []byte
+	seq     uint64
+	entries []link.Entry
+}
+
+// cluster is the runtime's side of the node link: chunk subscriptions both
+// ways, render ghosts, routing by account and remote intents. Everything
+// but the inbox and the sender is owned by the world goroutine.
+type cluster struct {
+	r    *Runtime
+	link *link.Node
+	rep  *replica.Store
+
+	mu    sync.Mutex
+	inbox []inMsg
+
+	// Observer side. held counts, per normalised chunk, the local
+	// accounts holding it; wants is, per chunk this node receives, the
+	// peers it subscribed to for it; changed collects chunks whose held
+	// count crossed zero this tick.
+	held    map[torus.ChunkPos]int32
+	wants   map[torus.ChunkPos][]string
+	changed map[torus.ChunkPos]struct{}
+	subOut  map[string]*wire.Subscribe
+	gaps    map[string]bool
+	source  map[ecs.ID]string // render ghost → the peer it came from
+	events  []replica.Event
+	table   uint64 // the table version wants were computed for
+
+	// Publisher side.
+	numOf    map[string]uint64 // peer name → its node number
+	nameOf   map[uint64]string
+	sinks    map[string]*nodeSink
+	snapshot map[string][]torus.ChunkPos
+
+	// Routing by account.
+	local    map[account.ID]outbox.Sink
+	routes   map[account.ID]string
+	routeVer map[string]uint64
+	fwd      map[string]*forwardBuf
+	mine     map[account.ID]bool
+	routeSet map[account.ID]bool // changes of mine since the last Routes: true set, false unset
+
+	intentsOut map[string][]wire.Intent
+
+	progMu   sync.Mutex
+	progress Progress
+
+	send     chan outMsg
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	closeMu  sync.Once
+	stats    ClusterStats
+}
+
+// ClusterStats are the runtime's link counters since New.
+type ClusterStats struct {
+	// Batches and Entries are replication batches and entries sent.
+	Batches, Entries int
+	// Snapshots counts chunk snapshots sent.
+	Snapshots int
+	// Forwards counts account-routed messages sent (one per peer per tick).
+	Forwards int
+	// Subscribes counts subscription messages sent.
+	Subscribes int
+	// IntentsSent and IntentsDropped count intents to foreign entities:
+	// sent to the node that simulates them, or dropped because no node
+	// is known to.
+	IntentsSent, IntentsDropped int
+	// Gaps counts replication gaps seen (each triggers a resync).
+	Gaps int
+	// Refused counts messages refused as malformed or from a fenced sender.
+	Refused int
+	// SendErrors counts control messages the link did not take.
+	SendErrors int
+}
+
+// Progress counts what a node sent to and received from each peer, for a
+// harness that waits until every message sent has arrived
+// (zonetest.Cluster.Sync).
+type Progress struct {
+	// Queued and Written count control messages handed to the sender and
+	// handed by it to the link (taken or refused).
+	Queued, Written uint64
+	// Sent and Received are per peer.
+	Sent, Received map[string]PeerProgress
+}
+
+// PeerProgress is one direction of traffic with one peer.
+type PeerProgress struct {
+	Control uint64 // control messages the link took (sent) or delivered (received)
+	Seq     uint64 // the last replication batch's link sequence
+}
+
+func (c *cluster) bump(f func(p *Progress)) {
+	c.progMu.Lock()
+	if c.progress.Sent == nil {
+		c.progress.Sent = make(map[string]PeerProgress)
+		c.progress.Received = make(map[string]PeerProgress)
+	}
+	f(&c.progress)
+	c.progMu.Unlock()
+}
+
+// Progress returns a copy of the link progress counters (zero for a node
+// alone). Safe for concurrent use.
+func (r *Runtime) Progress() Progress {
+	if r.cluster == nil {
+		return Progress{}
+	}
+	c := r.cluster
+	c.progMu.Lock()
+	defer c.progMu.Unlock()
+	p := Progress{Queued: c.progress.Queued, Written: c.progress.Written,
+		Sent: make(map[string]PeerProgress), Received: make(map[string]PeerProgress)}
+	for k, v := range c.progress.Sent {
+		p.Sent[k] = v
+	}
+	for k, v := range c.progress.Received {
+		p.Received[k] = v
+	}
+	return p
+}
+
+type outMsg struct {
+	peer    string
+	kind    uint32
+	payload []byte
+}
+
+// nodeSink collects one peer's frames of a flush.
+type nodeSink struct{ frames [][]byte }
+
+func (s *nodeSink) Deliver(_ uint64, frames [][]byte) { s.frames = append(s.frames, frames...) }
+
+// forwardBuf collects the frames of a flush for the accounts routed to one
+// peer.
+type forwardBuf struct {
+	msg   wire.Forward
+	index map[*byte]uint32 // first byte of a frame → its index in msg.Frames
+}
+
+// fwdSink is the outbox sink of an account routed to another node.
+type fwdSink struct {
+	c    *cluster
+	peer string
+	acct account.ID
+}
+
+func (s fwdSink) Deliver(_ uint64, frames [][]byte) {
+	b := s.c.fwd[s.peer]
+	if b == nil {
+		b = &forwardBuf{index: make(map[*byte]uint32)}
+		s.c.fwd[s.peer] = b
+	}
+	af := wire.AccountFrames{Account: s.acct, Frames: make([]uint32, 0, len(frames))}
+	for _, f := range frames {
+		if len(f) == 0 {
+			continue
+		}
+		i, ok := b.index[&f[0]]
+		if !ok {
+			i = uint32(len(b.msg.Frames))
+			b.index[&f[0]] = i
+			b.msg.Frames = append(b.msg.Frames, f)
+		}
+		af.Frames = append(af.Frames, i)
+	}
+	b.msg.Accounts = append(b.msg.Accounts, af)
+}
+
+func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
+	rep, err := replica.New(replica.Config{World: r.geo})
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{
+		r: r, link: l, rep: rep,
+		held:       make(map[torus.ChunkPos]int32),
+		wants:      make(map[torus.ChunkPos][]string),
+		changed:    make(map[torus.ChunkPos]struct{}),
+		subOut:     make(map[string]*wire.Subscribe),
+		gaps:       make(map[string]bool),
+		source:     make(map[ecs.ID]string),
+		numOf:      make(map[string]uint64),
+		nameOf:     make(map[uint64]string),
+		sinks:      make(map[string]*nodeSink),
+		snapshot:   make(map[string][]torus.ChunkPos),
+		local:      make(map[account.ID]outbox.Sink),
+		routes:     make(map[account.ID]string),
+		routeVer:   make(map[string]uint64),
+		fwd:        make(map[string]*forwardBuf),
+		mine:       make(map[account.ID]bool),
+		routeSet:   make(map[account.ID]bool),
+		intentsOut: make(map[string][]wire.Intent),
+		send:       make(chan outMsg, 4096),
+		stop:       make(chan struct{}),
+	}
+	r.subs.AddHooks(interest.Hooks[Subscriber]{ChunkSent: c.chunkSent, ChunkUnsent: c.chunkUnsent})
+	for _, k := range []uint32{wire.KindSubscribe, wire.KindIntents, wire.KindForward, wire.KindRoutes} {
+		l.Handle(k, func(_ context.Context, from string, payload []byte) ([]byte, error) {
+			c.enqueue(inMsg{from: from, kind: k, payload: payload})
+			return nil, nil
+		})
+	}
+	l.OnReplication(func(from string, seq uint64, entries []link.Entry) {
+		c.enqueue(inMsg{from: from, seq: seq, entries: entries})
+	})
+	c.wg.Add(1)
+	go c.sender()
+	return c, nil
+}
+
+func (c *cluster) enqueue(m inMsg) {
+	c.mu.Lock()
+	c.inbox = append(c.inbox, m)
+	c.mu.Unlock()
+	c.bump(func(p *Progress) {
+		r := p.Received[m.from]
+		if m.kind == 0 {
+			r.Seq = max(r.Seq, m.seq)
+		} else {
+			r.Control++
+		}
+		p.Received[m.from] = r
+	})
+}
+
+// sender writes control messages to the link in order. It is the one
+// goroutine the cluster starts; close joins it.
+func (c *cluster) sender() {
+	defer c.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-c.stop
+		cancel()
+	}()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case m := <-c.send:
+			sctx, done := context.WithTimeout(ctx, 5*time.Second)
+			err := c.link.Send(sctx, m.peer, m.kind, m.payload)
+			done()
+			c.bump(func(p *Progress) {
+				p.Written++
+				if err == nil {
+					s := p.Sent[m.peer]
+					s.Control++
+					p.Sent[m.peer] = s
+				}
+			})
+			if err != nil {
+				c.r.cfg.Logger.Warn("zone: control message not sent", "peer", m.peer, "kind", m.kind, "err", err)
+			}
+		}
+	}
+}
+
+func (c *cluster) close() {
+	c.closeMu.Do(func() {
+		close(c.stop)
+		c.wg.Wait()
+	})
+}
+
+func (c *cluster) fence() wire.Fence {
+	return wire.Fence{Node: uint64(c.r.cfg.Node), Lease: c.r.lease(), Table: c.r.terr.Table().Version()}
+}
+
+// queue hands a control message to the sender without blocking the
+// world: a full queue drops it and counts.
+func (c *cluster) queue(peer string, kind uint32, payload []byte) {
+	select {
+	case c.send <- outMsg{peer: peer, kind: kind, payload: payload}:
+		c.bump(func(p *Progress) { p.Queued++ })
+	default:
+		c.stats.SendErrors++
+	}
+}
+
+// ---- observer side ----
+
+func (c *cluster) chunkSent(s Subscriber, ch torus.ChunkPos) {
+	if s.Kind != interest.AccountSubscriber {
+		return
+	}
+	ch = c.r.geo.NormaliseChunk(ch)
+	if c.held[ch]++; c.held[ch] == 1 {
+		c.changed[ch] = struct{}{}
+	}
+}
+
+func (c *cluster) chunkUnsent(s Subscriber, ch torus.ChunkPos) {
+	if s.Kind != interest.AccountSubscriber {
+		return
+	}
+	ch = c.r.geo.NormaliseChunk(ch)
+	n := c.held[ch] - 1
+	if n <= 0 {
+		delete(c.held, ch)
+		c.changed[ch] = struct{}{}
+		return
+	}
+	c.held[ch] = n
+}
+
+// simulators appends the peers that may simulate an entity standing in
+// ch: the chunk's owner and every node owning a region within the handoff
+// margin of it (an entity past a border, not yet handed over, is still
+// simulated by its old node: observers pull it from there too).
+func (c *cluster) simulators(dst []string, ch torus.ChunkPos) []string {
+	t := c.r.terr.Table()
+	edge := c.r.geo.ChunkEdge()
+	o := c.r.geo.ChunkOrigin(ch)
+	centre := torus.Pos{X: o.X + edge/2, Y: o.Y + edge/2}
+	dst = t.AppendOwnersWithin(dst, centre, c.r.cfg.Bands.HandoffMargin+edge*0.7072, c.r.cfg.Name)
+	slices.Sort(dst)
+	return dst
+}
+
+// updateWants turns this tick's changes of held chunks (and a new table)
+// into subscription changes per peer.
+func (c *cluster) updateWants() {
+	if v := c.r.terr.Table().Version(); v != c.table {
+		c.table = v
+		for ch := range c.held {
+			c.changed[ch] = struct{}{}
+		}
+		for ch := range c.wants {
+			c.changed[ch] = struct{}{}
+		}
+	}
+	if len(c.changed) == 0 {
+		return
+	}
+	chunks := make([]torus.ChunkPos, 0, len(c.changed))
+	for ch := range c.changed {
+		chunks = append(chunks, ch)
+	}
+	clear(c.changed)
+	slices.SortFunc(chunks, cmpChunk)
+	var now []string
+	for _, ch := range chunks {
+		before := c.wants[ch]
+		now = now[:0]
+		if c.held[ch] > 0 {
+			now = c.simulators(now, ch)
+		}
+		for _, p := range before {
+			if !slices.Contains(now, p) {
+				c.sub(p).Remove = append(c.sub(p).Remove, ch)
+				c.dropChunk(p, ch)
+			}
+		}
+		for _, p := range now {
+			if !slices.Contains(before, p) {
+				c.sub(p).Add = append(c.sub(p).Add, ch)
+			}
+		}
+		if len(now) == 0 {
+			delete(c.wants, ch)
+		} else {
+			c.wants[ch] = slices.Clone(now)
+		}
+	}
+}
+
+func (c *cluster) sub(peer string) *wire.Subscribe {
+	s := c.subOut[peer]
+	if s == nil {
+		s = &wire.Subscribe{}
+		c.subOut[peer] = s
+	}
+	return s
+}
+
+// dropChunk forgets the ghosts of ch that came from peer.
+func (c *cluster) dropChunk(peer string, ch torus.ChunkPos) {
+	var gone []uint64
+	for _, e := range c.rep.AppendResidents(nil, ch) {
+		if c.source[ecs.ID(e)] == peer {
+			gone = append(gone, e)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	// Keep the other sources' ghosts: a snapshot of the chunk listing
+	// exactly them.
+	var keep []replica.Update
+	for _, e := range c.rep.AppendResidents(nil, ch) {
+		if slices.Contains(gone, e) {
+			continue
+		}
+		st, _, _ := c.rep.Has(e)
+		burst, _ := c.rep.AppendBurst(nil, e)
+		keep = append(keep, replica.Update{Entity: e, Stamp: st, Frames: burst})
+	}
+	_ = c.rep.Replace(ch, keep)
+	c.applyEvents()
+}
+
+// wanted reports whether this node receives ch from peer.
+func (c *cluster) wanted(peer string, ch torus.ChunkPos) bool {
+	return slices.Contains(c.wants[c.r.geo.NormaliseChunk(ch)], peer)
+}
+
+// receive applies one replication batch.
+func (c *cluster) receive(m inMsg) {
+	if err := c.rep.Batch(m.from, m.seq); err != nil {
+		c.stats.Gaps++
+		c.gaps[m.from] = true
+	}
+	entries := m.entries
+	if len(entries) == 0 || entries[0].Kind != wire.EntryFence {
+		c.stats.Refused++
+		return
+	}
+	if f, err := wire.DecodeFence(entries[0].Payload); err != nil || !c.r.accept(m.from, f) {
+		c.stats.Refused++
+		return
+	}
+	for _, e := range entries[1:] {
+		switch e.Kind {
+		case wire.EntryUpdate:
+			u, err := wire.DecodeUpdate(e.Payload)
+			if err != nil {
+				c.stats.Refused++
+				continue
+			}
+			c.applyUpdate(m.from, e, u)
+		case wire.EntrySnapshot:
+			s, err := wire.DecodeSnapshot(e.Payload)
+			if err != nil {
+				c.stats.Refused++
+				continue
+			}
+			c.applySnapshot(m.from, s)
+		default:
+			c.stats.Refused++
+		}
+	}
+	c.applyEvents()
+}
+
+func (c *cluster) applyUpdate(from string, e link.Entry, u wire.Update) {
+	id := ecs.ID(e.Entity)
+	if src, ok := c.source[id]; ok && src != from {
+		// Another node sends this entity; until handoff moves entities
+		// between nodes only one can, so the later source is refused.
+		c.stats.Refused++
+		return
+	}
+	up := replica.Update{Entity: e.Entity, Stamp: replica.Stamp{Epoch: e.Epoch, Seq: e.Sequence}, Chunk: u.Chunk, Frames: u.Frames}
+	first, _, err := outbox.ReadFrame(u.Frames)
+	if err != nil {
+		c.stats.Refused++
+		return
+	}
+	if first.Kind != outbox.KindVanish && !c.wanted(from, u.Chunk) {
+		// The entity went where this node does not look (or the update
+		// crossed an unsubscribe): it is out of sight here.
+		if _, _, ok := c.rep.Has(e.Entity); !ok {
+			return
+		}
+		up.Frames = outbox.AppendVanishFrame(nil, e.Entity, interest.OutOfSight)
+	}
+	changed, err := c.rep.Apply(up)
+	if err != nil {
+		c.stats.Refused++
+		return
+	}
+	if changed && first.Kind == outbox.KindComponent && len(up.Frames) == len(u.Frames) {
+		c.markDirty(id, u.Frames)
+	}
+	if changed && first.Kind != outbox.KindVanish {
+		c.source[id] = from
+	}
+}
+
+// markDirty queues local observers' updates for the component frames of
+// a ghost delta.
+func (c *cluster) markDirty(id ecs.ID, frames []byte) {
+	for len(frames) > 0 {
+		m, rest, err := outbox.ReadFrame(frames)
+		if err != nil {
+			return
+		}
+		frames = rest
+		if m.Kind == outbox.KindComponent && c.r.isSynced(m.Component) {
+			c.r.out.MarkDirty(id, m.Component)
+		}
+	}
+}
+
+func (c *cluster) applySnapshot(from string, s wire.Snapshot) {
+	ch := c.r.geo.NormaliseChunk(s.Chunk)
+	if !c.wanted(from, ch) {
+		return
+	}
+	// The snapshot is the sender's part of the chunk: other sources'
+	// ghosts there stay.
+	var ups []replica.Update
+	for _, e := range c.rep.AppendResidents(nil, ch) {
+		if src := c.source[ecs.ID(e)]; src != from {
+			st, _, _ := c.rep.Has(e)
+			burst, _ := c.rep.AppendBurst(nil, e)
+			ups = append(ups, replica.Update{Entity: e, Stamp: st, Frames: burst})
+		}
+	}
+	for _, e := range s.Entries {
+		if src, ok := c.source[ecs.ID(e.Entity)]; ok && src != from {
+			continue
+		}
+		ups = append(ups, replica.Update{Entity: e.Entity, Stamp: replica.Stamp{Epoch: e.Epoch, Seq: e.Seq}, Frames: e.Frames})
+	}
+	if err := c.rep.Replace(ch, ups); err != nil {
+		c.stats.Refused++
+		return
+	}
+	for _, e := range s.Entries {
+		if _, _, ok := c.rep.Has(e.Entity); ok {
+			c.source[ecs.ID(e.Entity)] = from
+			c.r.markAllDirty(ecs.ID(e.Entity))
+		}
+	}
+}
+
+// applyEvents feeds the replica's lifecycle events to the visibility
+// index, so local clients see ghosts like local entities.
+func (c *cluster) applyEvents() {
+	c.events = c.rep.Drain(c.events[:0])
+	for _, ev := range c.events {
+		id := ecs.ID(ev.Entity)
+		switch ev.Kind {
+		case replica.Appeared, replica.Moved:
+			c.r.vis.Reindex(id, ev.Chunk)
+		case replica.Vanished:
+			c.r.vis.Remove(id, ev.Reason)
+			delete(c.source, id)
+		}
+	}
+}
+
+// isGhost reports whether id is a render ghost here.
+func (c *cluster) isGhost(id ecs.ID) bool {
+	_, ok := c.source[id]
+	return ok
+}
+
+// ---- publisher side ----
+
+func (c *cluster) subscribe(from string, s wire.Subscribe) {
+	if !c.r.accept(from, s.Fence) {
+		c.stats.Refused++
+		return
+	}
+	if old, ok := c.nameOf[s.Fence.Node]; ok && old != from {
+		c.stats.Refused++ // two peers claim one number: keep the first
+		return
+	}
+	c.numOf[from], c.nameOf[s.Fence.Node] = s.Fence.Node, from
+	key := interest.Node(s.Fence.Node)
+	if _, ok := c.sinks[from]; !ok {
+		sink := &nodeSink{}
+		c.sinks[from] = sink
+		c.r.out.Attach(key, sink)
+	}
+	for _, ch := range s.Remove {
+		c.r.subs.Withdraw(key, ch)
+	}
+	for _, ch := range s.Add {
+		c.r.subs.Announce(key, ch)
+		c.r.subs.MarkSent(key, ch)
+		c.snapshot[from] = append(c.snapshot[from], ch)
+	}
+	for _, ch := range s.Resync {
+		if c.r.subs.IsSent(key, ch) {
+			c.snapshot[from] = append(c.snapshot[from], ch)
+		}
+	}
+}
+
+// publish turns each peer's frames of this flush into one replication
+// batch: the fence, one entry per entity, then the snapshots it asked for.
+func (c *cluster) publish(seq uint64) {
+	peers := make([]string, 0, len(c.sinks))
+	for p := range c.sinks {
+		peers = append(peers, p)
+	}
+	slices.Sort(peers)
+	fence := c.fence().Append(nil)
+	for _, p := range peers {
+		sink := c.sinks[p]
+		snaps := c.snapshot[p]
+		if len(sink.frames) == 0 && len(snaps) == 0 {
+			continue
+		}
+		entries := []link.Entry{{Kind: wire.EntryFence, Payload: fence}}
+		entries = c.appendUpdates(entries, sink.frames, seq)
+		for _, ch := range snaps {
+			entries = append(entries, link.Entry{Kind: wire.EntrySnapshot, Payload: c.r.snapshot(ch, seq).Append(nil)})
+			c.stats.Snapshots++
+		}
+		clear(sink.frames)
+		sink.frames = sink.frames[:0]
+		delete(c.snapshot, p)
+		if err := c.link.Replicate(p, entries); err != nil {
+			c.stats.SendErrors++
+			continue
+		}
+		c.bump(func(pr *Progress) {
+			s := pr.Sent[p]
+			s.Seq++ // the link numbers each peer's batches 1, 2, …
+			pr.Sent[p] = s
+		})
+		c.stats.Batches++
+		c.stats.Entries += len(entries) - 1
+	}
+}
+
+// appendUpdates groups a flush's frames by entity, in the order each
+// entity first appears, one entry each.
+func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64) []link.Entry {
+	type group struct {
+		id     uint64
+		frames []byte
+	}
+	var groups []group
+	at := make(map[uint64]int)
+	for _, f := range frames {
+		m, _, err := outbox.ReadFrame(f)
+		if err != nil {
+			continue // our own outbox's frame: cannot happen
+		}
+		i, ok := at[m.Entity]
+		if !ok {
+			i = len(groups)
+			at[m.Entity] = i
+			groups = append(groups, group{id: m.Entity})
+		}
+		groups[i].frames = append(groups[i].frames, f...)
+	}
+	for _, g := range groups {
+		ch, _ := c.r.vis.ChunkOf(ecs.ID(g.id))
+		dst = append(dst, link.Entry{
+			Entity: g.id, Epoch: firstEpoch, Sequence: seq, Kind: wire.EntryUpdate,
+			Payload: wire.Update{Chunk: ch, Frames: g.frames}.Append(nil),
+		})
+	}
+	return dst
+}
+
+// flushControl sends this tick's subscription changes, forwards, intents
+// and route changes, one message per kind per peer.
+func (c *cluster) flushControl(tick uint64) {
+	fence := c.fence()
+	for _, p := range sortedKeys(c.subOut) {
+		s := c.subOut[p]
+		s.Fence = fence
+		c.queue(p, wire.KindSubscribe, s.Append(nil))
+		c.stats.Subscribes++
+		delete(c.subOut, p)
+	}
+	for _, p := range sortedKeys(c.fwd) {
+		b := c.fwd[p]
+		b.msg.Fence, b.msg.Tick = fence, tick
+		c.queue(p, wire.KindForward, b.msg.Append(nil))
+		c.stats.Forwards++
+		delete(c.fwd, p)
+	}
+	for _, p := range sortedKeys(c.intentsOut) {
+		c.queue(p, wire.KindIntents, wire.Intents{Fence: fence, Tick: tick, List: c.intentsOut[p]}.Append(nil))
+		delete(c.intentsOut, p)
+	}
+	full := tick%fullRoutesEvery == 1
+	if len(c.routeSet) == 0 && !full {
+		return
+	}
+	var msg wire.Routes
+	msg.Fence = fence
+	c.routeVer[c.r.cfg.Name]++
+	msg.Version = c.routeVer[c.r.cfg.Name]
+	if full {
+		msg.Full = true
+		for a := range c.mine {
+			msg.Set = append(msg.Set, a)
+		}
+	} else {
+		for a, set := range c.routeSet {
+			if set {
+				msg.Set = append(msg.Set, a)
+			} else {
+				msg.Unset = append(msg.Unset, a)
+			}
+		}
+	}
+	clear(c.routeSet)
+	slices.Sort(msg.Set)
+	slices.Sort(msg.Unset)
+	payload := msg.Append(nil)
+	for _, p := range c.r.terr.Table().Nodes() {
+		if p != c.r.cfg.Name {
+			c.queue(p, wire.KindRoutes, payload)
+		}
+	}
+}
+
+// ---- routing by account ----
+
+func (c *cluster) attachLocal(a account.ID, sink outbox.Sink) {
+	if sink == nil {
+		delete(c.local, a)
+		if p, ok := c.routes[a]; ok {
+			c.r.out.Attach(interest.Account(a), fwdSink{c: c, peer: p, acct: a})
+		}
+		return
+	}
+	c.local[a] = sink
+}
+
+func (c *cluster) setMine(a account.ID, mine bool) {
+	if c.mine[a] == mine {
+		return
+	}
+	if mine {
+		c.mine[a] = true
+	} else {
+		delete(c.mine, a)
+	}
+	c.routeSet[a] = mine
+}
+
+func (c *cluster) applyRoutes(from string, m wire.Routes) {
+	if !c.r.accept(from, m.Fence) {
+		c.stats.Refused++
+		return
+	}
+	if m.Version <= c.routeVer[from] {
+		return // a resent or older announcement
+	}
+	c.routeVer[from] = m.Version
+	unset := m.Unset
+	if m.Full {
+		for a, p := range c.routes {
+			if p == from && !slices.Contains(m.Set, a) {
+				unset = append(unset, a)
+			}
+		}
+	}
+	for _, a := range unset {
+		if c.routes[a] != from {
+			continue
+		}
+		delete(c.routes, a)
+		if _, ok := c.local[a]; !ok {
+			c.r.out.Detach(interest.Account(a))
+		}
+	}
+	var fresh []account.ID
+	for _, a := range m.Set {
+		if c.routes[a] == from {
+			continue
+		}
+		c.routes[a] = from
+		if _, ok := c.local[a]; !ok {
+			c.r.out.Attach(interest.Account(a), fwdSink{c: c, peer: from, acct: a})
+			fresh = append(fresh, a)
+		}
+	}
+	c.r.resendPrivate(fresh)
+}
+
+func (c *cluster) deliverForward(from string, m wire.Forward) {
+	if !c.r.accept(from, m.Fence) {
+		c.stats.Refused++
+		return
+	}
+	var frames [][]byte
+	for _, af := range m.Accounts {
+		sink, ok := c.local[af.Account]
+		if !ok {
+			continue // the account left this node: dropped
+		}
+		frames = frames[:0]
+		for _, i := range af.Frames {
+			frames = append(frames, m.Frames[i])
+		}
+		sink.Deliver(m.Tick, frames)
+	}
+}
+
+// ---- intents ----
+
+// routeIntent sends an intent for an entity this node does not simulate
+// to the node that sends its ghost, and reports whether it knew one.
+func (c *cluster) routeIntent(in Intent) bool {
+	p, ok := c.source[in.Target]
+	if !ok {
+		c.stats.IntentsDropped++
+		return false
+	}
+	c.intentsOut[p] = append(c.intentsOut[p], wire.Intent{Kind: in.Kind, Source: uint64(in.Source), Target: uint64(in.Target), Amount: in.Amount})
+	c.stats.IntentsSent++
+	return true
+}
+
+func (c *cluster) receiveIntents(from string, m wire.Intents) {
+	if !c.r.accept(from, m.Fence) {
+		c.stats.Refused++
+		return
+	}
+	for _, in := range m.List {
+		c.r.intents = append(c.r.intents, Intent{Kind: in.Kind, Source: ecs.ID(in.Source), Target: ecs.ID(in.Target), Amount: in.Amount})
+	}
+}
+
+// drain handles every queued peer message, in arrival order.
+func (c *cluster) drain() {
+	c.mu.Lock()
+	msgs := c.inbox
+	c.inbox = nil
+	c.mu.Unlock()
+	for _, m := range msgs {
+		var err error
+		switch m.kind {
+		case 0:
+			c.receive(m)
+		case wire.KindSubscribe:
+			var s wire.Subscribe
+			if s, err = wire.DecodeSubscribe(m.payload); err == nil {
+				c.subscribe(m.from, s)
+			}
+		case wire.KindIntents:
+			var s wire.Intents
+			if s, err = wire.DecodeIntents(m.payload); err == nil {
+				c.receiveIntents(m.from, s)
+			}
+		case wire.KindForward:
+			var s wire.Forward
+			if s, err = wire.DecodeForward(m.payload); err == nil {
+				c.deliverForward(m.from, s)
+			}
+		case wire.KindRoutes:
+			var s wire.Routes
+			if s, err = wire.DecodeRoutes(m.payload); err == nil {
+				c.applyRoutes(m.from, s)
+			}
+		}
+		if err != nil {
+			c.stats.Refused++
+			c.r.cfg.Logger.Warn("zone: refused a peer message", "peer", m.from, "kind", m.kind, "err", err)
+		}
+	}
+	// A gap means lost batches: ask each such source again for every chunk
+	// this node receives from it.
+	for _, p := range sortedKeys(c.gaps) {
+		for ch, peers := range c.wants {
+			if slices.Contains(peers, p) {
+				c.sub(p).Resync = append(c.sub(p).Resync, ch)
+			}
+		}
+		if s := c.subOut[p]; s != nil {
+			slices.SortFunc(s.Resync, cmpChunk)
+		}
+		delete(c.gaps, p)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func cmpChunk(a, b torus.ChunkPos) int {
+	if a.Slab != b.Slab {
+		return int(a.Slab) - int(b.Slab)
+	}
+	if a.Y != b.Y {
+		return int(a.Y) - int(b.Y)
+	}
+	return int(a.X) - int(b.X)
+}

@@ -1,0 +1,251 @@
+package zone_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/examples/wander"
+	"github.com/shardwise/shardwise/internal/testseed"
+	"github.com/shardwise/shardwise/outbox"
+	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonetest"
+)
+
+// client is what one account's client knows, as a game client keeps it:
+// per entity it is shown, per component type, the last payload (an appear
+// burst starts it afresh, a vanish forgets it); and apart from sight, the
+// last owner-only payload of each of its own entities, which neither an
+// appear nor a vanish touches (owner-only components are routed by
+// account, not by sight).
+type client struct {
+	private map[outbox.ComponentType]bool
+	shown   map[uint64]map[outbox.ComponentType]string
+	own     map[uint64]map[outbox.ComponentType]string
+	bad     error
+}
+
+func newClient(private ...outbox.ComponentType) *client {
+	c := &client{private: map[outbox.ComponentType]bool{},
+		shown: map[uint64]map[outbox.ComponentType]string{}, own: map[uint64]map[outbox.ComponentType]string{}}
+	for _, t := range private {
+		c.private[t] = true
+	}
+	return c
+}
+
+func (c *client) Deliver(_ uint64, frames [][]byte) {
+	batch := bytes.Join(frames, nil)
+	err := outbox.DecodeBatch(batch, func(m outbox.Message) error {
+		switch m.Kind {
+		case outbox.KindAppear:
+			c.shown[m.Entity] = make(map[outbox.ComponentType]string)
+		case outbox.KindVanish:
+			delete(c.shown, m.Entity)
+		case outbox.KindComponent:
+			into := c.shown
+			if c.private[m.Component] {
+				into = c.own
+			}
+			e := into[m.Entity]
+			if e == nil {
+				if !c.private[m.Component] {
+					return fmt.Errorf("type %d of entity %d, which it was not shown", m.Component, m.Entity)
+				}
+				e = make(map[outbox.ComponentType]string)
+				into[m.Entity] = e
+			}
+			e[m.Component] = string(m.Payload)
+		}
+		return nil
+	})
+	if err != nil && c.bad == nil {
+		c.bad = err
+	}
+}
+
+// fact is one thing a client holds: that an entity is shown (type 0), a
+// component of an entity shown, or an owner-only component of its own.
+type fact struct {
+	entity uint64
+	typ    outbox.ComponentType
+	own    bool
+}
+
+func (c *client) facts() map[fact]string {
+	out := make(map[fact]string)
+	for e, comps := range c.shown {
+		out[fact{entity: e}] = ""
+		for t, v := range comps {
+			out[fact{entity: e, typ: t}] = v
+		}
+	}
+	for e, comps := range c.own {
+		for t, v := range comps {
+			out[fact{entity: e, typ: t, own: true}] = v
+		}
+	}
+	return out
+}
+
+var fakeBoot = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// clusterGrid is an 8 km torus in 2 km regions: split over four nodes in
+// bands of rows, each node's band meets itself across the X seam and the
+// first and last bands meet across the Y seam.
+func clusterGrid() cells.GridConfig {
+	g := cells.GridConfig{RegionEdge: 2048}
+	g.World.Width, g.World.Height = 8192, 8192
+	return g.WithDefaults()
+}
+
+func wanderConfig(seed uint64) wander.Config {
+	// Spawn around the corner where the Y seam meets the X seam, so that
+	// many wanderers stand near borders between nodes.
+	return wander.Config{Seed: seed, Entities: 240, Accounts: 24, Area: 700}
+}
+
+// TestClusterIsOneNodeAsAClientSeesIt: the wander module from one seed,
+// run on one node and on four, gives every client the same knowledge —
+// which entities it is shown, their public components, its own entities'
+// owner-only component — within a lag of 2 ticks, at every tick,
+// including entities across a border and across the torus seams.
+func TestClusterIsOneNodeAsAClientSeesIt(t *testing.T) {
+	seed := testseed.Seed(t)
+	const ticks = 240
+	cfg := wanderConfig(seed)
+	accounts := cfg.WithDefaults().Accounts
+
+	// One node.
+	solo, err := wander.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := zone.New(zone.Config{Grid: clusterGrid(), Clock: clock.NewFake(fakeBoot)}, solo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	soloClients := make([]*client, accounts+1)
+	for a := 1; a <= accounts; a++ {
+		soloClients[a] = newClient(wander.WireSecret)
+		one.Attach(account.ID(a), soloClients[a])
+	}
+	history := make([][]map[fact]string, accounts+1) // [account][tick]
+	var truth []map[fact]string                      // [tick]: every entity's payloads, as its owner encodes them
+	for range ticks {
+		one.Step()
+		for a := 1; a <= accounts; a++ {
+			history[a] = append(history[a], soloClients[a].facts())
+		}
+		truth = append(truth, wanderTruth(one))
+	}
+
+	// Four nodes.
+	c := zonetest.Start(t, zonetest.Config{
+		Nodes: 4, Grid: clusterGrid(),
+		Module: func(int, string) (zone.Module, error) { return wander.New(cfg) },
+	})
+	clients := make([]*client, accounts+1)
+	home := make([]string, accounts+1)
+	for a := 1; a <= accounts; a++ {
+		clients[a] = newClient(wander.WireSecret)
+		for _, n := range c.Nodes {
+			if _, ok := n.Runtime.Viewer(account.ID(a)); ok {
+				n.Runtime.Attach(account.ID(a), clients[a])
+				home[a] = n.Name
+			}
+		}
+		if home[a] == "" {
+			t.Fatalf("account %d has a viewer on no node", a)
+		}
+	}
+	remote := 0
+	for tick := range ticks {
+		c.Step()
+		c.Sync(10 * time.Second)
+		for a := 1; a <= accounts; a++ {
+			if clients[a].bad != nil {
+				t.Fatalf("account %d got a malformed batch: %v", a, clients[a].bad)
+			}
+			got := clients[a].facts()
+			for f, v := range got {
+				// Shown when one node showed it; its values those the
+				// entity had, lately.
+				shown := seenWithin(history[a], tick, fact{entity: f.entity}, "", true)
+				if f.own {
+					shown = true
+				}
+				if !shown || (f.typ != 0 && !seenWithin(truth, tick, fact{entity: f.entity, typ: f.typ}, v, true)) {
+					t.Fatalf("tick %d, account %d (on %s): entity %d type %d = %q, which one node never showed it in ticks %d–%d",
+						tick+1, a, home[a], f.entity, f.typ, v, max(tick-1, 1), tick+1)
+				}
+			}
+			for f, v := range history[a][tick] {
+				if _, ok := got[f]; !ok && !seenWithin(history[a], tick, f, v, false) {
+					t.Fatalf("tick %d, account %d (on %s): entity %d type %d is missing; one node showed it since tick %d",
+						tick+1, a, home[a], f.entity, f.typ, max(tick-1, 1))
+				}
+			}
+			for f := range got {
+				if f.typ == 0 && !f.own && !ownedBy(c, home[a], f.entity) {
+					remote++
+				}
+			}
+		}
+	}
+	if remote == 0 {
+		t.Fatal("no client was shown an entity of another node: the test exercises nothing across nodes")
+	}
+	t.Logf("clients were shown an entity simulated on another node %d times (entity × tick × client)", remote)
+}
+
+// seenWithin reports whether the one-node run's clients held fact f with
+// value v (present) — or did not hold it (absent) — at one of the ticks
+// tick, tick-1, tick-2.
+func seenWithin(h []map[fact]string, tick int, f fact, v string, present bool) bool {
+	for lag := 0; lag <= 2; lag++ {
+		if tick-lag < 0 { // before the first tick a client knows nothing
+			return !present
+		}
+		got, ok := h[tick-lag][f]
+		if present && ok && got == v {
+			return true
+		}
+		if !present && !ok {
+			return true
+		}
+	}
+	return false
+}
+
+func ownedBy(c *zonetest.Cluster, name string, e uint64) bool {
+	n := c.Node(name)
+	return slices.Contains(n.Module.(*wander.Module).Wanderers(), ecs.ID(e))
+}
+
+// wanderTruth is every wanderer's payloads on r now, encoded as the
+// module encodes them.
+func wanderTruth(r *zone.Runtime) map[fact]string {
+	out := make(map[fact]string)
+	moods, _ := ecs.StoreOf[wander.Mood](r.World())
+	secrets, _ := ecs.StoreOf[wander.Secret](r.World())
+	r.Positions().Each(func(id ecs.ID, p *zone.Position) {
+		e := uint64(id)
+		out[fact{entity: e, typ: wander.WirePosition}] = string(zone.AppendPos(nil, p.Pos))
+		if m, ok := moods.Get(id); ok {
+			out[fact{entity: e, typ: wander.WireMood}] = string([]byte{m.Value})
+		}
+		if s, ok := secrets.Get(id); ok {
+			out[fact{entity: e, typ: wander.WireSecret}] = string(binary.LittleEndian.AppendUint32(nil, s.Value))
+		}
+	})
+	return out
+}

@@ -1,0 +1,410 @@
+// Package zonetest runs a cluster of zone nodes in one process, for this
+// repository's tests and for users' tests of their own modules: N
+// runtimes, each registered in coord through an embedded etcd (role
+// "zone", a lease, the region table from etcd), connected pairwise over
+// the real node link with mutual TLS, through a link/faulty network that
+// can drop, delay, duplicate and cut.
+//
+// What it owns: the etcd member (unless given one), each node's coord
+// client, Ownership, link node and Runtime, and a membership follower per
+// cluster that answers each runtime's fence check (a peer's message is
+// applied only while the lease it carries is the live lease of that
+// peer). Everything it starts is stopped at the test's cleanup.
+//
+// The nodes are stepped by the test, one tick at a time (Step), on the
+// test's goroutine. Sync waits until every message sent so far has
+// arrived, so a test can run the cluster in lockstep; messages sent during
+// tick T are applied by their receivers at the start of tick T+1.
+package zonetest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/coord"
+	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/link/faulty"
+	"github.com/shardwise/shardwise/zone"
+	"google.golang.org/grpc"
+)
+
+// pause is the wait between two looks of a poll with a deadline.
+func pause() { time.Sleep(2 * time.Millisecond) }
+
+// Config describes a test cluster. Zero fields take the defaults
+// documented on them.
+type Config struct {
+	// Nodes is how many zone nodes run. Default 4. They are named
+	// "zone-0" … "zone-<N-1>", with node numbers 1 … N.
+	Nodes int
+	// Grid is the world and its regions. Default: an 8 km torus with
+	// 2 km regions (16 regions).
+	Grid cells.GridConfig
+	// Table splits the regions between the node names. Default
+	// cells.Uniform (contiguous bands of rows).
+	Table func(grid cells.Grid, names []string) (*cells.Table, error)
+	// Module builds node i's module. Required.
+	Module func(i int, name string) (zone.Module, error)
+	// Runtime, if set, adjusts node i's runtime configuration before New.
+	Runtime func(i int, cfg *zone.Config)
+	// Seed seeds the faulty network. Default 1.
+	Seed uint64
+	// Clock is every runtime's wall clock (entity ids). Default a
+	// clock.Fake at 2026-01-01T00:00Z, so runs mint the same ids.
+	Clock clock.Clock
+	// TTL is each node's lease TTL. Default 2s.
+	TTL time.Duration
+	// Etcd is an etcd member to use; default: a fresh embedded one,
+	// closed at cleanup.
+	Etcd *coord.Embedded
+	// Logger receives the nodes' records. Default: discard, unless
+	// SHARDWISE_TEST_LOG is set (then stderr).
+	Logger *slog.Logger
+}
+
+// Node is one zone node of the cluster.
+type Node struct {
+	Index     int
+	Name      string
+	Number    int
+	Module    zone.Module
+	Runtime   *zone.Runtime
+	Ownership *zone.Ownership
+	Link      *link.Node
+	Coord     *coord.Client
+	Addr      string
+}
+
+// Cluster is a running test cluster.
+type Cluster struct {
+	tb     testing.TB
+	Nodes  []*Node
+	Net    *faulty.Network
+	Etcd   *coord.Embedded
+	Admin  *coord.Client // an operator's client: apply tables with it
+	Grid   cells.Grid
+	prefix string
+
+	mu     sync.Mutex
+	leases map[string]int64 // live members' leases, from the watch
+}
+
+func (c Config) withDefaults() Config {
+	if c.Nodes == 0 {
+		c.Nodes = 4
+	}
+	if c.Grid == (cells.GridConfig{}) {
+		c.Grid = cells.GridConfig{RegionEdge: 2048}
+		c.Grid.World.Width, c.Grid.World.Height = 8000, 8000
+	}
+	c.Grid = c.Grid.WithDefaults()
+	if c.Table == nil {
+		c.Table = func(g cells.Grid, names []string) (*cells.Table, error) { return cells.Uniform(g, 1, names) }
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Clock == nil {
+		c.Clock = clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	}
+	if c.TTL == 0 {
+		c.TTL = 2 * time.Second
+	}
+	if c.Logger == nil {
+		if os.Getenv("SHARDWISE_TEST_LOG") != "" {
+			c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		} else {
+			c.Logger = slog.New(slog.DiscardHandler)
+		}
+	}
+	return c
+}
+
+// Start starts the cluster and waits until every node holds the table and
+// is connected to every peer. It fails tb on any error.
+func Start(tb testing.TB, cfg Config) *Cluster {
+	tb.Helper()
+	cfg = cfg.withDefaults()
+	if cfg.Module == nil {
+		tb.Fatal("zonetest: Config.Module is required")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	grid, err := cells.NewGrid(cfg.Grid)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := &Cluster{tb: tb, Grid: grid, Etcd: cfg.Etcd, Net: faulty.New(cfg.Seed, nil),
+		prefix: fmt.Sprintf("/zonetest/%d/", time.Now().UnixNano()), leases: make(map[string]int64)}
+	if c.Etcd == nil {
+		e, err := coord.StartEmbedded(ctx, coord.EmbeddedConfig{
+			DataDir: tb.TempDir(), Heartbeat: 50 * time.Millisecond, Election: 500 * time.Millisecond, UnsafeNoFsync: true,
+		})
+		if err != nil {
+			tb.Fatalf("zonetest: embedded etcd: %v", err)
+		}
+		tb.Cleanup(func() { _ = e.Close() })
+		c.Etcd = e
+	}
+	c.Admin = c.connect(ctx, cfg.Logger)
+	if err := c.watchMembers(); err != nil {
+		tb.Fatal(err)
+	}
+
+	ca, err := link.NewCA("zonetest", time.Now().Add(-time.Hour), 24*time.Hour)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	names := make([]string, cfg.Nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("zone-%d", i)
+	}
+	for i, name := range names {
+		c.Nodes = append(c.Nodes, c.startLink(ca, i, name, cfg.Logger))
+	}
+	for _, a := range c.Nodes {
+		for _, b := range c.Nodes {
+			if a != b {
+				if err := a.Link.AddPeer(b.Name, b.Addr); err != nil {
+					tb.Fatal(err)
+				}
+			}
+		}
+	}
+	for _, n := range c.Nodes {
+		n.Coord = c.connect(ctx, cfg.Logger)
+		own, err := zone.Join(ctx, zone.JoinConfig{Coord: n.Coord, Name: n.Name, TTL: cfg.TTL, Logger: cfg.Logger,
+			Addrs: map[string]string{"link": n.Addr}})
+		if err != nil {
+			tb.Fatalf("zonetest: %s joins: %v", n.Name, err)
+		}
+		tb.Cleanup(func() { _ = own.Close() })
+		n.Ownership = own
+		n.Number = int(own.NodeID())
+	}
+	table, err := cfg.Table(grid, names)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c.Apply(table)
+	for _, n := range c.Nodes {
+		rc := zone.Config{
+			Name: n.Name, Node: n.Number, Grid: cfg.Grid, Territory: n.Ownership, Link: n.Link,
+			Clock: cfg.Clock, Logger: cfg.Logger.With("node", n.Name), Accept: c.accept,
+		}
+		if cfg.Runtime != nil {
+			cfg.Runtime(n.Index, &rc)
+		}
+		mod, err := cfg.Module(n.Index, n.Name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		rt, err := zone.New(rc, mod)
+		if err != nil {
+			tb.Fatalf("zonetest: %s runtime: %v", n.Name, err)
+		}
+		tb.Cleanup(func() { _ = rt.Close() })
+		n.Module, n.Runtime = mod, rt
+	}
+	c.WaitConnected()
+	return c
+}
+
+func (c *Cluster) connect(ctx context.Context, log *slog.Logger) *coord.Client {
+	cl, err := coord.Connect(ctx, coord.ClientConfig{Endpoints: c.Etcd.Endpoints(), Prefix: c.prefix, Logger: log, DialTimeout: 5 * time.Second})
+	if err != nil {
+		c.tb.Fatalf("zonetest: coord: %v", err)
+	}
+	c.tb.Cleanup(func() { _ = cl.Close() })
+	return cl
+}
+
+func (c *Cluster) startLink(ca *link.CA, i int, name string, log *slog.Logger) *Node {
+	nc, err := ca.Issue(name, time.Now().Add(-time.Hour), 24*time.Hour)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	cert, err := nc.TLSCertificate()
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	l, err := link.New(link.Config{
+		Certificate: cert, ClusterCA: ca.Pool(),
+		BackoffMin: 5 * time.Millisecond, BackoffMax: 100 * time.Millisecond,
+		AckTimeout: 500 * time.Millisecond,
+		Seed:       uint64(i + 1), Logger: log.With("node", name),
+		Dial:               c.Net.Dialer(name),
+		StreamInterceptors: []grpc.StreamClientInterceptor{c.Net.StreamInterceptor(name)},
+	})
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	c.tb.Cleanup(func() { _ = l.Close() })
+	lis, err := c.Net.Listen(name, "127.0.0.1:0")
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	if err := l.Serve(lis); err != nil {
+		c.tb.Fatal(err)
+	}
+	return &Node{Index: i, Name: name, Link: l, Addr: lis.Addr().String()}
+}
+
+// watchMembers keeps the live leases for the runtimes' fence check.
+func (c *Cluster) watchMembers() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := c.Admin.WatchMembers(ctx)
+	if err != nil {
+		cancel()
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range ch {
+			c.mu.Lock()
+			if ev.Kind == coord.MemberLeft {
+				if c.leases[ev.Member.Name] == ev.Member.Lease {
+					delete(c.leases, ev.Member.Name)
+				}
+			} else {
+				c.leases[ev.Member.Name] = ev.Member.Lease
+			}
+			c.mu.Unlock()
+		}
+	}()
+	c.tb.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return nil
+}
+
+// accept is every runtime's fence check: a message is applied only while
+// the lease it carries is its sender's live lease.
+func (c *Cluster) accept(peer string, lease int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leases[peer] == lease && lease != 0
+}
+
+// Apply stores a region table and waits until every node that is not
+// fenced holds it.
+func (c *Cluster) Apply(t *cells.Table) {
+	c.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Admin.ApplyRegions(ctx, t, coord.ApplyOptions{Force: true}); err != nil {
+		c.tb.Fatalf("zonetest: apply table v%d: %v", t.Version(), err)
+	}
+	for _, n := range c.Nodes {
+		if n.Ownership == nil {
+			continue
+		}
+		select {
+		case <-n.Ownership.Fenced():
+			continue
+		default:
+		}
+		if err := n.Ownership.WaitVersion(ctx, t.Version()); err != nil {
+			c.tb.Fatalf("zonetest: %s waits for table v%d: %v", n.Name, t.Version(), err)
+		}
+	}
+	// Every node's lease must be known before messages flow.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, n := range c.Nodes {
+		if n.Ownership == nil {
+			continue
+		}
+		for !c.accept(n.Name, n.Ownership.Lease()) {
+			if time.Now().After(deadline) {
+				c.tb.Fatalf("zonetest: %s's lease never showed in the membership", n.Name)
+			}
+			pause()
+		}
+	}
+}
+
+// WaitConnected waits until every node is connected to every peer.
+func (c *Cluster) WaitConnected() {
+	c.tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, a := range c.Nodes {
+		for _, b := range c.Nodes {
+			for a != b && !a.Link.Connected(b.Name) {
+				if time.Now().After(deadline) {
+					c.tb.Fatalf("zonetest: %s never connected to %s", a.Name, b.Name)
+				}
+				pause()
+			}
+		}
+	}
+}
+
+// Step runs one tick on every node, in index order.
+func (c *Cluster) Step() {
+	for _, n := range c.Nodes {
+		n.Runtime.Step()
+	}
+}
+
+// Sync waits until every message the nodes sent so far has arrived at its
+// receiver (it is applied at the receiver's next Step). It fails the test
+// after limit. Under faults that drop messages Sync may never hold: poll
+// for convergence instead.
+func (c *Cluster) Sync(limit time.Duration) {
+	c.tb.Helper()
+	deadline := time.Now().Add(limit)
+	for !c.synced() {
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("zonetest: messages still in flight after %v", limit)
+		}
+		pause()
+	}
+}
+
+func (c *Cluster) synced() bool {
+	for _, a := range c.Nodes {
+		pa := a.Runtime.Progress()
+		if pa.Queued != pa.Written {
+			return false
+		}
+		for _, b := range c.Nodes {
+			if a == b {
+				continue
+			}
+			sent := pa.Sent[b.Name]
+			got := b.Runtime.Progress().Received[a.Name]
+			if got.Control < sent.Control || got.Seq < sent.Seq {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// StepSync steps every node n times, with a Sync after each tick.
+func (c *Cluster) StepSync(n int) {
+	c.tb.Helper()
+	for range n {
+		c.Step()
+		c.Sync(10 * time.Second)
+	}
+}
+
+// Node returns the node named name.
+func (c *Cluster) Node(name string) *Node {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
