@@ -77,11 +77,11 @@ type cluster struct {
 	progMu   sync.Mutex
 	progress Progress
 
-	send     chan outMsg
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	closeMu  sync.Once
-	stats    ClusterStats
+	send    chan outMsg
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	closeMu sync.Once
+	stats   ClusterStats
 }
 
 // ClusterStats are the runtime's link counters since New.
