@@ -54,7 +54,8 @@ type cluster struct {
 	changed map[torus.ChunkPos]struct{}
 	subOut  map[string]*wire.Subscribe
 	gaps    map[string]bool
-	source  map[ecs.ID]string // render ghost → the peer it came from
+	source  map[ecs.ID]string       // render ghost → the peer it came from
+	band    map[torus.ChunkPos]bool // foreign chunks in the interaction band
 	events  []replica.Event
 	table   uint64 // the table version wants were computed for
 
@@ -213,6 +214,7 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		subOut:     make(map[string]*wire.Subscribe),
 		gaps:       make(map[string]bool),
 		source:     make(map[ecs.ID]string),
+		band:       make(map[torus.ChunkPos]bool),
 		numOf:      make(map[string]uint64),
 		nameOf:     make(map[uint64]string),
 		sinks:      make(map[string]*nodeSink),
@@ -363,6 +365,7 @@ func (c *cluster) updateWants() {
 		for ch := range c.wants {
 			c.changed[ch] = struct{}{}
 		}
+		c.bandChanged(c.computeBand())
 	}
 	if len(c.changed) == 0 {
 		return
@@ -377,7 +380,7 @@ func (c *cluster) updateWants() {
 	for _, ch := range chunks {
 		before := c.wants[ch]
 		now = now[:0]
-		if c.held[ch] > 0 {
+		if c.held[ch] > 0 || c.band[ch] {
 			now = c.simulators(now, ch)
 		}
 		for _, p := range before {
@@ -509,6 +512,9 @@ func (c *cluster) applyUpdate(from string, e link.Entry, u wire.Update) {
 	}
 	if changed && first.Kind != outbox.KindVanish {
 		c.source[id] = from
+		if first.Kind == outbox.KindComponent {
+			c.syncSimGhost(id) // new values; a burst's ghost is synced by its event
+		}
 	}
 }
 
@@ -556,6 +562,7 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot) {
 		if _, _, ok := c.rep.Has(e.Entity); ok {
 			c.source[ecs.ID(e.Entity)] = from
 			c.r.markAllDirty(ecs.ID(e.Entity))
+			c.syncSimGhost(ecs.ID(e.Entity))
 		}
 	}
 }
@@ -573,6 +580,7 @@ func (c *cluster) applyEvents() {
 			c.r.vis.Remove(id, ev.Reason)
 			delete(c.source, id)
 		}
+		c.syncSimGhost(id)
 	}
 }
 

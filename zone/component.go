@@ -83,6 +83,11 @@ type Spec[T any] struct {
 	Audience AudienceFunc
 	// Encode appends the wire payload. Required when Wire is set.
 	Encode func(dst []byte, v *T) []byte
+	// Decode reads a wire payload back (what Encode wrote, as another
+	// node sent it). Optional: a public component with a Decode is given
+	// to simulation ghosts (foreign entities in the interaction band, made
+	// real so perception and area queries find them); one without is not.
+	Decode func(payload []byte) (T, error)
 	// Handoff is the handoff codec. Exactly one of Handoff and Local must
 	// be set: a component with neither is a boot error, so a new one
 	// cannot be forgotten by the handoff.
@@ -139,6 +144,19 @@ func Register[T any](r *Runtime, spec Spec[T]) (*ecs.Store[T], error) {
 		if err := r.addEncoder(s, enc); err != nil {
 			return nil, err
 		}
+		if spec.Decode != nil {
+			r.synced[len(r.synced)-1].decode = func(id ecs.ID, payload []byte) error {
+				v, err := spec.Decode(payload)
+				if err != nil {
+					return err
+				}
+				if p, ok := s.Get(id); ok {
+					*p = v
+					return nil
+				}
+				return s.Add(id, v)
+			}
+		}
 	}
 	return s, nil
 }
@@ -160,7 +178,7 @@ var (
 // Module.Setup at the point of the registration order where the position
 // belongs in an appear burst. Without it positions are not sent.
 func (r *Runtime) SyncPosition(wire outbox.ComponentType) error {
-	return r.addEncoder(r.pos, outbox.EncoderFuncs[Subscriber, ecs.ID]{
+	err := r.addEncoder(r.pos, outbox.EncoderFuncs[Subscriber, ecs.ID]{
 		WireType:     wire,
 		HasFunc:      r.pos.Has,
 		AudienceFunc: public,
@@ -172,6 +190,21 @@ func (r *Runtime) SyncPosition(wire outbox.ComponentType) error {
 			return AppendPos(dst, p.Pos)
 		},
 	})
+	if err != nil {
+		return err
+	}
+	r.synced[len(r.synced)-1].decode = func(id ecs.ID, payload []byte) error {
+		p, err := DecodePos(payload)
+		if err != nil {
+			return err
+		}
+		if q, ok := r.pos.Get(id); ok {
+			q.Pos = p
+			return nil
+		}
+		return r.pos.Add(id, Position{Pos: p})
+	}
+	return nil
 }
 
 // AppendPos appends p as three little-endian float32 (x, y, z): the
@@ -196,6 +229,9 @@ type synced struct {
 	store ecs.Component
 	wire  outbox.ComponentType
 	enc   outbox.EncoderFuncs[Subscriber, ecs.ID] // the module's, for local entities
+	// decode writes a payload into a simulation ghost's component; nil
+	// when the component has no Decode.
+	decode func(id ecs.ID, payload []byte) error
 }
 
 // addEncoder registers enc with the outbox, wrapped so that a render

@@ -607,8 +607,8 @@ func (r *Runtime) applyIntents(w *ecs.World, t ecs.Tick) {
 	batch := r.intents
 	r.intents = r.spareIntents[:0]
 	for _, in := range batch {
-		if !r.w.Alive(in.Target) && r.cluster != nil && r.cluster.isGhost(in.Target) {
-			r.cluster.routeIntent(in) // its owner applies it
+		if r.isGhost(in.Target) {
+			r.cluster.routeIntent(in) // its owner applies it, once
 			continue
 		}
 		if !r.Simulated(in.Target) || r.onIntent == nil {
@@ -804,6 +804,9 @@ func (r *Runtime) destroyed(w *ecs.World, id ecs.ID) {
 // elsewhere), its residency anchor, its viewer entry and its pending
 // vanish reason.
 func (r *Runtime) forget(id ecs.ID) {
+	if r.isGhost(id) {
+		return // a simulation ghost leaving the band: its render ghost stays indexed
+	}
 	r.vis.Evict(id)
 	if _, ok := r.anchors[id]; ok {
 		delete(r.anchors, id)
