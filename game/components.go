@@ -117,6 +117,45 @@ type Mob struct {
 	AttackIn Cooldown
 }
 
+// Threat is a mob's damage table: who hurt it and how much, the largest
+// first, at most ThreatSlots attackers (a smaller hit than every slot's
+// is not remembered). The mob's owner keeps it, whichever node the
+// attackers are simulated on: damage arrives as intents. The mob chases
+// the top of the table, and every attacker in it gets the kill credit.
+type Threat struct{ Slots [ThreatSlots]ThreatEntry }
+
+// ThreatSlots is how many attackers a damage table remembers.
+const ThreatSlots = 4
+
+// ThreatEntry is one attacker of a damage table; Source 0 is empty.
+type ThreatEntry struct {
+	Source ecs.ID
+	Damage int32
+}
+
+// add records damage by source and keeps the table sorted.
+func (t *Threat) add(source ecs.ID, damage int32) {
+	i := 0
+	for i < ThreatSlots && t.Slots[i].Source != source && t.Slots[i].Source != 0 {
+		i++
+	}
+	if i == ThreatSlots { // a new attacker: replaces the smallest if larger
+		i = ThreatSlots - 1
+		if t.Slots[i].Damage >= damage {
+			return
+		}
+		t.Slots[i] = ThreatEntry{}
+	}
+	t.Slots[i].Source = source
+	t.Slots[i].Damage += damage
+	for ; i > 0 && t.Slots[i].Damage > t.Slots[i-1].Damage; i-- {
+		t.Slots[i], t.Slots[i-1] = t.Slots[i-1], t.Slots[i]
+	}
+}
+
+// top returns the attacker that did the most damage.
+func (t *Threat) top() (ecs.ID, bool) { return t.Slots[0].Source, t.Slots[0].Source != 0 }
+
 // Den stocks mobs near players. Column is its spawner cell key.
 type Den struct {
 	Column interest.Column
@@ -137,6 +176,7 @@ type components struct {
 	pet    *ecs.Store[Pet]
 	mob    *ecs.Store[Mob]
 	den    *ecs.Store[Den]
+	threat *ecs.Store[Threat]
 	frozen *ecs.Store[Frozen]
 }
 
@@ -155,7 +195,13 @@ func registerComponents(r *zone.Runtime) (components, error) {
 	c := components{pos: r.Positions(), owner: r.Owners(), frozen: r.Frozen()}
 	var err error
 	c.visual = register(r, &err, zone.Spec[Visual]{Name: "visual", Wire: WireVisual, Handoff: zone.FixedCodec[Visual](),
-		Encode: func(dst []byte, v *Visual) []byte { return append(dst, byte(v.Kind)) }})
+		Encode: func(dst []byte, v *Visual) []byte { return append(dst, byte(v.Kind)) },
+		Decode: func(b []byte) (Visual, error) {
+			if len(b) != 1 {
+				return Visual{}, zone.ErrMalformedState.Wrap("visual of %d bytes", len(b))
+			}
+			return Visual{Kind(b[0])}, nil
+		}})
 	if err == nil {
 		err = r.SyncPosition(WirePosition)
 	}
@@ -165,10 +211,26 @@ func registerComponents(r *zone.Runtime) (components, error) {
 				return append(dst, 0)
 			}
 			return zone.AppendPos(append(dst, 1), v.Target)
+		},
+		Decode: func(b []byte) (Path, error) {
+			if len(b) == 1 && b[0] == 0 {
+				return Path{}, nil
+			}
+			if len(b) != 13 || b[0] != 1 {
+				return Path{}, zone.ErrMalformedState.Wrap("path of %d bytes", len(b))
+			}
+			p, err := zone.DecodePos(b[1:])
+			return Path{Target: p, Active: true}, err
 		}})
 	c.speed = register(r, &err, zone.Spec[Speed]{Name: "speed", Wire: WireSpeed, Handoff: zone.FixedCodec[Speed](),
 		Encode: func(dst []byte, v *Speed) []byte {
 			return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(v.MPS)))
+		},
+		Decode: func(b []byte) (Speed, error) {
+			if len(b) != 4 {
+				return Speed{}, zone.ErrMalformedState.Wrap("speed of %d bytes", len(b))
+			}
+			return Speed{float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))}, nil
 		}})
 	// Health: public for a creature nobody owns, owner and party for a
 	// player's entities.
@@ -181,6 +243,17 @@ func registerComponents(r *zone.Runtime) (components, error) {
 		},
 		Encode: func(dst []byte, v *Health) []byte {
 			return binary.AppendUvarint(binary.AppendUvarint(dst, uint64(max(v.HP, 0))), uint64(v.Max))
+		},
+		Decode: func(b []byte) (Health, error) {
+			hp, n := binary.Uvarint(b)
+			if n <= 0 || hp > math.MaxInt32 {
+				return Health{}, zone.ErrMalformedState.Wrap("health hp")
+			}
+			mx, m := binary.Uvarint(b[n:])
+			if m <= 0 || mx > math.MaxInt32 || n+m != len(b) {
+				return Health{}, zone.ErrMalformedState.Wrap("health max")
+			}
+			return Health{HP: int32(hp), Max: int32(mx)}, nil
 		}})
 	c.exp = register(r, &err, zone.Spec[Exp]{Name: "exp", Wire: WireExp, Handoff: zone.FixedCodec[Exp](),
 		Audience: zone.OwnerOnly,
@@ -190,6 +263,7 @@ func registerComponents(r *zone.Runtime) (components, error) {
 	c.pet = register(r, &err, zone.Spec[Pet]{Name: "pet", Handoff: zone.FixedCodec[Pet]()})
 	c.mob = register(r, &err, zone.Spec[Mob]{Name: "mob", Handoff: zone.FixedCodec[Mob]()})
 	c.den = register(r, &err, zone.Spec[Den]{Name: "den", Handoff: denCodec})
+	c.threat = register(r, &err, zone.Spec[Threat]{Name: "threat", Handoff: zone.FixedCodec[Threat]()})
 	return c, err
 }
 

@@ -12,7 +12,9 @@
 //     created when residency materialises the column and torn down when it
 //     dematerialises; a den stocks mobs while a player is near;
 //   - mobs that wander around their den, notice players with wrap-aware
-//     area queries, chase and attack them;
+//     area queries, chase and attack them, and keep a damage table
+//     (Threat): they chase whoever hurt them most, and every attacker in it
+//     is credited with the kill;
 //   - damage, healing and experience as intents addressed to the target,
 //     applied by the target's own system on the next tick: no system writes
 //     another entity's health or experience (so the code keeps working when
@@ -27,6 +29,15 @@
 // residency, visibility, outbox flush), entity ids and intent delivery. It
 // does not own sockets: a Sink per account (an account.ID, the one account
 // type from the login token on) receives the batches.
+//
+// Across nodes: perception finds entities by their look (Visual), so a
+// simulation ghost of another node's player or mob is noticed, chased and
+// hit like a local one; damage, healing and experience addressed to a
+// ghost travel as intents to its owner and are applied there, once, so a
+// mob fought from two nodes keeps one damage table on its owner, its
+// aggro holds across the border, and the kill credit reaches each
+// attacker's master on its own node (a pet's credit goes on to its
+// master where the pet lives).
 //
 // On a runtime that owns only part of the world, Setup logs in only the
 // players whose home lies in its regions, and dens are created only for

@@ -235,7 +235,10 @@ func (g *Game) reindexed(id ecs.ID, chunk torus.ChunkPos) {
 	if m, ok := g.c.motion.Get(id); ok {
 		m.Chunk = chunk
 	}
-	if g.c.master.Has(id) {
+	// The player grid holds every player master standing here, local or
+	// a simulation ghost of another node's, by its look: perception
+	// across a border finds both.
+	if v, ok := g.c.visual.Get(id); ok && v.Kind == KindPlayer {
 		g.players.move(id, chunk)
 	}
 }

@@ -44,6 +44,9 @@ func (g *Game) applyIntent(w *ecs.World, in zone.Intent) {
 		if e, ok := g.c.exp.Get(in.Target); ok {
 			e.Points += in.Amount
 			g.c.exp.MarkDirty(in.Target)
+		} else if p, ok := g.c.pet.Get(in.Target); ok {
+			// Credit earned by a pet, resolved where the pet lives.
+			g.r.Send(zone.Intent{Kind: Experience, Source: in.Source, Target: p.Master, Amount: in.Amount})
 		}
 	}
 }
@@ -61,8 +64,14 @@ func (g *Game) applyHealth(w *ecs.World, in zone.Intent) {
 	}
 	h.HP -= amount
 	g.c.health.MarkDirty(in.Target)
-	if m, ok := g.c.mob.Get(in.Target); ok && m.State == Wandering {
-		m.State, m.Target = Chasing, in.Source // a mob fights back
+	if m, ok := g.c.mob.Get(in.Target); ok {
+		// A mob fights back, against whoever hurt it most, on any node.
+		if t, ok := g.c.threat.Get(in.Target); ok {
+			t.add(in.Source, amount)
+			if top, ok := t.top(); ok {
+				m.State, m.Target = Chasing, top
+			}
+		}
 	}
 	if h.HP > 0 {
 		return
@@ -71,8 +80,20 @@ func (g *Game) applyHealth(w *ecs.World, in zone.Intent) {
 	case g.c.mob.Has(in.Target):
 		_ = g.r.Destroy(in.Target, interest.Death)
 		g.died++
-		if killer, ok := g.creditedMaster(in.Source); ok {
-			g.send(Experience, in.Target, killer, killExp)
+		// Every attacker in the damage table is credited: locally by its
+		// master, or through its own node (a pet's credit goes on to its
+		// master there).
+		if t, ok := g.c.threat.Get(in.Target); ok {
+			for _, e := range t.Slots {
+				if e.Source == 0 {
+					continue
+				}
+				killer, ok := g.creditedMaster(e.Source)
+				if !ok {
+					killer = e.Source
+				}
+				g.send(Experience, in.Target, killer, killExp)
+			}
 		}
 	case g.c.master.Has(in.Target):
 		// A player is not destroyed: it wakes at home at full health.

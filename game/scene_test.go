@@ -155,7 +155,7 @@ func TestPropertyNearestIsWrapAware(t *testing.T) {
 		}
 		for q := range 40 {
 			qp := torus.Pos{X: center.X + (rng.Float64()-0.5)*240, Y: center.Y + (rng.Float64()-0.5)*240}
-			got, gotOK := g.nearest(g.geo.Normalise(qp), radius, g.c.master)
+			got, gotOK := g.nearest(g.geo.Normalise(qp), radius, KindPlayer)
 			if viaGrid, ok := g.nearestPlayer(g.geo.Normalise(qp), radius); viaGrid != got || ok != gotOK {
 				t.Fatalf("scene %d: the player grid answers %d,%v, the resident index %d,%v", scene, viaGrid, ok, got, gotOK)
 			}

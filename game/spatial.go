@@ -8,13 +8,13 @@ import (
 	"github.com/shardwise/shardwise/torus"
 )
 
-// nearest returns the entity having component kind that is closest to p
+// nearest returns the entity that looks like kind (local or a ghost) closest to p
 // within r; ties go to the smaller id so the answer never depends on
 // index order.
-func (g *Game) nearest(p torus.Pos, r float64, kind ecs.Component) (ecs.ID, bool) {
+func (g *Game) nearest(p torus.Pos, r float64, kind Kind) (ecs.ID, bool) {
 	best, bestD2, found := ecs.ID(0), math.Inf(1), false
 	g.r.EachWithin(p, r, func(id ecs.ID, d2 float64) {
-		if !kind.Has(id) {
+		if v, ok := g.c.visual.Get(id); !ok || v.Kind != kind {
 			return
 		}
 		if d2 < bestD2 || (d2 == bestD2 && id < best) {

@@ -26,7 +26,7 @@ func (g *Game) runPlayers(w *ecs.World, t ecs.Tick) {
 		if !m.AttackIn.countDown() || !g.staggered(id, t, perceptionStagger) {
 			return
 		}
-		if mob, ok := g.nearest(p.Pos, reach, g.c.mob); ok {
+		if mob, ok := g.nearest(p.Pos, reach, KindMob); ok {
 			g.send(Damage, id, mob, playerDamage)
 			m.AttackIn = attackCooldown
 		}
@@ -86,6 +86,7 @@ func (g *Game) spawnMob(w *ecs.World, den ecs.ID, at torus.Pos) (ecs.ID, bool) {
 	_ = c.health.Add(id, Health{HP: 30, Max: 30})
 	_ = c.motion.Add(id, Motion{})
 	_ = c.mob.Add(id, Mob{Den: den, Home: at})
+	_ = c.threat.Add(id, Threat{})
 	w.MarkMoved(id)
 	g.spawned++
 	return id, true
@@ -114,6 +115,9 @@ func (g *Game) runMobs(w *ecs.World, t ecs.Tick) {
 		tp, ok := g.c.pos.Get(m.Target)
 		if !ok || !g.geo.Within(m.Home, tp.Pos, leash) {
 			m.State, m.Target = Wandering, 0
+			if t, ok := g.c.threat.Get(id); ok {
+				*t = Threat{} // back home, it forgets who hurt it
+			}
 			g.walk(id, path, m.Home, 2)
 			return
 		}

@@ -1,0 +1,163 @@
+package game
+
+import (
+	"testing"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonetest"
+)
+
+// twoNodes runs the reference game on two nodes: an 8 km torus in 2 km
+// regions, zone-0 owning the rows y < 4096 and zone-1 the rows above, so
+// that y = 4096 is a border between them (and y = 0 another, across the
+// seam).
+func twoNodes(t *testing.T, cfg Config) (*zonetest.Cluster, *Game, *Game) {
+	t.Helper()
+	grid := cells.GridConfig{RegionEdge: 2048}
+	grid.World.Width, grid.World.Height = 8192, 8192
+	cfg.Torus, cfg.RegionEdge = grid.World, 2048
+	c := zonetest.Start(t, zonetest.Config{
+		Nodes: 2, Grid: grid,
+		Module: func(int, string) (zone.Module, error) { return NewModule(cfg) },
+	})
+	return c, c.Nodes[0].Module.(*Game), c.Nodes[1].Module.(*Game)
+}
+
+// player spawns account's master (and pet) at p on g, before a tick.
+func (g *Game) player(t *testing.T, a account.ID, p torus.Pos) ecs.ID {
+	t.Helper()
+	id, err := g.spawnPlayer(a, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestAMobFoughtFromTwoNodes: a mob standing on zone-0 at the border is
+// attacked by a player simulated on zone-1 (a simulation ghost there)
+// and then by one on zone-0. Its owner keeps one damage table with both;
+// it fights back across the border (its attacks reach the remote player's
+// health on zone-1: aggro does not end at the border); when it dies, both
+// attackers' masters get the kill credit on their own nodes.
+func TestAMobFoughtFromTwoNodes(t *testing.T) {
+	c, a, b := twoNodes(t, Config{Seed: 7, Players: 0, DenChance: noDens, Roam: 0.1})
+	border := 4096.0
+	mob, ok := a.spawnMob(a.w, 0, torus.Pos{X: 1000, Y: border - 1.5})
+	if !ok {
+		t.Fatal("mob not spawned")
+	}
+	remote := b.player(t, 2, torus.Pos{X: 1000, Y: border + 1.5})
+	// Tick 1 subscribes the band, tick 2 answers with snapshots, tick 3
+	// applies them.
+	c.StepSync(3)
+	if !a.r.Ghosts().Has(remote) {
+		t.Fatal("the remote player is no simulation ghost on the mob's node")
+	}
+	if !b.r.Ghosts().Has(mob) {
+		t.Fatal("the mob is no simulation ghost on the remote player's node")
+	}
+
+	// Phase 1: only the remote player fights.
+	startHP := b.hp(remote)
+	chasedRemote := false
+	for range 200 {
+		c.StepSync(1)
+		if m, ok := a.c.mob.Get(mob); ok && m.State == Chasing && m.Target == remote {
+			chasedRemote = true
+		}
+		if b.hp(remote) < startHP {
+			break
+		}
+	}
+	if !chasedRemote {
+		t.Fatal("the mob never took the remote attacker as its target")
+	}
+	if b.hp(remote) >= startHP {
+		t.Fatalf("the mob's attacks never reached the remote player (hp %d)", b.hp(remote))
+	}
+	if th, ok := b.c.threat.Get(mob); ok {
+		t.Fatalf("the ghost side keeps a damage table too: %+v", th)
+	}
+
+	// Phase 2: a local player joins; the mob dies with both in its table.
+	local := a.player(t, 1, torus.Pos{X: 1000, Y: border - 4})
+	var table Threat
+	for i := 0; a.w.Alive(mob); i++ {
+		if i > 400 {
+			t.Fatalf("the mob still lives after %d ticks (hp %d, table %+v)", i, a.hp(mob), table)
+		}
+		if th, ok := a.c.threat.Get(mob); ok {
+			table = *th
+		}
+		c.StepSync(1)
+	}
+	attackers := map[ecs.ID]bool{}
+	for _, e := range table.Slots {
+		if e.Source != 0 {
+			attackers[e.Source] = true
+		}
+	}
+	if !attackers[remote] || !attackers[local] {
+		t.Fatalf("damage table %+v lacks one attacker (remote %d, local %d)", table, remote, local)
+	}
+	// The credit reaches both masters, each on its own node.
+	c.StepSync(3)
+	if e, _ := a.c.exp.Get(local); e.Points < killExp {
+		t.Fatalf("local killer has %d exp, want at least %d", e.Points, killExp)
+	}
+	if e, _ := b.c.exp.Get(remote); e.Points < killExp {
+		t.Fatalf("remote killer has %d exp, want at least %d", e.Points, killExp)
+	}
+	if st := a.r.ClusterStats(); st.IntentsDropped != 0 {
+		t.Fatalf("%d intents dropped on the mob's node", st.IntentsDropped)
+	}
+}
+
+// TestBorderDensHaveOneOwner: dens near a border are created only by the
+// owner of their column's region, with the id the column derives; the
+// other node sees them (and their mobs) as ghosts with the same ids and
+// creates none of its own.
+func TestBorderDensHaveOneOwner(t *testing.T) {
+	c, a, b := twoNodes(t, Config{Seed: 11, Players: 0, DenChance: 0.5, Roam: 20})
+	border := 4096.0
+	// A player on each side keeps the columns around the border resident
+	// on both nodes, and near enough to the dens for them to stock.
+	a.player(t, 1, torus.Pos{X: 2000, Y: border - 10})
+	b.player(t, 2, torus.Pos{X: 2000, Y: border + 10})
+	c.StepSync(80)
+	table := a.r.Table()
+	seen := 0
+	for _, g := range []*Game{a, b} {
+		g.c.den.Each(func(id ecs.ID, d *Den) {
+			col := torus.ChunkPos{X: d.Column.X, Y: d.Column.Y}
+			if owner := table.OwnerOfChunk(col); owner != g.r.Name() {
+				t.Errorf("%s created den %d of column %v, owned by %s", g.r.Name(), id, d.Column, owner)
+			}
+			if want, _ := g.denID(d.Column); id != want {
+				t.Errorf("den of %v has id %d, want the derived %d", d.Column, id, want)
+			}
+			other := a
+			if g == a {
+				other = b
+			}
+			if other.c.den.Has(id) {
+				t.Errorf("den %d exists on both nodes", id)
+			}
+			if _, ok := other.r.ChunkOf(id); ok {
+				seen++
+			}
+			for _, m := range d.Mobs {
+				if other.r.Simulated(m) {
+					t.Errorf("mob %d of den %d is simulated on both nodes", m, id)
+				}
+			}
+		})
+	}
+	if seen == 0 {
+		t.Fatal("no den was seen across the border: the test exercises nothing")
+	}
+}
