@@ -1,7 +1,8 @@
 // Package zone is the zone node runtime: it hosts a game (a Module) on one
-// node's share of a torus world, and holds the node's ownership of regions
-// (Ownership), from the region table, fenced by the lease. Ghosts across
-// nodes, handoff, the link wiring and the gateway role are not here yet.
+// node's share of a torus world, runs that world together with the other
+// zone nodes over the node link, and holds the node's ownership of regions
+// (Ownership), from the region table, fenced by the lease. Entity handoff
+// across borders and the gateway role are not here yet (later issues).
 //
 // What it owns:
 //   - The Runtime (New): the ecs world, entity ids (minted from the wall
@@ -14,10 +15,40 @@
 //     regions the node owns), fold visibility into the outbox, flush one
 //     batch per subscriber.
 //   - The module contract: Register declares a component with its wire
-//     type, audience, payload encoder and handoff codec, or its mark that
-//     it is not handed over (Local); one with neither is a boot error
+//     type, audience (Public, OwnerOnly, OwnerAndParty or a function),
+//     payload encoder and decoder, and its handoff codec or its mark that it
+//     is not handed over (Local); one with neither is a boot error
 //     (ZONE.NO_HANDOFF_CODEC), so a new component cannot be forgotten by
 //     the handoff.
+//   - Node-level chunk subscription (Config.Link): the node subscribes to
+//     the foreign chunks its clients hold and the foreign chunks within the
+//     interaction band of its regions, batched per peer and tick on the
+//     control stream, from every node that may simulate an entity standing
+//     there (the chunk's owner and the owners of regions within the handoff
+//     margin: pull, see docs/decisions.md). The simulating node keys each
+//     peer as one interest.Node subscriber, answers a subscribe with a
+//     snapshot of the chunk, and sends each public update once per
+//     subscribed node: one replication entry per entity per tick, stamped
+//     with the entity's epoch and the tick's sequence, after a fence entry.
+//   - Render ghosts: the replica store, fed by those batches, indexed in
+//     the node's own visibility, so local clients see foreign entities
+//     through the same outbox (a ghost's frames are re-sent byte for byte
+//     as its owner encoded them). A gap in a peer's batch sequence
+//     resubscribes every chunk held from it (Resync: a snapshot each).
+//   - Simulation ghosts: a render ghost standing in the interaction band is
+//     also a real entity with the Ghost marker and its decoded public
+//     components; only the runtime writes it.
+//   - Routing by account: each node announces the accounts whose viewer it
+//     simulates (Routes); owner-only and party frames for an account routed
+//     elsewhere are forwarded already encoded, one message per peer per
+//     tick whatever the number of accounts, and delivered to the account's
+//     local sink there; an account routed nowhere is dropped and counted.
+//   - Intents addressed to a ghost go to the node that sends it and are
+//     applied there, once.
+//   - The fence on messages: every message carries the sender's node
+//     number, lease and table version; Config.Accept refuses a sender
+//     whose lease is not live. A fenced node (Fenced) steps and sends
+//     nothing.
 //   - Ownership (Join): a coord registration with role "zone" under the
 //     node's name (explicit, or "node-<id>" derived by coord), and the
 //     region table the node holds, followed through coord's watch by one
@@ -36,10 +67,28 @@
 //     fenced.
 //
 // It does not own the table's storage, versions or compare-and-set (coord),
-// its geometry and derivation rules (cells), or what the node does in its
-// regions (simulation, ghosts, handoff: later pieces of this package).
+// its geometry and derivation rules (cells), the link's connections and
+// certificates (link: the host adds the peers), the wire encodings
+// (zone/internal/wire), or moving entities between nodes (handoff).
 //
-// Invariants:
+// Runtime invariants:
+//  1. Every entity is simulated (a real, non-Ghost, non-Frozen entity) on
+//     the node that created it; a node creates entities only where its held
+//     table gives it the region (modules check Table().OwnerOf), and the
+//     column hooks fire only for its own columns, so a den has one owner.
+//     Until handoff, an entity that walks out of its node's regions stays
+//     with that node.
+//  2. A node never sends a ghost on to another node: node subscribers are
+//     told only of entities the node simulates.
+//  3. A client sees the same as on one node, within 2 ticks: messages sent
+//     in tick T are applied at the start of the receiver's tick T+1; a
+//     subscription takes one round trip (test: TestClusterIsOneNodeAsAClientSeesIt).
+//  4. All state of the runtime is owned by the goroutine that calls Step;
+//     link goroutines only queue into an inbox drained at the start of
+//     Step; the one goroutine New starts (the control-message sender) is
+//     joined by Close.
+//
+// Ownership invariants:
 //  1. The node owns a region only while it holds a table version that gives
 //     it the region: a region the operator gives it is not owned until the
 //     watch delivered that version, and a region taken away stops being
