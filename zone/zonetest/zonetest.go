@@ -408,3 +408,14 @@ func (c *Cluster) Node(name string) *Node {
 	}
 	return nil
 }
+
+// Synced reports, without waiting, whether every message the nodes sent so
+// far has arrived (Sync's condition): for a test that steps under faults
+// and polls with its own deadline, where Sync could wait for a message
+// that was dropped.
+func (c *Cluster) Synced() bool { return c.synced() }
+
+// Accepts reports whether the runtimes' fence check accepts, now, a
+// message from peer stamped with lease: false once the membership watch
+// has seen that lease end (a revoke, an expiry).
+func (c *Cluster) Accepts(peer string, lease int64) bool { return c.accept(peer, lease) }
