@@ -161,3 +161,43 @@ func TestBorderDensHaveOneOwner(t *testing.T) {
 		t.Fatal("no den was seen across the border: the test exercises nothing")
 	}
 }
+
+// TestRegionMoveMovesDens: when the operator moves a region between
+// running nodes, the node that lost it tears down its dens and the node
+// that gained it sets them up, under the same derived ids.
+func TestRegionMoveMovesDens(t *testing.T) {
+	c, a, b := twoNodes(t, Config{Seed: 5, Players: 0, DenChance: 0.5, Roam: 20})
+	border := 4096.0
+	at := torus.Pos{X: 3000, Y: border - 40}
+	a.player(t, 1, at)
+	b.player(t, 2, torus.Pos{X: 3000, Y: border + 40})
+	c.StepSync(20)
+	moved := c.Grid.RegionOf(at)
+	// The dens a's client sees: after the move a's node subscribes to
+	// their chunks on b, which keeps them resident there. (A den nobody
+	// is near is resident nowhere once its region moves.)
+	before := map[ecs.ID]bool{}
+	a.c.den.Each(func(id ecs.ID, d *Den) {
+		col := torus.ChunkPos{X: d.Column.X, Y: d.Column.Y}
+		if c.Grid.RegionOfChunk(col) == moved && a.geo.ChunkDistance(col, a.geo.ChunkOf(at)) <= 3 {
+			before[id] = true
+		}
+	})
+	if len(before) == 0 {
+		t.Fatal("no den in the region to move: the test exercises nothing")
+	}
+	next, err := a.r.Table().WithOwners(2, map[cells.RegionID]string{moved: b.r.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Apply(next)
+	c.StepSync(5)
+	for id := range before {
+		if a.c.den.Has(id) {
+			t.Errorf("den %d stays on the node that lost its region", id)
+		}
+		if !b.c.den.Has(id) {
+			t.Errorf("den %d was not set up by the node that gained its region", id)
+		}
+	}
+}

@@ -290,7 +290,7 @@ func (g *Game) spawnDen(col interest.Column) {
 		return
 	}
 	id, err := g.denID(key)
-	if err != nil || g.w.Alive(id) {
+	if err != nil || !g.r.ClaimID(id) {
 		return
 	}
 	if errors.Join(

@@ -482,6 +482,12 @@ func (c *cluster) receive(m inMsg) {
 
 func (c *cluster) applyUpdate(from string, e link.Entry, u wire.Update) {
 	id := ecs.ID(e.Entity)
+	if c.r.w.Alive(id) && !c.r.ghost.Has(id) {
+		// This node simulates it: during a region move both nodes may for a
+		// moment (see Ownership's invariant 1); ours is not overwritten.
+		c.stats.Refused++
+		return
+	}
 	if src, ok := c.source[id]; ok && src != from {
 		// Another node sends this entity; until handoff moves entities
 		// between nodes only one can, so the later source is refused.
@@ -551,6 +557,9 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot) {
 	for _, e := range s.Entries {
 		if src, ok := c.source[ecs.ID(e.Entity)]; ok && src != from {
 			continue
+		}
+		if id := ecs.ID(e.Entity); c.r.w.Alive(id) && !c.r.ghost.Has(id) {
+			continue // simulated here (a region move in flight)
 		}
 		ups = append(ups, replica.Update{Entity: e.Entity, Stamp: replica.Stamp{Epoch: e.Epoch, Seq: e.Seq}, Frames: e.Frames})
 	}

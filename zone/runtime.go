@@ -223,10 +223,15 @@ type Runtime struct {
 	manifest  interest.Manifest
 	residents []ecs.ID
 
-	party     func(dst []account.ID, owner account.ID) []account.ID
-	partyBuf  []account.ID
-	columns   ColumnHooks
-	onReindex []func(id ecs.ID, chunk torus.ChunkPos)
+	party    func(dst []account.ID, owner account.ID) []account.ID
+	partyBuf []account.ID
+	columns  ColumnHooks
+	// resident is every resident column (owned or not); columnsAt and
+	// columnsTable are the table the column hooks last followed.
+	resident     map[interest.Column]struct{}
+	columnsAt    uint64
+	columnsTable *cells.Table
+	onReindex    []func(id ecs.ID, chunk torus.ChunkPos)
 
 	cluster *cluster // nil when the node is alone
 	fenced  bool
@@ -296,6 +301,7 @@ func New(cfg Config, mod Module) (*Runtime, error) {
 		viewerAcc: make(map[ecs.ID]account.ID),
 		anchors:   make(map[ecs.ID]struct{}),
 		reasons:   make(map[ecs.ID]interest.VanishReason),
+		resident:  make(map[interest.Column]struct{}),
 	}
 	r.out = outbox.New[Subscriber, ecs.ID](outboxWorld{r})
 	if err := r.registerBuiltins(); err != nil {
@@ -646,18 +652,42 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 	changes := r.res.Commit()
 	table := r.terr.Table()
 	for _, col := range changes.Dematerialised {
+		delete(r.resident, col)
 		if r.ownsColumn(table, col) {
-			r.report.Dematerialised++
-			if r.columns.Dematerialise != nil {
-				r.columns.Dematerialise(col)
-			}
+			r.dematerialise(col)
 		}
 	}
 	for _, col := range changes.Materialised {
+		r.resident[col] = struct{}{}
 		if r.ownsColumn(table, col) {
-			r.report.Materialised++
-			if r.columns.Materialise != nil {
-				r.columns.Materialise(col)
+			r.materialise(col)
+		}
+	}
+	if v := table.Version(); v != r.columnsAt {
+		// A new table: resident columns whose region changed hands are
+		// torn down by the node that lost them and set up by the one that
+		// gained them (each when it holds the new version).
+		old := r.columnsTable
+		r.columnsAt, r.columnsTable = v, table
+		if old != nil {
+			cols := make([]interest.Column, 0, len(r.resident))
+			for col := range r.resident {
+				cols = append(cols, col)
+			}
+			slices.SortFunc(cols, func(a, b interest.Column) int {
+				if a.Y != b.Y {
+					return int(a.Y) - int(b.Y)
+				}
+				return int(a.X) - int(b.X)
+			})
+			for _, col := range cols {
+				was, is := r.ownsColumn(old, col), r.ownsColumn(table, col)
+				switch {
+				case was && !is:
+					r.dematerialise(col)
+				case is && !was:
+					r.materialise(col)
+				}
 			}
 		}
 	}
@@ -740,6 +770,20 @@ func (r *Runtime) RenderGhosts() int {
 // wall time in milliseconds, which rises every tick and across restarts
 // (a restarted node boots later).
 func (r *Runtime) seq() uint64 { return uint64(r.idClock.Now().UnixMilli()) }
+
+func (r *Runtime) materialise(col interest.Column) {
+	r.report.Materialised++
+	if r.columns.Materialise != nil {
+		r.columns.Materialise(col)
+	}
+}
+
+func (r *Runtime) dematerialise(col interest.Column) {
+	r.report.Dematerialised++
+	if r.columns.Dematerialise != nil {
+		r.columns.Dematerialise(col)
+	}
+}
 
 func (r *Runtime) ownsColumn(t *cells.Table, col interest.Column) bool {
 	return t.OwnerOfChunk(torus.ChunkPos{X: col.X, Y: col.Y}) == r.cfg.Name

@@ -5,7 +5,9 @@ import (
 	"slices"
 
 	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/interest"
 	"github.com/shardwise/shardwise/outbox"
+	"github.com/shardwise/shardwise/replica"
 	"github.com/shardwise/shardwise/torus"
 )
 
@@ -119,4 +121,29 @@ func (c *cluster) bandChanged(next map[torus.ChunkPos]bool) {
 	for _, id := range ids {
 		c.syncSimGhost(id)
 	}
+}
+
+// ClaimID frees id for a local entity the module is about to create (a
+// den of a column whose region this node just gained, under the id every
+// node derives): a ghost of that id, sent by the node that had it, is
+// dropped here (no vanish to local clients: the entity goes on under the
+// same id). It reports false when a local entity already has the id.
+func (r *Runtime) ClaimID(id ecs.ID) bool {
+	if !r.isGhost(id) {
+		return !r.w.Alive(id)
+	}
+	c := r.cluster
+	if st, _, ok := c.rep.Has(uint64(id)); ok {
+		// A vanish one step after the ghost's stamp: the replica forgets it
+		// and refuses the old owner's later messages about it.
+		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: replica.Stamp{Epoch: st.Epoch, Seq: st.Seq + 1},
+			Frames: outbox.AppendVanishFrame(nil, uint64(id), interest.Gone)})
+		c.rep.Drain(nil)
+	}
+	delete(c.source, id)
+	r.vis.Evict(id)
+	if r.w.Alive(id) {
+		_ = r.w.Evict(id)
+	}
+	return !r.w.Alive(id)
 }
