@@ -1,0 +1,520 @@
+package zone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/coord"
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/nodename"
+)
+
+// HostConfig configures Host: one zone node in its own process. Zero
+// fields take the defaults documented on them, filled by withDefaults.
+type HostConfig struct {
+	// Coord is how the node reaches etcd. Host connects with it and closes
+	// the client when it returns. Endpoints is required.
+	Coord coord.ClientConfig
+	// Name is the node's name (nodename rules): its member name, the owner
+	// name region tables use, and the id its link certificate names.
+	// Required.
+	Name string
+	// CertDir holds the cluster CA and the node's certificate and key, as
+	// link.WriteClusterCerts writes them (link.LoadIdentity(CertDir,
+	// Name)). Required.
+	CertDir string
+	// ListenAddr is where the link listens. Default "127.0.0.1:0" (a free
+	// port on the loopback: a cluster on one machine).
+	ListenAddr string
+	// AdvertiseAddr is the link address published in coord (Addrs["link"])
+	// for peers to dial. Default: the address the listener got, which is
+	// right unless ListenAddr is a wildcard such as ":7100".
+	AdvertiseAddr string
+	// TTL is the lease's time to live, whole seconds (JoinConfig.TTL).
+	// Default 0: coord's default (10s).
+	TTL time.Duration
+	// PeerWait bounds the wait, before the first tick, for every other
+	// node the held region table names to be a live member connected over
+	// the link. The runtime sends a chunk subscription once, when its
+	// clients first need the chunk, and the link refuses messages to a
+	// peer it does not know: a node that ticks before its neighbours are
+	// known would never see their entities in the chunks its clients
+	// already hold. After PeerWait the node runs anyway, without the
+	// missing ones (logged). Measured on Clock. Default 10s; negative: do
+	// not wait.
+	PeerWait time.Duration
+	// Module is the game the node runs. Required.
+	Module Module
+	// Runtime is the base runtime configuration (a game's RuntimeConfig):
+	// Grid, Bands, View, MaterialiseBudget, TickInterval, Clock, Logger.
+	// Host sets Name, Node (the coord node id), Territory (the
+	// Ownership), Link, Lease and Accept; those must be left zero (Name
+	// may equal HostConfig.Name). The Grid must be the region table's.
+	// Runtime.Clock nil: Clock. Runtime.Logger nil: Logger.
+	Runtime Config
+	// Ticks stops the node after that many ticks (Host returns nil).
+	// Default 0: run until ctx ends or the node is fenced.
+	Ticks uint64
+	// Clock paces the ticks (one every Runtime.TickInterval) and the
+	// peer wait. Default clock.Real().
+	Clock clock.Clock
+	// Logger receives the host's records; the link, the ownership and
+	// the runtime get it too, with the node's name. Default: discard.
+	Logger *slog.Logger
+	// OnReady, if set, is called once, just before the first tick, from
+	// the goroutine that called Host.
+	OnReady func(HostReady)
+	// OnTick, if set, is called after every tick from the goroutine that
+	// called Host (the one that owns the runtime). It holds back the next
+	// tick while it runs.
+	OnTick func(HostReport)
+}
+
+// HostReady describes the node as it starts ticking.
+type HostReady struct {
+	Name string
+	// Node is the node number coord leased the node (the entity-id node
+	// part); Lease the lease its messages carry.
+	Node  int
+	Lease int64
+	// LinkAddr is the link address published in coord.
+	LinkAddr string
+	// TableVersion and OwnedRegions describe the table held; Regions is
+	// the grid's region count.
+	TableVersion          uint64
+	OwnedRegions, Regions int
+	// Connected and Missing are the other nodes the table names: connected
+	// over the link, and not (PeerWait ran out), each sorted.
+	Connected, Missing []string
+}
+
+// HostReport describes one tick of a hosted node.
+type HostReport struct {
+	// Report is the runtime's report of the tick.
+	Report
+	// RenderGhosts is how many entities of other nodes the node holds.
+	RenderGhosts int
+	// OwnedRegions is how many regions the held table gives the node, at
+	// TableVersion.
+	OwnedRegions int
+	TableVersion uint64
+	// Peers and Connected count link peers: known (live zone members with
+	// a link address) and connected now.
+	Peers, Connected int
+	// Cluster is the runtime's link counters since it started.
+	Cluster ClusterStats
+}
+
+func (c HostConfig) withDefaults() HostConfig {
+	if c.ListenAddr == "" {
+		c.ListenAddr = "127.0.0.1:0"
+	}
+	if c.PeerWait == 0 {
+		c.PeerWait = 10 * time.Second
+	}
+	c.Clock = clock.OrReal(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Runtime.Clock == nil {
+		c.Runtime.Clock = c.Clock
+	}
+	if c.Runtime.Logger == nil {
+		c.Runtime.Logger = c.Logger
+	}
+	return c
+}
+
+// Validate reports the first field that cannot work, after defaults,
+// without any I/O: a command can check its flags before connecting.
+func (c HostConfig) Validate() error {
+	c = c.withDefaults()
+	if err := c.Coord.Validate(); err != nil {
+		var ce *errcode.ConfigError
+		if errors.As(err, &ce) {
+			return errcode.Config("HostConfig.Coord."+strings.TrimPrefix(ce.Field, "ClientConfig."), ce.Value, ce.Reason)
+		}
+		return err
+	}
+	if err := nodename.Check("HostConfig.Name", c.Name); err != nil {
+		return err
+	}
+	if c.CertDir == "" {
+		return errcode.Config("HostConfig.CertDir", c.CertDir, "required: the directory holding the cluster CA and this node's certificate")
+	}
+	if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
+		return errcode.Config("HostConfig.ListenAddr", c.ListenAddr, "must be host:port (port 0 picks a free one)")
+	}
+	if c.AdvertiseAddr != "" {
+		host, port, err := net.SplitHostPort(c.AdvertiseAddr)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return errcode.Config("HostConfig.AdvertiseAddr", c.AdvertiseAddr, "must be host:port with a port peers can dial")
+		}
+	}
+	// JoinConfig.TTL's rule, checked here because JoinConfig.Validate needs
+	// a connected client.
+	if c.TTL != 0 && (c.TTL < time.Second || c.TTL%time.Second != 0) {
+		return errcode.Config("HostConfig.TTL", c.TTL, "must be 0 (coord's default) or a whole number of seconds, at least 1s")
+	}
+	if c.Module == nil {
+		return errcode.Config("HostConfig.Module", nil, "required: the game the node runs")
+	}
+	rc := c.Runtime
+	switch {
+	case rc.Name != "" && rc.Name != c.Name:
+		return errcode.Config("HostConfig.Runtime.Name", rc.Name, "is set by the host to HostConfig.Name "+strconv.Quote(c.Name))
+	case rc.Node != 0:
+		return errcode.Config("HostConfig.Runtime.Node", rc.Node, "is set by the host: the node id coord leases it")
+	case rc.Territory != nil:
+		return errcode.Config("HostConfig.Runtime.Territory", "set", "is set by the host: the node's Ownership")
+	case rc.Link != nil:
+		return errcode.Config("HostConfig.Runtime.Link", rc.Link.ID(), "is set by the host: the link it builds from HostConfig.CertDir")
+	case rc.Lease != 0:
+		return errcode.Config("HostConfig.Runtime.Lease", rc.Lease, "is set by the host: the node's coord lease")
+	case rc.Accept != nil:
+		return errcode.Config("HostConfig.Runtime.Accept", "set", "is set by the host: the fence from coord's membership")
+	}
+	rc.Name = c.Name
+	if err := rc.Validate(); err != nil {
+		var ce *errcode.ConfigError
+		if errors.As(err, &ce) {
+			return errcode.Config("HostConfig.Runtime."+strings.TrimPrefix(ce.Field, "Config."), ce.Value, ce.Reason)
+		}
+		return err
+	}
+	return nil
+}
+
+// peerPoll is how often the peer wait looks at the link.
+const peerPoll = 10 * time.Millisecond
+
+// Host runs one zone node until ctx ends (it returns nil), until
+// cfg.Ticks ticks have run (nil), or until the node is fenced (an error
+// matching ErrFenced). In order, it:
+//
+//  1. loads the node's certificate from CertDir and listens on
+//     ListenAddr (it serves peers only once the runtime exists, so no
+//     peer's message meets a link without the runtime's handlers: a peer
+//     that dials earlier waits in the listener's backlog);
+//  2. connects to coord and joins (Join, role "zone"), publishing the link
+//     address as Addrs["link"];
+//  3. follows coord's membership in one goroutine it owns: every other
+//     live zone member with a link address is a link peer (removed when
+//     it leaves), and its lease is the one the runtime's fence (Accept)
+//     lets through;
+//  4. waits for the first region table, builds the runtime (Territory:
+//     the Ownership) and starts serving the link;
+//  5. waits up to PeerWait for the table's other nodes (HostConfig.PeerWait
+//     says why), calls OnReady;
+//  6. ticks the runtime every TickInterval on Clock, on a schedule fixed
+//     at the first tick (a slow tick is caught up on; once the loop is
+//     more than one interval behind, the missed ticks are dropped, as
+//     time.Ticker drops them), calling OnTick after each.
+//
+// Before it returns, everything it started has stopped, in this order: the
+// runtime, the membership follower, the link, the Ownership (which revokes
+// the lease, so the name is free at once), the coord client.
+//
+// A Host is the whole lifetime of one node, so it is a call, not an
+// object: nothing outlives it, and ctx is its only stop. The runtime is
+// owned by the calling goroutine; OnTick is how to watch it.
+func Host(ctx context.Context, cfg HostConfig) (err error) {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg = cfg.withDefaults()
+	log := cfg.Logger
+
+	var (
+		l      *link.Node
+		lis    net.Listener
+		served bool
+		cl     *coord.Client
+		own    *Ownership
+		peers  *peerSet
+		rt     *Runtime
+	)
+	defer func() {
+		if rt != nil {
+			_ = rt.Close()
+		}
+		if peers != nil {
+			peers.stop() // before the link: it adds and removes the link's peers
+		}
+		if l != nil {
+			_ = l.Close() // stops the server, which closes lis
+		}
+		if lis != nil && !served {
+			_ = lis.Close()
+		}
+		if own != nil {
+			_ = own.Close()
+		}
+		if cl != nil {
+			_ = cl.Close()
+		}
+		// ctx ending is a stop, not a failure, wherever it happens.
+		if err != nil && ctx.Err() != nil && !errors.Is(err, ErrFenced) {
+			err = nil
+		}
+	}()
+
+	cert, pool, err := link.LoadIdentity(cfg.CertDir, cfg.Name)
+	if err != nil {
+		return errcode.Config("HostConfig.CertDir", cfg.CertDir, err.Error())
+	}
+	if l, err = link.New(link.Config{Certificate: cert, ClusterCA: pool, Logger: log}); err != nil {
+		return errcode.Config("HostConfig.CertDir", cfg.CertDir, fmt.Sprintf("node %q: %v", cfg.Name, err))
+	}
+	if l.ID() != cfg.Name {
+		return errcode.Config("HostConfig.CertDir", cfg.CertDir, fmt.Sprintf("the certificate of node %q names node %q", cfg.Name, l.ID()))
+	}
+	if lis, err = net.Listen("tcp", cfg.ListenAddr); err != nil {
+		return errcode.Config("HostConfig.ListenAddr", cfg.ListenAddr, err.Error())
+	}
+	addr := cfg.AdvertiseAddr
+	if addr == "" {
+		addr = lis.Addr().String()
+	}
+
+	if cfg.Coord.Logger == nil {
+		cfg.Coord.Logger = log
+	}
+	if cl, err = coord.Connect(ctx, cfg.Coord); err != nil {
+		return err
+	}
+	own, err = Join(ctx, JoinConfig{Coord: cl, Name: cfg.Name, Addrs: map[string]string{"link": addr}, TTL: cfg.TTL, Logger: log})
+	if err != nil {
+		return err
+	}
+	p := &peerSet{self: cfg.Name, link: l, log: log, leases: map[string]int64{}, addrs: map[string]string{}}
+	if err := p.follow(ctx, cl); err != nil {
+		return err
+	}
+	peers = p
+
+	if err := own.WaitVersion(ctx, 1); err != nil {
+		return err
+	}
+	rc := cfg.Runtime
+	rc.Name, rc.Node, rc.Territory, rc.Link, rc.Accept = cfg.Name, int(own.NodeID()), own, l, peers.accept
+	if rt, err = New(rc, cfg.Module); err != nil {
+		return err
+	}
+	if err := l.Serve(lis); err != nil {
+		return err
+	}
+	served = true
+
+	connected, missing, err := waitPeers(ctx, cfg, own, l)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		log.Warn("zone: host: starting without peers the region table names", "node", cfg.Name, "missing", missing, "waited", cfg.PeerWait)
+	}
+	ready := HostReady{
+		Name: cfg.Name, Node: rc.Node, Lease: own.Lease(), LinkAddr: addr,
+		TableVersion: own.Version(), OwnedRegions: len(own.OwnedRegions()), Regions: own.Table().Grid().Regions(),
+		Connected: connected, Missing: missing,
+	}
+	log.Info("zone: host: ticking", "node", cfg.Name, "node_id", ready.Node, "link", addr, "table_version", ready.TableVersion,
+		"owned", ready.OwnedRegions, "connected", connected)
+	if cfg.OnReady != nil {
+		cfg.OnReady(ready)
+	}
+	return tick(ctx, cfg, rt, own, l)
+}
+
+// tick runs the tick loop: fixed steps on cfg.Clock, scheduled from the
+// first, so a slow tick is caught up on by the next ones, down to one
+// interval behind.
+func tick(ctx context.Context, cfg HostConfig, rt *Runtime, own *Ownership, l *link.Node) error {
+	interval := rt.World().TickInterval()
+	next := cfg.Clock.Now().Add(interval)
+	t := cfg.Clock.NewTimer(interval)
+	defer t.Stop()
+	for n := uint64(0); cfg.Ticks == 0 || n < cfg.Ticks; n++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-own.Fenced():
+			return fencedErr(own)
+		case <-t.C():
+		}
+		rep := rt.Step()
+		if rt.Fenced() {
+			return fencedErr(own)
+		}
+		if cfg.OnTick != nil {
+			hr := HostReport{Report: rep, RenderGhosts: rt.RenderGhosts(), OwnedRegions: len(own.OwnedRegions()),
+				TableVersion: own.Version(), Cluster: rt.ClusterStats()}
+			for _, p := range l.Peers() {
+				hr.Peers++
+				if l.Connected(p) {
+					hr.Connected++
+				}
+			}
+			cfg.OnTick(hr)
+		}
+		now := cfg.Clock.Now()
+		next = next.Add(interval)
+		if next.Sub(now) < -interval {
+			next = now // more than a tick behind: drop the backlog
+		}
+		t.Reset(max(next.Sub(now), 0))
+	}
+	return nil
+}
+
+// waitPeers waits, polling on cfg.Clock, until every other node the held
+// table names is connected over the link, or PeerWait has passed.
+func waitPeers(ctx context.Context, cfg HostConfig, own *Ownership, l *link.Node) (connected, missing []string, err error) {
+	look := func() {
+		connected, missing = connected[:0], missing[:0]
+		for _, n := range own.Table().Nodes() {
+			switch {
+			case n == cfg.Name:
+			case l.Connected(n):
+				connected = append(connected, n)
+			default:
+				missing = append(missing, n)
+			}
+		}
+		slices.Sort(connected)
+		slices.Sort(missing)
+	}
+	look()
+	if cfg.PeerWait < 0 || len(missing) == 0 {
+		return connected, missing, nil
+	}
+	deadline := cfg.Clock.Now().Add(cfg.PeerWait)
+	t := cfg.Clock.NewTimer(peerPoll)
+	defer t.Stop()
+	for len(missing) > 0 && cfg.Clock.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil, nil, context.Cause(ctx)
+		case <-own.Fenced():
+			return nil, nil, fencedErr(own)
+		case <-t.C():
+		}
+		look()
+		t.Reset(peerPoll)
+	}
+	return connected, missing, nil
+}
+
+// fencedErr is the error Host returns for a fence: the Ownership's, which
+// is a *FencedError unless something closed the registration under it.
+func fencedErr(own *Ownership) error {
+	err := own.Err()
+	if errors.Is(err, ErrFenced) {
+		return err
+	}
+	return &FencedError{Node: own.Name(), TableVersion: own.Version(), Cause: err}
+}
+
+// peerSet follows coord's membership for one node: the link's peers and
+// the live lease of each, for the runtime's fence.
+type peerSet struct {
+	self string
+	link *link.Node
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	leases map[string]int64 // name → live lease, zone members other than self
+
+	addrs map[string]string // name → link address added to the link; follower only
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// follow opens the membership watch (the current members arrive first)
+// and starts the one goroutine that applies it. stop joins it.
+func (p *peerSet) follow(ctx context.Context, cl *coord.Client) error {
+	wctx, cancel := context.WithCancel(ctx)
+	events, err := cl.WatchMembers(wctx)
+	if err != nil {
+		cancel()
+		return err
+	}
+	p.cancel, p.done = cancel, make(chan struct{})
+	go func() {
+		defer close(p.done)
+		for ev := range events {
+			p.apply(ev)
+		}
+	}()
+	return nil
+}
+
+func (p *peerSet) stop() {
+	p.cancel()
+	<-p.done // the watch closes its channel once wctx ends
+}
+
+// apply takes one membership event. A member is a peer while it is a live
+// zone member with a link address; a new incarnation (a restart) replaces
+// the lease, and the peer too if its address changed.
+func (p *peerSet) apply(ev coord.MembershipEvent) {
+	m := ev.Member
+	if m.Role != Role || m.Name == p.self {
+		return
+	}
+	p.mu.Lock()
+	if ev.Kind == coord.MemberLeft {
+		if p.leases[m.Name] != m.Lease {
+			p.mu.Unlock()
+			return // a newer incarnation already replaced it
+		}
+		delete(p.leases, m.Name)
+	} else {
+		p.leases[m.Name] = m.Lease
+	}
+	p.mu.Unlock()
+
+	want := ""
+	if ev.Kind != coord.MemberLeft {
+		want = m.Addrs["link"]
+	}
+	have, ok := p.addrs[m.Name]
+	if ok && have == want {
+		return
+	}
+	if ok {
+		if err := p.link.RemovePeer(m.Name); err != nil {
+			p.log.Warn("zone: host: remove peer", "node", p.self, "peer", m.Name, "err", err)
+		}
+		delete(p.addrs, m.Name)
+		p.log.Info("zone: host: peer removed", "node", p.self, "peer", m.Name, "addr", have, "event", ev.Kind)
+	}
+	if want == "" {
+		return
+	}
+	if err := p.link.AddPeer(m.Name, want); err != nil {
+		p.log.Warn("zone: host: add peer", "node", p.self, "peer", m.Name, "addr", want, "err", err)
+		return
+	}
+	p.addrs[m.Name] = want
+	p.log.Info("zone: host: peer added", "node", p.self, "peer", m.Name, "addr", want, "lease", m.Lease)
+}
+
+// accept is the runtime's fence: a message from peer is applied only while
+// the lease it carries is the peer's live lease.
+func (p *peerSet) accept(peer string, lease int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return lease != 0 && p.leases[peer] == lease
+}

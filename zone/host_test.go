@@ -1,0 +1,364 @@
+package zone_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/coord"
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/examples/wander"
+	"github.com/shardwise/shardwise/internal/testenv"
+	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/zone"
+)
+
+// hostGrid is an 8 km torus in 2 km regions; split over two nodes in
+// bands of rows, the nodes meet along y = 4096 and across the Y seam.
+func hostGrid() cells.GridConfig {
+	g := cells.GridConfig{RegionEdge: 2048}
+	g.World.Width, g.World.Height = 8192, 8192
+	return g.WithDefaults()
+}
+
+// hostEtcd starts an etcd member for one test: zone's internal tests
+// share one from their TestMain, which an external test file cannot see.
+func hostEtcd(t *testing.T) *coord.Embedded {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	e, err := coord.StartEmbedded(ctx, coord.EmbeddedConfig{
+		DataDir: t.TempDir(), Heartbeat: 50 * time.Millisecond, Election: 500 * time.Millisecond, UnsafeNoFsync: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// applyTable stores t under prefix with an operator's client (forced: the
+// nodes it names need not be live yet).
+func applyTable(t *testing.T, e *coord.Embedded, prefix string, table *cells.Table) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	op, err := coord.Connect(ctx, coord.ClientConfig{Endpoints: e.Endpoints(), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	if err := op.ApplyRegions(ctx, table, coord.ApplyOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hostRun is one Host running in its own goroutine, with its reports.
+type hostRun struct {
+	name string
+	done chan error
+
+	mu    sync.Mutex
+	ready zone.HostReady
+	last  zone.HostReport
+	ticks int
+}
+
+func (h *hostRun) report() (zone.HostReport, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last, h.ticks
+}
+
+func startHost(ctx context.Context, cfg zone.HostConfig) *hostRun {
+	h := &hostRun{name: cfg.Name, done: make(chan error, 1)}
+	cfg.OnReady = func(r zone.HostReady) {
+		h.mu.Lock()
+		h.ready = r
+		h.mu.Unlock()
+	}
+	cfg.OnTick = func(r zone.HostReport) {
+		h.mu.Lock()
+		h.last, h.ticks = r, h.ticks+1
+		h.mu.Unlock()
+	}
+	go func() { h.done <- zone.Host(ctx, cfg) }()
+	return h
+}
+
+// TestHostsRunOneWorld: two hosts, each a whole node (coord membership,
+// link from a certificate directory, runtime), against one etcd and
+// splitting the world by the region table, find each other through coord
+// and each comes to hold the other's entities as render ghosts.
+// Cancelling their context returns nil and stops everything they
+// started.
+func TestHostsRunOneWorld(t *testing.T) {
+	e := hostEtcd(t)
+	prefix := fmt.Sprintf("/hosttest/%d/", time.Now().UnixNano())
+	names := []string{"zone-a", "zone-b"}
+	grid, err := cells.NewGrid(hostGrid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := cells.Uniform(grid, 1, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyTable(t, e, prefix, table)
+	certs := t.TempDir() + "/certs"
+	if err := link.WriteClusterCerts(certs, "hosttest", names, time.Now().Add(-time.Hour), 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+
+	// One fake clock paces both nodes: each tick the test waits until both
+	// have armed their timer (they have finished the tick before), then
+	// moves it one interval, so the nodes tick in lockstep.
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var hosts []*hostRun
+	for _, name := range names {
+		mod, err := wander.New(wander.Config{Seed: 7, Entities: 240, Accounts: 24, Area: 700})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts = append(hosts, startHost(ctx, zone.HostConfig{
+			Coord:   coord.ClientConfig{Endpoints: e.Endpoints(), Prefix: prefix},
+			Name:    name,
+			CertDir: certs,
+			TTL:     2 * time.Second,
+			Module:  mod,
+			Runtime: zone.Config{Grid: hostGrid()},
+			Clock:   fake,
+			// The peer wait is measured on the fake clock, which this
+			// test moves much faster than the link connects: wait until
+			// the peers are connected, however many polls it takes.
+			PeerWait: time.Hour,
+		}))
+	}
+
+	const interval = 50 * time.Millisecond // the runtime's default step
+	deadline := time.Now().Add(30 * time.Second)
+	seen := func() bool {
+		for _, h := range hosts {
+			if r, n := h.report(); n < 20 || r.RenderGhosts == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	for !seen() {
+		bctx, bcancel := context.WithDeadline(ctx, deadline)
+		err := fake.BlockUntil(bctx, len(hosts))
+		bcancel()
+		if err != nil {
+			for _, h := range hosts {
+				select {
+				case err := <-h.done:
+					t.Fatalf("%s stopped: %v", h.name, err)
+				default:
+				}
+				r, n := h.report()
+				t.Logf("%s: %d ticks, last %+v", h.name, n, r)
+			}
+			t.Fatal("the hosts never both held render ghosts of each other")
+		}
+		fake.Advance(interval)
+	}
+	for _, h := range hosts {
+		r, n := h.report()
+		h.mu.Lock()
+		ready := h.ready
+		h.mu.Unlock()
+		t.Logf("%s: node %d, owns %d of %d regions, connected %v; after %d ticks: %d entities, %d render ghosts, %d batches",
+			h.name, ready.Node, ready.OwnedRegions, ready.Regions, ready.Connected, n, r.Entities, r.RenderGhosts, r.Cluster.Batches)
+		if len(ready.Missing) > 0 || len(ready.Connected) != 1 {
+			t.Errorf("%s started with peers connected %v, missing %v", h.name, ready.Connected, ready.Missing)
+		}
+		if r.OwnedRegions != grid.Regions()/2 || r.TableVersion != 1 {
+			t.Errorf("%s owns %d regions at table version %d, want %d at version 1", h.name, r.OwnedRegions, r.TableVersion, grid.Regions()/2)
+		}
+		if r.Cluster.Refused != 0 {
+			t.Errorf("%s refused %d messages from a live peer", h.name, r.Cluster.Refused)
+		}
+	}
+
+	cancel()
+	for _, h := range hosts {
+		select {
+		case err := <-h.done:
+			if err != nil {
+				t.Errorf("%s: Host after cancel = %v, want nil", h.name, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: Host did not return after cancel", h.name)
+		}
+	}
+	// Everything the hosts started has stopped: the goroutine count comes
+	// back (goroutines ending after Host returned would be ones it did not
+	// join; gRPC's own take a moment to unwind, hence the poll).
+	testenv.PollUntil(t, 10*time.Second, "the hosts' goroutines to end", func() bool {
+		return runtime.NumGoroutine() <= before
+	})
+}
+
+// TestHostStopsAfterTicks: with Ticks set, Host runs exactly that many
+// ticks and returns nil; a node alone in the table does not wait for
+// peers.
+func TestHostStopsAfterTicks(t *testing.T) {
+	e := hostEtcd(t)
+	prefix := fmt.Sprintf("/hosttest/%d/", time.Now().UnixNano())
+	grid, err := cells.NewGrid(hostGrid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := cells.Uniform(grid, 1, []string{"zone-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyTable(t, e, prefix, table)
+	certs := t.TempDir() + "/certs"
+	if err := link.WriteClusterCerts(certs, "hosttest", []string{"zone-a"}, time.Now().Add(-time.Hour), 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := wander.New(wander.Config{Seed: 7, Entities: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := startHost(t.Context(), zone.HostConfig{
+		Coord: coord.ClientConfig{Endpoints: e.Endpoints(), Prefix: prefix},
+		Name:  "zone-a", CertDir: certs, Module: mod, Runtime: zone.Config{Grid: hostGrid()},
+		Ticks: 5, Clock: fake,
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for range 5 {
+		if err := fake.BlockUntil(ctx, 1); err != nil {
+			t.Fatal("the host never armed its tick timer")
+		}
+		fake.Advance(50 * time.Millisecond)
+	}
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Host did not return after its 5 ticks")
+	}
+	if r, n := h.report(); n != 5 || r.Tick != 5 || r.Entities != 16 {
+		t.Fatalf("ran %d ticks, last tick %d with %d entities; want 5 ticks and 16 entities", n, r.Tick, r.Entities)
+	}
+}
+
+// TestHostReturnsFencedWhenCutOff: a node cut off from etcd loses its
+// lease; Host returns an error matching zone.ErrFenced, without waiting
+// for a tick.
+func TestHostReturnsFencedWhenCutOff(t *testing.T) {
+	e := hostEtcd(t)
+	prefix := fmt.Sprintf("/hosttest/%d/", time.Now().UnixNano())
+	grid, err := cells.NewGrid(hostGrid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := cells.Uniform(grid, 1, []string{"zone-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyTable(t, e, prefix, table)
+	certs := t.TempDir() + "/certs"
+	if err := link.WriteClusterCerts(certs, "hosttest", []string{"zone-a"}, time.Now().Add(-time.Hour), 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := wander.New(wander.Config{Seed: 7, Entities: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.StartTCPProxy(t, e.Endpoints()[0])
+	// A fake clock nobody moves: no tick runs, so the fence must reach
+	// the loop through the Ownership's channel.
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- zone.Host(t.Context(), zone.HostConfig{
+			Coord: coord.ClientConfig{Endpoints: []string{proxy.Endpoint()}, Prefix: prefix, DialTimeout: time.Second},
+			Name:  "zone-a", CertDir: certs, TTL: time.Second, Module: mod, Runtime: zone.Config{Grid: hostGrid()},
+			Clock: fake, OnReady: func(zone.HostReady) { close(ready) },
+		})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Host returned before ticking: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Host never became ready")
+	}
+	cutAt := time.Now()
+	proxy.Cut()
+	select {
+	case err := <-done:
+		if !errors.Is(err, zone.ErrFenced) || errcode.Of(err) != zone.CodeFenced {
+			t.Fatalf("Host = %v, want an error matching zone.ErrFenced", err)
+		}
+		t.Logf("Host returned %v after the cut: %v", time.Since(cutAt), err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Host still running 30s after its etcd was cut off (TTL 1s)")
+	}
+}
+
+// TestHostConfigValidateNamesTheField: each refused configuration names
+// the field as a Go caller writes it, and Host refuses it before any I/O.
+func TestHostConfigValidateNamesTheField(t *testing.T) {
+	mod, err := wander.New(wander.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := zone.HostConfig{
+		Coord: coord.ClientConfig{Endpoints: []string{"http://127.0.0.1:1"}},
+		Name:  "zone-a", CertDir: "certs", Module: mod,
+	}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("a good configuration is refused: %v", err)
+	}
+	cases := []struct {
+		field string
+		edit  func(c *zone.HostConfig)
+	}{
+		{"HostConfig.Coord.Endpoints", func(c *zone.HostConfig) { c.Coord.Endpoints = nil }},
+		{"HostConfig.Coord.Prefix", func(c *zone.HostConfig) { c.Coord.Prefix = "nope" }},
+		{"HostConfig.Name", func(c *zone.HostConfig) { c.Name = "" }},
+		{"HostConfig.Name", func(c *zone.HostConfig) { c.Name = "Zone A" }},
+		{"HostConfig.CertDir", func(c *zone.HostConfig) { c.CertDir = "" }},
+		{"HostConfig.ListenAddr", func(c *zone.HostConfig) { c.ListenAddr = "7100" }},
+		{"HostConfig.AdvertiseAddr", func(c *zone.HostConfig) { c.AdvertiseAddr = "10.0.0.5:0" }},
+		{"HostConfig.TTL", func(c *zone.HostConfig) { c.TTL = 1500 * time.Millisecond }},
+		{"HostConfig.Module", func(c *zone.HostConfig) { c.Module = nil }},
+		{"HostConfig.Runtime.Name", func(c *zone.HostConfig) { c.Runtime.Name = "zone-b" }},
+		{"HostConfig.Runtime.Node", func(c *zone.HostConfig) { c.Runtime.Node = 3 }},
+		{"HostConfig.Runtime.Lease", func(c *zone.HostConfig) { c.Runtime.Lease = 9 }},
+		{"HostConfig.Runtime.Accept", func(c *zone.HostConfig) { c.Runtime.Accept = func(string, int64) bool { return true } }},
+		{"HostConfig.Runtime.TickInterval", func(c *zone.HostConfig) { c.Runtime.TickInterval = -time.Millisecond }},
+	}
+	for _, c := range cases {
+		cfg := good
+		c.edit(&cfg)
+		err := cfg.Validate()
+		var ce *errcode.ConfigError
+		if !errors.As(err, &ce) || ce.Field != c.field {
+			t.Errorf("%s: Validate = %v, want a config error on %s", c.field, err, c.field)
+			continue
+		}
+		if herr := zone.Host(t.Context(), cfg); herr == nil || herr.Error() != err.Error() {
+			t.Errorf("%s: Host = %v, want Validate's %v", c.field, herr, err)
+		}
+	}
+}
