@@ -33,6 +33,7 @@ func newRootCmd() *cobra.Command {
 		newRegionsCmd(),
 		newMembersCmd(),
 		newCertsCmd(),
+		newZoneCmd(),
 	)
 	return root
 }

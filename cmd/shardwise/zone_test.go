@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/coord"
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/game"
+)
+
+// gameTableFile writes a region table over the reference game's grid,
+// split between names in bands of rows (cells.Uniform): with two nodes
+// they meet across the Y seam, through the middle of the players' start
+// square.
+func gameTableFile(t *testing.T, names ...string) string {
+	t.Helper()
+	grid, err := cells.NewGrid(game.Config{}.RuntimeConfig().Grid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := cells.Uniform(grid, 1, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := coord.FormatRegions(tb, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(t.TempDir(), "regions.yaml")
+	if err := os.WriteFile(name, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+var mostGhostsRE = regexp.MustCompile(`render ghosts \d+ \(most (\d+)\)`)
+
+// TestZoneTwoNodes runs the cluster on one machine the way an operator
+// would: certificates with "shardwise certs", the table with "shardwise
+// regions apply", then two "shardwise zone" nodes at once (in-process, as
+// the other command tests run the CLI), each for a bounded number of
+// ticks. Both exit cleanly and report holding the other's entities as
+// render ghosts.
+func TestZoneTwoNodes(t *testing.T) {
+	eps, _ := etcdForCmdTest(t)
+	certs := filepath.Join(t.TempDir(), "certs")
+	if _, err := runCmd(t, newRootCmd(), "", "certs", "--dir", certs, "--nodes", "zone-a,zone-b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, newRootCmd(), "", "regions", "apply", gameTableFile(t, "zone-a", "zone-b"), "--force", "--endpoints", eps); err != nil {
+		t.Fatal(err)
+	}
+
+	names := []string{"zone-a", "zone-b"}
+	outs := make([]string, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			outs[i], errs[i] = runCmd(t, newRootCmd(), "", "zone", "--endpoints", eps, "--name", name, "--certs", certs,
+				"--ticks", "120", "--tick", "20ms", "--players", "64", "--ttl", "2s")
+		})
+	}
+	wg.Wait()
+	for i, name := range names {
+		t.Logf("%s:\n%s", name, outs[i])
+		if errs[i] != nil {
+			t.Errorf("%s: %v", name, errs[i])
+			continue
+		}
+		if !strings.Contains(outs[i], name+": node ") || !strings.Contains(outs[i], "peers connected: "+names[1-i]+";") {
+			t.Errorf("%s: no ready line naming its peer as connected", name)
+		}
+		if strings.Count(outs[i], name+"  tick ") < 2 {
+			t.Errorf("%s: fewer than two status lines in 120 ticks at 50 a second", name)
+		}
+		if !strings.Contains(outs[i], name+": ran 120 ticks") {
+			t.Errorf("%s: no summary of 120 ticks", name)
+		}
+		m := mostGhostsRE.FindStringSubmatch(outs[i])
+		if m == nil {
+			t.Errorf("%s: the summary does not report render ghosts", name)
+		} else if n, _ := strconv.Atoi(m[1]); n == 0 {
+			t.Errorf("%s: never held a render ghost of the other node", name)
+		}
+	}
+}
+
+// TestZoneFlagErrorsNameTheFlag: a refused flag is named as typed, and
+// every case fails before any etcd or network work (the endpoint given
+// does not exist).
+func TestZoneFlagErrorsNameTheFlag(t *testing.T) {
+	const ep = "http://127.0.0.1:1"
+	base := []string{"zone", "--endpoints", ep, "--name", "zone-a", "--certs", t.TempDir()}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"zone"}, "--endpoints = []: at least one etcd endpoint is required (for example http://127.0.0.1:2379)"},
+		{[]string{"zone", "--endpoints", ep + ",ftp://x"}, `--endpoints = "ftp://x": `},
+		{[]string{"zone", "--endpoints", ep, "--prefix", "nope"}, `--prefix = "nope": must start and end with "/"`},
+		{[]string{"zone", "--endpoints", ep}, `--name = "": `},
+		{[]string{"zone", "--endpoints", ep, "--name", "zone-a"}, `--certs = "": required`},
+		{append(base, "--listen", "7100"), `--listen = "7100": must be host:port`},
+		{append(base, "--advertise", "10.0.0.5"), `--advertise = "10.0.0.5": must be host:port`},
+		{append(base, "--ttl", "1500ms"), "--ttl = 1.5s: must be 0 (coord's default) or a whole number of seconds, at least 1s"},
+		{append(base, "--ticks", "-1"), "--ticks = -1: must not be negative"},
+		{append(base, "--tick", "-1s"), "--tick = -1s: must be positive"},
+		{append(base, "--players", "-1"), "--players = -1: must not be negative"},
+		{append(base, "--area", "1e9"), "--area = 1e+09: must be positive and fit the torus"},
+	}
+	for _, c := range cases {
+		start := time.Now()
+		_, err := runCmd(t, newRootCmd(), "", c.args...)
+		var ce *errcode.ConfigError
+		if errcode.Of(err) != errcode.ConfigInvalid || !errors.As(err, &ce) {
+			t.Errorf("%v: error %v, want %s", c.args, err, errcode.ConfigInvalid)
+			continue
+		}
+		if want := errcode.ConfigInvalid + ": invalid configuration: " + c.want; !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%v:\n got  %s\n want %s…", c.args, err, want)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%v: refused after %v: it did I/O first", c.args, d)
+		}
+	}
+}
+
+// TestZoneStopsOnInterrupt: with --ticks 0 the node runs until its
+// context ends (the process's interrupt), then exits cleanly with its
+// summary.
+func TestZoneStopsOnInterrupt(t *testing.T) {
+	eps, _ := etcdForCmdTest(t)
+	certs := filepath.Join(t.TempDir(), "certs")
+	if _, err := runCmd(t, newRootCmd(), "", "certs", "--dir", certs, "--nodes", "zone-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, newRootCmd(), "", "regions", "apply", gameTableFile(t, "zone-a"), "--force", "--endpoints", eps); err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	cmd := newRootCmd()
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"zone", "--endpoints", eps, "--name", "zone-a", "--certs", certs, "--tick", "10ms", "--players", "8"})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	// Interrupt once it has printed a status line: it is ticking.
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(out.String(), "zone-a  tick ") {
+		select {
+		case err := <-done:
+			t.Fatalf("zone exited before ticking: %v\n%s", err, out.String())
+		case <-deadline:
+			t.Fatalf("no status line after 30s:\n%s", out.String())
+		case <-time.After(5 * time.Millisecond): // poll the output another goroutine writes
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("zone after interrupt: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("zone still running 30s after the interrupt")
+	}
+	if !strings.Contains(out.String(), "zone-a: ran ") {
+		t.Fatalf("no summary after the interrupt:\n%s", out.String())
+	}
+}
