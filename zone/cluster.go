@@ -60,6 +60,8 @@ type cluster struct {
 	table   uint64 // the table version wants were computed for
 
 	// Publisher side.
+	leaseOf  map[string]int64  // peer name → the last lease accepted from it
+	fenced   map[string]int64  // peers whose lease was lost → that lease
 	numOf    map[string]uint64 // peer name → its node number
 	nameOf   map[uint64]string
 	sinks    map[string]*nodeSink
@@ -215,6 +217,8 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		gaps:       make(map[string]bool),
 		source:     make(map[ecs.ID]string),
 		band:       make(map[torus.ChunkPos]bool),
+		leaseOf:    make(map[string]int64),
+		fenced:     make(map[string]int64),
 		numOf:      make(map[string]uint64),
 		nameOf:     make(map[uint64]string),
 		sinks:      make(map[string]*nodeSink),
@@ -349,7 +353,11 @@ func (c *cluster) simulators(dst []string, ch torus.ChunkPos) []string {
 	edge := c.r.geo.ChunkEdge()
 	o := c.r.geo.ChunkOrigin(ch)
 	centre := torus.Pos{X: o.X + edge/2, Y: o.Y + edge/2}
+	n := len(dst)
 	dst = t.AppendOwnersWithin(dst, centre, c.r.cfg.Bands.HandoffMargin+edge*0.7072, c.r.cfg.Name)
+	// A peer that lost its lease is asked for nothing until it is back.
+	kept := slices.DeleteFunc(dst[n:], func(p string) bool { _, f := c.fenced[p]; return f })
+	dst = dst[:n+len(kept)]
 	slices.Sort(dst)
 	return dst
 }
@@ -903,6 +911,7 @@ func (c *cluster) drain() {
 			c.r.cfg.Logger.Warn("zone: refused a peer message", "peer", m.from, "kind", m.kind, "err", err)
 		}
 	}
+	c.fencedPeers()
 	// A gap means lost batches: ask each such source again for every chunk
 	// this node receives from it.
 	for _, p := range sortedKeys(c.gaps) {
@@ -915,6 +924,85 @@ func (c *cluster) drain() {
 			slices.SortFunc(s.Resync, cmpChunk)
 		}
 		delete(c.gaps, p)
+	}
+}
+
+// fencedPeers forgets every peer whose last accepted lease is no longer
+// live: its ghosts vanish (it may no longer write them, and nobody else
+// sends them until a handoff or a restart), nothing more is sent to it,
+// and accounts routed to it are routed nowhere.
+func (c *cluster) fencedPeers() {
+	if c.r.cfg.Accept == nil {
+		return
+	}
+	for _, p := range sortedKeys(c.leaseOf) {
+		if c.r.cfg.Accept(p, c.leaseOf[p]) {
+			continue
+		}
+		c.fenced[p] = c.leaseOf[p]
+		delete(c.leaseOf, p)
+		c.r.cfg.Logger.Warn("zone: peer lost its lease: its ghosts vanish", "peer", p)
+		for ch, peers := range c.wants {
+			if slices.Contains(peers, p) {
+				c.dropChunk(p, ch)
+				c.wants[ch] = slices.DeleteFunc(slices.Clone(peers), func(x string) bool { return x == p })
+				if len(c.wants[ch]) == 0 {
+					delete(c.wants, ch)
+				}
+			}
+		}
+		c.forgetPeer(p)
+	}
+}
+
+// forgetPeer drops what this node keeps for a peer's incarnation: its
+// node subscriptions here, and the accounts routed to it.
+func (c *cluster) forgetPeer(p string) {
+	if n, ok := c.numOf[p]; ok {
+		c.r.subs.Forget(interest.Node(n))
+		c.r.out.Detach(interest.Node(n))
+		delete(c.sinks, p)
+		delete(c.numOf, p)
+		delete(c.nameOf, n)
+		delete(c.snapshot, p)
+	}
+	for a, q := range c.routes {
+		if q == p {
+			delete(c.routes, a)
+			if _, ok := c.local[a]; !ok {
+				c.r.out.Detach(interest.Account(a))
+			}
+		}
+	}
+	delete(c.routeVer, p)
+}
+
+// sawLease records the lease of an accepted message. A new lease means
+// the peer restarted (or came back after its fence): its new incarnation
+// knows none of this node's subscriptions, so they are sent again, and
+// what the old one had here is forgotten.
+func (c *cluster) sawLease(p string, lease int64) {
+	old, known := c.leaseOf[p]
+	_, wasFenced := c.fenced[p]
+	c.leaseOf[p] = lease
+	if (!known || old == lease) && !wasFenced {
+		return
+	}
+	delete(c.fenced, p)
+	c.forgetPeer(p)
+	for ch, peers := range c.wants {
+		if slices.Contains(peers, p) {
+			c.sub(p).Add = append(c.sub(p).Add, ch)
+		}
+	}
+	if s := c.subOut[p]; s != nil {
+		slices.SortFunc(s.Add, cmpChunk)
+	}
+	for ch := range c.held {
+		c.changed[ch] = struct{}{}
+	}
+	for ch := range c.band {
+		c.changed[ch] = struct{}{}
 	}
 }
 

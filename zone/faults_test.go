@@ -217,6 +217,14 @@ func TestLeaseLossStopsTheNodeAndPeersRefuseIt(t *testing.T) {
 			}
 		}
 	}
+	// The peers forgot the fenced node: its entities vanished from every
+	// client (nobody may write them now; a restart or, later, a handoff
+	// brings them back).
+	for acct, ents := range seen() {
+		if len(ents) > 0 {
+			t.Fatalf("account %d (on %s) is still shown %d entities of the fenced %s", acct, w.home[acct].Name, len(ents), lost.Name)
+		}
+	}
 	if sentAfter > 0 && refused() == refusedBefore {
 		t.Fatalf("%s ran %d ticks after the loss and its peers refused nothing", lost.Name, sentAfter)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/nodename"
 	"github.com/shardwise/shardwise/outbox"
+	"github.com/shardwise/shardwise/replica"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/zone/internal/wire"
 )
@@ -350,9 +351,14 @@ func (r *Runtime) lease() int64 {
 	return 0
 }
 
-// accept is the fence on what peers send.
+// accept is the fence on what peers send. A lease accepted is remembered,
+// so that the node notices when the peer loses it (fencedPeers).
 func (r *Runtime) accept(peer string, f wire.Fence) bool {
-	return r.cfg.Accept == nil || r.cfg.Accept(peer, f.Lease)
+	ok := r.cfg.Accept == nil || r.cfg.Accept(peer, f.Lease)
+	if ok && r.cluster != nil {
+		r.cluster.sawLease(peer, f.Lease)
+	}
+	return ok
 }
 
 // Fenced reports whether the node lost its lease: it then simulates and
@@ -748,6 +754,15 @@ func (r *Runtime) snapshot(ch torus.ChunkPos, seq uint64) wire.Snapshot {
 		s.Entries = append(s.Entries, wire.SnapshotEntry{Entity: uint64(e), Epoch: firstEpoch, Seq: seq, Frames: r.appendBurst(nil, e)})
 	}
 	return s
+}
+
+// ReplicaStats returns the render-ghost store's counters (zero for a node
+// alone).
+func (r *Runtime) ReplicaStats() replica.Stats {
+	if r.cluster == nil {
+		return replica.Stats{}
+	}
+	return r.cluster.rep.Stats()
 }
 
 // ClusterStats returns the link counters (zero for a node alone).

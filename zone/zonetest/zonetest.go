@@ -11,10 +11,12 @@
 // applied only while the lease it carries is the live lease of that
 // peer). Everything it starts is stopped at the test's cleanup.
 //
-// The nodes are stepped by the test, one tick at a time (Step), on the
-// test's goroutine. Sync waits until every message sent so far has
-// arrived, so a test can run the cluster in lockstep; messages sent during
-// tick T are applied by their receivers at the start of tick T+1.
+// The nodes are stepped by the test, one tick at a time (Step: each node
+// in index order), on the test's goroutine. Sync waits until every message
+// sent so far has arrived, so a test can run the cluster in lockstep
+// (StepSync): a message sent during round T is applied by its receiver at
+// the start of its next Step — in round T+1, or already in round T when
+// the receiver comes later in the order and the message arrived first.
 package zonetest
 
 import (
