@@ -20,6 +20,14 @@ import (
 // raises it on each transfer.
 const firstEpoch = 1
 
+// kindResend is the inbox item the sender leaves when the link refused a
+// subscription message: its peer is sent every want again (at most once
+// per resendEvery ticks).
+const kindResend = 0xFFFFFFFF
+
+// resendEvery bounds how often a peer's wants are resent after refusals.
+const resendEvery = 20
+
 // fullRoutesEvery is how often, in ticks, a node resends its whole route
 // set (a peer that restarted, or missed a delta, learns it again).
 const fullRoutesEvery = 100
@@ -60,12 +68,14 @@ type cluster struct {
 	table   uint64 // the table version wants were computed for
 
 	// Publisher side.
-	leaseOf  map[string]int64  // peer name → the last lease accepted from it
-	fenced   map[string]int64  // peers whose lease was lost → that lease
-	numOf    map[string]uint64 // peer name → its node number
-	nameOf   map[uint64]string
-	sinks    map[string]*nodeSink
-	snapshot map[string][]torus.ChunkPos
+	leaseOf   map[string]int64  // peer name → the last lease accepted from it
+	fenced    map[string]int64  // peers whose lease was lost → that lease
+	resendAt  map[string]uint64 // peer → the tick before which wants are not resent again
+	resendDue map[string]bool   // peers whose resend waits for resendAt
+	numOf     map[string]uint64 // peer name → its node number
+	nameOf    map[uint64]string
+	sinks     map[string]*nodeSink
+	snapshot  map[string][]torus.ChunkPos
 
 	// Routing by account.
 	local    map[account.ID]outbox.Sink
@@ -219,6 +229,8 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		band:       make(map[torus.ChunkPos]bool),
 		leaseOf:    make(map[string]int64),
 		fenced:     make(map[string]int64),
+		resendAt:   make(map[string]uint64),
+		resendDue:  make(map[string]bool),
 		numOf:      make(map[string]uint64),
 		nameOf:     make(map[uint64]string),
 		sinks:      make(map[string]*nodeSink),
@@ -291,6 +303,13 @@ func (c *cluster) sender() {
 			})
 			if err != nil {
 				c.r.cfg.Logger.Warn("zone: control message not sent", "peer", m.peer, "kind", m.kind, "err", err)
+				if m.kind == wire.KindSubscribe {
+					// Not taken (a peer the link does not know yet, a
+					// closing link): the world sends its wants again.
+					c.mu.Lock()
+					c.inbox = append(c.inbox, inMsg{from: m.peer, kind: kindResend})
+					c.mu.Unlock()
+				}
 			}
 		}
 	}
@@ -905,6 +924,8 @@ func (c *cluster) drain() {
 			if s, err = wire.DecodeRoutes(m.payload); err == nil {
 				c.applyRoutes(m.from, s)
 			}
+		case kindResend:
+			c.resendWants(m.from)
 		}
 		if err != nil {
 			c.stats.Refused++
@@ -912,6 +933,9 @@ func (c *cluster) drain() {
 		}
 	}
 	c.fencedPeers()
+	for _, p := range sortedKeys(c.resendDue) {
+		c.resendWants(p)
+	}
 	// A gap means lost batches: ask each such source again for every chunk
 	// this node receives from it.
 	for _, p := range sortedKeys(c.gaps) {
@@ -924,6 +948,27 @@ func (c *cluster) drain() {
 			slices.SortFunc(s.Resync, cmpChunk)
 		}
 		delete(c.gaps, p)
+	}
+}
+
+// resendWants sends peer every chunk this node wants from it again (the
+// publisher treats a repeated Add as a resubscribe: a fresh snapshot).
+func (c *cluster) resendWants(p string) {
+	now := c.r.w.CurrentTick().N
+	if next, ok := c.resendAt[p]; ok && now < next {
+		c.resendDue[p] = true // retried when the wait is over
+		return
+	}
+	c.resendAt[p] = now + resendEvery
+	delete(c.resendDue, p)
+	for ch, peers := range c.wants {
+		if slices.Contains(peers, p) {
+			c.sub(p).Add = append(c.sub(p).Add, ch)
+		}
+	}
+	if s := c.subOut[p]; s != nil {
+		slices.SortFunc(s.Add, cmpChunk)
+		s.Add = slices.Compact(s.Add)
 	}
 }
 

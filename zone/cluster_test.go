@@ -249,3 +249,51 @@ func wanderTruth(r *zone.Runtime) map[fact]string {
 	})
 	return out
 }
+
+// TestSubscriptionsRetryAfterTheLinkRefused: a subscription the link does
+// not take (its peer is not known to it yet) is sent again once the peer
+// is there, so the observer's clients see the peer's entities without a
+// chunk change to trigger it.
+func TestSubscriptionsRetryAfterTheLinkRefused(t *testing.T) {
+	seed := testseed.Seed(t)
+	cfg := wanderConfig(seed)
+	c := zonetest.Start(t, zonetest.Config{
+		Nodes: 4, Grid: clusterGrid(),
+		Module: func(int, string) (zone.Module, error) { return wander.New(cfg) },
+	})
+	// Node 3 forgets node 0 before anything is sent; its subscriptions to
+	// node 0 are refused by its own link.
+	obs, src := c.Nodes[3], c.Nodes[0]
+	if err := obs.Link.RemovePeer(src.Name); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		c.Step()
+		c.Sync(10 * time.Second)
+	}
+	if n := ghostsFrom(t, c, obs, src); n != 0 {
+		t.Fatalf("%s holds %d ghosts of %s with no link to it", obs.Name, n, src.Name)
+	}
+	if err := obs.Link.AddPeer(src.Name, src.Addr); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitConnected()
+	for range 30 {
+		c.StepSync(1)
+	}
+	if n := ghostsFrom(t, c, obs, src); n == 0 {
+		t.Fatalf("%s holds no ghost of %s after the peer came back", obs.Name, src.Name)
+	}
+}
+
+// ghostsFrom counts the entities of src that obs holds as render ghosts.
+func ghostsFrom(t *testing.T, c *zonetest.Cluster, obs, src *zonetest.Node) int {
+	t.Helper()
+	n := 0
+	for _, id := range src.Module.(*wander.Module).Wanderers() {
+		if _, ok := obs.Runtime.ChunkOf(id); ok {
+			n++
+		}
+	}
+	return n
+}
