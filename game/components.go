@@ -195,43 +195,14 @@ func registerComponents(r *zone.Runtime) (components, error) {
 	c := components{pos: r.Positions(), owner: r.Owners(), frozen: r.Frozen()}
 	var err error
 	c.visual = register(r, &err, zone.Spec[Visual]{Name: "visual", Wire: WireVisual, Handoff: zone.FixedCodec[Visual](),
-		Encode: func(dst []byte, v *Visual) []byte { return append(dst, byte(v.Kind)) },
-		Decode: func(b []byte) (Visual, error) {
-			if len(b) != 1 {
-				return Visual{}, zone.ErrMalformedState.Wrap("visual of %d bytes", len(b))
-			}
-			return Visual{Kind(b[0])}, nil
-		}})
+		Encode: encodeVisual, Decode: decodeVisual})
 	if err == nil {
 		err = r.SyncPosition(WirePosition)
 	}
 	c.path = register(r, &err, zone.Spec[Path]{Name: "path", Wire: WirePath, Handoff: zone.FixedCodec[Path](),
-		Encode: func(dst []byte, v *Path) []byte {
-			if !v.Active {
-				return append(dst, 0)
-			}
-			return zone.AppendPos(append(dst, 1), v.Target)
-		},
-		Decode: func(b []byte) (Path, error) {
-			if len(b) == 1 && b[0] == 0 {
-				return Path{}, nil
-			}
-			if len(b) != 13 || b[0] != 1 {
-				return Path{}, zone.ErrMalformedState.Wrap("path of %d bytes", len(b))
-			}
-			p, err := zone.DecodePos(b[1:])
-			return Path{Target: p, Active: true}, err
-		}})
+		Encode: encodePath, Decode: decodePath})
 	c.speed = register(r, &err, zone.Spec[Speed]{Name: "speed", Wire: WireSpeed, Handoff: zone.FixedCodec[Speed](),
-		Encode: func(dst []byte, v *Speed) []byte {
-			return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(v.MPS)))
-		},
-		Decode: func(b []byte) (Speed, error) {
-			if len(b) != 4 {
-				return Speed{}, zone.ErrMalformedState.Wrap("speed of %d bytes", len(b))
-			}
-			return Speed{float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))}, nil
-		}})
+		Encode: encodeSpeed, Decode: decodeSpeed})
 	// Health: public for a creature nobody owns, owner and party for a
 	// player's entities.
 	c.health = register(r, &err, zone.Spec[Health]{Name: "health", Wire: WireHealth, Handoff: zone.FixedCodec[Health](),
@@ -241,20 +212,7 @@ func registerComponents(r *zone.Runtime) (components, error) {
 			}
 			return outbox.Public[zone.Subscriber]()
 		},
-		Encode: func(dst []byte, v *Health) []byte {
-			return binary.AppendUvarint(binary.AppendUvarint(dst, uint64(max(v.HP, 0))), uint64(v.Max))
-		},
-		Decode: func(b []byte) (Health, error) {
-			hp, n := binary.Uvarint(b)
-			if n <= 0 || hp > math.MaxInt32 {
-				return Health{}, zone.ErrMalformedState.Wrap("health hp")
-			}
-			mx, m := binary.Uvarint(b[n:])
-			if m <= 0 || mx > math.MaxInt32 || n+m != len(b) {
-				return Health{}, zone.ErrMalformedState.Wrap("health max")
-			}
-			return Health{HP: int32(hp), Max: int32(mx)}, nil
-		}})
+		Encode: encodeHealth, Decode: decodeHealth})
 	c.exp = register(r, &err, zone.Spec[Exp]{Name: "exp", Wire: WireExp, Handoff: zone.FixedCodec[Exp](),
 		Audience: zone.OwnerOnly,
 		Encode:   func(dst []byte, v *Exp) []byte { return binary.AppendVarint(dst, v.Points) }})
@@ -265,6 +223,86 @@ func registerComponents(r *zone.Runtime) (components, error) {
 	c.den = register(r, &err, zone.Spec[Den]{Name: "den", Handoff: denCodec})
 	c.threat = register(r, &err, zone.Spec[Threat]{Name: "threat", Handoff: zone.FixedCodec[Threat]()})
 	return c, err
+}
+
+// The wire payloads of the public components, and their decoders (what a
+// peer sends for a simulation ghost).
+
+func encodeVisual(dst []byte, v *Visual) []byte { return append(dst, byte(v.Kind)) }
+
+func decodeVisual(b []byte) (Visual, error) {
+	if len(b) != 1 {
+		return Visual{}, zone.ErrMalformedState.Wrap("visual of %d bytes", len(b))
+	}
+	return Visual{Kind(b[0])}, nil
+}
+
+func encodePath(dst []byte, v *Path) []byte {
+	if !v.Active {
+		return append(dst, 0)
+	}
+	return zone.AppendPos(append(dst, 1), v.Target)
+}
+
+func decodePath(b []byte) (Path, error) {
+	if len(b) == 1 && b[0] == 0 {
+		return Path{}, nil
+	}
+	if len(b) != 13 || b[0] != 1 {
+		return Path{}, zone.ErrMalformedState.Wrap("path of %d bytes", len(b))
+	}
+	p, err := zone.DecodePos(b[1:])
+	return Path{Target: p, Active: true}, err
+}
+
+func encodeSpeed(dst []byte, v *Speed) []byte {
+	return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(v.MPS)))
+}
+
+func decodeSpeed(b []byte) (Speed, error) {
+	if len(b) != 4 {
+		return Speed{}, zone.ErrMalformedState.Wrap("speed of %d bytes", len(b))
+	}
+	v := float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return Speed{}, zone.ErrMalformedState.Wrap("speed %v", v)
+	}
+	return Speed{v}, nil
+}
+
+func encodeHealth(dst []byte, v *Health) []byte {
+	return binary.AppendUvarint(binary.AppendUvarint(dst, uint64(max(v.HP, 0))), uint64(v.Max))
+}
+
+func decodeHealth(b []byte) (Health, error) {
+	hp, n := uvarint(b)
+	if n <= 0 || hp > math.MaxInt32 {
+		return Health{}, zone.ErrMalformedState.Wrap("health hp")
+	}
+	mx, m := uvarint(b[n:])
+	if m <= 0 || mx > math.MaxInt32 || n+m != len(b) {
+		return Health{}, zone.ErrMalformedState.Wrap("health max")
+	}
+	return Health{HP: int32(hp), Max: int32(mx)}, nil
+}
+
+// uvarint is binary.Uvarint that also refuses a non-minimal encoding (n
+// ≤ 0), so every payload has one encoding.
+func uvarint(b []byte) (uint64, int) {
+	v, n := binary.Uvarint(b)
+	if n > 0 && n != len(binary.AppendUvarint(nil, v)) {
+		return 0, -1
+	}
+	return v, n
+}
+
+// varint is binary.Varint, refusing a non-minimal encoding.
+func varint(b []byte) (int64, int) {
+	v, n := binary.Varint(b)
+	if n > 0 && n != len(binary.AppendVarint(nil, v)) {
+		return 0, -1
+	}
+	return v, n
 }
 
 // denCodec is the handoff encoding of a Den: its column and its mobs.
@@ -280,24 +318,24 @@ var denCodec = zone.Codec[Den]{
 	},
 	Decode: func(b []byte) (Den, error) {
 		var d Den
-		x, n := binary.Varint(b)
+		x, n := varint(b)
 		if n <= 0 || x != int64(int32(x)) {
 			return d, zone.ErrMalformedState.Wrap("den column x")
 		}
 		b = b[n:]
-		y, n := binary.Varint(b)
+		y, n := varint(b)
 		if n <= 0 || y != int64(int32(y)) {
 			return d, zone.ErrMalformedState.Wrap("den column y")
 		}
 		b = b[n:]
-		count, n := binary.Uvarint(b)
+		count, n := uvarint(b)
 		if n <= 0 || count > uint64(len(b)) {
 			return d, zone.ErrMalformedState.Wrap("den mob count")
 		}
 		b = b[n:]
 		d.Column = interest.Column{X: int32(x), Y: int32(y)}
 		for range count {
-			m, n := binary.Uvarint(b)
+			m, n := uvarint(b)
 			if n <= 0 {
 				return d, zone.ErrMalformedState.Wrap("den mob id")
 			}

@@ -215,13 +215,20 @@ func AppendPos(dst []byte, p torus.Pos) []byte {
 	return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(p.Z)))
 }
 
-// DecodePos reads a position payload written by AppendPos.
+// DecodePos reads a position payload written by AppendPos; a coordinate
+// that is not finite is refused.
 func DecodePos(b []byte) (torus.Pos, error) {
 	if len(b) != 12 {
 		return torus.Pos{}, ErrMalformedState.Wrap("position payload of %d bytes, want 12", len(b))
 	}
 	f := func(i int) float64 { return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))) }
-	return torus.Pos{X: f(0), Y: f(4), Z: f(8)}, nil
+	p := torus.Pos{X: f(0), Y: f(4), Z: f(8)}
+	for _, v := range []float64{p.X, p.Y, p.Z} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return torus.Pos{}, ErrMalformedState.Wrap("position %v is not finite", p)
+		}
+	}
+	return p, nil
 }
 
 // synced is one registered encoder and the store it reads.
