@@ -45,6 +45,9 @@
 //     local sink there; an account routed nowhere is dropped and counted.
 //   - Intents addressed to a ghost go to the node that sends it and are
 //     applied there, once.
+//   - Host: one node as its own process (the runtime, its link, its coord
+//     registration and a membership follower that adds link peers and
+//     answers the fence), run until its context ends or it is fenced.
 //   - The fence on messages: every message carries the sender's node
 //     number, lease and table version; Config.Accept refuses a sender
 //     whose lease is not live. A fenced node (Fenced) steps and sends
