@@ -6,6 +6,7 @@ import (
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/outbox"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/zone"
 	"github.com/shardwise/shardwise/zone/zonetest"
@@ -199,5 +200,62 @@ func TestRegionMoveMovesDens(t *testing.T) {
 		if !b.c.den.Has(id) {
 			t.Errorf("den %d was not set up by the node that gained its region", id)
 		}
+	}
+}
+
+// TestIntentsFromTwoNodesInOneTickApplyOnce: two attackers on two nodes
+// hit one mob in the same tick; its owner applies each hit exactly once
+// and its one damage table records both.
+func TestIntentsFromTwoNodesInOneTickApplyOnce(t *testing.T) {
+	c, a, b := twoNodes(t, Config{Seed: 3, Players: 0, DenChance: noDens, Roam: 0.1})
+	border := 4096.0
+	mob, _ := a.spawnMob(a.w, 0, torus.Pos{X: 1000, Y: border - 1.5})
+	local := a.player(t, 1, torus.Pos{X: 1000, Y: border - 60}) // out of the mob's notice
+	remote := b.player(t, 2, torus.Pos{X: 1000, Y: border + 60})
+	c.StepSync(3)
+	if !b.r.Ghosts().Has(mob) {
+		t.Fatal("the mob is no simulation ghost on the remote node")
+	}
+	hp := a.hp(mob)
+	const hit = 5
+	a.send(Damage, local, mob, hit)
+	b.send(Damage, remote, mob, hit)
+	c.StepSync(3)
+	if got := a.hp(mob); got != hp-2*hit {
+		t.Fatalf("mob hp %d after two hits of %d from %d, want %d (each applied once)", got, hit, hp, hp-2*hit)
+	}
+	th, _ := a.c.threat.Get(mob)
+	got := map[ecs.ID]int32{}
+	for _, e := range th.Slots {
+		got[e.Source] = e.Damage
+	}
+	if got[local] != hit || got[remote] != hit {
+		t.Fatalf("damage table %+v, want %d from the local (%d) and the remote (%d) attacker", th, hit, local, remote)
+	}
+}
+
+// TestAnEntityInsideTheMarginIsSeenWhereItStands: an entity simulated by
+// zone-0 that stands past the border, inside the handoff margin, in a
+// chunk zone-1 owns, is seen by zone-1's clients that hold that chunk:
+// observers pull it from every node that may simulate an entity there.
+func TestAnEntityInsideTheMarginIsSeenWhereItStands(t *testing.T) {
+	c, a, b := twoNodes(t, Config{Seed: 9, Players: 0, DenChance: noDens, Roam: 0.1})
+	border := 4096.0
+	stray := a.player(t, 1, torus.Pos{X: 1000, Y: border + 20}) // in zone-1's region, 20 m past
+	if owner := a.r.Table().OwnerOf(torus.Pos{X: 1000, Y: border + 20}); owner != b.r.Name() {
+		t.Fatalf("the stray stands in %s's region, want %s's", owner, b.r.Name())
+	}
+	watcher := b.player(t, 2, torus.Pos{X: 1000, Y: border + 100})
+	seen := &sink{}
+	b.Attach(2, seen)
+	c.StepSync(4)
+	shown := false
+	for _, m := range seen.msgs {
+		if m.Kind == outbox.KindAppear && m.Entity == uint64(stray) {
+			shown = true
+		}
+	}
+	if !shown {
+		t.Fatalf("zone-1's client (master %d) was never shown zone-0's entity %d standing in its chunk", watcher, stray)
 	}
 }
