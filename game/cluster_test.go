@@ -28,7 +28,8 @@ func twoNodes(t *testing.T, cfg Config) (*zonetest.Cluster, *Game, *Game) {
 	return c, c.Nodes[0].Module.(*Game), c.Nodes[1].Module.(*Game)
 }
 
-// player spawns account's master (and pet) at p on g, before a tick.
+// player spawns account's master (and pet) at p on g, before a tick. The
+// game logs in accounts 1…Players at their homes itself: tests use others.
 func (g *Game) player(t *testing.T, a account.ID, p torus.Pos) ecs.ID {
 	t.Helper()
 	id, err := g.spawnPlayer(a, p)
@@ -45,13 +46,13 @@ func (g *Game) player(t *testing.T, a account.ID, p torus.Pos) ecs.ID {
 // health on zone-1: aggro does not end at the border); when it dies, both
 // attackers' masters get the kill credit on their own nodes.
 func TestAMobFoughtFromTwoNodes(t *testing.T) {
-	c, a, b := twoNodes(t, Config{Seed: 7, Players: 0, DenChance: noDens, Roam: 0.1})
+	c, a, b := twoNodes(t, Config{Seed: 7, DenChance: noDens, Roam: 0.1})
 	border := 4096.0
 	mob, ok := a.spawnMob(a.w, 0, torus.Pos{X: 1000, Y: border - 1.5})
 	if !ok {
 		t.Fatal("mob not spawned")
 	}
-	remote := b.player(t, 2, torus.Pos{X: 1000, Y: border + 1.5})
+	remote := b.player(t, 102, torus.Pos{X: 1000, Y: border + 1.5})
 	// Tick 1 subscribes the band, tick 2 answers with snapshots, tick 3
 	// applies them.
 	c.StepSync(3)
@@ -85,7 +86,7 @@ func TestAMobFoughtFromTwoNodes(t *testing.T) {
 	}
 
 	// Phase 2: a local player joins; the mob dies with both in its table.
-	local := a.player(t, 1, torus.Pos{X: 1000, Y: border - 4})
+	local := a.player(t, 101, torus.Pos{X: 1000, Y: border - 4})
 	var table Threat
 	for i := 0; a.w.Alive(mob); i++ {
 		if i > 400 {
@@ -123,12 +124,12 @@ func TestAMobFoughtFromTwoNodes(t *testing.T) {
 // other node sees them (and their mobs) as ghosts with the same ids and
 // creates none of its own.
 func TestBorderDensHaveOneOwner(t *testing.T) {
-	c, a, b := twoNodes(t, Config{Seed: 11, Players: 0, DenChance: 0.5, Roam: 20})
+	c, a, b := twoNodes(t, Config{Seed: 11, DenChance: 0.5, Roam: 20})
 	border := 4096.0
 	// A player on each side keeps the columns around the border resident
 	// on both nodes, and near enough to the dens for them to stock.
-	a.player(t, 1, torus.Pos{X: 2000, Y: border - 10})
-	b.player(t, 2, torus.Pos{X: 2000, Y: border + 10})
+	a.player(t, 101, torus.Pos{X: 2000, Y: border - 10})
+	b.player(t, 102, torus.Pos{X: 2000, Y: border + 10})
 	c.StepSync(80)
 	table := a.r.Table()
 	seen := 0
@@ -167,11 +168,11 @@ func TestBorderDensHaveOneOwner(t *testing.T) {
 // running nodes, the node that lost it tears down its dens and the node
 // that gained it sets them up, under the same derived ids.
 func TestRegionMoveMovesDens(t *testing.T) {
-	c, a, b := twoNodes(t, Config{Seed: 5, Players: 0, DenChance: 0.5, Roam: 20})
+	c, a, b := twoNodes(t, Config{Seed: 5, DenChance: 0.5, Roam: 20})
 	border := 4096.0
 	at := torus.Pos{X: 3000, Y: border - 40}
-	a.player(t, 1, at)
-	b.player(t, 2, torus.Pos{X: 3000, Y: border + 40})
+	a.player(t, 101, at)
+	b.player(t, 102, torus.Pos{X: 3000, Y: border + 40})
 	c.StepSync(20)
 	moved := c.Grid.RegionOf(at)
 	// The dens a's client sees: after the move a's node subscribes to
@@ -207,11 +208,11 @@ func TestRegionMoveMovesDens(t *testing.T) {
 // hit one mob in the same tick; its owner applies each hit exactly once
 // and its one damage table records both.
 func TestIntentsFromTwoNodesInOneTickApplyOnce(t *testing.T) {
-	c, a, b := twoNodes(t, Config{Seed: 3, Players: 0, DenChance: noDens, Roam: 0.1})
+	c, a, b := twoNodes(t, Config{Seed: 3, DenChance: noDens, Roam: 0.1})
 	border := 4096.0
 	mob, _ := a.spawnMob(a.w, 0, torus.Pos{X: 1000, Y: border - 1.5})
-	local := a.player(t, 1, torus.Pos{X: 1000, Y: border - 60}) // out of the mob's notice
-	remote := b.player(t, 2, torus.Pos{X: 1000, Y: border + 60})
+	local := a.player(t, 101, torus.Pos{X: 1000, Y: border - 60}) // out of the mob's notice
+	remote := b.player(t, 102, torus.Pos{X: 1000, Y: border + 60})
 	c.StepSync(3)
 	if !b.r.Ghosts().Has(mob) {
 		t.Fatal("the mob is no simulation ghost on the remote node")
@@ -239,15 +240,15 @@ func TestIntentsFromTwoNodesInOneTickApplyOnce(t *testing.T) {
 // chunk zone-1 owns, is seen by zone-1's clients that hold that chunk:
 // observers pull it from every node that may simulate an entity there.
 func TestAnEntityInsideTheMarginIsSeenWhereItStands(t *testing.T) {
-	c, a, b := twoNodes(t, Config{Seed: 9, Players: 0, DenChance: noDens, Roam: 0.1})
+	c, a, b := twoNodes(t, Config{Seed: 9, DenChance: noDens, Roam: 0.1})
 	border := 4096.0
-	stray := a.player(t, 1, torus.Pos{X: 1000, Y: border + 20}) // in zone-1's region, 20 m past
+	stray := a.player(t, 101, torus.Pos{X: 1000, Y: border + 20}) // in zone-1's region, 20 m past
 	if owner := a.r.Table().OwnerOf(torus.Pos{X: 1000, Y: border + 20}); owner != b.r.Name() {
 		t.Fatalf("the stray stands in %s's region, want %s's", owner, b.r.Name())
 	}
-	watcher := b.player(t, 2, torus.Pos{X: 1000, Y: border + 100})
+	watcher := b.player(t, 102, torus.Pos{X: 1000, Y: border + 100})
 	seen := &sink{}
-	b.Attach(2, seen)
+	b.Attach(102, seen)
 	c.StepSync(4)
 	shown := false
 	for _, m := range seen.msgs {
@@ -257,5 +258,74 @@ func TestAnEntityInsideTheMarginIsSeenWhereItStands(t *testing.T) {
 	}
 	if !shown {
 		t.Fatalf("zone-1's client (master %d) was never shown zone-0's entity %d standing in its chunk", watcher, stray)
+	}
+}
+
+// TestAPartyOnThreeNodesCostsOneMessagePerNode: a party of four accounts
+// on three nodes (one on zone-0, two on zone-1, one on zone-2); a change
+// of the zone-0 member's health (a party component) costs zone-0 one
+// forward to each other node, not one per member, and reaches every
+// member's client.
+func TestAPartyOnThreeNodesCostsOneMessagePerNode(t *testing.T) {
+	grid := cells.GridConfig{RegionEdge: 2048}
+	grid.World.Width, grid.World.Height = 8192, 8192
+	cfg := Config{Seed: 1, DenChance: noDens, Roam: 0.1, Torus: grid.World, RegionEdge: 2048}
+	c := zonetest.Start(t, zonetest.Config{
+		Nodes: 3, Grid: grid,
+		Module: func(int, string) (zone.Module, error) { return NewModule(cfg) },
+	})
+	party := func(dst []account.ID, owner account.ID) []account.ID {
+		for a := account.ID(11); a <= 14; a++ {
+			if a != owner {
+				dst = append(dst, a)
+			}
+		}
+		return dst
+	}
+	games := make([]*Game, 3)
+	for i, n := range c.Nodes {
+		games[i] = n.Module.(*Game)
+		games[i].r.SetParty(party)
+	}
+	// A spot in each node's territory, far from the others.
+	spot := func(name string) torus.Pos {
+		for _, r := range games[0].r.Table().RegionsOf(name) {
+			x0, y0, x1, y1 := c.Grid.Bounds(r)
+			return torus.Pos{X: (x0 + x1) / 2, Y: (y0 + y1) / 2}
+		}
+		t.Fatalf("%s owns no region", name)
+		return torus.Pos{}
+	}
+	// Accounts 11–14: the game logs its own players (1–8) in at their
+	// homes.
+	home := map[account.ID]int{11: 0, 12: 1, 13: 1, 14: 2}
+	sinks := map[account.ID]*sink{}
+	masters := map[account.ID]ecs.ID{}
+	for a := account.ID(11); a <= 14; a++ {
+		g := games[home[a]]
+		p := spot(g.r.Name())
+		p.X += float64(a) * 10
+		masters[a] = g.player(t, a, p)
+		sinks[a] = &sink{}
+		g.Attach(a, sinks[a])
+	}
+	c.StepSync(5) // views, routes, the first private sends
+	before := games[0].r.ClusterStats().Forwards
+	for _, s := range sinks {
+		s.msgs = nil
+	}
+	games[0].send(Damage, 0, masters[11], 5)
+	c.StepSync(3)
+	if got := games[0].r.ClusterStats().Forwards - before; got != 2 {
+		t.Fatalf("zone-0 sent %d forwards for one party update, want 2 (one per other node)", got)
+	}
+	for a, s := range sinks {
+		saw := false
+		for _, m := range s.msgs {
+			saw = saw || (m.Kind == outbox.KindComponent && m.Entity == uint64(masters[11]) && m.Component == WireHealth)
+		}
+		if !saw {
+			t.Errorf("account %d (on zone-%d) did not get its party member's health", a, home[a])
+		}
 	}
 }
