@@ -209,12 +209,13 @@ func TestHostsRunOneWorld(t *testing.T) {
 	})
 }
 
-// TestHostStopsAfterTicks: with Ticks set, Host runs exactly that many
-// ticks and returns nil; a node alone in the table does not wait for
-// peers.
-func TestHostStopsAfterTicks(t *testing.T) {
-	e := hostEtcd(t)
-	prefix := fmt.Sprintf("/hosttest/%d/", time.Now().UnixNano())
+// soloHost prepares one node "zone-a" alone in its table: an etcd, a key
+// prefix holding the table, its certificates and a module of 16
+// wanderers.
+func soloHost(t *testing.T) (e *coord.Embedded, prefix, certs string, mod zone.Module) {
+	t.Helper()
+	e = hostEtcd(t)
+	prefix = fmt.Sprintf("/hosttest/%d/", time.Now().UnixNano())
 	grid, err := cells.NewGrid(hostGrid())
 	if err != nil {
 		t.Fatal(err)
@@ -224,14 +225,22 @@ func TestHostStopsAfterTicks(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyTable(t, e, prefix, table)
-	certs := t.TempDir() + "/certs"
+	certs = t.TempDir() + "/certs"
 	if err := link.WriteClusterCerts(certs, "hosttest", []string{"zone-a"}, time.Now().Add(-time.Hour), 24*time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	mod, err := wander.New(wander.Config{Seed: 7, Entities: 16})
+	m, err := wander.New(wander.Config{Seed: 7, Entities: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e, prefix, certs, m
+}
+
+// TestHostStopsAfterTicks: with Ticks set, Host runs exactly that many
+// ticks and returns nil; a node alone in the table does not wait for
+// peers.
+func TestHostStopsAfterTicks(t *testing.T) {
+	e, prefix, certs, mod := soloHost(t)
 	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := startHost(t.Context(), zone.HostConfig{
 		Coord: coord.ClientConfig{Endpoints: e.Endpoints(), Prefix: prefix},
@@ -263,25 +272,7 @@ func TestHostStopsAfterTicks(t *testing.T) {
 // lease; Host returns an error matching zone.ErrFenced, without waiting
 // for a tick.
 func TestHostReturnsFencedWhenCutOff(t *testing.T) {
-	e := hostEtcd(t)
-	prefix := fmt.Sprintf("/hosttest/%d/", time.Now().UnixNano())
-	grid, err := cells.NewGrid(hostGrid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := cells.Uniform(grid, 1, []string{"zone-a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	applyTable(t, e, prefix, table)
-	certs := t.TempDir() + "/certs"
-	if err := link.WriteClusterCerts(certs, "hosttest", []string{"zone-a"}, time.Now().Add(-time.Hour), 24*time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	mod, err := wander.New(wander.Config{Seed: 7, Entities: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, prefix, certs, mod := soloHost(t)
 	proxy := testenv.StartTCPProxy(t, e.Endpoints()[0])
 	// A fake clock nobody moves: no tick runs, so the fence must reach
 	// the loop through the Ownership's channel.
