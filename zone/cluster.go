@@ -787,6 +787,7 @@ func (c *cluster) flushControl(tick uint64) {
 // ---- routing by account ----
 
 func (c *cluster) attachLocal(a account.ID, sink outbox.Sink) {
+	c.setMine(a, sink != nil)
 	if sink == nil {
 		delete(c.local, a)
 		if p, ok := c.routes[a]; ok {

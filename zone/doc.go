@@ -38,8 +38,8 @@
 //   - Simulation ghosts: a render ghost standing in the interaction band is
 //     also a real entity with the Ghost marker and its decoded public
 //     components; only the runtime writes it.
-//   - Routing by account: each node announces the accounts whose viewer it
-//     simulates (Routes); owner-only and party frames for an account routed
+//   - Routing by account: each node announces the accounts attached to it
+//     (Attach: the client's node; Routes); owner-only and party frames for an account routed
 //     elsewhere are forwarded already encoded, one message per peer per
 //     tick whatever the number of accounts, and delivered to the account's
 //     local sink there; an account routed nowhere is dropped and counted.

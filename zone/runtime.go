@@ -477,9 +477,6 @@ func (r *Runtime) SetViewer(a account.ID, id ecs.ID) {
 	r.viewerOf[a] = id
 	r.viewerAcc[id] = a
 	r.viewMoved = append(r.viewMoved, id)
-	if r.cluster != nil {
-		r.cluster.setMine(a, true)
-	}
 }
 
 // Viewer returns the entity an account's view follows.
@@ -875,9 +872,6 @@ func (r *Runtime) forget(id ecs.ID) {
 		delete(r.viewerAcc, id)
 		if r.viewerOf[a] == id {
 			delete(r.viewerOf, a)
-			if r.cluster != nil {
-				r.cluster.setMine(a, false)
-			}
 		}
 	}
 	delete(r.reasons, id)
