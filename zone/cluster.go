@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/handoff"
 	"github.com/shardwise/shardwise/interest"
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/outbox"
@@ -68,11 +69,12 @@ type cluster struct {
 	table   uint64 // the table version wants were computed for
 
 	// Publisher side.
-	leaseOf   map[string]int64  // peer name → the last lease accepted from it
-	fenced    map[string]int64  // peers whose lease was lost → that lease
-	resendAt  map[string]uint64 // peer → the tick before which wants are not resent again
-	resendDue map[string]bool   // peers whose resend waits for resendAt
-	numOf     map[string]uint64 // peer name → its node number
+	leaseOf   map[string]int64     // peer name → the last lease accepted from it
+	fenced    map[string]int64     // peers whose lease was lost → that lease
+	resendAt  map[string]uint64    // peer → the tick before which wants are not resent again
+	resendDue map[string]bool      // peers whose resend waits for resendAt
+	resyncAt  map[resyncKey]uint64 // chunk held from a peer → the tick before which it is not resynced again
+	numOf     map[string]uint64    // peer name → its node number
 	nameOf    map[uint64]string
 	sinks     map[string]*nodeSink
 	snapshot  map[string][]torus.ChunkPos
@@ -87,11 +89,23 @@ type cluster struct {
 
 	intentsOut map[string][]wire.Intent
 
+	// Handoff (handoff.go).
+	epochs    map[ecs.ID]uint64 // local entities above the first epoch
+	pending   map[ecs.ID]*outgoing
+	retryAt   map[ecs.ID]uint64
+	toHand    []ecs.ID
+	handTable uint64
+	adopted   []ecs.ID
+	thawAt    map[ecs.ID]uint64 // adopted, frozen until a tick after this time (ms)
+	hstats    HandoffStats
+
 	progMu   sync.Mutex
 	progress Progress
 
 	send    chan outMsg
 	stop    chan struct{}
+	ctx     context.Context // ends at close: a Send blocked on a full queue gives up
+	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	closeMu sync.Once
 	stats   ClusterStats
@@ -231,6 +245,7 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		fenced:     make(map[string]int64),
 		resendAt:   make(map[string]uint64),
 		resendDue:  make(map[string]bool),
+		resyncAt:   make(map[resyncKey]uint64),
 		numOf:      make(map[string]uint64),
 		nameOf:     make(map[uint64]string),
 		sinks:      make(map[string]*nodeSink),
@@ -242,11 +257,16 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		mine:       make(map[account.ID]bool),
 		routeSet:   make(map[account.ID]bool),
 		intentsOut: make(map[string][]wire.Intent),
+		epochs:     make(map[ecs.ID]uint64),
+		pending:    make(map[ecs.ID]*outgoing),
+		retryAt:    make(map[ecs.ID]uint64),
+		thawAt:     make(map[ecs.ID]uint64),
 		send:       make(chan outMsg, 4096),
 		stop:       make(chan struct{}),
 	}
 	r.subs.AddHooks(interest.Hooks[Subscriber]{ChunkSent: c.chunkSent, ChunkUnsent: c.chunkUnsent})
-	for _, k := range []uint32{wire.KindSubscribe, wire.KindIntents, wire.KindForward, wire.KindRoutes} {
+	for _, k := range []uint32{wire.KindSubscribe, wire.KindIntents, wire.KindForward, wire.KindRoutes,
+		handoff.KindTransfer, handoff.KindAck, handoff.KindRefuse, KindAbort} {
 		l.Handle(k, func(_ context.Context, from string, payload []byte) ([]byte, error) {
 			c.enqueue(inMsg{from: from, kind: k, payload: payload})
 			return nil, nil
@@ -255,6 +275,7 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 	l.OnReplication(func(from string, seq uint64, entries []link.Entry) {
 		c.enqueue(inMsg{from: from, seq: seq, entries: entries})
 	})
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.wg.Add(1)
 	go c.sender()
 	return c, nil
@@ -279,12 +300,7 @@ func (c *cluster) enqueue(m inMsg) {
 // goroutine the cluster starts; close joins it.
 func (c *cluster) sender() {
 	defer c.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-c.stop
-		cancel()
-	}()
+	ctx := c.ctx // a Send blocked on a full peer queue ends when the cluster closes
 	for {
 		select {
 		case <-c.stop:
@@ -317,6 +333,7 @@ func (c *cluster) sender() {
 
 func (c *cluster) close() {
 	c.closeMu.Do(func() {
+		c.cancel()
 		close(c.stop)
 		c.wg.Wait()
 	})
@@ -509,17 +526,19 @@ func (c *cluster) receive(m inMsg) {
 
 func (c *cluster) applyUpdate(from string, e link.Entry, u wire.Update) {
 	id := ecs.ID(e.Entity)
-	if c.r.w.Alive(id) && !c.r.ghost.Has(id) {
+	if c.r.w.Alive(id) && !c.r.ghost.Has(id) && e.Epoch <= c.epochOf(id) {
 		// This node simulates it: during a region move both nodes may for a
 		// moment (see Ownership's invariant 1); ours is not overwritten.
 		c.stats.Refused++
 		return
 	}
 	if src, ok := c.source[id]; ok && src != from {
-		// Another node sends this entity; until handoff moves entities
-		// between nodes only one can, so the later source is refused.
-		c.stats.Refused++
-		return
+		// Another node sends this entity: it is its new owner only with a
+		// higher epoch (a handoff); otherwise it is refused.
+		if st, _, ok := c.rep.Has(e.Entity); ok && e.Epoch <= st.Epoch {
+			c.stats.Refused++
+			return
+		}
 	}
 	up := replica.Update{Entity: e.Entity, Stamp: replica.Stamp{Epoch: e.Epoch, Seq: e.Sequence}, Chunk: u.Chunk, Frames: u.Frames}
 	first, _, err := outbox.ReadFrame(u.Frames)
@@ -535,13 +554,25 @@ func (c *cluster) applyUpdate(from string, e link.Entry, u wire.Update) {
 		}
 		up.Frames = outbox.AppendVanishFrame(nil, e.Entity, interest.OutOfSight)
 	}
+	_, _, had := c.rep.Has(e.Entity)
 	changed, err := c.rep.Apply(up)
 	if err != nil {
 		c.stats.Refused++
 		return
 	}
+	if !changed && !had && first.Kind == outbox.KindComponent && len(up.Frames) == len(u.Frames) {
+		// An orphan: the sender believes this node sees the entity, but
+		// its appear never arrived here (or crossed an unsubscribe). A
+		// snapshot of the chunk repairs it.
+		c.resyncChunk(from, u.Chunk)
+	}
 	if changed && first.Kind == outbox.KindComponent && len(up.Frames) == len(u.Frames) {
 		c.markDirty(id, u.Frames)
+	}
+	if changed && first.Kind == outbox.KindAppear {
+		// A whole new state (a ghost that appeared, or a new owner's after
+		// a handoff): local clients that already see it get every value.
+		c.r.markAllDirty(id)
 	}
 	if changed && first.Kind != outbox.KindVanish {
 		c.source[id] = from
@@ -583,7 +614,9 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot) {
 	}
 	for _, e := range s.Entries {
 		if src, ok := c.source[ecs.ID(e.Entity)]; ok && src != from {
-			continue
+			if st, _, ok := c.rep.Has(e.Entity); ok && e.Epoch <= st.Epoch {
+				continue
+			}
 		}
 		if id := ecs.ID(e.Entity); c.r.w.Alive(id) && !c.r.ghost.Has(id) {
 			continue // simulated here (a region move in flight)
@@ -612,6 +645,7 @@ func (c *cluster) applyEvents() {
 		switch ev.Kind {
 		case replica.Appeared, replica.Moved:
 			c.r.vis.Reindex(id, ev.Chunk)
+			c.r.followed(id, ev.Chunk)
 		case replica.Vanished:
 			c.r.vis.Remove(id, ev.Reason)
 			delete(c.source, id)
@@ -722,7 +756,7 @@ func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64) [
 	for _, g := range groups {
 		ch, _ := c.r.vis.ChunkOf(ecs.ID(g.id))
 		dst = append(dst, link.Entry{
-			Entity: g.id, Epoch: firstEpoch, Sequence: seq, Kind: wire.EntryUpdate,
+			Entity: g.id, Epoch: c.epochOf(ecs.ID(g.id)), Sequence: seq, Kind: wire.EntryUpdate,
 			Payload: wire.Update{Chunk: ch, Frames: g.frames}.Append(nil),
 		})
 	}
@@ -927,6 +961,8 @@ func (c *cluster) drain() {
 			}
 		case kindResend:
 			c.resendWants(m.from)
+		case handoff.KindTransfer, handoff.KindAck, handoff.KindRefuse, KindAbort:
+			err = c.receiveHandoff(m)
 		}
 		if err != nil {
 			c.stats.Refused++
@@ -934,6 +970,7 @@ func (c *cluster) drain() {
 		}
 	}
 	c.fencedPeers()
+	c.thaw()
 	for _, p := range sortedKeys(c.resendDue) {
 		c.resendWants(p)
 	}
@@ -950,6 +987,82 @@ func (c *cluster) drain() {
 		}
 		delete(c.gaps, p)
 	}
+}
+
+// resyncChunk asks peer for a snapshot of ch, at most once per
+// resyncEvery ticks per chunk and peer.
+func (c *cluster) resyncChunk(peer string, ch torus.ChunkPos) {
+	ch = c.r.geo.NormaliseChunk(ch)
+	if !c.wanted(peer, ch) {
+		return
+	}
+	k := resyncKey{peer, ch}
+	now := c.r.w.CurrentTick().N
+	if at, ok := c.resyncAt[k]; ok && now < at {
+		return
+	}
+	c.resyncAt[k] = now + resyncEvery
+	c.sub(peer).Resync = append(c.sub(peer).Resync, ch)
+}
+
+// resyncKey names one chunk held from one peer.
+type resyncKey struct {
+	peer string
+	ch   torus.ChunkPos
+}
+
+// resyncEvery bounds how often one chunk is resynced from one peer.
+const resyncEvery = 10
+
+// receiveHandoff decodes and applies one handoff message, from a peer
+// whose lease is live.
+func (c *cluster) receiveHandoff(m inMsg) error {
+	switch m.kind {
+	case handoff.KindTransfer:
+		t, err := handoff.DecodeTransfer(m.payload)
+		if err != nil {
+			return err
+		}
+		if len(t.Entities) > 0 && c.acceptPeer(m.from) {
+			c.receiveTransfer(m.from, t)
+		}
+	case handoff.KindAck:
+		a, err := handoff.DecodeAck(m.payload)
+		if err != nil {
+			return err
+		}
+		if c.acceptPeer(m.from) {
+			c.receiveAck(m.from, a)
+		}
+	case handoff.KindRefuse, KindAbort:
+		f, err := handoff.DecodeRefuse(m.payload)
+		if err != nil {
+			return err
+		}
+		if !c.acceptPeer(m.from) {
+			return nil
+		}
+		if m.kind == KindAbort {
+			c.receiveAbort(m.from, f)
+		} else {
+			c.receiveRefuse(m.from, f)
+		}
+	}
+	return nil
+}
+
+// acceptPeer is the fence for messages without a wire.Fence (handoff's):
+// the peer's last lease must still be live.
+func (c *cluster) acceptPeer(p string) bool {
+	if c.r.cfg.Accept == nil {
+		return true
+	}
+	l, ok := c.leaseOf[p]
+	if ok && c.r.cfg.Accept(p, l) {
+		return true
+	}
+	c.stats.Refused++
+	return false
 }
 
 // resendWants sends peer every chunk this node wants from it again (the

@@ -124,6 +124,30 @@ func Register[T any](r *Runtime, spec Spec[T]) (*ecs.Store[T], error) {
 	if err != nil {
 		return nil, err
 	}
+	if hasCodec {
+		h := spec.Handoff
+		r.codecs = append(r.codecs, codec{
+			name: spec.Name,
+			enc: func(id ecs.ID) ([]byte, bool) {
+				v, ok := s.Get(id)
+				if !ok {
+					return nil, false
+				}
+				return h.Append(nil, v), true
+			},
+			dec: func(id ecs.ID, b []byte) error {
+				v, err := h.Decode(b)
+				if err != nil {
+					return err
+				}
+				if p, ok := s.Get(id); ok {
+					*p = v
+					return nil
+				}
+				return s.Add(id, v)
+			},
+		})
+	}
 	if spec.Wire != 0 {
 		aud := spec.Audience
 		if aud == nil {

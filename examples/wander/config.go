@@ -4,6 +4,7 @@ import (
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/zone"
+	"math"
 )
 
 // Config configures the module. Zero fields take the defaults documented
@@ -39,6 +40,12 @@ type Config struct {
 	// SecretEvery is how many of its steps a wanderer keeps a secret.
 	// Default 100 (5 s at 20 Hz).
 	SecretEvery int
+	// Roam, when positive, lets wanderers cross borders: each waypoint is
+	// drawn in the square of side Roam metres centred on the wanderer's
+	// spawn point, on the torus, whatever region it falls in (and Margin
+	// only keeps spawn points off the borders). 0, the default, keeps
+	// every wanderer inside its spawn region.
+	Roam float64
 }
 
 // WithDefaults returns c with zero fields filled in.
@@ -85,6 +92,8 @@ func (c Config) Validate() error {
 		return errcode.Config("MoodEvery", c.MoodEvery, "must be at least 1")
 	case c.SecretEvery < 1:
 		return errcode.Config("SecretEvery", c.SecretEvery, "must be at least 1")
+	case !(c.Roam >= 0) || math.IsInf(c.Roam, 0):
+		return errcode.Config("Roam", c.Roam, "must be finite and not negative")
 	}
 	return nil
 }

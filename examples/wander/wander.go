@@ -32,8 +32,10 @@ type Secret struct{ Value uint32 }
 // Walk is a wanderer's movement state. Everything in it is the wanderer's
 // own count, never a tick number, so it means the same on any node.
 type Walk struct {
-	// Region is the region the wanderer spawned in and never leaves.
+	// Region is the region the wanderer spawned in and never leaves
+	// (unless Config.Roam lets it); Home is its spawn point.
 	Region cells.RegionID
+	Home   torus.Pos
 	// Leg numbers the waypoint it walks to; Target is that waypoint.
 	Leg    uint32
 	Target torus.Pos
@@ -159,7 +161,7 @@ func (m *Module) create(i int, p torus.Pos) error {
 		m.r.World().CreateEntity(id),
 		m.pos.Add(id, zone.Position{Pos: p}),
 		m.r.SetOwner(id, acct),
-		m.walk.Add(id, Walk{Region: region, Target: m.waypoint(id, region, 0)}),
+		m.walk.Add(id, Walk{Region: region, Home: p, Target: m.waypointFrom(id, region, p, 0)}),
 		m.mood.Add(id, Mood{Value: m.moodAt(id, 0)}),
 		m.secret.Add(id, Secret{Value: m.secretAt(id, 0)}),
 	); err != nil {
@@ -205,6 +207,19 @@ func (m *Module) run(w *ecs.World, t ecs.Tick) {
 func (m *Module) stepTowards(id ecs.ID, p *zone.Position, wk *Walk, step float64) {
 	dx, dy := wk.Target.X-p.X, wk.Target.Y-p.Y
 	dist := math.Hypot(dx, dy)
+	if m.cfg.Roam > 0 {
+		// Across borders: the torus's shortest path to the waypoint.
+		d := m.geo.Delta(p.Pos, wk.Target)
+		if dist := math.Hypot(d.X, d.Y); dist <= step {
+			p.Pos = wk.Target
+			wk.Leg++
+			wk.Target = m.waypointFrom(id, wk.Region, wk.Home, wk.Leg)
+		} else {
+			f := step / dist
+			p.Pos = m.geo.Translate(p.Pos, torus.Pos{X: d.X * f, Y: d.Y * f})
+		}
+		return
+	}
 	if dist <= step {
 		p.Pos = wk.Target
 		wk.Leg++
@@ -247,6 +262,16 @@ func (m *Module) waypoint(id ecs.ID, r cells.RegionID, leg uint32) torus.Pos {
 	x0, y0, x1, y1 := m.inner(r)
 	u, v := unit(m.draw(saltWaypointX, uint64(id), uint64(leg))), unit(m.draw(saltWaypointY, uint64(id), uint64(leg)))
 	return torus.Pos{X: x0 + u*(x1-x0), Y: y0 + v*(y1-y0)}
+}
+
+// waypointFrom is waypoint, or with Config.Roam a point of the square of
+// side Roam around home, on the torus.
+func (m *Module) waypointFrom(id ecs.ID, r cells.RegionID, home torus.Pos, leg uint32) torus.Pos {
+	if m.cfg.Roam <= 0 {
+		return m.waypoint(id, r, leg)
+	}
+	u, v := unit(m.draw(saltWaypointX, uint64(id), uint64(leg))), unit(m.draw(saltWaypointY, uint64(id), uint64(leg)))
+	return m.geo.Translate(home, torus.Pos{X: (u - 0.5) * m.cfg.Roam, Y: (v - 0.5) * m.cfg.Roam})
 }
 
 // moodAt is id's mood after steps steps: redrawn every MoodEvery steps, at

@@ -1,0 +1,414 @@
+package zone
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/handoff"
+	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/outbox"
+	"github.com/shardwise/shardwise/replica"
+	"github.com/shardwise/shardwise/torus"
+)
+
+// Entity handoff. An entity that stands more than the handoff margin past
+// its node's territory (cells.Table.HandoffTarget, checked in the reindex
+// after movement) is frozen (out of every system), encoded with every
+// component's handoff codec, and sent to the owner of its position on the
+// ordered control stream at epoch e+1. The target creates it under the
+// same id — taking over its own ghost of it, so its clients see no appear —
+// and acks; the source then evicts it (no vanish) and keeps it as a render
+// ghost from the target, so its own clients, and the views that follow it,
+// see no vanish either. Observers on third nodes switch to the sender of
+// the higher epoch. Intents that reach the source afterwards go to the
+// target, on the same ordered stream, because the ghost names its source.
+//
+// Bounded freeze: without an answer within handoffTimeout ticks the source
+// asks the target to abort (KindAbort), and unfreezes only on the target's
+// answer — or when the target loses its lease — so that at no tick do both
+// simulate the entity; an unfrozen entity goes on at epoch e+2, so a late
+// ack or update of e+1 changes nothing.
+
+// KindAbort is the control message of a source that gave up waiting: the
+// target drops the entities if it took them, and answers with a Refuse
+// (ReasonAborted) either way. Its payload is a handoff.Refuse.
+const KindAbort uint32 = 0x5A13
+
+// ReasonAborted is the code of an abort and of its answer.
+const ReasonAborted = "HANDOFF.ABORTED"
+
+const (
+	// handoffTimeout is how many ticks a source waits for an answer
+	// before it asks to abort.
+	handoffTimeout = 40
+	// handoffRetry is how many ticks an entity refused by its target
+	// waits before it is tried again.
+	handoffRetry = 40
+	// handoffsPerTick bounds the entities a node sends per tick (a region
+	// move is spread over ticks).
+	handoffsPerTick = 256
+)
+
+// atName is the pseudo-component of a snapshot that says when it was
+// taken: the source's simulated wall time, in Unix milliseconds, of the
+// last tick that simulated the entity. The target simulates it only in
+// ticks after that, so no interval of simulated time runs twice (the two
+// nodes' ticks are not in step).
+const atName = "zone.handoff.at"
+
+// codec is one handed-over component's handoff codec, type-erased.
+type codec struct {
+	name string
+	enc  func(id ecs.ID) ([]byte, bool)
+	dec  func(id ecs.ID, b []byte) error
+}
+
+// outgoing is an entity frozen for a handoff.
+type outgoing struct {
+	target   string
+	epoch    uint64 // the epoch it has on the target
+	deadline uint64 // the tick after which the source asks to abort
+	aborting bool
+}
+
+// HandoffStats count handoffs since New.
+type HandoffStats struct {
+	Sent, Acked, Refused, Aborted, Adopted int
+	// Stale counts handoff messages that named an epoch this node does not
+	// expect (a late ack, a repeated transfer).
+	Stale int
+}
+
+// HandoffStats returns the handoff counters.
+func (r *Runtime) HandoffStats() HandoffStats {
+	if r.cluster == nil {
+		return HandoffStats{}
+	}
+	return r.cluster.hstats
+}
+
+// epochOf is the replication epoch of a local entity.
+func (c *cluster) epochOf(id ecs.ID) uint64 {
+	if e, ok := c.epochs[id]; ok {
+		return e
+	}
+	return firstEpoch
+}
+
+// considerHandoff queues id for a handoff if it stands past the margin.
+func (c *cluster) considerHandoff(id ecs.ID, p torus.Pos) {
+	r := c.r
+	if !r.cfg.Handoff || !r.Simulated(id) || c.pending[id] != nil {
+		return
+	}
+	if at, ok := c.retryAt[id]; ok && r.w.CurrentTick().N < at {
+		return
+	}
+	if target, ok := r.terr.Table().HandoffTarget(r.cfg.Name, p, r.cfg.Bands.HandoffMargin); ok {
+		if _, fenced := c.fenced[target]; !fenced {
+			c.toHand = append(c.toHand, id)
+		}
+	}
+}
+
+// sendHandoffs freezes and sends this tick's candidates, grouped by
+// target, at most handoffsPerTick.
+func (c *cluster) sendHandoffs(tick uint64) {
+	r := c.r
+	if !r.cfg.Handoff {
+		return
+	}
+	if v := r.terr.Table().Version(); v != c.handTable {
+		// A new table: every local entity may stand in a region this node
+		// lost (a region move hands them all over, over several ticks).
+		c.handTable = v
+		r.pos.Each(func(id ecs.ID, p *Position) { c.considerHandoff(id, p.Pos) })
+	}
+	if len(c.toHand) == 0 {
+		return
+	}
+	slices.Sort(c.toHand)
+	c.toHand = slices.Compact(c.toHand)
+	n := min(len(c.toHand), handoffsPerTick)
+	batch := make(map[string]*handoff.Transfer)
+	table := r.terr.Table()
+	for _, id := range c.toHand[:n] {
+		p, ok := r.pos.Get(id)
+		if !ok || !r.Simulated(id) || c.pending[id] != nil {
+			continue
+		}
+		target, ok := table.HandoffTarget(r.cfg.Name, p.Pos, r.cfg.Bands.HandoffMargin)
+		if !ok {
+			continue
+		}
+		epoch := c.epochOf(id) + 1
+		comps := make(map[string][]byte, len(r.codecs)+1)
+		comps[atName] = binary.LittleEndian.AppendUint64(nil, r.tickMillis(tick))
+		for _, cd := range r.codecs {
+			if b, ok := cd.enc(id); ok {
+				comps[cd.name] = b
+			}
+		}
+		snap, err := handoff.NewSnapshot(uint64(id), epoch, table.Version(), comps)
+		if err != nil {
+			r.cfg.Logger.Error("zone: entity cannot be handed over", "entity", id, "err", err)
+			c.retryAt[id] = tick + handoffRetry
+			continue
+		}
+		_ = r.frozen.Add(id, Frozen{})
+		c.pending[id] = &outgoing{target: target, epoch: epoch, deadline: tick + handoffTimeout}
+		t := batch[target]
+		if t == nil {
+			t = &handoff.Transfer{}
+			batch[target] = t
+		}
+		t.Entities = append(t.Entities, snap)
+		c.hstats.Sent++
+	}
+	c.toHand = append(c.toHand[:0], c.toHand[n:]...)
+	for _, p := range sortedKeys(batch) {
+		c.queue(p, handoff.KindTransfer, batch[p].Append(nil))
+	}
+}
+
+// checkHandoffs asks targets that did not answer in time to abort, and
+// unfreezes entities whose target lost its lease.
+func (c *cluster) checkHandoffs(tick uint64) {
+	aborts := make(map[string]*handoff.Refuse)
+	for _, id := range sortedIDs(c.pending) {
+		o := c.pending[id]
+		if _, fenced := c.fenced[o.target]; fenced {
+			c.unfreeze(id, o)
+			continue
+		}
+		if o.aborting || tick <= o.deadline {
+			continue
+		}
+		o.aborting = true
+		a := aborts[o.target]
+		if a == nil {
+			a = &handoff.Refuse{Code: ReasonAborted}
+			aborts[o.target] = a
+		}
+		a.Entities = append(a.Entities, handoff.Ref{Entity: uint64(id), Epoch: o.epoch})
+	}
+	for _, p := range sortedKeys(aborts) {
+		c.queue(p, KindAbort, aborts[p].Append(nil))
+	}
+}
+
+// unfreeze gives a handoff up: the entity stays here, simulated again at
+// an epoch above the one it was offered at.
+func (c *cluster) unfreeze(id ecs.ID, o *outgoing) {
+	delete(c.pending, id)
+	c.r.frozen.Remove(id)
+	c.epochs[id] = o.epoch + 1
+	c.retryAt[id] = c.r.w.CurrentTick().N + handoffRetry
+}
+
+// receiveTransfer takes over the entities of a Transfer.
+func (c *cluster) receiveTransfer(from string, m handoff.Transfer) {
+	r := c.r
+	var acks []handoff.Ref
+	refused := make(map[string][]handoff.Ref)
+	byName := make(map[string]codec, len(r.codecs))
+	for _, cd := range r.codecs {
+		byName[cd.name] = cd
+	}
+	for _, s := range m.Entities {
+		id := ecs.ID(s.Entity)
+		ref := handoff.Ref{Entity: s.Entity, Epoch: s.Epoch}
+		reason := c.adopt(id, s, byName)
+		if reason != "" {
+			refused[reason] = append(refused[reason], ref)
+			continue
+		}
+		acks = append(acks, ref)
+		c.hstats.Adopted++
+	}
+	if len(acks) > 0 {
+		c.queue(from, handoff.KindAck, handoff.Ack{Entities: acks}.Append(nil))
+	}
+	for _, code := range sortedKeys(refused) {
+		c.queue(from, handoff.KindRefuse, handoff.Refuse{Code: code, Entities: refused[code]}.Append(nil))
+	}
+}
+
+// adopt creates one handed-over entity, or says why not.
+func (c *cluster) adopt(id ecs.ID, s handoff.Snapshot, byName map[string]codec) string {
+	r := c.r
+	var pos []byte
+	var at uint64
+	for _, comp := range s.Components {
+		if comp.Name == atName {
+			if len(comp.Data) != 8 {
+				return handoff.ReasonMalformed
+			}
+			at = binary.LittleEndian.Uint64(comp.Data)
+			continue
+		}
+		if _, ok := byName[comp.Name]; !ok {
+			return handoff.ReasonUnknownComponent
+		}
+		if comp.Name == positionName {
+			pos = comp.Data
+		}
+	}
+	p, err := FixedCodec[Position]().Decode(pos)
+	if err != nil {
+		return handoff.ReasonMalformed
+	}
+	if r.terr.Table().OwnerOf(p.Pos) != r.cfg.Name {
+		return handoff.ReasonNotOwner
+	}
+	if r.w.Alive(id) && !r.ghost.Has(id) {
+		return handoff.ReasonLive
+	}
+	if st, _, ok := c.rep.Has(uint64(id)); ok && st.Epoch >= s.Epoch {
+		return handoff.ReasonLive // its ghost is already newer: a stale transfer
+	}
+	// Take over the ghost without touching the visibility index: whoever
+	// sees it here goes on seeing it, now as a local entity.
+	wasIndexed := false
+	if _, ok := r.vis.ChunkOf(id); ok {
+		wasIndexed = true
+	}
+	if r.ghost.Has(id) {
+		_ = r.w.Evict(id) // a simulation ghost: the forget hook keeps the index
+	}
+	if st, _, ok := c.rep.Has(uint64(id)); ok {
+		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: replica.Stamp{Epoch: st.Epoch, Seq: st.Seq + 1},
+			Frames: outbox.AppendVanishFrame(nil, uint64(id), interest.Gone)})
+		c.rep.Drain(nil)
+	}
+	delete(c.source, id)
+	if err := r.w.CreateEntity(id); err != nil {
+		return handoff.ReasonLive
+	}
+	for _, comp := range s.Components {
+		if comp.Name == atName {
+			continue
+		}
+		if err := byName[comp.Name].dec(id, comp.Data); err != nil {
+			_ = r.w.Evict(id)
+			if wasIndexed {
+				r.vis.Evict(id)
+			}
+			return handoff.ReasonMalformed
+		}
+	}
+	c.epochs[id] = s.Epoch
+	r.w.MarkMoved(id)
+	c.adopted = append(c.adopted, id)
+	// Frozen as it came (its Frozen marker is local, so not in the
+	// snapshot) until this node's ticks are past the source's last one.
+	_ = r.frozen.Add(id, Frozen{})
+	c.thawAt[id] = at
+	return ""
+}
+
+// thaw unfreezes the adopted entities whose source's last simulated tick
+// is before the tick about to run.
+func (c *cluster) thaw() {
+	if len(c.thawAt) == 0 {
+		return
+	}
+	now := c.r.tickMillis(c.r.w.CurrentTick().N + 1)
+	for _, id := range sortedIDs(c.thawAt) {
+		if c.thawAt[id] < now {
+			delete(c.thawAt, id)
+			if c.pending[id] == nil {
+				c.r.frozen.Remove(id)
+			}
+		}
+	}
+}
+
+// announceAdopted makes the nodes that observe an adopted entity receive
+// its whole state from here: their ghost came from the old owner, and the
+// visibility index, which saw a ghost become local in place, raises no
+// appear for them.
+func (c *cluster) announceAdopted() {
+	var obs []Subscriber
+	for _, id := range c.adopted {
+		if !c.r.w.Alive(id) {
+			continue
+		}
+		obs = c.r.vis.AppendObserversOf(obs[:0], id)
+		for _, s := range obs {
+			if s.Kind == interest.NodeSubscriber {
+				c.r.out.Appear(s, id)
+			}
+		}
+	}
+	c.adopted = c.adopted[:0]
+}
+
+// receiveAck completes the handoffs the target took.
+func (c *cluster) receiveAck(from string, m handoff.Ack) {
+	for _, ref := range m.Entities {
+		id := ecs.ID(ref.Entity)
+		o := c.pending[id]
+		if o == nil || o.target != from || o.epoch != ref.Epoch || o.aborting {
+			c.hstats.Stale++
+			continue
+		}
+		delete(c.pending, id)
+		delete(c.epochs, id)
+		// From now on it is a ghost of the target's: the forget hook keeps
+		// its visibility entry, views and anchors, and what arrives for it
+		// (intents) goes to the target. Until the target's first update
+		// arrives the ghost holds the entity's last state here, at the old
+		// epoch, so a client that starts seeing it meanwhile gets it whole.
+		ch, _ := c.r.vis.ChunkOf(id)
+		burst := c.r.appendBurst(nil, id)
+		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: replica.Stamp{Epoch: o.epoch - 1, Seq: c.r.seq()}, Chunk: ch, Frames: burst})
+		c.source[id] = from
+		_ = c.r.w.Evict(id)
+		c.applyEvents()
+		c.hstats.Acked++
+	}
+}
+
+// receiveRefuse gives the refused entities back to the simulation.
+func (c *cluster) receiveRefuse(from string, m handoff.Refuse) {
+	for _, ref := range m.Entities {
+		id := ecs.ID(ref.Entity)
+		o := c.pending[id]
+		if o == nil || o.target != from || o.epoch != ref.Epoch {
+			c.hstats.Stale++
+			continue
+		}
+		c.unfreeze(id, o)
+		if m.Code == ReasonAborted {
+			c.hstats.Aborted++
+		} else {
+			c.hstats.Refused++
+		}
+	}
+}
+
+// receiveAbort drops what a source gave up on, and answers.
+func (c *cluster) receiveAbort(from string, m handoff.Refuse) {
+	for _, ref := range m.Entities {
+		id := ecs.ID(ref.Entity)
+		if c.r.w.Alive(id) && !c.r.ghost.Has(id) && c.epochs[id] == ref.Epoch {
+			// Taken, acked, not yet evicted at the source: the source keeps
+			// it. Evicted here without a vanish; the source's next update
+			// (a higher epoch) makes it a ghost again.
+			_ = c.r.w.Evict(id)
+			delete(c.epochs, id)
+		}
+	}
+	c.queue(from, handoff.KindRefuse, handoff.Refuse{Code: ReasonAborted, Entities: m.Entities}.Append(nil))
+}
+
+func sortedIDs[V any](m map[ecs.ID]V) []ecs.ID {
+	ids := make([]ecs.ID, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
