@@ -2,7 +2,9 @@
 // node's share of a torus world, runs that world together with the other
 // zone nodes over the node link, and holds the node's ownership of regions
 // (Ownership), from the region table, fenced by the lease. Entity handoff
-// across borders and the gateway role are not here yet (later issues).
+// across borders is here behind Config.Handoff (handoff.go: one writer at
+// every tick; observers' views around a handoff are not yet exact); the
+// gateway role is a later issue.
 //
 // What it owns:
 //   - The Runtime (New): the ecs world, entity ids (minted from the wall
