@@ -32,7 +32,9 @@
 //     incarnation (a random number drawn at AddPeer, so a restarted node
 //     or a re-added peer numbers afresh). A receiver accepts only seqs
 //     above the last it accepted from that incarnation, so duplicates and
-//     replays are dropped (and counted).
+//     replays are dropped (and counted). Replication batches are numbered
+//     when queued, so one dropped from a full queue (or lost in a cut)
+//     leaves a gap the receiver sees.
 //  3. Control frames are handled in the order they were queued, exactly
 //     once, across reconnects. The receiver acknowledges cumulatively
 //     (coalesced ACK frames); the sender keeps every frame written but not

@@ -268,15 +268,17 @@ func TestReconnectAfterCut(t *testing.T) {
 }
 
 // Replication never blocks: with the peer unreachable the queue keeps the
-// newest batches and counts every dropped one.
+// newest batches and counts every dropped one. Batches are numbered when
+// queued, so the receiver sees the dropped ones as a gap in the sequence.
 func TestReplicationQueueFullDropsOldest(t *testing.T) {
 	const capacity, pushed = 4, 10
 	c := newCluster(t, clusterOpts{noPeers: true, tweak: func(cfg *link.Config) { cfg.ReplicationQueue = capacity }}, "a", "b")
 	var mu sync.Mutex
-	var got []uint64
+	var got, seqs []uint64
 	c.nodes["b"].OnReplication(func(from string, seq uint64, entries []link.Entry) {
 		mu.Lock()
 		got = append(got, entries[0].Sequence)
+		seqs = append(seqs, seq)
 		mu.Unlock()
 	})
 	c.net.Cut("a", "b")
@@ -300,6 +302,11 @@ func TestReplicationQueueFullDropsOldest(t *testing.T) {
 	for i, s := range got {
 		if want := uint64(pushed - capacity + i); s != want {
 			t.Fatalf("delivered %v, want the newest %d in order", got, capacity)
+		}
+		// The link's own numbers: the first delivered batch is the
+		// (pushed-capacity+1)th queued, so the receiver sees the gap.
+		if want := uint64(pushed - capacity + i + 1); seqs[i] != want {
+			t.Fatalf("delivered batch seqs %v, want %d… (the dropped batches leave a gap)", seqs, pushed-capacity+1)
 		}
 	}
 }

@@ -41,7 +41,6 @@ type peer struct {
 	incarnation uint64
 
 	// Owned by run and the writers it starts one connection at a time.
-	replSeq uint64
 	ctrlSeq uint64
 	window  []*linkpb.ControlFrame // control frames written and not yet acknowledged, for resend
 
@@ -359,8 +358,6 @@ func (p *peer) writeReplication(ctx context.Context, s grpc.BidiStreamingClient[
 			continue
 		}
 		p.replDepth.Set(float64(depth))
-		p.replSeq++
-		b.Seq = p.replSeq
 		if err := s.Send(b); err != nil {
 			return err // the batch is lost; replication is lossy by contract
 		}

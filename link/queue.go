@@ -10,8 +10,13 @@ import (
 // oldest batch is dropped. Replication is state, not events: a newer batch
 // about an entity supersedes an older one, so under pressure the oldest is
 // the least valuable thing to keep.
+//
+// Batches are numbered as they are queued, not as they are written, so a
+// batch dropped here leaves a gap in the sequence the receiver sees (its
+// only way to learn that something was lost).
 type batchQueue struct {
 	mu     sync.Mutex
+	seq    uint64 // the last number given
 	buf    []*linkpb.ReplicationBatch
 	head   int
 	n      int
@@ -22,10 +27,12 @@ func newBatchQueue(capacity int) *batchQueue {
 	return &batchQueue{buf: make([]*linkpb.ReplicationBatch, capacity), signal: make(chan struct{}, 1)}
 }
 
-// push adds b and reports whether an older batch was dropped for it, and
-// the depth after the push.
+// push numbers b, adds it, and reports whether an older batch was dropped
+// for it, and the depth after the push.
 func (q *batchQueue) push(b *linkpb.ReplicationBatch) (dropped bool, depth int) {
 	q.mu.Lock()
+	q.seq++
+	b.Seq = q.seq
 	if q.n == len(q.buf) {
 		q.buf[q.head] = nil
 		q.head = (q.head + 1) % len(q.buf)

@@ -65,8 +65,11 @@ type cluster struct {
 	gaps    map[string]bool
 	source  map[ecs.ID]string       // render ghost → the peer it came from
 	band    map[torus.ChunkPos]bool // foreign chunks in the interaction band
-	events  []replica.Event
-	table   uint64 // the table version wants were computed for
+	// goneGhosts are the ghosts removed this tick: the vanish the
+	// visibility index raises for them is not sent on to peers either.
+	goneGhosts map[ecs.ID]struct{}
+	events     []replica.Event
+	table      uint64 // the table version wants were computed for
 
 	// Publisher side.
 	leaseOf   map[string]int64     // peer name → the last lease accepted from it
@@ -241,6 +244,7 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		gaps:       make(map[string]bool),
 		source:     make(map[ecs.ID]string),
 		band:       make(map[torus.ChunkPos]bool),
+		goneGhosts: make(map[ecs.ID]struct{}),
 		leaseOf:    make(map[string]int64),
 		fenced:     make(map[string]int64),
 		resendAt:   make(map[string]uint64),
@@ -649,6 +653,7 @@ func (c *cluster) applyEvents() {
 		case replica.Vanished:
 			c.r.vis.Remove(id, ev.Reason)
 			delete(c.source, id)
+			c.goneGhosts[id] = struct{}{} // its vanish is not ours to send on
 		}
 		c.syncSimGhost(id)
 	}

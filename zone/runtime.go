@@ -752,8 +752,12 @@ func (r *Runtime) ownDeliveries(ds []interest.Delivery[Subscriber, ecs.ID]) []in
 			continue
 		}
 		d.Appeared = slices.DeleteFunc(d.Appeared, r.isGhost)
-		d.Vanished = slices.DeleteFunc(d.Vanished, func(v interest.Vanished[ecs.ID]) bool { return r.isGhost(v.Entity) })
+		d.Vanished = slices.DeleteFunc(d.Vanished, func(v interest.Vanished[ecs.ID]) bool {
+			_, gone := r.cluster.goneGhosts[v.Entity]
+			return gone || r.isGhost(v.Entity)
+		})
 	}
+	clear(r.cluster.goneGhosts)
 	return ds
 }
 

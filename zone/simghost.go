@@ -141,6 +141,7 @@ func (r *Runtime) ClaimID(id ecs.ID) bool {
 		c.rep.Drain(nil)
 	}
 	delete(c.source, id)
+	c.goneGhosts[id] = struct{}{}
 	r.vis.Evict(id)
 	if r.w.Alive(id) {
 		_ = r.w.Evict(id)
