@@ -29,6 +29,10 @@ const kindResend = 0xFFFFFFFF
 // resendEvery bounds how often a peer's wants are resent after refusals.
 const resendEvery = 20
 
+// maxInbox bounds the messages waiting for the world goroutine; beyond it
+// replication batches are dropped.
+const maxInbox = 1 << 16
+
 // fullRoutesEvery is how often, in ticks, a node resends its whole route
 // set (a peer that restarted, or missed a delta, learns it again).
 const fullRoutesEvery = 100
@@ -51,8 +55,9 @@ type cluster struct {
 	link *link.Node
 	rep  *replica.Store
 
-	mu    sync.Mutex
-	inbox []inMsg
+	mu           sync.Mutex
+	inbox        []inMsg
+	inboxDropped int // replication batches dropped because the inbox was full
 
 	// Observer side. held counts, per normalised chunk, the local
 	// accounts holding it; wants is, per chunk this node receives, the
@@ -105,7 +110,8 @@ type cluster struct {
 	progMu   sync.Mutex
 	progress Progress
 
-	send    chan outMsg
+	send    map[string]chan outMsg // per peer, each drained by its own sender goroutine
+	closed  bool                   // set by close, under the world goroutine
 	stop    chan struct{}
 	ctx     context.Context // ends at close: a Send blocked on a full queue gives up
 	cancel  context.CancelFunc
@@ -134,6 +140,9 @@ type ClusterStats struct {
 	Refused int
 	// SendErrors counts control messages the link did not take.
 	SendErrors int
+	// InboxDropped counts replication batches dropped because the world
+	// did not drain its inbox (more than 65,536 messages waiting).
+	InboxDropped int
 }
 
 // Progress counts what a node sent to and received from each peer, for a
@@ -265,7 +274,7 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		pending:    make(map[ecs.ID]*outgoing),
 		retryAt:    make(map[ecs.ID]uint64),
 		thawAt:     make(map[ecs.ID]uint64),
-		send:       make(chan outMsg, 4096),
+		send:       make(map[string]chan outMsg),
 		stop:       make(chan struct{}),
 	}
 	r.subs.AddHooks(interest.Hooks[Subscriber]{ChunkSent: c.chunkSent, ChunkUnsent: c.chunkUnsent})
@@ -280,13 +289,20 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		c.enqueue(inMsg{from: from, seq: seq, entries: entries})
 	})
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.wg.Add(1)
-	go c.sender()
 	return c, nil
 }
 
 func (c *cluster) enqueue(m inMsg) {
 	c.mu.Lock()
+	if m.kind == 0 && len(c.inbox) >= maxInbox {
+		// The world is not draining (a stalled or fenced node): a
+		// replication batch is dropped, which its receiver will see as a
+		// gap in the link's numbering and repair by a resync. Control
+		// messages are few and never dropped.
+		c.inboxDropped++
+		c.mu.Unlock()
+		return
+	}
 	c.inbox = append(c.inbox, m)
 	c.mu.Unlock()
 	c.bump(func(p *Progress) {
@@ -300,16 +316,16 @@ func (c *cluster) enqueue(m inMsg) {
 	})
 }
 
-// sender writes control messages to the link in order. It is the one
-// goroutine the cluster starts; close joins it.
-func (c *cluster) sender() {
+// sender writes one peer's control messages to the link in order. The
+// cluster starts one per peer, on its first message; close joins them.
+func (c *cluster) sender(send <-chan outMsg) {
 	defer c.wg.Done()
 	ctx := c.ctx // a Send blocked on a full peer queue ends when the cluster closes
 	for {
 		select {
 		case <-c.stop:
 			return
-		case m := <-c.send:
+		case m := <-send:
 			sctx, done := context.WithTimeout(ctx, 5*time.Second)
 			err := c.link.Send(sctx, m.peer, m.kind, m.payload)
 			done()
@@ -337,6 +353,7 @@ func (c *cluster) sender() {
 
 func (c *cluster) close() {
 	c.closeMu.Do(func() {
+		c.closed = true
 		c.cancel()
 		close(c.stop)
 		c.wg.Wait()
@@ -349,12 +366,29 @@ func (c *cluster) fence() wire.Fence {
 
 // queue hands a control message to the sender without blocking the
 // world: a full queue drops it and counts.
+//
+// Each peer has its own sender goroutine and queue, so a peer whose link
+// queue is full (cut off, its lease still live) holds up nobody else's
+// messages. A subscription dropped here is sent again (resendWants).
 func (c *cluster) queue(peer string, kind uint32, payload []byte) {
+	ch, ok := c.send[peer]
+	if !ok {
+		if c.closed {
+			return
+		}
+		ch = make(chan outMsg, 4096)
+		c.send[peer] = ch
+		c.wg.Add(1)
+		go c.sender(ch)
+	}
 	select {
-	case c.send <- outMsg{peer: peer, kind: kind, payload: payload}:
+	case ch <- outMsg{peer: peer, kind: kind, payload: payload}:
 		c.bump(func(p *Progress) { p.Queued++ })
 	default:
 		c.stats.SendErrors++
+		if kind == wire.KindSubscribe {
+			c.resendDue[peer] = true
+		}
 	}
 }
 
@@ -938,6 +972,7 @@ func (c *cluster) drain() {
 	c.mu.Lock()
 	msgs := c.inbox
 	c.inbox = nil
+	c.stats.InboxDropped = c.inboxDropped
 	c.mu.Unlock()
 	for _, m := range msgs {
 		var err error

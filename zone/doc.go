@@ -90,8 +90,9 @@
 //     subscription takes one round trip (test: TestClusterIsOneNodeAsAClientSeesIt).
 //  4. All state of the runtime is owned by the goroutine that calls Step;
 //     link goroutines only queue into an inbox drained at the start of
-//     Step; the one goroutine New starts (the control-message sender) is
-//     joined by Close.
+//     Step; the goroutines the runtime starts (one control-message sender
+//     per peer) are joined by Close, which must be called by that same
+//     goroutine.
 //
 // Ownership invariants:
 //  1. The node owns a region only while it holds a table version that gives
