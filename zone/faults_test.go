@@ -126,9 +126,9 @@ func TestGhostsConvergeAfterLinkFaults(t *testing.T) {
 // revoked, the node is fenced within its lease TTL — from then on Step
 // runs nothing (its world tick stays put) — and from the moment the
 // cluster's membership drops the lease nothing the node sends is applied
-// by its peers: every ghost of its entities that a peer's client is shown
-// keeps the values it had, no new one appears, and the peers count the
-// refused batches.
+// by its peers: they count what they refuse, and they forget the node —
+// every ghost of its entities vanishes from their clients (nobody may
+// write it any more).
 func TestLeaseLossStopsTheNodeAndPeersRefuseIt(t *testing.T) {
 	seed := testseed.Seed(t)
 	const ttl = 2 * time.Second
@@ -204,18 +204,6 @@ func TestLeaseLossStopsTheNodeAndPeersRefuseIt(t *testing.T) {
 	}
 	if got := lost.Runtime.World().CurrentTick().N; got != fencedTick {
 		t.Fatalf("%s's world ran from tick %d to %d after the fence", lost.Name, fencedTick, got)
-	}
-	for acct, ents := range seen() {
-		for e, comps := range ents {
-			before, ok := frozen[acct][e]
-			if !ok {
-				t.Fatalf("account %d (on %s) was shown entity %d of the fenced %s after the loss", acct, w.home[acct].Name, e, lost.Name)
-			}
-			if !maps.Equal(before, comps) {
-				t.Fatalf("account %d (on %s) holds entity %d of the fenced %s with values %x, changed from %x at the loss",
-					acct, w.home[acct].Name, e, lost.Name, comps, before)
-			}
-		}
 	}
 	// The peers forgot the fenced node: its entities vanished from every
 	// client (nobody may write them now; a restart or, later, a handoff
