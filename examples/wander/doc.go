@@ -35,7 +35,10 @@
 //     path stays in it; every step is clamped to it as well, against
 //     rounding). The default Margin (64 m) is more than cells' default
 //     handoff margin plus a chunk, so a wanderer is never a candidate for
-//     a handoff.
+//     a handoff. With Config.Roam set, instead, waypoints lie anywhere in
+//     the square of that side around the spawn point, across borders and
+//     seams (to exercise handoff), and the wanderer walks the torus's
+//     shortest way.
 //  5. Same Config and the same runtime configuration (clock included) →
 //     the same batches, byte for byte.
 //  6. Secret reaches only the owning account (outbox.Owner audience).
