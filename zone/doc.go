@@ -3,7 +3,8 @@
 // zone nodes over the node link, and holds the node's ownership of regions
 // (Ownership), from the region table, fenced by the lease. Entity handoff
 // across borders is here behind Config.Handoff (handoff.go: one writer at
-// every tick; observers' views around a handoff are not yet exact); the
+// every tick; the one-node equivalence for roaming entities does not hold
+// yet); the
 // gateway role is a later issue.
 //
 // What it owns:

@@ -99,10 +99,10 @@ type Config struct {
 	Lease int64
 	// Handoff turns entity handoff on: an entity that walks more than the
 	// handoff margin past the node's territory is handed to the owner of
-	// its position (handoff.go). Off by default while observers' views
-	// around a handoff are not yet exact (see the README's roadmap): an
-	// entity then stays with the node that created it. A node always
-	// takes entities handed to it.
+	// its position (handoff.go). Off by default while observers' views of
+	// border-crossing entities are not yet exact (see the README's
+	// roadmap): an entity then stays with the node that created it. A node
+	// always takes entities handed to it.
 	Handoff bool
 	// Accept, if set, says whether a message from peer, stamped with the
 	// peer's lease, may be applied: the fence against a peer that lost its
