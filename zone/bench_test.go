@@ -22,6 +22,7 @@ import (
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonetest"
 )
 
 // The distribution benchmarks (scripts/bench-zone runs them and writes
@@ -200,14 +201,10 @@ func startBenchCluster(b *testing.B, n int, gc cells.GridConfig, table func(cell
 		b.Cleanup(func() { _ = rt.Close() })
 		node.rt, node.mod = rt, m
 	}
-	deadline := time.Now().Add(30 * time.Second)
 	for i, l := range links {
 		for j := range links {
-			for i != j && !l.Connected(names[j]) {
-				if time.Now().After(deadline) {
-					b.Fatalf("%s never connected to %s", names[i], names[j])
-				}
-				time.Sleep(time.Millisecond)
+			if i != j && !zonetest.Poll(30*time.Second, func() bool { return l.Connected(names[j]) }) {
+				b.Fatalf("%s never connected to %s", names[i], names[j])
 			}
 		}
 	}
@@ -225,32 +222,17 @@ func (c *benchCluster) tick(b *testing.B) {
 	for i := len(c.nodes) - 1; i >= 0; i-- {
 		c.nodes[i].rt.Step()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !c.synced() {
-		if time.Now().After(deadline) {
-			b.Fatal("messages still in flight after 10s")
-		}
-		time.Sleep(50 * time.Microsecond)
+	if !zonetest.Poll(10*time.Second, c.synced) {
+		b.Fatal("messages still in flight after 10s")
 	}
 }
 
 func (c *benchCluster) synced() bool {
-	for _, a := range c.nodes {
-		pa := a.rt.Progress()
-		if pa.Queued != pa.Written {
-			return false
-		}
-		for _, o := range c.nodes {
-			if a == o {
-				continue
-			}
-			sent, got := pa.Sent[o.name], o.rt.Progress().Received[a.name]
-			if got.Control < sent.Control || got.Seq < sent.Seq {
-				return false
-			}
-		}
+	rts := make([]*zone.Runtime, len(c.nodes))
+	for i, n := range c.nodes {
+		rts[i] = n.rt
 	}
-	return true
+	return zonetest.Delivered(rts)
 }
 
 func (c *benchCluster) written() int64 {

@@ -20,16 +20,7 @@ import (
 // settle polls, until limit, for every message sent so far to have
 // arrived, and reports whether it did. Under drops it may never: the
 // caller steps on either way.
-func settle(c *zonetest.Cluster, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for !c.Synced() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(time.Millisecond) // a poll's pause, bounded by the deadline
-	}
-	return true
-}
+func settle(c *zonetest.Cluster, limit time.Duration) bool { return zonetest.Poll(limit, c.Synced) }
 
 // ---- 5. convergence after link faults ----
 

@@ -37,8 +37,41 @@ import (
 	"google.golang.org/grpc"
 )
 
-// pause is the wait between two looks of a poll with a deadline.
-func pause() { time.Sleep(2 * time.Millisecond) }
+// Poll calls cond until it holds or limit has passed, and reports whether
+// it held: the one poll-with-a-deadline of the harness (what another
+// goroutine or the link makes true cannot be waited on otherwise).
+func Poll(limit time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-time.After(time.Millisecond) // do not spin on a shared CPU
+	}
+	return true
+}
+
+// Delivered reports whether every control message and replication batch
+// the runtimes sent one another so far has arrived (it is applied at the
+// receiver's next Step), by their Progress counters.
+func Delivered(rts []*zone.Runtime) bool {
+	for _, a := range rts {
+		pa := a.Progress()
+		if pa.Queued != pa.Written {
+			return false
+		}
+		for _, b := range rts {
+			if a == b {
+				continue
+			}
+			sent, got := pa.Sent[b.Name()], b.Progress().Received[a.Name()]
+			if got.Control < sent.Control || got.Seq < sent.Seq {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // Config describes a test cluster. Zero fields take the defaults
 // documented on them.
@@ -320,16 +353,9 @@ func (c *Cluster) Apply(t *cells.Table) {
 		}
 	}
 	// Every node's lease must be known before messages flow.
-	deadline := time.Now().Add(30 * time.Second)
 	for _, n := range c.Nodes {
-		if n.Ownership == nil {
-			continue
-		}
-		for !c.accept(n.Name, n.Ownership.Lease()) {
-			if time.Now().After(deadline) {
-				c.tb.Fatalf("zonetest: %s's lease never showed in the membership", n.Name)
-			}
-			pause()
+		if n.Ownership != nil && !Poll(30*time.Second, func() bool { return c.accept(n.Name, n.Ownership.Lease()) }) {
+			c.tb.Fatalf("zonetest: %s's lease never showed in the membership", n.Name)
 		}
 	}
 }
@@ -337,14 +363,10 @@ func (c *Cluster) Apply(t *cells.Table) {
 // WaitConnected waits until every node is connected to every peer.
 func (c *Cluster) WaitConnected() {
 	c.tb.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	for _, a := range c.Nodes {
 		for _, b := range c.Nodes {
-			for a != b && !a.Link.Connected(b.Name) {
-				if time.Now().After(deadline) {
-					c.tb.Fatalf("zonetest: %s never connected to %s", a.Name, b.Name)
-				}
-				pause()
+			if a != b && !Poll(30*time.Second, func() bool { return a.Link.Connected(b.Name) }) {
+				c.tb.Fatalf("zonetest: %s never connected to %s", a.Name, b.Name)
 			}
 		}
 	}
@@ -363,33 +385,17 @@ func (c *Cluster) Step() {
 // for convergence instead.
 func (c *Cluster) Sync(limit time.Duration) {
 	c.tb.Helper()
-	deadline := time.Now().Add(limit)
-	for !c.synced() {
-		if time.Now().After(deadline) {
-			c.tb.Fatalf("zonetest: messages still in flight after %v", limit)
-		}
-		pause()
+	if !Poll(limit, c.synced) {
+		c.tb.Fatalf("zonetest: messages still in flight after %v", limit)
 	}
 }
 
 func (c *Cluster) synced() bool {
-	for _, a := range c.Nodes {
-		pa := a.Runtime.Progress()
-		if pa.Queued != pa.Written {
-			return false
-		}
-		for _, b := range c.Nodes {
-			if a == b {
-				continue
-			}
-			sent := pa.Sent[b.Name]
-			got := b.Runtime.Progress().Received[a.Name]
-			if got.Control < sent.Control || got.Seq < sent.Seq {
-				return false
-			}
-		}
+	rts := make([]*zone.Runtime, len(c.Nodes))
+	for i, n := range c.Nodes {
+		rts[i] = n.Runtime
 	}
-	return true
+	return Delivered(rts)
 }
 
 // StepSync steps every node n times, with a Sync after each tick.
