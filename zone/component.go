@@ -331,6 +331,19 @@ func (r *Runtime) markAllDirty(e ecs.ID) {
 	}
 }
 
+// markLocalDirty queues every synced component a local entity has, for
+// every audience: an adopted entity's state may be newer than the ghost
+// its observers here and its owner's client last got (the source's last
+// tick can change a component and freeze it at once, and its delta may
+// arrive after the transfer).
+func (r *Runtime) markLocalDirty(e ecs.ID) {
+	for _, s := range r.synced {
+		if s.enc.HasFunc(e) {
+			r.out.MarkDirty(e, s.wire)
+		}
+	}
+}
+
 // appendBurst appends a local entity's appear burst of its public
 // components, in registration order, as the outbox would send it to a
 // node.

@@ -300,6 +300,7 @@ func (c *cluster) adopt(id ecs.ID, s handoff.Snapshot, byName map[string]codec) 
 	}
 	c.epochs[id] = s.Epoch
 	r.w.MarkMoved(id)
+	r.markLocalDirty(id)
 	c.adopted = append(c.adopted, id)
 	// Frozen as it came (its Frozen marker is local, so not in the
 	// snapshot) until this node's ticks are past the source's last one.
@@ -362,6 +363,15 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		// arrives the ghost holds the entity's last state here, at the old
 		// epoch, so a client that starts seeing it meanwhile gets it whole.
 		ch, _ := c.r.vis.ChunkOf(id)
+		if !c.wanted(from, ch) {
+			// This node does not receive that chunk from the target, so
+			// nothing would update or remove a ghost there: it leaves
+			// sight here (no client of this node holds the chunk).
+			c.r.vis.Remove(id, interest.OutOfSight)
+			_ = c.r.w.Evict(id)
+			c.hstats.Acked++
+			continue
+		}
 		burst := c.r.appendBurst(nil, id)
 		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: replica.Stamp{Epoch: o.epoch - 1, Seq: c.r.seq()}, Chunk: ch, Frames: burst})
 		c.source[id] = from
