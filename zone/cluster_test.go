@@ -204,7 +204,7 @@ func sameAsOneNodeWith(t *testing.T, cfg wander.Config, ticks, lag int, handoff 
 	c := zonetest.Start(t, zonetest.Config{
 		Nodes: 4, Grid: clusterGrid(),
 		Module:  func(int, string) (zone.Module, error) { return wander.New(cfg) },
-		Runtime: func(_ int, rc *zone.Config) { rc.Handoff = handoff },
+		Runtime: func(_ int, rc *zone.Config) { rc.NoHandoff = !handoff },
 	})
 	clients := make([]*client, accounts+1)
 	home := make([]string, accounts+1)
@@ -396,8 +396,7 @@ func TestHandoffsKeepOneWriter(t *testing.T) {
 	cfg = cfg.WithDefaults()
 	c := zonetest.Start(t, zonetest.Config{
 		Nodes: 4, Grid: clusterGrid(),
-		Module:  func(int, string) (zone.Module, error) { return wander.New(cfg) },
-		Runtime: func(_ int, rc *zone.Config) { rc.Handoff = true },
+		Module: func(int, string) (zone.Module, error) { return wander.New(cfg) },
 	})
 	var ids []ecs.ID
 	for i := range cfg.Entities {

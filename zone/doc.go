@@ -1,11 +1,10 @@
 // Package zone is the zone node runtime: it hosts a game (a Module) on one
 // node's share of a torus world, runs that world together with the other
 // zone nodes over the node link, and holds the node's ownership of regions
-// (Ownership), from the region table, fenced by the lease. Entity handoff
-// across borders is here behind Config.Handoff (handoff.go: one writer at
-// every tick; the one-node equivalence for roaming entities does not hold
-// yet); the
-// gateway role is a later issue.
+// (Ownership), from the region table, fenced by the lease, and hands
+// entities over to the node whose region they walk into (handoff.go; on by
+// default, Config.NoHandoff turns it off). The gateway role is a later
+// issue.
 //
 // What it owns:
 //   - The Runtime (New): the ecs world, entity ids (minted from the wall

@@ -15,6 +15,7 @@ const (
 	CodeClosed         = "ZONE.CLOSED"
 	CodeNoCodec        = "ZONE.NO_HANDOFF_CODEC"
 	CodeMalformedState = "ZONE.MALFORMED_STATE"
+	CodeNotLocal       = "ZONE.NOT_LOCAL"
 )
 
 var (
@@ -31,6 +32,9 @@ var (
 	// ErrNoCodec: a component has neither a handoff codec nor the mark
 	// that it is not handed over (a boot error).
 	ErrNoCodec = errcode.New(CodeNoCodec, "zone: component has no handoff codec and is not marked local")
+	// ErrNotLocal: the entity is not simulated here (absent, or a ghost of
+	// another node's).
+	ErrNotLocal = errcode.New(CodeNotLocal, "zone: entity not simulated here")
 	// ErrMalformedState: component bytes (a handoff codec's or a wire
 	// payload) do not decode.
 	ErrMalformedState = errcode.New(CodeMalformedState, "zone: malformed component state")

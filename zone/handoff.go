@@ -99,7 +99,7 @@ func (c *cluster) epochOf(id ecs.ID) uint64 {
 // considerHandoff queues id for a handoff if it stands past the margin.
 func (c *cluster) considerHandoff(id ecs.ID, p torus.Pos) {
 	r := c.r
-	if !r.cfg.Handoff || !r.Simulated(id) || c.pending[id] != nil {
+	if r.cfg.NoHandoff || !r.Simulated(id) || c.pending[id] != nil {
 		return
 	}
 	if at, ok := c.retryAt[id]; ok && r.w.CurrentTick().N < at {
@@ -116,7 +116,7 @@ func (c *cluster) considerHandoff(id ecs.ID, p torus.Pos) {
 // target, at most handoffsPerTick.
 func (c *cluster) sendHandoffs(tick uint64) {
 	r := c.r
-	if !r.cfg.Handoff {
+	if r.cfg.NoHandoff {
 		return
 	}
 	if v := r.terr.Table().Version(); v != c.handTable {
@@ -143,14 +143,7 @@ func (c *cluster) sendHandoffs(tick uint64) {
 			continue
 		}
 		epoch := c.epochOf(id) + 1
-		comps := make(map[string][]byte, len(r.codecs)+1)
-		comps[atName] = binary.LittleEndian.AppendUint64(nil, r.tickMillis(tick))
-		for _, cd := range r.codecs {
-			if b, ok := cd.enc(id); ok {
-				comps[cd.name] = b
-			}
-		}
-		snap, err := handoff.NewSnapshot(uint64(id), epoch, table.Version(), comps)
+		snap, err := r.handoffSnapshot(id, epoch, tick)
 		if err != nil {
 			r.cfg.Logger.Error("zone: entity cannot be handed over", "entity", id, "err", err)
 			c.retryAt[id] = tick + handoffRetry
@@ -170,6 +163,34 @@ func (c *cluster) sendHandoffs(tick uint64) {
 	for _, p := range sortedKeys(batch) {
 		c.queue(p, handoff.KindTransfer, batch[p].Append(nil))
 	}
+}
+
+// HandoffSnapshot returns the snapshot a handoff of id would send now:
+// every component with a handoff codec, at the next epoch, stamped with
+// the current tick. It changes nothing; it is for measuring snapshot sizes
+// and for debugging a module's codecs.
+func (r *Runtime) HandoffSnapshot(id ecs.ID) (handoff.Snapshot, error) {
+	if !r.w.Alive(id) || r.isGhost(id) || r.ghost.Has(id) {
+		return handoff.Snapshot{}, ErrNotLocal.Wrap("entity %d", id)
+	}
+	epoch := uint64(firstEpoch)
+	if r.cluster != nil {
+		epoch = r.cluster.epochOf(id)
+	}
+	return r.handoffSnapshot(id, epoch+1, r.w.CurrentTick().N)
+}
+
+// handoffSnapshot encodes local entity id for a handoff at epoch, taken at
+// the end of tick.
+func (r *Runtime) handoffSnapshot(id ecs.ID, epoch, tick uint64) (handoff.Snapshot, error) {
+	comps := make(map[string][]byte, len(r.codecs)+1)
+	comps[atName] = binary.LittleEndian.AppendUint64(nil, r.tickMillis(tick))
+	for _, cd := range r.codecs {
+		if b, ok := cd.enc(id); ok {
+			comps[cd.name] = b
+		}
+	}
+	return handoff.NewSnapshot(uint64(id), epoch, r.terr.Table().Version(), comps)
 }
 
 // checkHandoffs asks targets that did not answer in time to abort, and

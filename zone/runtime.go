@@ -97,13 +97,13 @@ type Config struct {
 	// Lease is the lease id the node's messages carry (its coord lease).
 	// Default: the Territory's, when it has one (*Ownership does).
 	Lease int64
-	// Handoff turns entity handoff on: an entity that walks more than the
-	// handoff margin past the node's territory is handed to the owner of
-	// its position (handoff.go). Off by default while observers' views of
-	// border-crossing entities are not yet exact (see the README's
-	// roadmap): an entity then stays with the node that created it. A node
+	// NoHandoff turns entity handoff off: an entity then stays with the
+	// node that simulates it wherever it walks, and a region move leaves
+	// it there. By default an entity that walks more than the handoff
+	// margin past the node's territory, or stands in a region the node
+	// lost, is handed to the owner of its position (handoff.go). A node
 	// always takes entities handed to it.
-	Handoff bool
+	NoHandoff bool
 	// Accept, if set, says whether a message from peer, stamped with the
 	// peer's lease, may be applied: the fence against a peer that lost its
 	// lease (a host answers from coord's membership). nil accepts all.
