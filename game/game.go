@@ -123,6 +123,7 @@ func (g *Game) Setup(r *zone.Runtime) error {
 	r.OnReindex(g.reindexed)
 	r.OnColumns(zone.ColumnHooks{Materialise: g.spawnDen, Dematerialise: g.removeDen})
 	r.SetParty(g.appendParty)
+	r.SetCompanions(g.appendCompanions)
 	for _, s := range []ecs.System{
 		{Name: "players", Order: 10, Run: g.runPlayers},
 		{Name: "pets", Order: 11, Run: g.runPets},
@@ -252,6 +253,20 @@ func (g *Game) appendParty(dst []account.ID, acct account.ID) []account.ID {
 		if a != acct {
 			dst = append(dst, a)
 		}
+	}
+	return dst
+}
+
+// appendCompanions appends what travels with id in a handoff: a master's
+// pet, a pet's master. A mob's den and target, and a den's mobs, do not:
+// they are referred to by id, valid on every node, and each crosses when
+// it walks over the margin itself.
+func (g *Game) appendCompanions(dst []ecs.ID, id ecs.ID) []ecs.ID {
+	if m, ok := g.c.master.Get(id); ok && m.Pet != 0 {
+		dst = append(dst, m.Pet)
+	}
+	if p, ok := g.c.pet.Get(id); ok && p.Master != 0 {
+		dst = append(dst, p.Master)
 	}
 	return dst
 }

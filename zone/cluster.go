@@ -75,6 +75,11 @@ type cluster struct {
 	goneGhosts map[ecs.ID]struct{}
 	events     []replica.Event
 	table      uint64 // the table version wants were computed for
+	// announceTable asks the next control flush to send every peer a
+	// message (full routes), so that they learn this node's table version.
+	announceTable bool
+	// peerTable is, per peer, the highest table version its fences named.
+	peerTable map[string]uint64
 
 	// Publisher side.
 	leaseOf   map[string]int64     // peer name → the last lease accepted from it
@@ -105,6 +110,7 @@ type cluster struct {
 	handTable uint64
 	adopted   []ecs.ID
 	thawAt    map[ecs.ID]uint64 // adopted, frozen until a tick after this time (ms)
+	went      map[ecs.ID]wentTo // handed on, no ghost kept: where intents follow it
 	hstats    HandoffStats
 
 	progMu   sync.Mutex
@@ -131,9 +137,14 @@ type ClusterStats struct {
 	// Subscribes counts subscription messages sent.
 	Subscribes int
 	// IntentsSent and IntentsDropped count intents to foreign entities:
-	// sent to the node that simulates them, or dropped because no node
-	// is known to.
+	// sent to the node that simulates them (or forwarded after a
+	// handoff), or dropped because no node is known to, or because a
+	// frozen entity's buffer was full.
 	IntentsSent, IntentsDropped int
+	// Stale counts updates and intents dropped for a stale epoch: an
+	// update from a node that no longer simulates the entity, an intent
+	// that names a newer epoch than the one this node simulates.
+	Stale int
 	// Gaps counts replication gaps seen (each triggers a resync).
 	Gaps int
 	// Refused counts messages refused as malformed or from a fenced sender.
@@ -274,6 +285,8 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		pending:    make(map[ecs.ID]*outgoing),
 		retryAt:    make(map[ecs.ID]uint64),
 		thawAt:     make(map[ecs.ID]uint64),
+		went:       make(map[ecs.ID]wentTo),
+		peerTable:  make(map[string]uint64),
 		send:       make(map[string]chan outMsg),
 		stop:       make(chan struct{}),
 	}
@@ -441,6 +454,7 @@ func (c *cluster) simulators(dst []string, ch torus.ChunkPos) []string {
 func (c *cluster) updateWants() {
 	if v := c.r.terr.Table().Version(); v != c.table {
 		c.table = v
+		c.announceTable = true
 		for ch := range c.held {
 			c.changed[ch] = struct{}{}
 		}
@@ -565,16 +579,16 @@ func (c *cluster) receive(m inMsg) {
 func (c *cluster) applyUpdate(from string, e link.Entry, u wire.Update) {
 	id := ecs.ID(e.Entity)
 	if c.r.w.Alive(id) && !c.r.ghost.Has(id) && e.Epoch <= c.epochOf(id) {
-		// This node simulates it: during a region move both nodes may for a
-		// moment (see Ownership's invariant 1); ours is not overwritten.
-		c.stats.Refused++
+		// This node simulates it, at this epoch or a newer one: the sender
+		// is a former owner.
+		c.stats.Stale++
 		return
 	}
 	if src, ok := c.source[id]; ok && src != from {
 		// Another node sends this entity: it is its new owner only with a
 		// higher epoch (a handoff); otherwise it is refused.
 		if st, _, ok := c.rep.Has(e.Entity); ok && e.Epoch <= st.Epoch {
-			c.stats.Refused++
+			c.stats.Stale++
 			return
 		}
 	}
@@ -821,10 +835,18 @@ func (c *cluster) flushControl(tick uint64) {
 		delete(c.fwd, p)
 	}
 	for _, p := range sortedKeys(c.intentsOut) {
-		c.queue(p, wire.KindIntents, wire.Intents{Fence: fence, Tick: tick, List: c.intentsOut[p]}.Append(nil))
+		for list := c.intentsOut[p]; len(list) > 0; {
+			n := min(len(list), wire.MaxIntents)
+			c.queue(p, wire.KindIntents, wire.Intents{Fence: fence, Tick: tick, List: list[:n]}.Append(nil))
+			list = list[n:]
+		}
 		delete(c.intentsOut, p)
 	}
-	full := tick%fullRoutesEvery == 1
+	// A new table is announced at once (every message's fence carries the
+	// version): a node handing a region over waits for its new owner to
+	// hold the table that gives it.
+	full := tick%fullRoutesEvery == 1 || c.announceTable
+	c.announceTable = false
 	if len(c.routeSet) == 0 && !full {
 		return
 	}
@@ -945,16 +967,31 @@ func (c *cluster) deliverForward(from string, m wire.Forward) {
 // ---- intents ----
 
 // routeIntent sends an intent for an entity this node does not simulate
-// to the node that sends its ghost, and reports whether it knew one.
+// to the node that sends its ghost — or, if it was handed on from here
+// and no ghost kept, to where it went — and reports whether it knew one.
 func (c *cluster) routeIntent(in Intent) bool {
-	p, ok := c.source[in.Target]
-	if !ok {
+	var p string
+	var epoch uint64
+	if src, ok := c.source[in.Target]; ok {
+		p = src
+		if st, _, ok := c.rep.Has(uint64(in.Target)); ok {
+			epoch = st.Epoch
+		}
+	} else if w, ok := c.went[in.Target]; ok {
+		p, epoch = w.peer, w.epoch
+	} else {
 		c.stats.IntentsDropped++
 		return false
 	}
-	c.intentsOut[p] = append(c.intentsOut[p], wire.Intent{Kind: in.Kind, Source: uint64(in.Source), Target: uint64(in.Target), Amount: in.Amount})
-	c.stats.IntentsSent++
+	c.sendIntent(p, in, epoch)
 	return true
+}
+
+// sendIntent queues in for peer p, which simulates its target at epoch
+// (as far as this node knows).
+func (c *cluster) sendIntent(p string, in Intent, epoch uint64) {
+	c.intentsOut[p] = append(c.intentsOut[p], wire.Intent{Kind: in.Kind, Source: uint64(in.Source), Target: uint64(in.Target), Epoch: epoch, Amount: in.Amount})
+	c.stats.IntentsSent++
 }
 
 func (c *cluster) receiveIntents(from string, m wire.Intents) {
@@ -963,7 +1000,13 @@ func (c *cluster) receiveIntents(from string, m wire.Intents) {
 		return
 	}
 	for _, in := range m.List {
-		c.r.intents = append(c.r.intents, Intent{Kind: in.Kind, Source: ecs.ID(in.Source), Target: ecs.ID(in.Target), Amount: in.Amount})
+		id := ecs.ID(in.Target)
+		if c.r.w.Alive(id) && !c.r.isGhost(id) && !c.r.ghost.Has(id) && c.epochOf(id) < in.Epoch {
+			// The sender knows a newer owner than this copy: a stale one.
+			c.stats.Stale++
+			continue
+		}
+		c.r.intents = append(c.r.intents, Intent{Kind: in.Kind, Source: ecs.ID(in.Source), Target: id, Amount: in.Amount})
 	}
 }
 

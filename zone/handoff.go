@@ -48,7 +48,20 @@ const (
 	// handoffsPerTick bounds the entities a node sends per tick (a region
 	// move is spread over ticks).
 	handoffsPerTick = 256
+	// heldIntents bounds the intents a frozen entity buffers; more are
+	// dropped and counted.
+	heldIntents = 64
+	// wentTicks is how long a source remembers where an entity went when
+	// it keeps no ghost of it, to forward the intents that still come.
+	wentTicks = 200
 )
+
+// wentTo is where a handed-over entity went.
+type wentTo struct {
+	peer  string
+	epoch uint64
+	until uint64 // the last tick the record is used
+}
 
 // atName is the pseudo-component of a snapshot that says when it was
 // taken: the source's simulated wall time, in Unix milliseconds, of the
@@ -70,11 +83,15 @@ type outgoing struct {
 	epoch    uint64 // the epoch it has on the target
 	deadline uint64 // the tick after which the source asks to abort
 	aborting bool
+	intents  []Intent // arrived while frozen: sent after the snapshot, or applied here if it stays
 }
 
 // HandoffStats count handoffs since New.
 type HandoffStats struct {
 	Sent, Acked, Refused, Aborted, Adopted int
+	// Companions counts entities sent with another (SetCompanions) rather
+	// than for standing past the margin themselves; Sent includes them.
+	Companions int
 	// Stale counts handoff messages that named an epoch this node does not
 	// expect (a late ack, a repeated transfer).
 	Stale int
@@ -133,21 +150,14 @@ func (c *cluster) sendHandoffs(tick uint64) {
 	n := min(len(c.toHand), handoffsPerTick)
 	batch := make(map[string]*handoff.Transfer)
 	table := r.terr.Table()
-	for _, id := range c.toHand[:n] {
-		p, ok := r.pos.Get(id)
-		if !ok || !r.Simulated(id) || c.pending[id] != nil {
-			continue
-		}
-		target, ok := table.HandoffTarget(r.cfg.Name, p.Pos, r.cfg.Bands.HandoffMargin)
-		if !ok {
-			continue
-		}
+	var later, mates []ecs.ID
+	send := func(id ecs.ID, target string) {
 		epoch := c.epochOf(id) + 1
 		snap, err := r.handoffSnapshot(id, epoch, tick)
 		if err != nil {
 			r.cfg.Logger.Error("zone: entity cannot be handed over", "entity", id, "err", err)
 			c.retryAt[id] = tick + handoffRetry
-			continue
+			return
 		}
 		_ = r.frozen.Add(id, Frozen{})
 		c.pending[id] = &outgoing{target: target, epoch: epoch, deadline: tick + handoffTimeout}
@@ -159,7 +169,36 @@ func (c *cluster) sendHandoffs(tick uint64) {
 		t.Entities = append(t.Entities, snap)
 		c.hstats.Sent++
 	}
-	c.toHand = append(c.toHand[:0], c.toHand[n:]...)
+	for _, id := range c.toHand[:n] {
+		p, ok := r.pos.Get(id)
+		if !ok || !r.Simulated(id) || c.pending[id] != nil {
+			continue
+		}
+		target, ok := table.HandoffTarget(r.cfg.Name, p.Pos, r.cfg.Bands.HandoffMargin)
+		if !ok {
+			continue
+		}
+		if c.peerTable[target] < table.Version() {
+			// The target has not shown it holds this table yet (a region
+			// move): it would refuse an entity of a region it does not
+			// know it owns. Sent once it has.
+			later = append(later, id)
+			continue
+		}
+		send(id, target)
+		if r.companions == nil || c.pending[id] == nil {
+			continue
+		}
+		mates = r.companions(mates[:0], id)
+		for _, m := range mates {
+			mp, ok := r.pos.Get(m)
+			if ok && r.Simulated(m) && c.pending[m] == nil && table.OwnerOf(mp.Pos) == target {
+				send(m, target)
+				c.hstats.Companions++
+			}
+		}
+	}
+	c.toHand = append(append(c.toHand[:0], c.toHand[n:]...), later...)
 	for _, p := range sortedKeys(batch) {
 		c.queue(p, handoff.KindTransfer, batch[p].Append(nil))
 	}
@@ -196,6 +235,7 @@ func (r *Runtime) handoffSnapshot(id ecs.ID, epoch, tick uint64) (handoff.Snapsh
 // checkHandoffs asks targets that did not answer in time to abort, and
 // unfreezes entities whose target lost its lease.
 func (c *cluster) checkHandoffs(tick uint64) {
+	c.expireWent(tick)
 	aborts := make(map[string]*handoff.Refuse)
 	for _, id := range sortedIDs(c.pending) {
 		o := c.pending[id]
@@ -220,12 +260,48 @@ func (c *cluster) checkHandoffs(tick uint64) {
 }
 
 // unfreeze gives a handoff up: the entity stays here, simulated again at
-// an epoch above the one it was offered at.
+// an epoch above the one it was offered at, and the intents it held are
+// applied here next tick.
 func (c *cluster) unfreeze(id ecs.ID, o *outgoing) {
 	delete(c.pending, id)
 	c.r.frozen.Remove(id)
 	c.epochs[id] = o.epoch + 1
 	c.retryAt[id] = c.r.w.CurrentTick().N + handoffRetry
+	c.r.intents = append(c.r.intents, o.intents...)
+}
+
+// holdIntent keeps an intent for a local entity frozen in a handoff, and
+// reports whether it did: on the source until the target answers (then it
+// is sent after the snapshot, on the same ordered stream, or applied here
+// if the entity stays), on the target until the entity thaws (then it is
+// applied). Past heldIntents per entity an intent is dropped and counted.
+func (c *cluster) holdIntent(in Intent) bool {
+	if o := c.pending[in.Target]; o != nil {
+		if len(o.intents) >= heldIntents {
+			c.stats.IntentsDropped++
+		} else {
+			o.intents = append(o.intents, in)
+		}
+		return true
+	}
+	if _, ok := c.thawAt[in.Target]; ok {
+		c.r.intents = append(c.r.intents, in) // the next tick, thawed or not
+		return true
+	}
+	if w, ok := c.went[in.Target]; ok && !c.r.w.Alive(in.Target) {
+		c.sendIntent(w.peer, in, w.epoch)
+		return true
+	}
+	return false
+}
+
+// expireWent forgets the "where it went" records past their time.
+func (c *cluster) expireWent(tick uint64) {
+	for id, w := range c.went {
+		if tick > w.until {
+			delete(c.went, id)
+		}
+	}
 }
 
 // receiveTransfer takes over the entities of a Transfer.
@@ -304,6 +380,7 @@ func (c *cluster) adopt(id ecs.ID, s handoff.Snapshot, byName map[string]codec) 
 		c.rep.Drain(nil)
 	}
 	delete(c.source, id)
+	delete(c.went, id)
 	if err := r.w.CreateEntity(id); err != nil {
 		return handoff.ReasonLive
 	}
@@ -378,6 +455,12 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		}
 		delete(c.pending, id)
 		delete(c.epochs, id)
+		// What arrived for it meanwhile follows it, after the snapshot on
+		// the same ordered stream; so does what arrives for a while yet.
+		for _, in := range o.intents {
+			c.sendIntent(from, in, o.epoch)
+		}
+		c.went[id] = wentTo{peer: from, epoch: o.epoch, until: c.r.w.CurrentTick().N + wentTicks}
 		// From now on it is a ghost of the target's: the forget hook keeps
 		// its visibility entry, views and anchors, and what arrives for it
 		// (intents) goes to the target. Until the target's first update

@@ -222,6 +222,7 @@ type Runtime struct {
 
 	intents, spareIntents []Intent
 	onIntent              func(w *ecs.World, in Intent)
+	companions            func(dst []ecs.ID, id ecs.ID) []ecs.ID
 
 	viewerOf  map[account.ID]ecs.ID
 	viewerAcc map[ecs.ID]account.ID
@@ -366,6 +367,9 @@ func (r *Runtime) accept(peer string, f wire.Fence) bool {
 	ok := r.cfg.Accept == nil || r.cfg.Accept(peer, f.Lease)
 	if ok && r.cluster != nil {
 		r.cluster.sawLease(peer, f.Lease)
+		if f.Table > r.cluster.peerTable[peer] {
+			r.cluster.peerTable[peer] = f.Table
+		}
 	}
 	return ok
 }
@@ -453,6 +457,14 @@ func (r *Runtime) AddSystem(s ecs.System) error {
 // OnIntent sets the module's intent handler, called once per intent
 // addressed to an entity this node simulates, in the order sent.
 func (r *Runtime) OnIntent(fn func(w *ecs.World, in Intent)) { r.onIntent = fn }
+
+// SetCompanions sets which entities travel with an entity that is handed
+// over (a master and its pet): fn appends them to dst. A companion goes in
+// the same transfer when this node simulates it and it already stands in
+// the target's territory; one still on this side follows on its own when
+// it crosses the margin. Ids in components stay valid on every node, so a
+// companion left behind goes on referring to the other through its ghost.
+func (r *Runtime) SetCompanions(fn func(dst []ecs.ID, id ecs.ID) []ecs.ID) { r.companions = fn }
 
 // OnColumns sets the module's column hooks.
 func (r *Runtime) OnColumns(h ColumnHooks) { r.columns = h }
@@ -632,8 +644,11 @@ func (r *Runtime) applyIntents(w *ecs.World, t ecs.Tick) {
 			r.cluster.routeIntent(in) // its owner applies it, once
 			continue
 		}
+		if r.cluster != nil && r.cluster.holdIntent(in) {
+			continue // frozen in a handoff: it follows the entity or waits here
+		}
 		if !r.Simulated(in.Target) || r.onIntent == nil {
-			continue // a frozen target's intents would follow it in a handoff; here they lapse
+			continue // no such entity (destroyed, or never here): it lapses
 		}
 		r.report.Intents++
 		r.onIntent(w, in)

@@ -12,10 +12,10 @@ import (
 // Smallest encodings of list elements, which bound a count by the bytes
 // left (invariant 4 of the package doc).
 const (
-	minChunk         = 3                 // three one-byte varints
-	minIntent        = 1 + 8 + 8 + 1 + 1 // kind, source, target, amount, data length
-	minFrame         = 1                 // an empty frame's length
-	minAccountFrames = 1 + 1             // account, index count
+	minChunk         = 3                     // three one-byte varints
+	minIntent        = 1 + 8 + 8 + 1 + 1 + 1 // kind, source, target, epoch, amount, data length
+	minFrame         = 1                     // an empty frame's length
+	minAccountFrames = 1 + 1                 // account, index count
 	minAccount       = 1
 	minIndex         = 1
 	minSnapshotEntry = 8 + 1 + 1 + 1 // entity, epoch, seq, frames length
@@ -62,6 +62,7 @@ func DecodeIntents(b []byte) (Intents, error) {
 			in.Kind = uint16(kind)
 			in.Source = r.U64("List[].Source")
 			in.Target = r.U64("List[].Target")
+			in.Epoch = r.Uvarint("List[].Epoch")
 			in.Amount = r.varint("List[].Amount")
 			in.Data = r.Span("List[].Data", MaxIntentData)
 		}

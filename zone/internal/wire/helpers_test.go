@@ -71,8 +71,8 @@ func codecs() []codec {
 			samples: []message{
 				Intents{},
 				Intents{Fence: fenceEtc, Tick: 1 << 40, List: []Intent{
-					{Kind: 1, Source: 1<<63 | 5, Target: 9, Amount: -3, Data: []byte("hit")},
-					{Kind: math.MaxUint16, Source: math.MaxUint64, Amount: math.MinInt64},
+					{Kind: 1, Source: 1<<63 | 5, Target: 9, Epoch: 3, Amount: -3, Data: []byte("hit")},
+					{Kind: math.MaxUint16, Source: math.MaxUint64, Epoch: math.MaxUint64, Amount: math.MinInt64},
 					{Amount: math.MaxInt64, Data: make([]byte, MaxIntentData)},
 				}},
 			},
@@ -83,6 +83,7 @@ func codecs() []codec {
 						Kind:   uint16(randU64(r)),
 						Source: randU64(r),
 						Target: randU64(r),
+						Epoch:  randU64(r),
 						Amount: randI64(r),
 						Data:   randBytes(r, MaxIntentData),
 					})

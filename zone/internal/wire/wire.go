@@ -66,6 +66,10 @@ type Intent struct {
 	Kind   uint16 // module-defined
 	Source uint64 // entity id of the requester
 	Target uint64 // entity id the intent is addressed to
+	// Epoch is the target's epoch as the sender knew it (its ghost's, or
+	// its own if it handed the target on): a node that simulates the
+	// target at a lower epoch is a stale owner and drops the intent.
+	Epoch  uint64
 	Amount int64
 	Data   []byte // module-defined, may be empty, at most MaxIntentData bytes
 }
@@ -146,6 +150,7 @@ func (m Intents) Append(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(in.Kind))
 		dst = binary.LittleEndian.AppendUint64(dst, in.Source)
 		dst = binary.LittleEndian.AppendUint64(dst, in.Target)
+		dst = binary.AppendUvarint(dst, in.Epoch)
 		dst = binary.AppendVarint(dst, in.Amount)
 		dst = appendBytes(dst, in.Data)
 	}

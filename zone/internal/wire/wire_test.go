@@ -167,8 +167,8 @@ func TestRefusesMalformed(t *testing.T) {
 
 		{"intent kind over 16 bits", adapt(DecodeIntents), append(uv(fenceBytes(), 0, 1, 1<<16), zeros(18)...), "Intents.List[0].Kind"},
 		{"intent count beyond the bytes", adapt(DecodeIntents), append(uv(fenceBytes(), 0, 2), zeros(37)...), "Intents.List at"},
-		{"intent data over the limit", adapt(DecodeIntents), append(uv(append(uv(fenceBytes(), 0, 1, 0), zeros(17)...), MaxIntentData+1), zeros(MaxIntentData+1)...), "Intents.List[0].Data"},
-		{"intent data beyond the bytes", adapt(DecodeIntents), append(uv(append(uv(fenceBytes(), 0, 1, 0), zeros(17)...), 5), 1, 2), "Intents.List[0].Data"},
+		{"intent data over the limit", adapt(DecodeIntents), append(uv(append(uv(fenceBytes(), 0, 1, 0), zeros(18)...), MaxIntentData+1), zeros(MaxIntentData+1)...), "Intents.List[0].Data"},
+		{"intent data beyond the bytes", adapt(DecodeIntents), append(uv(append(uv(fenceBytes(), 0, 1, 0), zeros(18)...), 5), 1, 2), "Intents.List[0].Data"},
 
 		{"frame beyond the bytes", adapt(DecodeForward), uv(fenceBytes(), 0, 1, 3, 1, 1), "Forward.Frames[0]"},
 		{"frame index out of range", adapt(DecodeForward), uv(fenceBytes(), 0, 1, 0, 2, 1, 1, 0, 2, 2, 0, 1), "Forward.Accounts[1].Frames[1]"},
