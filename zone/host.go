@@ -6,14 +6,21 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/coord"
+	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/nodename"
@@ -40,6 +47,18 @@ type HostConfig struct {
 	// for peers to dial. Default: the address the listener got, which is
 	// right unless ListenAddr is a wildcard such as ":7100".
 	AdvertiseAddr string
+	// MetricsAddr, if set, is where Host serves the node's Prometheus
+	// metrics over HTTP, at /metrics: the Ownership's gauges
+	// (shardwise_zone_owned_regions, _table_version, _fenced), the last
+	// tick (_tick), the node's entities by state (_entities{state=
+	// "simulated"|"frozen"}) and the simulated ones by region
+	// (_region_entities{region="17"}), its render ghosts (_render_ghosts),
+	// its handoffs (_handoffs_total{event="sent"|"acked"|"refused"|
+	// "aborted"|"adopted"|"stale"}), and the Go runtime's and the
+	// process's. They are set after every tick. The address served is
+	// published in coord as Addrs["metrics"] and reported in HostReady.
+	// Port 0 picks a free one. Default "": not served.
+	MetricsAddr string
 	// TTL is the lease's time to live, whole seconds (JoinConfig.TTL).
 	// Default 0: coord's default (10s).
 	TTL time.Duration
@@ -89,6 +108,9 @@ type HostReady struct {
 	Lease int64
 	// LinkAddr is the link address published in coord.
 	LinkAddr string
+	// MetricsAddr is the address the metrics are served on (host:port,
+	// path /metrics), or "" when HostConfig.MetricsAddr is not set.
+	MetricsAddr string
 	// TableVersion and OwnedRegions describe the table held; Regions is
 	// the grid's region count.
 	TableVersion          uint64
@@ -102,6 +124,13 @@ type HostReady struct {
 type HostReport struct {
 	// Report is the runtime's report of the tick.
 	Report
+	// Simulated and Frozen count the node's own entities with a position:
+	// those it simulates, and those frozen in a handoff (sent and not yet
+	// acked, or taken over and not yet past the source's last tick).
+	// Simulation ghosts are in neither.
+	Simulated, Frozen int
+	// Handoff is the runtime's handoff counters since it started.
+	Handoff HandoffStats
 	// RenderGhosts is how many entities of other nodes the node holds.
 	RenderGhosts int
 	// OwnedRegions is how many regions the held table gives the node, at
@@ -155,6 +184,11 @@ func (c HostConfig) Validate() error {
 	if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
 		return errcode.Config("HostConfig.ListenAddr", c.ListenAddr, "must be host:port (port 0 picks a free one)")
 	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			return errcode.Config("HostConfig.MetricsAddr", c.MetricsAddr, "must be host:port (port 0 picks a free one)")
+		}
+	}
 	if c.AdvertiseAddr != "" {
 		host, port, err := net.SplitHostPort(c.AdvertiseAddr)
 		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
@@ -205,9 +239,11 @@ const peerPoll = 10 * time.Millisecond
 //  1. loads the node's certificate from CertDir and listens on
 //     ListenAddr (it serves peers only once the runtime exists, so no
 //     peer's message meets a link without the runtime's handlers: a peer
-//     that dials earlier waits in the listener's backlog);
+//     that dials earlier waits in the listener's backlog); with
+//     MetricsAddr, serves the metrics from then on (they read zero until
+//     the first tick);
 //  2. connects to coord and joins (Join, role "zone"), publishing the link
-//     address as Addrs["link"];
+//     address as Addrs["link"] and the metrics address as Addrs["metrics"];
 //  3. follows coord's membership in one goroutine it owns: every other
 //     live zone member with a link address is a link peer (removed when
 //     it leaves), and its lease is the one the runtime's fence (Accept)
@@ -223,7 +259,8 @@ const peerPoll = 10 * time.Millisecond
 //
 // Before it returns, everything it started has stopped, in this order: the
 // runtime, the membership follower, the link, the Ownership (which revokes
-// the lease, so the name is free at once), the coord client.
+// the lease, so the name is free at once), the coord client, the metrics
+// server.
 //
 // A Host is the whole lifetime of one node, so it is a call, not an
 // object: nothing outlives it, and ctx is its only stop. The runtime is
@@ -243,6 +280,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		own    *Ownership
 		peers  *peerSet
 		rt     *Runtime
+		ms     *metricsServer
 	)
 	defer func() {
 		if rt != nil {
@@ -262,6 +300,9 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		}
 		if cl != nil {
 			_ = cl.Close()
+		}
+		if ms != nil {
+			ms.stop()
 		}
 		// ctx ending is a stop, not a failure, wherever it happens.
 		if err != nil && ctx.Err() != nil && !errors.Is(err, ErrFenced) {
@@ -286,6 +327,20 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	if addr == "" {
 		addr = lis.Addr().String()
 	}
+	addrs := map[string]string{"link": addr}
+	var (
+		hm  *hostMetrics
+		reg *prometheus.Registry
+	)
+	if cfg.MetricsAddr != "" {
+		hm, reg = newHostMetrics(), prometheus.NewRegistry()
+		reg.MustRegister(hm.collectors()...)
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		if ms, err = serveMetrics(cfg.MetricsAddr, reg, log); err != nil {
+			return err
+		}
+		addrs["metrics"] = ms.addr
+	}
 
 	if cfg.Coord.Logger == nil {
 		cfg.Coord.Logger = log
@@ -293,9 +348,12 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	if cl, err = coord.Connect(ctx, cfg.Coord); err != nil {
 		return err
 	}
-	own, err = Join(ctx, JoinConfig{Coord: cl, Name: cfg.Name, Addrs: map[string]string{"link": addr}, TTL: cfg.TTL, Logger: log})
+	own, err = Join(ctx, JoinConfig{Coord: cl, Name: cfg.Name, Addrs: addrs, TTL: cfg.TTL, Logger: log})
 	if err != nil {
 		return err
+	}
+	if reg != nil {
+		reg.MustRegister(own.Collectors()...)
 	}
 	p := &peerSet{self: cfg.Name, link: l, log: log, leases: map[string]int64{}, addrs: map[string]string{}}
 	if err := p.follow(ctx, cl); err != nil {
@@ -324,23 +382,25 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		log.Warn("zone: host: starting without peers the region table names", "node", cfg.Name, "missing", missing, "waited", cfg.PeerWait)
 	}
 	ready := HostReady{
-		Name: cfg.Name, Node: rc.Node, Lease: own.Lease(), LinkAddr: addr,
+		Name: cfg.Name, Node: rc.Node, Lease: own.Lease(), LinkAddr: addr, MetricsAddr: addrs["metrics"],
 		TableVersion: own.Version(), OwnedRegions: len(own.OwnedRegions()), Regions: own.Table().Grid().Regions(),
 		Connected: connected, Missing: missing,
 	}
-	log.Info("zone: host: ticking", "node", cfg.Name, "node_id", ready.Node, "link", addr, "table_version", ready.TableVersion,
-		"owned", ready.OwnedRegions, "connected", connected)
+	log.Info("zone: host: ticking", "node", cfg.Name, "node_id", ready.Node, "link", addr, "metrics", ready.MetricsAddr,
+		"table_version", ready.TableVersion, "owned", ready.OwnedRegions, "connected", connected)
 	if cfg.OnReady != nil {
 		cfg.OnReady(ready)
 	}
-	return tick(ctx, cfg, rt, own, l)
+	return tick(ctx, cfg, rt, own, l, hm)
 }
 
 // tick runs the tick loop: fixed steps on cfg.Clock, scheduled from the
 // first, so a slow tick is caught up on by the next ones, down to one
-// interval behind.
-func tick(ctx context.Context, cfg HostConfig, rt *Runtime, own *Ownership, l *link.Node) error {
+// interval behind. After each tick it reports to OnTick and sets hm (nil:
+// no metrics).
+func tick(ctx context.Context, cfg HostConfig, rt *Runtime, own *Ownership, l *link.Node, hm *hostMetrics) error {
 	interval := rt.World().TickInterval()
+	perRegion := map[cells.RegionID]int{}
 	next := cfg.Clock.Now().Add(interval)
 	t := cfg.Clock.NewTimer(interval)
 	defer t.Stop()
@@ -356,16 +416,22 @@ func tick(ctx context.Context, cfg HostConfig, rt *Runtime, own *Ownership, l *l
 		if rt.Fenced() {
 			return fencedErr(own)
 		}
-		if cfg.OnTick != nil {
+		if cfg.OnTick != nil || hm != nil {
 			hr := HostReport{Report: rep, RenderGhosts: rt.RenderGhosts(), OwnedRegions: len(own.OwnedRegions()),
-				TableVersion: own.Version(), Cluster: rt.ClusterStats()}
+				TableVersion: own.Version(), Cluster: rt.ClusterStats(), Handoff: rt.HandoffStats()}
+			hr.Simulated, hr.Frozen = census(rt, perRegion)
 			for _, p := range l.Peers() {
 				hr.Peers++
 				if l.Connected(p) {
 					hr.Connected++
 				}
 			}
-			cfg.OnTick(hr)
+			if hm != nil {
+				hm.update(hr, perRegion)
+			}
+			if cfg.OnTick != nil {
+				cfg.OnTick(hr)
+			}
 		}
 		now := cfg.Clock.Now()
 		next = next.Add(interval)
@@ -375,6 +441,61 @@ func tick(ctx context.Context, cfg HostConfig, rt *Runtime, own *Ownership, l *l
 		t.Reset(max(next.Sub(now), 0))
 	}
 	return nil
+}
+
+// census counts the node's own positioned entities: simulated, and
+// frozen in a handoff; perRegion is cleared and refilled with the
+// simulated ones by the region they stand in.
+func census(rt *Runtime, perRegion map[cells.RegionID]int) (simulated, frozen int) {
+	clear(perRegion)
+	grid := rt.Grid()
+	rt.Positions().Each(func(id ecs.ID, p *Position) {
+		switch {
+		case rt.Simulated(id):
+			simulated++
+			perRegion[grid.RegionOf(p.Pos)]++
+		case rt.Frozen().Has(id) && !rt.Ghosts().Has(id):
+			frozen++
+		}
+	})
+	return simulated, frozen
+}
+
+// metricsServer serves a registry over HTTP until stop.
+type metricsServer struct {
+	addr string
+	srv  *http.Server
+	done chan struct{}
+}
+
+// serveMetrics listens on addr and serves reg at /metrics in a goroutine
+// that stop joins.
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (*metricsServer, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, errcode.Config("HostConfig.MetricsAddr", addr, err.Error())
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	m := &metricsServer{
+		addr: lis.Addr().String(),
+		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(m.done)
+		if err := m.srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("zone: host: metrics server", "addr", m.addr, "err", err)
+		}
+	}()
+	return m, nil
+}
+
+// stop closes the listener and every connection, and waits for the
+// server's goroutine.
+func (m *metricsServer) stop() {
+	_ = m.srv.Close()
+	<-m.done
 }
 
 // waitPeers waits, polling on cfg.Clock, until every other node the held

@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -263,9 +268,136 @@ func TestHostStopsAfterTicks(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("Host did not return after its 5 ticks")
 	}
-	if r, n := h.report(); n != 5 || r.Tick != 5 || r.Entities != 16 {
-		t.Fatalf("ran %d ticks, last tick %d with %d entities; want 5 ticks and 16 entities", n, r.Tick, r.Entities)
+	if r, n := h.report(); n != 5 || r.Tick != 5 || r.Entities != 16 || r.Simulated != 16 || r.Frozen != 0 {
+		t.Fatalf("ran %d ticks, last tick %d with %d entities (%d simulated, %d frozen); want 5 ticks and 16 entities, all simulated",
+			n, r.Tick, r.Entities, r.Simulated, r.Frozen)
 	}
+}
+
+// TestHostServesMetrics: with MetricsAddr the host serves, from before its
+// first tick until it returns, the node's metrics as they stand after its
+// last tick, and publishes their address in coord.
+func TestHostServesMetrics(t *testing.T) {
+	e, prefix, certs, mod := soloHost(t)
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	h := startHost(ctx, zone.HostConfig{
+		Coord: coord.ClientConfig{Endpoints: e.Endpoints(), Prefix: prefix},
+		Name:  "zone-a", CertDir: certs, Module: mod, Runtime: zone.Config{Grid: hostGrid()},
+		MetricsAddr: "127.0.0.1:0", Clock: fake,
+	})
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	const ticks = 3
+	for range ticks {
+		if err := fake.BlockUntil(wctx, 1); err != nil {
+			t.Fatal("the host never armed its tick timer")
+		}
+		fake.Advance(50 * time.Millisecond)
+	}
+	// OnTick runs after the metrics are set: once it has seen the last
+	// tick, a scrape shows that tick.
+	testenv.PollUntil(t, 30*time.Second, "the host's third tick", func() bool {
+		_, n := h.report()
+		return n == ticks
+	})
+	h.mu.Lock()
+	addr := h.ready.MetricsAddr
+	h.mu.Unlock()
+	if addr == "" || !strings.HasPrefix(addr, "127.0.0.1:") || strings.HasSuffix(addr, ":0") {
+		t.Fatalf("HostReady.MetricsAddr = %q, want the port served on 127.0.0.1", addr)
+	}
+	body := scrapeMetrics(t, "http://"+addr+"/metrics")
+	regionSum := 0.0
+	for series, v := range body {
+		if strings.HasPrefix(series, "shardwise_zone_region_entities{") {
+			regionSum += v
+		}
+	}
+	want := map[string]float64{
+		"shardwise_zone_tick":                            ticks,
+		`shardwise_zone_entities{state="simulated"}`:     16,
+		`shardwise_zone_entities{state="frozen"}`:        0,
+		`shardwise_zone_handoffs_total{event="sent"}`:    0,
+		`shardwise_zone_handoffs_total{event="adopted"}`: 0,
+		"shardwise_zone_render_ghosts":                   0,
+		"shardwise_zone_owned_regions":                   16,
+		"shardwise_zone_table_version":                   1,
+		"shardwise_zone_fenced":                          0,
+	}
+	if regionSum != 16 {
+		t.Errorf("shardwise_zone_region_entities sum to %v, want the 16 wanderers", regionSum)
+	}
+	for series, v := range want {
+		if got, ok := body[series]; !ok || got != v {
+			t.Errorf("%s = %v (present %v), want %v", series, got, ok, v)
+		}
+	}
+	if _, ok := body["go_goroutines"]; !ok {
+		t.Error("no Go runtime metrics")
+	}
+
+	cl, err := coord.Connect(wctx, coord.ClientConfig{Endpoints: e.Endpoints(), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ms, err := cl.Members(wctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 1 || ms[0].Addrs["metrics"] != addr {
+		t.Errorf("members %+v, want zone-a publishing metrics at %s", ms, addr)
+	}
+
+	cancel()
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Host did not return after cancel")
+	}
+	// Host returned: nothing serves the address any more.
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		_ = c.Close()
+		t.Errorf("%s still accepts connections after Host returned", addr)
+	}
+}
+
+// scrapeMetrics reads a Prometheus text endpoint into value by series
+// (name{labels} as written).
+func scrapeMetrics(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
+	}
+	out := map[string]float64{}
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			t.Fatalf("metrics line %q", line)
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
 }
 
 // TestHostReturnsFencedWhenCutOff: a node cut off from etcd loses its
@@ -331,6 +463,7 @@ func TestHostConfigValidateNamesTheField(t *testing.T) {
 		{"HostConfig.CertDir", func(c *zone.HostConfig) { c.CertDir = "" }},
 		{"HostConfig.ListenAddr", func(c *zone.HostConfig) { c.ListenAddr = "7100" }},
 		{"HostConfig.AdvertiseAddr", func(c *zone.HostConfig) { c.AdvertiseAddr = "10.0.0.5:0" }},
+		{"HostConfig.MetricsAddr", func(c *zone.HostConfig) { c.MetricsAddr = "9100" }},
 		{"HostConfig.TTL", func(c *zone.HostConfig) { c.TTL = 1500 * time.Millisecond }},
 		{"HostConfig.Module", func(c *zone.HostConfig) { c.Module = nil }},
 		{"HostConfig.Runtime.Name", func(c *zone.HostConfig) { c.Runtime.Name = "zone-b" }},
