@@ -13,19 +13,24 @@ import (
 
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/examples/wander"
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/zone"
 )
 
-// newZoneCmd is "shardwise zone": one node of the reference game as its
-// own process (zone.Host), printing a status line about once a second.
+// newZoneCmd is "shardwise zone": one zone node as its own process
+// (zone.Host), running the reference game or the wander example, printing
+// a status line about once a second.
 func newZoneCmd() *cobra.Command {
 	var (
-		etcd    etcdFlags
-		host    zone.HostConfig
-		gc      game.Config
-		ticks   int
-		verbose bool
+		etcd      etcdFlags
+		host      zone.HostConfig
+		gc        game.Config
+		module    string
+		entities  int
+		ticks     int
+		noHandoff bool
+		verbose   bool
 	)
 	// The configuration fields the flags below set, and those flags.
 	flagOf := map[string]string{
@@ -36,6 +41,7 @@ func newZoneCmd() *cobra.Command {
 		"HostConfig.CertDir":                   "--certs",
 		"HostConfig.ListenAddr":                "--listen",
 		"HostConfig.AdvertiseAddr":             "--advertise",
+		"HostConfig.MetricsAddr":               "--metrics",
 		"HostConfig.TTL":                       "--ttl",
 		"HostConfig.Runtime.TickInterval":      "--tick",
 		"HostConfig.Runtime.MaterialiseBudget": "--materialise-budget",
@@ -44,26 +50,46 @@ func newZoneCmd() *cobra.Command {
 		"Area":                                 "--area",
 		"TickInterval":                         "--tick",
 		"MaterialiseBudget":                    "--materialise-budget",
+		"Entities":                             "--entities",
 	}
 	cmd := &cobra.Command{
 		Use:   "zone",
-		Short: "Run one zone node of the reference game, with its peers found through etcd",
-		Long: "zone runs one node of the reference game as its own process: it registers in\n" +
-			"etcd as --name (role zone, publishing its link address), serves the node link\n" +
-			"with the certificate --certs holds for --name (see \"shardwise certs\"), and\n" +
-			"simulates the regions the region table gives it (see \"shardwise regions\n" +
-			"apply\"; the table's grid must be the game's: 128 km torus, 8 km regions).\n" +
-			"Every other zone member is a link peer; the entities they simulate near this\n" +
-			"node's players arrive as render ghosts. Every node runs the game from the same\n" +
-			"--seed and --players, each spawning the players whose homes it owns.\n" +
-			"It prints a status line about once a second and a summary at the end: after\n" +
-			"--ticks ticks, on interrupt, or when the node loses its lease (exit status 1).",
+		Short: "Run one zone node (the reference game or wander), with its peers found through etcd",
+		Long: "zone runs one zone node as its own process: it registers in etcd as --name\n" +
+			"(role zone, publishing its link address), serves the node link with the\n" +
+			"certificate --certs holds for --name (see \"shardwise certs\"), and simulates\n" +
+			"the regions the region table gives it (\"shardwise regions new\" writes a table\n" +
+			"over the grid the node runs, the game's: 128 km torus, 8 km regions;\n" +
+			"\"shardwise regions apply\" stores it). Every other zone member is a link\n" +
+			"peer; the entities they simulate near this node's viewers arrive as render\n" +
+			"ghosts.\n" +
+			"\n" +
+			"--module game (the default) runs the reference game: every node runs it from\n" +
+			"the same --seed and --players, each spawning the players whose homes it owns.\n" +
+			"--module wander runs examples/wander: --entities wanderers spawned in the\n" +
+			"--area square, each on the node owning its spawn region, each staying inside\n" +
+			"that region.\n" +
+			"\n" +
+			"When a new table moves a region away, the node hands every entity standing\n" +
+			"in it to the new owner over the link, under the same id, within a few ticks;\n" +
+			"an entity that walks past a border is handed over the same way. The game's\n" +
+			"dens and their mobs belong to the region's columns: the old owner removes\n" +
+			"them and the new owner sets them up again. --no-handoff turns handoff off:\n" +
+			"entities then stay with the node that simulates them.\n" +
+			"\n" +
+			"It prints a ready line, a status line about once a second (entities, those\n" +
+			"simulated and frozen in a handoff, regions, render ghosts, peers, handoffs),\n" +
+			"a line when the table changes, and a summary at the end: after --ticks ticks,\n" +
+			"on interrupt, or when the node loses its lease (exit status 1). With\n" +
+			"--metrics it serves Prometheus metrics at http://ADDR/metrics, among them\n" +
+			"shardwise_zone_region_entities{region} (entities simulated per region) and\n" +
+			"shardwise_zone_handoffs_total{event}.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if ticks < 0 {
 				return withCode(errcode.Config("--ticks", ticks, "must not be negative (0 runs until interrupted)"))
 			}
-			mod, err := game.NewModule(gc)
+			mod, err := zoneModule(cmd, module, gc, entities)
 			if err != nil {
 				return withCode(renameToFlags(err, flagOf))
 			}
@@ -78,6 +104,7 @@ func newZoneCmd() *cobra.Command {
 			host.Coord = coord.ClientConfig{Endpoints: etcd.endpoints, Prefix: etcd.prefix, DialTimeout: etcd.timeout}
 			host.Module = mod
 			host.Runtime = gc.RuntimeConfig()
+			host.Runtime.NoHandoff = noHandoff
 			host.Ticks = uint64(ticks)
 			host.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			host.OnReady = st.ready
@@ -95,16 +122,45 @@ func newZoneCmd() *cobra.Command {
 	f.StringVar(&host.CertDir, "certs", "", `directory written by "shardwise certs" holding this node's certificate (required)`)
 	f.StringVar(&host.ListenAddr, "listen", "127.0.0.1:0", "address the node link listens on (port 0: any free port)")
 	f.StringVar(&host.AdvertiseAddr, "advertise", "", "link address published for peers (default: the one listened on)")
+	f.StringVar(&host.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (port 0: any free port; default: not served)")
 	f.DurationVar(&host.TTL, "ttl", 0, "lease TTL, whole seconds: the node is fenced this long after etcd stops hearing from it (0: 10s)")
 	f.DurationVar(&host.PeerWait, "peer-wait", 10*time.Second, "before the first tick, wait this long for the table's other nodes to be connected (negative: do not wait)")
 	f.IntVar(&ticks, "ticks", 0, "ticks to run; 0 runs until interrupted")
 	f.DurationVar(&gc.TickInterval, "tick", 50*time.Millisecond, "the fixed step (every node of a world must use the same)")
 	f.Uint64Var(&gc.Seed, "seed", 1, "world seed: every node of a world must use the same")
-	f.IntVar(&gc.Players, "players", 64, "players of the whole world (a master and a pet each), each on the node owning its home")
+	f.StringVar(&module, "module", "game", "the zone module: game (the reference game) or wander (examples/wander)")
+	f.IntVar(&gc.Players, "players", 64, "--module game: players of the whole world (a master and a pet each), each on the node owning its home")
+	f.IntVar(&entities, "entities", 64, "--module wander: wanderers of the whole world, each on the node owning its spawn region")
 	f.Float64Var(&gc.Area, "area", 2000, "side in metres of the start square, centred on the seams' crossing")
 	f.IntVar(&gc.MaterialiseBudget, "materialise-budget", 0, "columns materialised per tick (0: default 64)")
+	f.BoolVar(&noHandoff, "no-handoff", false, "never hand entities over: they stay with this node wherever they walk, and a region move leaves them here")
 	f.BoolVar(&verbose, "verbose", false, "log node events (joins, peers, table versions) to stderr")
 	return cmd
+}
+
+// zoneModule builds the module --module names. The game's configuration
+// is checked for both: its runtime configuration (grid, step, budget) is
+// the node's either way.
+func zoneModule(cmd *cobra.Command, module string, gc game.Config, entities int) (zone.Module, error) {
+	changed := cmd.Flags().Changed
+	switch module {
+	case "game":
+		if changed("entities") {
+			return nil, errcode.Config("--entities", entities, "is for --module wander")
+		}
+		return game.NewModule(gc)
+	case "wander":
+		if changed("players") {
+			return nil, errcode.Config("--players", gc.Players, "is for --module game")
+		}
+		if err := gc.WithDefaults().Validate(); err != nil {
+			return nil, err
+		}
+		// Centre zero: the seams' crossing, where the game's start square is.
+		return wander.New(wander.Config{Seed: gc.Seed, Entities: entities, Area: gc.Area})
+	default:
+		return nil, errcode.Config("--module", module, "must be game or wander")
+	}
 }
 
 // indexRE matches the index of a list field ("Endpoints[2]").
@@ -131,34 +187,49 @@ type zoneStatus struct {
 	ticks     uint64
 	last      zone.HostReport
 	regions   int
+	version   uint64 // the table version of the last line that named one
 	maxGhosts int
 }
 
 func (s *zoneStatus) ready(r zone.HostReady) {
 	s.regions = r.Regions
+	s.version = r.TableVersion
 	s.start = time.Now()
-	fmt.Fprintf(s.out, "%s: node %d, link %s, table version %d: owns %d of %d regions; peers connected: %s; missing: %s\n",
-		r.Name, r.Node, r.LinkAddr, r.TableVersion, r.OwnedRegions, r.Regions, list(r.Connected), list(r.Missing))
+	metrics := ""
+	if r.MetricsAddr != "" {
+		metrics = ", metrics http://" + r.MetricsAddr + "/metrics"
+	}
+	fmt.Fprintf(s.out, "%s: node %d, link %s%s, table version %d: owns %d of %d regions; peers connected: %s; missing: %s\n",
+		r.Name, r.Node, r.LinkAddr, metrics, r.TableVersion, r.OwnedRegions, r.Regions, list(r.Connected), list(r.Missing))
 }
 
 func (s *zoneStatus) tick(r zone.HostReport) {
 	s.ticks++
 	s.last = r
 	s.maxGhosts = max(s.maxGhosts, r.RenderGhosts)
+	if r.TableVersion != s.version {
+		s.version = r.TableVersion
+		fmt.Fprintf(s.out, "%s: table version %d at tick %d: owns %d of %d regions\n", s.name, r.TableVersion, r.Tick, r.OwnedRegions, s.regions)
+	}
 	if s.ticks%s.every == 0 {
-		fmt.Fprintf(s.out, "%s  tick %d  entities %d  regions %d  ghosts %d  peers %d/%d  batches %d  refused %d\n",
-			s.name, r.Tick, r.Entities, r.OwnedRegions, r.RenderGhosts, r.Connected, r.Peers, r.Cluster.Batches, r.Cluster.Refused)
+		h := r.Handoff
+		fmt.Fprintf(s.out, "%s  tick %d  entities %d  simulated %d  frozen %d  regions %d  ghosts %d  peers %d/%d  batches %d  refused %d  handoffs sent %d acked %d adopted %d\n",
+			s.name, r.Tick, r.Entities, r.Simulated, r.Frozen, r.OwnedRegions, r.RenderGhosts, r.Connected, r.Peers,
+			r.Cluster.Batches, r.Cluster.Refused, h.Sent, h.Acked, h.Adopted)
 	}
 }
 
 func (s *zoneStatus) summary() {
 	r := s.last
-	fmt.Fprintf(s.out, "%s: ran %d ticks in %s: entities %d, owned regions %d of %d (table version %d), "+
+	h := r.Handoff
+	fmt.Fprintf(s.out, "%s: ran %d ticks in %s: entities %d (simulated %d, frozen %d), owned regions %d of %d (table version %d), "+
 		"render ghosts %d (most %d), link batches %d (entries %d, snapshots %d), subscribes %d, "+
-		"intents sent %d, refused %d, send errors %d\n",
-		s.name, s.ticks, time.Since(s.start).Round(time.Millisecond), r.Entities, r.OwnedRegions, s.regions, r.TableVersion,
+		"intents sent %d, refused %d, send errors %d, "+
+		"handoffs sent %d, acked %d, refused %d, aborted %d, adopted %d, stale %d\n",
+		s.name, s.ticks, time.Since(s.start).Round(time.Millisecond), r.Entities, r.Simulated, r.Frozen, r.OwnedRegions, s.regions, r.TableVersion,
 		r.RenderGhosts, s.maxGhosts, r.Cluster.Batches, r.Cluster.Entries, r.Cluster.Snapshots, r.Cluster.Subscribes,
-		r.Cluster.IntentsSent, r.Cluster.Refused, r.Cluster.SendErrors)
+		r.Cluster.IntentsSent, r.Cluster.Refused, r.Cluster.SendErrors,
+		h.Sent, h.Acked, h.Refused, h.Aborted, h.Adopted, h.Stale)
 }
 
 func list(names []string) string {

@@ -118,6 +118,12 @@ func TestZoneFlagErrorsNameTheFlag(t *testing.T) {
 		{append(base, "--tick", "-1s"), "--tick = -1s: must be positive"},
 		{append(base, "--players", "-1"), "--players = -1: must not be negative"},
 		{append(base, "--area", "1e9"), "--area = 1e+09: must be positive and fit the torus"},
+		{append(base, "--metrics", "9100"), `--metrics = "9100": must be host:port`},
+		{append(base, "--module", "chess"), `--module = "chess": must be game or wander`},
+		{append(base, "--entities", "5"), "--entities = 5: is for --module wander"},
+		{append(base, "--module", "wander", "--players", "5"), "--players = 5: is for --module game"},
+		{append(base, "--module", "wander", "--entities", "-1"), "--entities = -1: must be positive"},
+		{append(base, "--module", "wander", "--area", "1e9"), "--area = 1e+09: must be positive and fit the torus"},
 	}
 	for _, c := range cases {
 		start := time.Now()
