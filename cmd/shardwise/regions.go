@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/game"
 )
 
 // etcdFlags are the connection flags every etcd-facing command shares.
@@ -68,15 +70,96 @@ func newRegionsCmd() *cobra.Command {
 	var flags etcdFlags
 	cmd := &cobra.Command{
 		Use:   "regions",
-		Short: "Show or replace the region table (which node owns which region) in etcd",
+		Short: "Show or replace the region table (which node owns which region) in etcd, or write a new one",
 		Long: `The region table assigns every region of the world grid to a node, by
 node name. It changes only when an operator applies a new version: a table
 of version V replaces exactly version V-1, so two operators applying at
-once cannot both win (the loser gets REGIONS.CONFLICT).`,
+once cannot both win (the loser gets REGIONS.CONFLICT). "regions new" writes
+a table file over the zone grid without etcd; running zone nodes follow
+every table applied, handing over the entities of the regions that move.`,
 	}
 	flags.register(cmd)
-	cmd.AddCommand(newRegionsShowCmd(&flags), newRegionsApplyCmd(&flags))
+	cmd.AddCommand(newRegionsShowCmd(&flags), newRegionsApplyCmd(&flags), newRegionsNewCmd())
 	return cmd
+}
+
+// newRegionsNewCmd is "shardwise regions new": a table file for "regions
+// apply", over the grid "shardwise zone" runs, written without etcd.
+func newRegionsNewCmd() *cobra.Command {
+	var (
+		nodes   []string
+		version uint64
+		set     []string
+		output  string
+	)
+	cmd := &cobra.Command{
+		Use:   "new",
+		Short: "Print a region table over the zone grid, split between --nodes (no etcd needed)",
+		Long: `Print a region table, in the form "regions apply" reads, over the grid
+"shardwise zone" runs (the reference game's: a 128 km torus in 8 km regions,
+16 × 16 = 256 regions, numbered row by row from the origin: region 0 spans
+x and y in [0, 8000) m, region 1 is next to it along x, region 16 along y).
+
+The regions are split between --nodes in contiguous blocks, in the order
+given: with two nodes the first owns regions 0-127 (y below 64 km) and
+the second 128-255. Each --set REGION=NODE then gives one region to a node.
+It only prints; apply the result with "regions apply", for example with
+--expect-version N to replace version N whatever the file's --version says.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asYAML, err := outputIsYAML(output)
+			if err != nil {
+				return withCode(err)
+			}
+			t, err := newRegionTable(nodes, version, set)
+			if err != nil {
+				return withCode(err)
+			}
+			b, err := coord.FormatRegions(t, asYAML)
+			if err != nil {
+				return withCode(err)
+			}
+			_, err = cmd.OutOrStdout().Write(b)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&nodes, "nodes", nil, "node names sharing the regions, comma-separated, in block order (required)")
+	f.Uint64Var(&version, "version", 1, "the table's version (it replaces version-1)")
+	f.StringArrayVar(&set, "set", nil, "REGION=NODE: give one region to a node (repeatable)")
+	f.StringVarP(&output, "output", "o", "json", "output format: json or yaml")
+	return cmd
+}
+
+// newRegionTable is the table "regions new" prints.
+func newRegionTable(nodes []string, version uint64, set []string) (*cells.Table, error) {
+	if len(nodes) == 0 {
+		return nil, errcode.Config("--nodes", "", "required: the nodes sharing the regions (for example --nodes zone-a,zone-b)")
+	}
+	if version == 0 {
+		return nil, errcode.Config("--version", version, "must be at least 1")
+	}
+	grid, err := cells.NewGrid(game.Config{}.RuntimeConfig().Grid)
+	if err != nil {
+		return nil, err
+	}
+	t, err := cells.Uniform(grid, version, nodes)
+	if err != nil {
+		return nil, errcode.Config("--nodes", strings.Join(nodes, ","), err.Error())
+	}
+	owners := t.Owners()
+	for _, kv := range set {
+		region, node, ok := strings.Cut(kv, "=")
+		r, err := strconv.Atoi(region)
+		if !ok || err != nil || r < 0 || r >= len(owners) {
+			return nil, errcode.Config("--set", kv, fmt.Sprintf("must be REGION=NODE with REGION in [0, %d)", len(owners)))
+		}
+		owners[r] = node
+	}
+	if t, err = cells.NewTable(grid, version, owners); err != nil {
+		return nil, errcode.Config("--set", strings.Join(set, " "), err.Error())
+	}
+	return t, nil
 }
 
 func newRegionsShowCmd(flags *etcdFlags) *cobra.Command {

@@ -16,6 +16,7 @@ import (
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/torus"
 )
 
@@ -256,5 +257,62 @@ func TestRegionsApplyRefusesBadFile(t *testing.T) {
 	_, err = runCmd(t, newRegionsCmd(), "", "apply", filepath.Join(t.TempDir(), "missing.json"), "--endpoints", eps)
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// TestRegionsNew: "regions new" prints, without etcd, a table over the
+// grid "shardwise zone" runs that "regions apply" reads back: contiguous
+// blocks in the order of --nodes, then each --set. Refused flags are named.
+func TestRegionsNew(t *testing.T) {
+	out, err := runCmd(t, newRootCmd(), "", "regions", "new", "--nodes", "zone-a,zone-b", "--set", "0=zone-b", "--set", "255=zone-c", "--version", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := coord.ParseRegionsFile([]byte(out))
+	if err != nil {
+		t.Fatalf("regions apply would not read what regions new printed: %v\n%s", err, out)
+	}
+	grid, err := cells.NewGrid(game.Config{}.RuntimeConfig().Grid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.Grid() != grid || tb.Version() != 3 {
+		t.Fatalf("grid %+v version %d, want the game's grid at version 3", tb.Grid().Config(), tb.Version())
+	}
+	for r, owner := range tb.Owners() {
+		want := "zone-a"
+		switch {
+		case r == 0:
+			want = "zone-b"
+		case r == 255:
+			want = "zone-c"
+		case r >= 128:
+			want = "zone-b"
+		}
+		if owner != want {
+			t.Errorf("region %d: owner %s, want %s", r, owner, want)
+		}
+	}
+	if y, err := runCmd(t, newRootCmd(), "", "regions", "new", "--nodes", "zone-a", "-o", "yaml"); err != nil || !strings.Contains(y, "owners:\n  - zone-a\n") {
+		t.Errorf("-o yaml: %v\n%s", err, y)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, `--nodes = "": required`},
+		{[]string{"--nodes", "zone-a,zone-a"}, `--nodes = "zone-a,zone-a": `},
+		{[]string{"--nodes", "Zone"}, `--nodes = "Zone": `},
+		{[]string{"--nodes", "zone-a", "--version", "0"}, "--version = 0: must be at least 1"},
+		{[]string{"--nodes", "zone-a", "--set", "256=zone-b"}, `--set = "256=zone-b": must be REGION=NODE with REGION in [0, 256)`},
+		{[]string{"--nodes", "zone-a", "--set", "zone-b"}, `--set = "zone-b": must be REGION=NODE`},
+		{[]string{"--nodes", "zone-a", "--set", "1=Zone"}, `--set = "1=Zone": `},
+		{[]string{"--nodes", "zone-a", "-o", "xml"}, `--output = "xml": must be json or yaml`},
+	} {
+		_, err := runCmd(t, newRootCmd(), "", append([]string{"regions", "new"}, c.args...)...)
+		if want := errcode.ConfigInvalid + ": invalid configuration: " + c.want; errcode.Of(err) != errcode.ConfigInvalid || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%v:\n got  %v\n want %s…", c.args, err, want)
+		}
 	}
 }
