@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// asShardwise, set to 1 in a process's environment, makes this test
+// binary run as the shardwise command itself: the tests that need real
+// processes re-execute it (built once, with the test's flags, -race
+// included) instead of building the command a second time.
+const asShardwise = "SHARDWISE_TEST_AS_COMMAND"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asShardwise) == "1" {
+		main() // exits 1 itself on an error
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// shardwiseCommand is the command line "shardwise args..." as a process.
+func shardwiseCommand(t *testing.T, ctx context.Context, args ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = append(os.Environ(), asShardwise+"=1")
+	return cmd
+}
+
+// runShardwise runs "shardwise args..." as a process to its end and
+// returns its standard output; it fails the test, with the process's
+// standard error, unless the process exits 0 within 30 seconds.
+func runShardwise(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := shardwiseCommand(t, ctx, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("shardwise %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	return string(out)
+}
+
+// shardwiseProcess is a long-running "shardwise" process, its standard
+// output and error gathered in one buffer.
+type shardwiseProcess struct {
+	cmd  *exec.Cmd
+	out  syncBuffer
+	done chan struct{} // closed once the process has exited and its output is read
+	err  error         // Wait's result, set before done closes
+}
+
+// startShardwise starts "shardwise args..." as a process. The test's
+// cleanup interrupts it if it still runs (SIGINT, as an operator's ^C),
+// kills it if it has not exited 10 seconds later, and logs its output.
+func startShardwise(t *testing.T, args ...string) *shardwiseProcess {
+	t.Helper()
+	p := &shardwiseProcess{done: make(chan struct{})}
+	p.cmd = shardwiseCommand(t, context.Background(), args...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		if !p.exited() {
+			if err := p.stop(10 * time.Second); errors.Is(err, errStillRunning) {
+				t.Errorf("shardwise %s: %v", strings.Join(args, " "), err)
+			}
+		}
+		t.Logf("shardwise %s:\n%s", strings.Join(args, " "), p.out.String())
+	})
+	return p
+}
+
+func (p *shardwiseProcess) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// errStillRunning is stop's error for a process that ignored the
+// interrupt and was killed.
+var errStillRunning = errors.New("still running after the interrupt: killed")
+
+// stop interrupts the process and waits up to grace for it to exit,
+// returning how it exited; past grace it kills it. Stopping a process that
+// has exited returns how it exited.
+func (p *shardwiseProcess) stop(grace time.Duration) error {
+	if !p.exited() {
+		_ = p.cmd.Process.Signal(os.Interrupt)
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return p.err
+	case <-t.C:
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return errStillRunning
+	}
+}
