@@ -451,7 +451,7 @@ func BenchmarkRegionMove(b *testing.B) {
 		tick(false)
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	var moveTicks, moveWall, applyWall, worst, worstSrc, worstDst, normal50, normal99, ratio, worstCPU, normalCPU99, ratioCPU []float64
+	var moveTicks, moveWall, applyWall, worst, worstSrc, worstDst, normal50, normal99, ratio, worstCPU, normalCPU50, normalCPU99, ratioCPU []float64
 	version := rts[0].Table().Version()
 	for b.Loop() {
 		dst := 1 - src
@@ -496,6 +496,7 @@ func BenchmarkRegionMove(b *testing.B) {
 		ratio = append(ratio, float64(max(ws, wd))/float64(p99))
 		wc, cp99 := max(slices.Max(times[src].cpu), slices.Max(times[dst].cpu)), nearestRank(before.cpu, 99)
 		worstCPU, normalCPU99 = append(worstCPU, ms(wc)), append(normalCPU99, ms(cp99))
+		normalCPU50 = append(normalCPU50, ms(nearestRank(before.cpu, 50)))
 		ratioCPU = append(ratioCPU, float64(wc)/float64(cp99))
 		src = dst
 	}
@@ -515,6 +516,7 @@ func BenchmarkRegionMove(b *testing.B) {
 	b.ReportMetric(med(normal99), "normal-p99-ms")
 	b.ReportMetric(med(ratio), "worst/normal-p99")
 	b.ReportMetric(med(worstCPU), "worst-cpu-ms")
+	b.ReportMetric(med(normalCPU50), "normal-cpu-p50-ms")
 	b.ReportMetric(med(normalCPU99), "normal-cpu-p99-ms")
 	b.ReportMetric(med(ratioCPU), "cpu-worst/normal-p99")
 	b.ReportMetric(float64(st.Refused+st.Aborted), "given-up")
