@@ -4,9 +4,15 @@
 //	shardwise demo                  three economy nodes in one process on SQLite:
 //	                                netting, a killed node, the orphan sweep
 //	shardwise world --ticks N       the reference game headless on one node
-//	shardwise zone --endpoints E --name N --certs D
-//	                                one zone node of the reference game, sharing
-//	                                the world with the other zone nodes in etcd
+//	shardwise zone --endpoints E --name N --certs D [--module game|wander] [--metrics ADDR]
+//	                                one zone node of the reference game (or of
+//	                                examples/wander), sharing the world with the
+//	                                other zone nodes in etcd; a region the table
+//	                                moves away is handed over, entities and all;
+//	                                --metrics serves Prometheus metrics (entities
+//	                                per region, handoffs) at http://ADDR/metrics
+//	shardwise regions new --nodes a,b [--set REGION=NODE]
+//	                                print a region table over the zone grid
 //	shardwise regions show|apply    the region table in etcd (compare-and-set)
 //	shardwise members               the live members registered in etcd
 //	shardwise certs --dir D --nodes a,b,c
