@@ -578,10 +578,14 @@ func (c *cluster) receive(m inMsg) {
 
 func (c *cluster) applyUpdate(from string, e link.Entry, u wire.Update) {
 	id := ecs.ID(e.Entity)
-	if c.r.w.Alive(id) && !c.r.ghost.Has(id) && e.Epoch <= c.epochOf(id) {
-		// This node simulates it, at this epoch or a newer one: the sender
-		// is a former owner.
-		c.stats.Stale++
+	if c.r.w.Alive(id) && !c.r.ghost.Has(id) {
+		// This node holds it: simulated, or frozen in a handoff whose
+		// answer is not in yet (the target's first update can overtake its
+		// ack: they travel on different streams). No other node's update
+		// applies; one of an older epoch comes from a former owner.
+		if e.Epoch <= c.epochOf(id) {
+			c.stats.Stale++
+		}
 		return
 	}
 	if src, ok := c.source[id]; ok && src != from {
@@ -657,9 +661,16 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot) {
 	// The snapshot is the sender's part of the chunk: other sources'
 	// ghosts there stay.
 	var ups []replica.Update
+	listed := make(map[uint64]uint64, len(s.Entries))
+	for _, e := range s.Entries {
+		listed[e.Entity] = e.Epoch
+	}
 	for _, e := range c.rep.AppendResidents(nil, ch) {
 		if src := c.source[ecs.ID(e)]; src != from {
 			st, _, _ := c.rep.Has(e)
+			if ep, ok := listed[e]; ok && ep > st.Epoch {
+				continue // the sender is its new owner: its entry replaces it
+			}
 			burst, _ := c.rep.AppendBurst(nil, e)
 			ups = append(ups, replica.Update{Entity: e, Stamp: st, Frames: burst})
 		}
@@ -699,7 +710,19 @@ func (c *cluster) applyEvents() {
 			c.r.vis.Reindex(id, ev.Chunk)
 			c.r.followed(id, ev.Chunk)
 		case replica.Vanished:
+			if _, _, ok := c.rep.Has(ev.Entity); ok {
+				// Replaced within this batch (a snapshot, or a new owner's
+				// state): its Appeared event follows and moves it in place,
+				// so the clients that see it see no blink, and its source
+				// is the new one.
+				continue
+			}
 			c.r.vis.Remove(id, ev.Reason)
+			if src, ok := c.source[id]; ok && ev.Reason != interest.Gone {
+				// Out of sight, not destroyed: an intent sent to it before
+				// this node knew still reaches its owner.
+				c.went[id] = wentTo{peer: src, until: c.r.w.CurrentTick().N + wentTicks}
+			}
 			delete(c.source, id)
 			c.goneGhosts[id] = struct{}{} // its vanish is not ours to send on
 		}
@@ -1001,8 +1024,10 @@ func (c *cluster) receiveIntents(from string, m wire.Intents) {
 	}
 	for _, in := range m.List {
 		id := ecs.ID(in.Target)
-		if c.r.w.Alive(id) && !c.r.isGhost(id) && !c.r.ghost.Has(id) && c.epochOf(id) < in.Epoch {
+		if c.r.w.Alive(id) && !c.r.isGhost(id) && !c.r.ghost.Has(id) && c.pending[id] == nil && c.epochOf(id) < in.Epoch {
 			// The sender knows a newer owner than this copy: a stale one.
+			// (A source waiting for its handoff's answer keeps it: it
+			// follows the entity with the answer.)
 			c.stats.Stale++
 			continue
 		}

@@ -1,6 +1,7 @@
 package zone
 
 import (
+	"cmp"
 	"encoding/binary"
 	"slices"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/shardwise/shardwise/outbox"
 	"github.com/shardwise/shardwise/replica"
 	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/zone/internal/wire"
 )
 
 // Entity handoff. An entity that stands more than the handoff margin past
@@ -25,14 +27,17 @@ import (
 // target, on the same ordered stream, because the ghost names its source.
 //
 // Bounded freeze: without an answer within handoffTimeout ticks the source
-// asks the target to abort (KindAbort), and unfreezes only on the target's
-// answer — or when the target loses its lease — so that at no tick do both
-// simulate the entity; an unfrozen entity goes on at epoch e+2, so a late
-// ack or update of e+1 changes nothing.
+// asks the target again (KindAbort): a target that took the entity answers
+// with an Ack, one that did not with a Refuse (ReasonAborted), and only a
+// Refuse — or the target losing its lease — unfreezes the entity at the
+// source, at epoch e+2. So at no tick do both simulate it, and nothing the
+// target simulated is rolled back. Intents that reach a frozen entity wait
+// for the answer (at most heldIntents of them), then follow it or are
+// applied where it stayed.
 
-// KindAbort is the control message of a source that gave up waiting: the
-// target drops the entities if it took them, and answers with a Refuse
-// (ReasonAborted) either way. Its payload is a handoff.Refuse.
+// KindAbort is the control message of a source that waited too long: the
+// target answers whether it took the entities (Ack) or not (Refuse with
+// ReasonAborted). Its payload is a handoff.Refuse.
 const KindAbort uint32 = 0x5A13
 
 // ReasonAborted is the code of an abort and of its answer.
@@ -61,6 +66,33 @@ type wentTo struct {
 	peer  string
 	epoch uint64
 	until uint64 // the last tick the record is used
+	// handed says this node handed it over (rather than saw its ghost
+	// leave sight); chunk and burst are then where it stood and what it
+	// was when the target took it, for a snapshot of that chunk while no
+	// ghost is kept.
+	handed bool
+	chunk  torus.ChunkPos
+	burst  []byte
+	seq    uint64
+}
+
+// appendWent adds to a snapshot of its chunk the entities this node
+// handed over lately, as they were when the target took them, at the
+// epoch they had here: an observer whose ghost of one came from here and
+// that has not heard from the new owner yet (a message lost, a resync)
+// keeps it instead of seeing it vanish; the new owner's higher epoch
+// replaces it, and an observer that already heard from the new owner
+// ignores the older epoch. (Never the ghost this node may keep of it: its
+// frames are the new owner's, newer than that epoch.)
+func (c *cluster) appendWent(s wire.Snapshot) wire.Snapshot {
+	n := len(s.Entries)
+	for id, w := range c.went {
+		if w.handed && w.chunk == s.Chunk && !c.r.w.Alive(id) {
+			s.Entries = append(s.Entries, wire.SnapshotEntry{Entity: uint64(id), Epoch: w.epoch - 1, Seq: w.seq, Frames: w.burst})
+		}
+	}
+	slices.SortFunc(s.Entries[n:], func(a, b wire.SnapshotEntry) int { return cmp.Compare(a.Entity, b.Entity) })
+	return s
 }
 
 // atName is the pseudo-component of a snapshot that says when it was
@@ -92,6 +124,10 @@ type HandoffStats struct {
 	// Companions counts entities sent with another (SetCompanions) rather
 	// than for standing past the margin themselves; Sent includes them.
 	Companions int
+	// Asked counts handoffs whose source, without an answer in time,
+	// asked the target again (KindAbort); Aborted counts those the target
+	// then said it had not taken.
+	Asked int
 	// Stale counts handoff messages that named an epoch this node does not
 	// expect (a late ack, a repeated transfer).
 	Stale int
@@ -204,6 +240,20 @@ func (c *cluster) sendHandoffs(tick uint64) {
 	}
 }
 
+// Epoch returns the epoch at which this node holds entity id (simulated,
+// or frozen in a handoff), and whether it holds it: it starts at 1 and
+// grows by one with every handoff (two for one given up). Two nodes hold
+// an entity for a moment during a handoff; the higher epoch is its owner.
+func (r *Runtime) Epoch(id ecs.ID) (uint64, bool) {
+	if !r.w.Alive(id) || r.ghost.Has(id) || r.isGhost(id) {
+		return 0, false
+	}
+	if r.cluster == nil {
+		return firstEpoch, true
+	}
+	return r.cluster.epochOf(id), true
+}
+
 // HandoffSnapshot returns the snapshot a handoff of id would send now:
 // every component with a handoff codec, at the next epoch, stamped with
 // the current tick. It changes nothing; it is for measuring snapshot sizes
@@ -247,6 +297,7 @@ func (c *cluster) checkHandoffs(tick uint64) {
 			continue
 		}
 		o.aborting = true
+		c.hstats.Asked++
 		a := aborts[o.target]
 		if a == nil {
 			a = &handoff.Refuse{Code: ReasonAborted}
@@ -449,7 +500,7 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 	for _, ref := range m.Entities {
 		id := ecs.ID(ref.Entity)
 		o := c.pending[id]
-		if o == nil || o.target != from || o.epoch != ref.Epoch || o.aborting {
+		if o == nil || o.target != from || o.epoch != ref.Epoch {
 			c.hstats.Stale++
 			continue
 		}
@@ -460,13 +511,14 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		for _, in := range o.intents {
 			c.sendIntent(from, in, o.epoch)
 		}
-		c.went[id] = wentTo{peer: from, epoch: o.epoch, until: c.r.w.CurrentTick().N + wentTicks}
+		ch, _ := c.r.vis.ChunkOf(id)
+		burst := c.r.appendBurst(nil, id)
+		c.went[id] = wentTo{peer: from, epoch: o.epoch, until: c.r.w.CurrentTick().N + wentTicks, handed: true, chunk: ch, burst: burst, seq: c.r.seq()}
 		// From now on it is a ghost of the target's: the forget hook keeps
 		// its visibility entry, views and anchors, and what arrives for it
 		// (intents) goes to the target. Until the target's first update
 		// arrives the ghost holds the entity's last state here, at the old
 		// epoch, so a client that starts seeing it meanwhile gets it whole.
-		ch, _ := c.r.vis.ChunkOf(id)
 		if !c.wanted(from, ch) {
 			// This node does not receive that chunk from the target, so
 			// nothing would update or remove a ghost there: it leaves
@@ -476,7 +528,6 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 			c.hstats.Acked++
 			continue
 		}
-		burst := c.r.appendBurst(nil, id)
 		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: replica.Stamp{Epoch: o.epoch - 1, Seq: c.r.seq()}, Chunk: ch, Frames: burst})
 		c.source[id] = from
 		_ = c.r.w.Evict(id)
@@ -503,19 +554,38 @@ func (c *cluster) receiveRefuse(from string, m handoff.Refuse) {
 	}
 }
 
-// receiveAbort drops what a source gave up on, and answers.
+// receiveAbort answers a source that got no answer in time. On the
+// ordered stream its transfer came first, so this node either took the
+// entity (it holds it at that epoch or later, or handed it on since) and
+// answers with an Ack again, or refused it and answers Refuse
+// (ReasonAborted). The source stays frozen until it hears which: nothing
+// this node simulated is ever rolled back, and the two never both
+// simulate.
 func (c *cluster) receiveAbort(from string, m handoff.Refuse) {
+	var took, not []handoff.Ref
 	for _, ref := range m.Entities {
-		id := ecs.ID(ref.Entity)
-		if c.r.w.Alive(id) && !c.r.ghost.Has(id) && c.epochs[id] == ref.Epoch {
-			// Taken, acked, not yet evicted at the source: the source keeps
-			// it. Evicted here without a vanish; the source's next update
-			// (a higher epoch) makes it a ghost again.
-			_ = c.r.w.Evict(id)
-			delete(c.epochs, id)
+		if c.took(ecs.ID(ref.Entity), ref.Epoch) {
+			took = append(took, ref)
+		} else {
+			not = append(not, ref)
 		}
 	}
-	c.queue(from, handoff.KindRefuse, handoff.Refuse{Code: ReasonAborted, Entities: m.Entities}.Append(nil))
+	if len(took) > 0 {
+		c.queue(from, handoff.KindAck, handoff.Ack{Entities: took}.Append(nil))
+	}
+	if len(not) > 0 {
+		c.queue(from, handoff.KindRefuse, handoff.Refuse{Code: ReasonAborted, Entities: not}.Append(nil))
+	}
+}
+
+// took reports whether this node adopted id at epoch (or a later one):
+// it holds it, or handed it on since.
+func (c *cluster) took(id ecs.ID, epoch uint64) bool {
+	if c.r.w.Alive(id) && !c.r.ghost.Has(id) && !c.r.isGhost(id) {
+		return c.epochOf(id) >= epoch
+	}
+	w, ok := c.went[id]
+	return ok && w.handed && w.epoch > epoch
 }
 
 func sortedIDs[V any](m map[ecs.ID]V) []ecs.ID {

@@ -211,7 +211,9 @@ func startWander(t *testing.T, cfg wander.Config, zc zonetest.Config) *wanderRun
 	if zc.Nodes == 0 {
 		zc.Nodes = 4
 	}
-	zc.Module = func(int, string) (zone.Module, error) { return wander.New(cfg) }
+	if zc.Module == nil {
+		zc.Module = func(int, string) (zone.Module, error) { return wander.New(cfg) }
+	}
 	c := zonetest.Start(t, zc)
 	geo := c.Nodes[0].Runtime.Geometry()
 	w := &wanderRun{t: t, c: c, cfg: cfg, geo: geo, view: interest.DefaultView(),
@@ -291,14 +293,21 @@ func (w *wanderRun) step(sync bool) {
 // record appends the truth of this tick.
 func (w *wanderRun) record() {
 	now := make(map[uint64]wanderState, len(w.ids))
+	epochs := make(map[uint64]uint64, len(w.ids))
 	for _, n := range w.c.Nodes {
 		r := n.Runtime
 		moods, _ := ecs.StoreOf[wander.Mood](r.World())
 		secrets, _ := ecs.StoreOf[wander.Secret](r.World())
-		for _, id := range n.Module.(*wander.Module).Wanderers() {
-			if !r.Simulated(id) {
+		for _, u := range w.ids { // any node may simulate any of them, after handoffs
+			id := ecs.ID(u)
+			epoch, ok := r.Epoch(id)
+			if !ok {
 				continue
 			}
+			if _, ok := now[u]; ok && epoch < epochs[u] {
+				continue // in flight, held by two nodes: the truth is the newer one's
+			}
+			epochs[u] = epoch
 			p, _ := r.Positions().Get(id)
 			ch, _ := r.ChunkOf(id)
 			m, _ := moods.Get(id)

@@ -648,6 +648,9 @@ func (r *Runtime) applyIntents(w *ecs.World, t ecs.Tick) {
 			continue // frozen in a handoff: it follows the entity or waits here
 		}
 		if !r.Simulated(in.Target) || r.onIntent == nil {
+			if r.cluster != nil {
+				r.cluster.stats.IntentsDropped++
+			}
 			continue // no such entity (destroyed, or never here): it lapses
 		}
 		r.report.Intents++
@@ -788,7 +791,7 @@ func (r *Runtime) snapshot(ch torus.ChunkPos, seq uint64) wire.Snapshot {
 		}
 		s.Entries = append(s.Entries, wire.SnapshotEntry{Entity: uint64(e), Epoch: r.cluster.epochOf(e), Seq: seq, Frames: r.appendBurst(nil, e)})
 	}
-	return s
+	return r.cluster.appendWent(s)
 }
 
 // ReplicaStats returns the render-ghost store's counters (zero for a node
