@@ -33,6 +33,11 @@ const resendEvery = 20
 // replication batches are dropped.
 const maxInbox = 1 << 16
 
+// tableGrace is how many ticks after a table change an observer stays
+// subscribed to a chunk's old simulators besides its new ones: long enough
+// for a region move's handoffs (at most 256 entities a tick) to complete.
+const tableGrace = 100
+
 // fullRoutesEvery is how often, in ticks, a node resends its whole route
 // set (a peer that restarted, or missed a delta, learns it again).
 const fullRoutesEvery = 100
@@ -75,6 +80,9 @@ type cluster struct {
 	goneGhosts map[ecs.ID]struct{}
 	events     []replica.Event
 	table      uint64 // the table version wants were computed for
+	// graceUntil is the last tick after a table change during which the
+	// chunks' old simulators stay subscribed; 0 when none is running.
+	graceUntil uint64
 	// announceTable asks the next control flush to send every peer a
 	// message (full routes), so that they learn this node's table version.
 	announceTable bool
@@ -452,7 +460,19 @@ func (c *cluster) simulators(dst []string, ch torus.ChunkPos) []string {
 // updateWants turns this tick's changes of held chunks (and a new table)
 // into subscription changes per peer.
 func (c *cluster) updateWants() {
+	tick := c.r.w.CurrentTick().N
+	if c.graceUntil != 0 && tick > c.graceUntil {
+		// The grace after a table change is over: the old simulators of
+		// each chunk are dropped now (they handed their entities over).
+		c.graceUntil = 0
+		for ch := range c.wants {
+			c.changed[ch] = struct{}{}
+		}
+	}
 	if v := c.r.terr.Table().Version(); v != c.table {
+		if c.table != 0 {
+			c.graceUntil = tick + tableGrace
+		}
 		c.table = v
 		c.announceTable = true
 		for ch := range c.held {
@@ -478,6 +498,17 @@ func (c *cluster) updateWants() {
 		now = now[:0]
 		if c.held[ch] > 0 || c.band[ch] {
 			now = c.simulators(now, ch)
+			if c.graceUntil != 0 {
+				// A region move in progress: the old owner still simulates
+				// what it has not handed over yet, so it stays subscribed
+				// (dropping it would make its ghosts blink).
+				for _, p := range before {
+					if _, fenced := c.fenced[p]; !fenced && !slices.Contains(now, p) {
+						now = append(now, p)
+					}
+				}
+				slices.Sort(now)
+			}
 		}
 		for _, p := range before {
 			if !slices.Contains(now, p) {

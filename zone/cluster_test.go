@@ -388,8 +388,6 @@ func ghostsFrom(t *testing.T, c *zonetest.Cluster, obs, src *zonetest.Node) int 
 // two while in flight (frozen on one) — never lost, never duplicated —
 // simulated on at most one, and a simulated one never stands past the
 // handoff margin of its node's territory; the handoffs all complete.
-// (That observers see exactly what one node would show across handoffs is
-// not yet true; see the roadmap.)
 func TestHandoffsKeepOneWriter(t *testing.T) {
 	cfg := wanderConfig(testseed.Seed(t))
 	cfg.Roam, cfg.Speed = 500, 16
