@@ -74,20 +74,23 @@
 // It does not own the table's storage, versions or compare-and-set (coord),
 // its geometry and derivation rules (cells), the link's connections and
 // certificates (link: the host adds the peers), the wire encodings
-// (zone/internal/wire), or moving entities between nodes (handoff).
+// (zone/internal/wire), or the handoff's byte format (package handoff).
 //
 // Runtime invariants:
 //  1. Every entity is simulated (a real, non-Ghost, non-Frozen entity) on
-//     the node that created it; a node creates entities only where its held
-//     table gives it the region (modules check Table().OwnerOf), and the
-//     column hooks fire only for its own columns, so a den has one owner.
-//     Until handoff, an entity that walks out of its node's regions stays
-//     with that node.
+//     at most one node at every tick, the one holding it at the highest
+//     epoch (Epoch); a node creates entities only where its held table
+//     gives it the region (modules check Table().OwnerOf), and the column
+//     hooks fire only for its own columns, so a den has one owner. An
+//     entity that walks a margin past its node's regions, or stands in a
+//     region a new table moves, is handed over (handoff.go); while a
+//     handoff waits for its answer the source holds it frozen.
 //  2. A node never sends a ghost on to another node: node subscribers are
 //     told only of entities the node simulates.
 //  3. A client sees the same as on one node, within 2 ticks: messages sent
 //     in tick T are applied at the start of the receiver's tick T+1; a
-//     subscription takes one round trip (test: TestClusterIsOneNodeAsAClientSeesIt).
+//     subscription takes one round trip (test: TestClusterIsOneNodeAsAClientSeesIt);
+//     within 4 with handoffs (TestClusterWithHandoffsIsOneNode).
 //  4. All state of the runtime is owned by the goroutine that calls Step;
 //     link goroutines only queue into an inbox drained at the start of
 //     Step; the goroutines the runtime starts (one control-message sender
@@ -104,9 +107,9 @@
 //     region may hold the new version while the node losing it still holds
 //     the old one, and both answer Owns true. Holding versions cannot close
 //     that window (the two nodes learn the version at different moments);
-//     the planned handoff protocol does, per entity, with its epoch fence.
-//     Until then a move carries no entity (the gaining node starts the
-//     region empty), so the window can give no entity two writers; it can
+//     the handoff does, per entity, with its epoch fence: the losing node
+//     hands its entities over once the gaining node's messages show the
+//     new version, so the window can give no entity two writers; it can
 //     let both nodes create something there (a den's stock, a spawn), which
 //     callers must not do on the strength of Owns alone while a move is in
 //     flight.
