@@ -427,16 +427,7 @@ func TestHandoffsKeepOneWriter(t *testing.T) {
 			}
 		}
 	}
-	total := zone.HandoffStats{}
-	for _, n := range c.Nodes {
-		st := n.Runtime.HandoffStats()
-		total.Sent += st.Sent
-		total.Acked += st.Acked
-		total.Refused += st.Refused
-		total.Aborted += st.Aborted
-		total.Stale += st.Stale
-		total.Adopted += st.Adopted
-	}
+	total := totalHandoffs(c)
 	if total.Acked < 15 || total.Refused+total.Aborted+total.Stale > 0 || total.Sent-total.Acked > 4*256 {
 		t.Fatalf("handoffs %+v: want at least 15 acked and none refused, aborted or stale", total)
 	}

@@ -133,6 +133,16 @@ type HandoffStats struct {
 	Stale int
 }
 
+// Plus returns the sum of s and o, counter by counter (for totals over
+// nodes).
+func (s HandoffStats) Plus(o HandoffStats) HandoffStats {
+	return HandoffStats{
+		Sent: s.Sent + o.Sent, Acked: s.Acked + o.Acked, Refused: s.Refused + o.Refused,
+		Aborted: s.Aborted + o.Aborted, Adopted: s.Adopted + o.Adopted,
+		Companions: s.Companions + o.Companions, Asked: s.Asked + o.Asked, Stale: s.Stale + o.Stale,
+	}
+}
+
 // HandoffStats returns the handoff counters.
 func (r *Runtime) HandoffStats() HandoffStats {
 	if r.cluster == nil {

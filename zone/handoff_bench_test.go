@@ -64,13 +64,7 @@ func nearestRank[T cmp.Ordered](xs []T, p float64) T {
 func sumHandoffStats(rts []*zone.Runtime) zone.HandoffStats {
 	var s zone.HandoffStats
 	for _, r := range rts {
-		t := r.HandoffStats()
-		s.Sent += t.Sent
-		s.Acked += t.Acked
-		s.Refused += t.Refused
-		s.Aborted += t.Aborted
-		s.Adopted += t.Adopted
-		s.Stale += t.Stale
+		s = s.Plus(r.HandoffStats())
 	}
 	return s
 }

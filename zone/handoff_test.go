@@ -257,15 +257,7 @@ func threeWays(grid cells.Grid, names []string) (*cells.Table, error) {
 func totalHandoffs(c *zonetest.Cluster) zone.HandoffStats {
 	var total zone.HandoffStats
 	for _, n := range c.Nodes {
-		st := n.Runtime.HandoffStats()
-		total.Sent += st.Sent
-		total.Acked += st.Acked
-		total.Refused += st.Refused
-		total.Aborted += st.Aborted
-		total.Stale += st.Stale
-		total.Adopted += st.Adopted
-		total.Companions += st.Companions
-		total.Asked += st.Asked
+		total = total.Plus(n.Runtime.HandoffStats())
 	}
 	return total
 }
