@@ -1,6 +1,7 @@
 package zone
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"sync"
@@ -611,9 +612,15 @@ func (c *cluster) applyUpdate(from string, e link.Entry, u wire.Update) {
 	id := ecs.ID(e.Entity)
 	if c.r.w.Alive(id) && !c.r.ghost.Has(id) {
 		// This node holds it: simulated, or frozen in a handoff whose
-		// answer is not in yet (the target's first update can overtake its
-		// ack: they travel on different streams). No other node's update
-		// applies; one of an older epoch comes from a former owner.
+		// answer is not in yet. The target's first updates can overtake
+		// its ack (they travel on different streams): they are kept and
+		// applied once the ack makes the entity a ghost here. No other
+		// update applies; one of an older epoch comes from a former owner.
+		if o := c.pending[id]; o != nil && o.target == from && e.Epoch == o.epoch {
+			e.Payload, u.Frames = nil, bytes.Clone(u.Frames)
+			o.early = append(o.early, earlyUpdate{entry: e, update: u})
+			return
+		}
 		if e.Epoch <= c.epochOf(id) {
 			c.stats.Stale++
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/handoff"
 	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/outbox"
 	"github.com/shardwise/shardwise/replica"
 	"github.com/shardwise/shardwise/torus"
@@ -115,7 +116,15 @@ type outgoing struct {
 	epoch    uint64 // the epoch it has on the target
 	deadline uint64 // the tick after which the source asks to abort
 	aborting bool
-	intents  []Intent // arrived while frozen: sent after the snapshot, or applied here if it stays
+	intents  []Intent      // arrived while frozen: sent after the snapshot, or applied here if it stays
+	early    []earlyUpdate // the target's updates that overtook its ack
+}
+
+// earlyUpdate is a replication update of a frozen entity from its target,
+// kept until the ack.
+type earlyUpdate struct {
+	entry  link.Entry
+	update wire.Update
 }
 
 // HandoffStats count handoffs since New.
@@ -541,6 +550,10 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: replica.Stamp{Epoch: o.epoch - 1, Seq: c.r.seq()}, Chunk: ch, Frames: burst})
 		c.source[id] = from
 		_ = c.r.w.Evict(id)
+		c.applyEvents()
+		for _, x := range o.early {
+			c.applyUpdate(from, x.entry, x.update)
+		}
 		c.applyEvents()
 		c.hstats.Acked++
 	}
