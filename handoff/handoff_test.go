@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/shardwise/shardwise/internal/binread/codectest"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -13,38 +14,16 @@ import (
 	"github.com/shardwise/shardwise/internal/testseed"
 )
 
-// roundTrip encodes m after a prefix, checks the prefix is kept, decodes
-// and compares with m, which must be in canonical form and pass Check.
+// roundTrip is codectest.RoundTrip: encode after a prefix, decode,
+// compare, canonical form (and Check), re-encode.
 func roundTrip(t *testing.T, c codec, m message) []byte {
 	t.Helper()
-	if err := m.Check(); err != nil {
-		t.Fatalf("%s: Check of %+v: %v", c.name, m, err)
-	}
-	prefix := []byte("prefix")
-	b := m.Append(bytes.Clone(prefix))
-	if !bytes.HasPrefix(b, prefix) {
-		t.Fatalf("%s: Append overwrote dst", c.name)
-	}
-	b = b[len(prefix):]
-	got, err := c.decode(b)
-	if err != nil {
-		t.Fatalf("%s: decode(%x) of %+v: %v", c.name, b, m, err)
-	}
-	if !reflect.DeepEqual(got, m) {
-		t.Fatalf("%s: decoded %+v, want %+v", c.name, got, m)
-	}
-	if p := emptyNonNil(reflect.ValueOf(got), c.name); p != "" {
-		t.Fatalf("%s: decoded %s is empty but not nil", c.name, p)
-	}
-	if again := got.Append(nil); !bytes.Equal(again, b) {
-		t.Fatalf("%s: re-encoding changed %x to %x", c.name, b, again)
-	}
-	return b
+	return codectest.RoundTrip(t, c, m)
 }
 
 func TestRoundTripSamples(t *testing.T) {
 	for _, c := range codecs() {
-		for _, m := range c.samples {
+		for _, m := range c.Samples {
 			roundTrip(t, c, m)
 		}
 	}
@@ -55,7 +34,7 @@ func TestRoundTripRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, seed^0x5A10))
 	for _, c := range codecs() {
 		for range 2000 {
-			roundTrip(t, c, c.random(r))
+			roundTrip(t, c, c.Random(r))
 		}
 	}
 }
@@ -130,26 +109,26 @@ func TestRefusesTruncationsAndTrailingBytes(t *testing.T) {
 	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, seed^0x7a11))
 	for _, c := range codecs() {
-		ms := c.samples
+		ms := c.Samples
 		for range 50 {
-			ms = append(ms, c.random(r))
+			ms = append(ms, c.Random(r))
 		}
 		for _, m := range ms {
 			b := m.Append(nil)
 			for k := range len(b) {
-				if _, err := c.decode(b[:k]); err == nil {
-					t.Fatalf("%s: accepted %x, the first %d of %d bytes of %+v", c.name, b[:k], k, len(b), m)
+				if _, err := c.Decode(b[:k]); err == nil {
+					t.Fatalf("%s: accepted %x, the first %d of %d bytes of %+v", c.Name, b[:k], k, len(b), m)
 				} else {
 					checkMalformed(t, err)
 				}
 			}
 			for _, extra := range []byte{0, 1, 0xff} {
-				if _, err := c.decode(append(bytes.Clone(b), extra)); err == nil {
-					t.Fatalf("%s: accepted %x with a trailing byte %#x", c.name, b, extra)
+				if _, err := c.Decode(append(bytes.Clone(b), extra)); err == nil {
+					t.Fatalf("%s: accepted %x with a trailing byte %#x", c.Name, b, extra)
 				} else {
 					checkMalformed(t, err)
 					if !strings.Contains(err.Error(), "trailing") {
-						t.Errorf("%s: error %q does not say trailing", c.name, err)
+						t.Errorf("%s: error %q does not say trailing", c.Name, err)
 					}
 				}
 			}
@@ -160,15 +139,15 @@ func TestRefusesTruncationsAndTrailingBytes(t *testing.T) {
 func TestRefusesUnknownVersion(t *testing.T) {
 	for _, c := range codecs() {
 		for _, v := range []byte{0, 2, 0xff} {
-			b := c.samples[0].Append(nil)
+			b := c.Samples[0].Append(nil)
 			b[0] = v
-			_, err := c.decode(b)
+			_, err := c.Decode(b)
 			if err == nil {
-				t.Fatalf("%s: accepted version %d", c.name, v)
+				t.Fatalf("%s: accepted version %d", c.Name, v)
 			}
 			checkMalformed(t, err)
 			if !strings.Contains(err.Error(), "version") {
-				t.Errorf("%s: error %q does not name the version", c.name, err)
+				t.Errorf("%s: error %q does not name the version", c.Name, err)
 			}
 		}
 	}
@@ -322,7 +301,7 @@ func TestLimitsAtAndOverTheEdge(t *testing.T) {
 			roundTrip(t, c, tc.at)
 			checkInvalid(t, tc.after.Check())
 			b := tc.after.Append(nil)
-			if m, err := c.decode(b); err == nil {
+			if m, err := c.Decode(b); err == nil {
 				t.Fatalf("accepted %.200v", m)
 			} else {
 				checkMalformed(t, err)
@@ -378,7 +357,7 @@ func TestCheckAgreesWithTheDecoder(t *testing.T) {
 	for _, c := range codecs() {
 		for range 3000 {
 			var m message
-			switch v := c.random(r).(type) {
+			switch v := c.Random(r).(type) {
 			case Transfer:
 				if r.IntN(8) == 0 {
 					v.Entities = nil
@@ -400,9 +379,9 @@ func TestCheckAgreesWithTheDecoder(t *testing.T) {
 				m = v
 			}
 			checkErr := m.Check()
-			_, decErr := c.decode(m.Append(nil))
+			_, decErr := c.Decode(m.Append(nil))
 			if (checkErr == nil) != (decErr == nil) {
-				t.Fatalf("%s %.300v: Check says %v, the decoder %v", c.name, m, checkErr, decErr)
+				t.Fatalf("%s %.300v: Check says %v, the decoder %v", c.Name, m, checkErr, decErr)
 			}
 			if checkErr != nil {
 				checkInvalid(t, checkErr)

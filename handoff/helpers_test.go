@@ -2,10 +2,10 @@ package handoff
 
 import (
 	"errors"
+	"github.com/shardwise/shardwise/internal/binread/codectest"
 	"maps"
 	"math"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -13,30 +13,18 @@ import (
 	"github.com/shardwise/shardwise/errcode"
 )
 
-// message is what every payload type implements.
+// message is what every payload type implements (Check is run by
+// codectest).
 type message interface {
 	Append(dst []byte) []byte
 	Check() error
 }
 
-// codec is one payload type under test: its decoder, hand-made valid values
-// in canonical decoded form (empty slices nil), and a generator of random
-// valid values in that form.
-type codec struct {
-	name    string
-	decode  func([]byte) (message, error)
-	samples []message
-	random  func(*rand.Rand) message
-}
+// codec is one payload type under test (codectest.Codec).
+type codec = codectest.Codec[message]
 
-func adapt[M message](decode func([]byte) (M, error)) func([]byte) (message, error) {
-	return func(b []byte) (message, error) {
-		m, err := decode(b)
-		if err != nil {
-			return nil, err
-		}
-		return m, nil
-	}
+func adapt[T message](decode func([]byte) (T, error)) func([]byte) (message, error) {
+	return codectest.Adapt[message](decode)
 }
 
 // player and pet are a representative master and pet: the zone's own
@@ -80,9 +68,9 @@ func pet() Snapshot {
 func codecs() []codec {
 	return []codec{
 		{
-			name:   "Transfer",
-			decode: adapt(DecodeTransfer),
-			samples: []message{
+			Name:   "Transfer",
+			Decode: adapt(DecodeTransfer),
+			Samples: []message{
 				Transfer{Entities: []Snapshot{{Entity: 1, Epoch: 1}}},
 				Transfer{Entities: []Snapshot{player(), pet()}},
 				Transfer{Entities: []Snapshot{
@@ -92,7 +80,7 @@ func codecs() []codec {
 					{Entity: 128, Epoch: 128, Table: 128, Components: []Component{{Name: "Z"}, {Name: "a"}, {Name: "aa"}}},
 				}},
 			},
-			random: func(r *rand.Rand) message {
+			Random: func(r *rand.Rand) message {
 				var m Transfer
 				for range 1 + randLen(r) {
 					m.Entities = append(m.Entities, randSnapshot(r))
@@ -101,35 +89,30 @@ func codecs() []codec {
 			},
 		},
 		{
-			name:   "Ack",
-			decode: adapt(DecodeAck),
-			samples: []message{
+			Name:   "Ack",
+			Decode: adapt(DecodeAck),
+			Samples: []message{
 				Ack{Entities: []Ref{{Entity: 1, Epoch: 1}}},
 				Ack{Entities: []Ref{{Entity: math.MaxUint64, Epoch: math.MaxUint64}, {Entity: 1 << 63, Epoch: 128}}},
 			},
-			random: func(r *rand.Rand) message { return Ack{Entities: randRefs(r)} },
+			Random: func(r *rand.Rand) message { return Ack{Entities: randRefs(r)} },
 		},
 		{
-			name:   "Refuse",
-			decode: adapt(DecodeRefuse),
-			samples: []message{
+			Name:   "Refuse",
+			Decode: adapt(DecodeRefuse),
+			Samples: []message{
 				Refuse{Code: ReasonNotOwner, Entities: []Ref{{Entity: 1, Epoch: 2}}},
 				Refuse{Code: "A", Entities: []Ref{{Entity: 9, Epoch: 3}, {Entity: 9, Epoch: 3}}},
 				Refuse{Code: strings.Repeat("Z", MaxCodeLen), Entities: []Ref{{Entity: math.MaxUint64, Epoch: math.MaxUint64}}},
 			},
-			random: func(r *rand.Rand) message { return Refuse{Code: randCode(r), Entities: randRefs(r)} },
+			Random: func(r *rand.Rand) message { return Refuse{Code: randCode(r), Entities: randRefs(r)} },
 		},
 	}
 }
 
 func codecNamed(tb testing.TB, name string) codec {
-	for _, c := range codecs() {
-		if c.name == name {
-			return c
-		}
-	}
-	tb.Fatalf("no codec %q", name)
-	return codec{}
+	tb.Helper()
+	return codectest.Named(tb, codecs(), name)
 }
 
 // randLen is a list length: often 0, sometimes a few, rarely dozens.
@@ -250,32 +233,4 @@ func checkInvalid(tb testing.TB, err error) {
 	if code := errcode.Of(err); code != "HANDOFF.INVALID" {
 		tb.Fatalf("error %v has code %q, want HANDOFF.INVALID", err, code)
 	}
-}
-
-// emptyNonNil returns the path of the first empty non-nil slice in v, or
-// "" when v is in canonical decoded form (invariant 2).
-func emptyNonNil(v reflect.Value, path string) string {
-	switch v.Kind() {
-	case reflect.Interface:
-		if v.IsNil() {
-			return ""
-		}
-		return emptyNonNil(v.Elem(), path)
-	case reflect.Slice:
-		if !v.IsNil() && v.Len() == 0 {
-			return path
-		}
-		for i := range v.Len() {
-			if p := emptyNonNil(v.Index(i), path+"[]"); p != "" {
-				return p
-			}
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if p := emptyNonNil(v.Field(i), path+"."+v.Type().Field(i).Name); p != "" {
-				return p
-			}
-		}
-	}
-	return ""
 }

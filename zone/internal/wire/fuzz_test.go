@@ -1,10 +1,9 @@
 package wire
 
 import (
-	"bytes"
-	"math/rand/v2"
-	"reflect"
 	"testing"
+
+	"github.com/shardwise/shardwise/internal/binread/codectest"
 )
 
 // fuzzDecoder checks what every decoder promises of any input: it never
@@ -20,33 +19,7 @@ import (
 //
 //	go test -run='^$' -fuzz=FuzzDecodeForward -fuzztime=20s -fuzzminimizetime=1s ./zone/internal/wire/
 func fuzzDecoder(f *testing.F, name string) {
-	c := codecNamed(f, name)
-	for _, m := range c.samples {
-		f.Add(m.Append(nil))
-	}
-	r := rand.New(rand.NewPCG(1, 2))
-	for range 8 {
-		f.Add(c.random(r).Append(nil))
-	}
-	f.Add([]byte{})
-	f.Add([]byte{Version})
-	f.Fuzz(func(t *testing.T, in []byte) {
-		orig := bytes.Clone(in)
-		m, err := c.decode(in)
-		if !bytes.Equal(in, orig) {
-			t.Fatal("the decoder modified its input")
-		}
-		if err != nil {
-			checkMalformed(t, err)
-			return
-		}
-		if p := emptyNonNil(reflect.ValueOf(m), name); p != "" {
-			t.Fatalf("decoded %s is empty but not nil", p)
-		}
-		if out := m.Append(nil); !bytes.Equal(out, in) {
-			t.Fatalf("accepted %x but re-encodes as %x", in, out)
-		}
-	})
+	codectest.Fuzz(f, codecNamed(f, name), Version, checkMalformed)
 }
 
 func FuzzDecodeFence(f *testing.F)     { fuzzDecoder(f, "Fence") }

@@ -2,9 +2,9 @@ package wire
 
 import (
 	"errors"
+	"github.com/shardwise/shardwise/internal/binread/codectest"
 	"math"
 	"math/rand/v2"
-	"reflect"
 	"testing"
 
 	"github.com/shardwise/shardwise/account"
@@ -13,26 +13,13 @@ import (
 )
 
 // message is what every payload type implements.
-type message interface{ Append(dst []byte) []byte }
+type message = codectest.Message
 
-// codec is one payload type under test: its decoder, hand-made valid values
-// in canonical decoded form (empty slices nil), and a generator of random
-// valid values in that form.
-type codec struct {
-	name    string
-	decode  func([]byte) (message, error)
-	samples []message
-	random  func(*rand.Rand) message
-}
+// codec is one payload type under test (codectest.Codec).
+type codec = codectest.Codec[message]
 
-func adapt[M message](decode func([]byte) (M, error)) func([]byte) (message, error) {
-	return func(b []byte) (message, error) {
-		m, err := decode(b)
-		if err != nil {
-			return nil, err
-		}
-		return m, nil
-	}
+func adapt[T message](decode func([]byte) (T, error)) func([]byte) (message, error) {
+	return codectest.Adapt[message](decode)
 }
 
 var (
@@ -45,30 +32,30 @@ var (
 func codecs() []codec {
 	return []codec{
 		{
-			name:   "Fence",
-			decode: adapt(DecodeFence),
-			samples: []message{
+			Name:   "Fence",
+			Decode: adapt(DecodeFence),
+			Samples: []message{
 				fence0, fenceMax, fenceEtc, Fence{Lease: -1, Table: 127}, Fence{Lease: 1, Table: 128},
 			},
-			random: func(r *rand.Rand) message { return randFence(r) },
+			Random: func(r *rand.Rand) message { return randFence(r) },
 		},
 		{
-			name:   "Subscribe",
-			decode: adapt(DecodeSubscribe),
-			samples: []message{
+			Name:   "Subscribe",
+			Decode: adapt(DecodeSubscribe),
+			Samples: []message{
 				Subscribe{},
 				Subscribe{Fence: fenceEtc, Add: []torus.ChunkPos{{X: 1, Y: 2, Slab: 0}, chunkMax}},
 				Subscribe{Fence: fenceMax, Remove: []torus.ChunkPos{{}}, Resync: []torus.ChunkPos{{X: -64, Y: 63, Slab: math.MinInt32}}},
 				Subscribe{Add: []torus.ChunkPos{{X: 3}}, Remove: []torus.ChunkPos{{Y: 4}}, Resync: []torus.ChunkPos{{Slab: 5}}},
 			},
-			random: func(r *rand.Rand) message {
+			Random: func(r *rand.Rand) message {
 				return Subscribe{Fence: randFence(r), Add: randChunks(r), Remove: randChunks(r), Resync: randChunks(r)}
 			},
 		},
 		{
-			name:   "Intents",
-			decode: adapt(DecodeIntents),
-			samples: []message{
+			Name:   "Intents",
+			Decode: adapt(DecodeIntents),
+			Samples: []message{
 				Intents{},
 				Intents{Fence: fenceEtc, Tick: 1 << 40, List: []Intent{
 					{Kind: 1, Source: 1<<63 | 5, Target: 9, Epoch: 3, Amount: -3, Data: []byte("hit")},
@@ -76,7 +63,7 @@ func codecs() []codec {
 					{Amount: math.MaxInt64, Data: make([]byte, MaxIntentData)},
 				}},
 			},
-			random: func(r *rand.Rand) message {
+			Random: func(r *rand.Rand) message {
 				m := Intents{Fence: randFence(r), Tick: randU64(r)}
 				for range randLen(r) {
 					m.List = append(m.List, Intent{
@@ -92,9 +79,9 @@ func codecs() []codec {
 			},
 		},
 		{
-			name:   "Forward",
-			decode: adapt(DecodeForward),
-			samples: []message{
+			Name:   "Forward",
+			Decode: adapt(DecodeForward),
+			Samples: []message{
 				Forward{},
 				Forward{Fence: fenceEtc, Tick: 7, Frames: [][]byte{[]byte("a"), nil, []byte("ccc")}, Accounts: []AccountFrames{
 					{Account: 1, Frames: []uint32{0, 2}},
@@ -104,18 +91,18 @@ func codecs() []codec {
 				// Frames nobody receives are form-valid (invariant 5).
 				Forward{Frames: [][]byte{[]byte("x")}},
 			},
-			random: func(r *rand.Rand) message { return randForward(r, randLen(r), randLen(r)) },
+			Random: func(r *rand.Rand) message { return randForward(r, randLen(r), randLen(r)) },
 		},
 		{
-			name:   "Routes",
-			decode: adapt(DecodeRoutes),
-			samples: []message{
+			Name:   "Routes",
+			Decode: adapt(DecodeRoutes),
+			Samples: []message{
 				Routes{},
 				Routes{Full: true},
 				Routes{Fence: fenceEtc, Version: 3, Full: true, Set: []account.ID{1, 2, math.MaxUint64}},
 				Routes{Fence: fenceMax, Version: math.MaxUint64, Set: []account.ID{5}, Unset: []account.ID{6, 128}},
 			},
-			random: func(r *rand.Rand) message {
+			Random: func(r *rand.Rand) message {
 				m := Routes{Fence: randFence(r), Version: randU64(r), Full: r.IntN(2) == 0, Set: randAccounts(r)}
 				if !m.Full {
 					m.Unset = randAccounts(r)
@@ -124,21 +111,21 @@ func codecs() []codec {
 			},
 		},
 		{
-			name:   "Update",
-			decode: adapt(DecodeUpdate),
-			samples: []message{
+			Name:   "Update",
+			Decode: adapt(DecodeUpdate),
+			Samples: []message{
 				Update{},
 				Update{Chunk: chunkMax, Frames: []byte{1, 2, 3}},
 				Update{Chunk: torus.ChunkPos{X: 10, Y: 20, Slab: 1}, Frames: make([]byte, 300)},
 			},
-			random: func(r *rand.Rand) message {
+			Random: func(r *rand.Rand) message {
 				return Update{Chunk: randChunk(r), Frames: randBytes(r, 1000)}
 			},
 		},
 		{
-			name:   "Snapshot",
-			decode: adapt(DecodeSnapshot),
-			samples: []message{
+			Name:   "Snapshot",
+			Decode: adapt(DecodeSnapshot),
+			Samples: []message{
 				Snapshot{},
 				Snapshot{Chunk: chunkMax, Entries: []SnapshotEntry{
 					{Entity: 1<<63 | 77, Epoch: 2, Seq: 1000, Frames: []byte("frames")},
@@ -146,7 +133,7 @@ func codecs() []codec {
 					{Entity: math.MaxUint64, Epoch: math.MaxUint64, Seq: math.MaxUint64},
 				}},
 			},
-			random: func(r *rand.Rand) message {
+			Random: func(r *rand.Rand) message {
 				m := Snapshot{Chunk: randChunk(r)}
 				for range randLen(r) {
 					m.Entries = append(m.Entries, SnapshotEntry{
@@ -160,13 +147,8 @@ func codecs() []codec {
 }
 
 func codecNamed(tb testing.TB, name string) codec {
-	for _, c := range codecs() {
-		if c.name == name {
-			return c
-		}
-	}
-	tb.Fatalf("no codec %q", name)
-	return codec{}
+	tb.Helper()
+	return codectest.Named(tb, codecs(), name)
 }
 
 // randLen is a list length: often 0, sometimes a few, rarely dozens.
@@ -278,32 +260,4 @@ func checkMalformed(tb testing.TB, err error) {
 	if code := errcode.Of(err); code != "ZONE.WIRE_MALFORMED" {
 		tb.Fatalf("error %v has code %q, want ZONE.WIRE_MALFORMED", err, code)
 	}
-}
-
-// emptyNonNil returns the path of the first empty non-nil slice in v, or
-// "" when v is in canonical decoded form (invariant 2).
-func emptyNonNil(v reflect.Value, path string) string {
-	switch v.Kind() {
-	case reflect.Interface:
-		if v.IsNil() {
-			return ""
-		}
-		return emptyNonNil(v.Elem(), path)
-	case reflect.Slice:
-		if !v.IsNil() && v.Len() == 0 {
-			return path
-		}
-		for i := range v.Len() {
-			if p := emptyNonNil(v.Index(i), path+"[]"); p != "" {
-				return p
-			}
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if p := emptyNonNil(v.Field(i), path+"."+v.Type().Field(i).Name); p != "" {
-				return p
-			}
-		}
-	}
-	return ""
 }

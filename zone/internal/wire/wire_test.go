@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/shardwise/shardwise/internal/binread/codectest"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -15,35 +16,16 @@ import (
 	"github.com/shardwise/shardwise/torus"
 )
 
-// roundTrip encodes m after a prefix, checks the prefix is kept, decodes
-// and compares with m, which must be in canonical form.
+// roundTrip is codectest.RoundTrip: encode after a prefix, decode,
+// compare, canonical form (and Check), re-encode.
 func roundTrip(t *testing.T, c codec, m message) []byte {
 	t.Helper()
-	prefix := []byte("prefix")
-	b := m.Append(bytes.Clone(prefix))
-	if !bytes.HasPrefix(b, prefix) {
-		t.Fatalf("%s: Append overwrote dst", c.name)
-	}
-	b = b[len(prefix):]
-	got, err := c.decode(b)
-	if err != nil {
-		t.Fatalf("%s: decode(%x) of %+v: %v", c.name, b, m, err)
-	}
-	if !reflect.DeepEqual(got, m) {
-		t.Fatalf("%s: decoded %+v, want %+v", c.name, got, m)
-	}
-	if p := emptyNonNil(reflect.ValueOf(got), c.name); p != "" {
-		t.Fatalf("%s: decoded %s is empty but not nil", c.name, p)
-	}
-	if again := got.Append(nil); !bytes.Equal(again, b) {
-		t.Fatalf("%s: re-encoding changed %x to %x", c.name, b, again)
-	}
-	return b
+	return codectest.RoundTrip(t, c, m)
 }
 
 func TestRoundTripSamples(t *testing.T) {
 	for _, c := range codecs() {
-		for _, m := range c.samples {
+		for _, m := range c.Samples {
 			roundTrip(t, c, m)
 		}
 	}
@@ -54,7 +36,7 @@ func TestRoundTripRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, seed^0x5A))
 	for _, c := range codecs() {
 		for range 2000 {
-			roundTrip(t, c, c.random(r))
+			roundTrip(t, c, c.Random(r))
 		}
 	}
 }
@@ -79,7 +61,7 @@ func TestEmptySlicesEncodeAsNil(t *testing.T) {
 	}
 	for _, c := range codecs() {
 		for _, tc := range cases {
-			if reflect.TypeOf(tc.canonical) == reflect.TypeOf(c.samples[0]) {
+			if reflect.TypeOf(tc.canonical) == reflect.TypeOf(c.Samples[0]) {
 				roundTrip(t, c, tc.canonical)
 			}
 		}
@@ -92,22 +74,22 @@ func TestRefusesTruncationsAndTrailingBytes(t *testing.T) {
 	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, seed^0x5A))
 	for _, c := range codecs() {
-		ms := c.samples
+		ms := c.Samples
 		for range 50 {
-			ms = append(ms, c.random(r))
+			ms = append(ms, c.Random(r))
 		}
 		for _, m := range ms {
 			b := m.Append(nil)
 			for k := range len(b) {
-				if _, err := c.decode(b[:k]); err == nil {
-					t.Fatalf("%s: accepted %x, the first %d of %d bytes of %+v", c.name, b[:k], k, len(b), m)
+				if _, err := c.Decode(b[:k]); err == nil {
+					t.Fatalf("%s: accepted %x, the first %d of %d bytes of %+v", c.Name, b[:k], k, len(b), m)
 				} else {
 					checkMalformed(t, err)
 				}
 			}
 			for _, extra := range []byte{0, 1, 0xff} {
-				if _, err := c.decode(append(bytes.Clone(b), extra)); err == nil {
-					t.Fatalf("%s: accepted %x with a trailing byte %#x", c.name, b, extra)
+				if _, err := c.Decode(append(bytes.Clone(b), extra)); err == nil {
+					t.Fatalf("%s: accepted %x with a trailing byte %#x", c.Name, b, extra)
 				} else {
 					checkMalformed(t, err)
 				}
@@ -119,15 +101,15 @@ func TestRefusesTruncationsAndTrailingBytes(t *testing.T) {
 func TestRefusesUnknownVersion(t *testing.T) {
 	for _, c := range codecs() {
 		for _, v := range []byte{0, 2, 0xff} {
-			b := c.samples[0].Append(nil)
+			b := c.Samples[0].Append(nil)
 			b[0] = v
-			_, err := c.decode(b)
+			_, err := c.Decode(b)
 			if err == nil {
-				t.Fatalf("%s: accepted version %d", c.name, v)
+				t.Fatalf("%s: accepted version %d", c.Name, v)
 			}
 			checkMalformed(t, err)
 			if !strings.Contains(err.Error(), "version") {
-				t.Errorf("%s: error %q does not name the version", c.name, err)
+				t.Errorf("%s: error %q does not name the version", c.Name, err)
 			}
 		}
 	}
@@ -259,7 +241,7 @@ func TestAppendOutsideTheLimitsIsRefused(t *testing.T) {
 			c := codecNamed(t, tc.codec)
 			roundTrip(t, c, tc.at)
 			b := tc.after.Append(nil)
-			if m, err := c.decode(b); err == nil {
+			if m, err := c.Decode(b); err == nil {
 				t.Fatalf("accepted %+v", m)
 			} else {
 				checkMalformed(t, err)
