@@ -118,8 +118,9 @@ type cluster struct {
 	toHand    []ecs.ID
 	handTable uint64
 	adopted   []ecs.ID
-	thawAt    map[ecs.ID]uint64 // adopted, frozen until a tick after this time (ms)
-	went      map[ecs.ID]wentTo // handed on, no ghost kept: where intents follow it
+	thawAt    map[ecs.ID]uint64           // adopted, frozen until a tick after this time (ms)
+	went      map[ecs.ID]wentTo           // handed on, or a ghost gone out of sight: where intents follow it
+	handedIn  map[torus.ChunkPos][]ecs.ID // the went records this node handed over, by chunk, for snapshots
 	hstats    HandoffStats
 
 	progMu   sync.Mutex
@@ -295,6 +296,7 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		retryAt:    make(map[ecs.ID]uint64),
 		thawAt:     make(map[ecs.ID]uint64),
 		went:       make(map[ecs.ID]wentTo),
+		handedIn:   make(map[torus.ChunkPos][]ecs.ID),
 		peerTable:  make(map[string]uint64),
 		send:       make(map[string]chan outMsg),
 		stop:       make(chan struct{}),

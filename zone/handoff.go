@@ -1,7 +1,6 @@
 package zone
 
 import (
-	"cmp"
 	"encoding/binary"
 	"slices"
 
@@ -86,13 +85,23 @@ type wentTo struct {
 // ignores the older epoch. (Never the ghost this node may keep of it: its
 // frames are the new owner's, newer than that epoch.)
 func (c *cluster) appendWent(s wire.Snapshot) wire.Snapshot {
-	n := len(s.Entries)
-	for id, w := range c.went {
-		if w.handed && w.chunk == s.Chunk && !c.r.w.Alive(id) {
+	ids := c.handedIn[s.Chunk]
+	kept := ids[:0]
+	for _, id := range ids {
+		w, ok := c.went[id]
+		if !ok || !w.handed || w.chunk != s.Chunk {
+			continue // expired, or a newer record elsewhere
+		}
+		kept = append(kept, id)
+		if !c.r.w.Alive(id) {
 			s.Entries = append(s.Entries, wire.SnapshotEntry{Entity: uint64(id), Epoch: w.epoch - 1, Seq: w.seq, Frames: w.burst})
 		}
 	}
-	slices.SortFunc(s.Entries[n:], func(a, b wire.SnapshotEntry) int { return cmp.Compare(a.Entity, b.Entity) })
+	if len(kept) == 0 {
+		delete(c.handedIn, s.Chunk)
+	} else {
+		c.handedIn[s.Chunk] = kept
+	}
 	return s
 }
 
@@ -367,9 +376,22 @@ func (c *cluster) holdIntent(in Intent) bool {
 
 // expireWent forgets the "where it went" records past their time.
 func (c *cluster) expireWent(tick uint64) {
+	expired := false
 	for id, w := range c.went {
 		if tick > w.until {
 			delete(c.went, id)
+			expired = expired || w.handed
+		}
+	}
+	if !expired {
+		return
+	}
+	for ch, ids := range c.handedIn {
+		ids = slices.DeleteFunc(ids, func(id ecs.ID) bool { w, ok := c.went[id]; return !ok || !w.handed || w.chunk != ch })
+		if len(ids) == 0 {
+			delete(c.handedIn, ch)
+		} else {
+			c.handedIn[ch] = ids
 		}
 	}
 }
@@ -533,6 +555,9 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		ch, _ := c.r.vis.ChunkOf(id)
 		burst := c.r.appendBurst(nil, id)
 		c.went[id] = wentTo{peer: from, epoch: o.epoch, until: c.r.w.CurrentTick().N + wentTicks, handed: true, chunk: ch, burst: burst, seq: c.r.seq()}
+		if !slices.Contains(c.handedIn[ch], id) {
+			c.handedIn[ch] = append(c.handedIn[ch], id)
+		}
 		// From now on it is a ghost of the target's: the forget hook keeps
 		// its visibility entry, views and anchors, and what arrives for it
 		// (intents) goes to the target. Until the target's first update
