@@ -34,6 +34,10 @@ const resendEvery = 20
 // replication batches are dropped.
 const maxInbox = 1 << 16
 
+// replanPerTick bounds the chunks whose subscriptions a node re-plans in
+// one tick after a table change.
+const replanPerTick = 256
+
 // tableGrace is how many ticks after a table change an observer stays
 // subscribed to a chunk's old simulators besides its new ones: long enough
 // for a region move's handoffs (at most 256 entities a tick) to complete.
@@ -84,6 +88,9 @@ type cluster struct {
 	// graceUntil is the last tick after a table change during which the
 	// chunks' old simulators stay subscribed; 0 when none is running.
 	graceUntil uint64
+	// spread says a re-plan of every chunk (a new table, the grace's end)
+	// is under way: it runs replanPerTick chunks a tick until done.
+	spread bool
 	// announceTable asks the next control flush to send every peer a
 	// message (full routes), so that they learn this node's table version.
 	announceTable bool
@@ -468,6 +475,7 @@ func (c *cluster) updateWants() {
 		// The grace after a table change is over: the old simulators of
 		// each chunk are dropped now (they handed their entities over).
 		c.graceUntil = 0
+		c.spread = true
 		for ch := range c.wants {
 			c.changed[ch] = struct{}{}
 		}
@@ -475,6 +483,7 @@ func (c *cluster) updateWants() {
 	if v := c.r.terr.Table().Version(); v != c.table {
 		if c.table != 0 {
 			c.graceUntil = tick + tableGrace
+			c.spread = true
 		}
 		c.table = v
 		c.announceTable = true
@@ -493,8 +502,18 @@ func (c *cluster) updateWants() {
 	for ch := range c.changed {
 		chunks = append(chunks, ch)
 	}
-	clear(c.changed)
 	slices.SortFunc(chunks, cmpChunk)
+	if c.spread && len(chunks) > replanPerTick {
+		// A new table changes every chunk at once: re-plan a share per
+		// tick (the rest stays changed), so that no tick, here or at the
+		// peers answering the subscriptions, carries it all. The old
+		// simulators stay subscribed meanwhile (the grace).
+		chunks = chunks[:replanPerTick]
+	}
+	for _, ch := range chunks {
+		delete(c.changed, ch)
+	}
+	c.spread = c.spread && len(c.changed) > 0
 	var now []string
 	for _, ch := range chunks {
 		before := c.wants[ch]
@@ -565,6 +584,14 @@ func (c *cluster) dropChunk(peer string, ch torus.ChunkPos) {
 	}
 	_ = c.rep.Replace(ch, keep)
 	c.applyEvents()
+}
+
+// needs reports whether this node holds ch for its clients or its band:
+// it receives the chunk from every node that may simulate there, or will
+// once its subscriptions are re-planned.
+func (c *cluster) needs(ch torus.ChunkPos) bool {
+	ch = c.r.geo.NormaliseChunk(ch)
+	return c.held[ch] > 0 || c.band[ch]
 }
 
 // wanted reports whether this node receives ch from peer.

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/ecs"
@@ -147,6 +149,8 @@ func Register[T any](r *Runtime, spec Spec[T]) (*ecs.Store[T], error) {
 				return s.Add(id, v)
 			},
 		})
+		// Sorted by name, the order of a snapshot's components.
+		slices.SortFunc(r.codecs, func(a, b codec) int { return strings.Compare(a.name, b.name) })
 	}
 	if spec.Wire != 0 {
 		aud := spec.Audience

@@ -52,7 +52,7 @@ const (
 	handoffRetry = 40
 	// handoffsPerTick bounds the entities a node sends per tick (a region
 	// move is spread over ticks).
-	handoffsPerTick = 256
+	handoffsPerTick = 128
 	// heldIntents bounds the intents a frozen entity buffers; more are
 	// dropped and counted.
 	heldIntents = 64
@@ -300,14 +300,24 @@ func (r *Runtime) HandoffSnapshot(id ecs.ID) (handoff.Snapshot, error) {
 // handoffSnapshot encodes local entity id for a handoff at epoch, taken at
 // the end of tick.
 func (r *Runtime) handoffSnapshot(id ecs.ID, epoch, tick uint64) (handoff.Snapshot, error) {
-	comps := make(map[string][]byte, len(r.codecs)+1)
-	comps[atName] = binary.LittleEndian.AppendUint64(nil, r.tickMillis(tick))
-	for _, cd := range r.codecs {
+	s := handoff.Snapshot{Entity: uint64(id), Epoch: epoch, Table: r.terr.Table().Version(),
+		Components: make([]handoff.Component, 0, len(r.codecs)+1)}
+	at := handoff.Component{Name: atName, Data: binary.LittleEndian.AppendUint64(nil, r.tickMillis(tick))}
+	for _, cd := range r.codecs { // sorted by name, as a snapshot's components must be
+		if at.Name != "" && at.Name < cd.name {
+			s.Components, at.Name = append(s.Components, at), ""
+		}
 		if b, ok := cd.enc(id); ok {
-			comps[cd.name] = b
+			if len(b) == 0 {
+				b = nil
+			}
+			s.Components = append(s.Components, handoff.Component{Name: cd.name, Data: b})
 		}
 	}
-	return handoff.NewSnapshot(uint64(id), epoch, r.terr.Table().Version(), comps)
+	if at.Name != "" {
+		s.Components = append(s.Components, at)
+	}
+	return s, s.Check()
 }
 
 // checkHandoffs asks targets that did not answer in time to abort, and
@@ -563,10 +573,11 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		// (intents) goes to the target. Until the target's first update
 		// arrives the ghost holds the entity's last state here, at the old
 		// epoch, so a client that starts seeing it meanwhile gets it whole.
-		if !c.wanted(from, ch) {
-			// This node does not receive that chunk from the target, so
-			// nothing would update or remove a ghost there: it leaves
-			// sight here (no client of this node holds the chunk).
+		if !c.needs(ch) {
+			// This node does not need that chunk, so it does not receive it
+			// from the target and nothing would update or remove a ghost
+			// there: it leaves sight here (no client of this node holds
+			// the chunk).
 			c.r.vis.Remove(id, interest.OutOfSight)
 			_ = c.r.w.Evict(id)
 			c.hstats.Acked++
@@ -575,13 +586,12 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: replica.Stamp{Epoch: o.epoch - 1, Seq: c.r.seq()}, Chunk: ch, Frames: burst})
 		c.source[id] = from
 		_ = c.r.w.Evict(id)
-		c.applyEvents()
 		for _, x := range o.early {
 			c.applyUpdate(from, x.entry, x.update)
 		}
-		c.applyEvents()
 		c.hstats.Acked++
 	}
+	c.applyEvents()
 }
 
 // receiveRefuse gives the refused entities back to the simulation.

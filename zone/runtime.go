@@ -205,7 +205,7 @@ type Runtime struct {
 	res  *interest.Residency
 	out  *outbox.Outbox[Subscriber, ecs.ID]
 
-	codecs []codec // every handed-over component's, in registration order
+	codecs []codec // every handed-over component's, sorted by name
 
 	pos    *ecs.Store[Position]
 	owner  *ecs.Store[Owner]
