@@ -40,7 +40,7 @@ const replanPerTick = 256
 
 // tableGrace is how many ticks after a table change an observer stays
 // subscribed to a chunk's old simulators besides its new ones: long enough
-// for a region move's handoffs (at most 256 entities a tick) to complete.
+// for a region move's handoffs (at most 128 entities a tick) to complete.
 const tableGrace = 100
 
 // fullRoutesEvery is how often, in ticks, a node resends its whole route

@@ -192,8 +192,7 @@ func sameAsOneNodeWith(t *testing.T, cfg wander.Config, ticks, lag int, handoff 
 				if !ok1 || !ok2 {
 					continue
 				}
-				dx, dy, _ := one.Geometry().ChunkDelta(vc, ec)
-				d := max(abs(dx), abs(dy))
+				d := one.Geometry().ChunkDistance(vc, ec)
 				near, far = min(near, d), max(far, d)
 			}
 		}
@@ -298,13 +297,6 @@ func chunksOf(r *zone.Runtime) map[ecs.ID]torus.ChunkPos {
 	out := make(map[ecs.ID]torus.ChunkPos)
 	r.Positions().Each(func(id ecs.ID, p *zone.Position) { out[id] = r.Geometry().ChunkOf(p.Pos) })
 	return out
-}
-
-func abs(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
 }
 
 // ownedBy reports whether node name simulates entity e.

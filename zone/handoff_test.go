@@ -666,7 +666,7 @@ func sendFromAnyNode(c *zonetest.Cluster, rnd *rand.Rand, id ecs.ID, n int64) bo
 // TestRegionMoveUnderLoad: 1,000 entities stand in region (1, 1) of
 // zone-0 while 200 pace over its borders, watched by viewers on all four
 // nodes. A table that gives the region to zone-3 is applied while the
-// world runs: zone-0 hands every entity of the region over (at most 256
+// world runs: zone-0 hands every entity of the region over (at most 128
 // a tick, once zone-3 shows it holds the table). Every one ends simulated
 // on zone-3; none is lost or duplicated at any tick; no client, anywhere,
 // sees a standing entity vanish or appear again.
