@@ -230,6 +230,10 @@ func (o *Ownership) install(t *cells.Table) {
 		return // coord delivers in increasing order; a stale one never replaces
 	}
 	h := newHeld(t, o.name)
+	// The gauges first: whoever waits for this version (WaitVersion) sees
+	// them set.
+	o.met.version.Set(float64(t.Version()))
+	o.met.owned.Set(float64(len(h.regions)))
 	o.cur.Store(h)
 	close(old.next)
 
@@ -247,8 +251,6 @@ func (o *Ownership) install(t *cells.Table) {
 		ch.Lost = append([]cells.RegionID(nil), old.regions...)
 		ch.Gained = append([]cells.RegionID(nil), h.regions...)
 	}
-	o.met.version.Set(float64(t.Version()))
-	o.met.owned.Set(float64(len(h.regions)))
 	o.log.Info("zone: region table held", "node", o.name, "old_version", ch.OldVersion(), "version", t.Version(),
 		"owned", len(h.regions), "gained", len(ch.Gained), "lost", len(ch.Lost))
 	if o.onChange != nil {
