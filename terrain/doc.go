@@ -10,6 +10,15 @@
 // from five octaves of value noise hashed from the seed and integer lattice
 // coordinates.
 //
+// Edits on top: an Edit is what the world store keeps per chunk column
+// (kind, data, author), in revision order. Terrain defines one kind, the
+// reference: KindMarker, a Marker of a small type on one of the chunk's
+// 16 × 16 heightmap cells. Apply lays edits over a base in order and
+// returns the Surface a client shows; a marker replaces the marker of its
+// cell, and type 0 removes it (last writer wins, by revision). Kinds from
+// FirstGameKind up are a game module's own: Apply and the decoders carry
+// them through untouched.
+//
 // It does not own where edits are stored or how they travel between nodes
 // (the world store), the gateway that streams chunks to clients, nor what a
 // game's own edit kinds mean. It does no I/O, starts no goroutines, reads no
@@ -43,5 +52,6 @@
 //     changes the ground under every placed edit of every deployed world.
 //     Golden tests pin it.
 //
-// The package imports only the standard library, errcode and torus.
+// The package imports only the standard library, account, errcode and
+// torus.
 package terrain
