@@ -1,0 +1,235 @@
+package sqlworld_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/internal/testenv"
+	"github.com/shardwise/shardwise/netting/sqlstore"
+	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/worldstore"
+	"github.com/shardwise/shardwise/worldstore/sqlworld"
+	"github.com/shardwise/shardwise/worldstore/storetest"
+)
+
+func testCtx(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// open opens the store at url, closed at cleanup.
+func open(t testing.TB, url string) *sqlworld.Store {
+	t.Helper()
+	s, err := sqlworld.Open(testCtx(t), url)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", url, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func sqliteURL(t testing.TB) string {
+	return "sqlite://" + filepath.Join(t.TempDir(), "world.db")
+}
+
+func TestContractSQLite(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) worldstore.Store { return open(t, sqliteURL(t)) })
+	// Two stores on one file: two writer connections, as two processes
+	// would have, queueing on the file lock (busy timeout, retry).
+	storetest.RunShared(t, func(t *testing.T) (a, b worldstore.Store) {
+		url := sqliteURL(t)
+		return open(t, url), open(t, url)
+	})
+}
+
+func TestContractSQLiteInMemory(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) worldstore.Store { return open(t, "sqlite://:memory:") })
+}
+
+// TestPostgres runs everything that needs PostgreSQL under one throwaway
+// server per test binary.
+func TestPostgres(t *testing.T) {
+	pg := testenv.StartPostgres(t)
+	t.Run("Contract", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) worldstore.Store { return open(t, pg.NewDatabase(t)) })
+	})
+	t.Run("ContractShared", func(t *testing.T) {
+		storetest.RunShared(t, func(t *testing.T) (a, b worldstore.Store) {
+			url := pg.NewDatabase(t)
+			return open(t, url), open(t, url)
+		})
+	})
+	t.Run("Reopen", func(t *testing.T) { testReopen(t, pg.NewDatabase(t)) })
+	t.Run("ConcurrentOpeners", func(t *testing.T) {
+		url := pg.NewDatabase(t)
+		testConcurrentOpeners(t, url, func(t *testing.T) int {
+			conn, err := pgx.Connect(testCtx(t), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(testCtx(t))
+			var n int
+			if err := conn.QueryRow(testCtx(t), `SELECT COUNT(*) FROM worldstore_migrations`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		})
+	})
+	t.Run("BesideNettingStore", func(t *testing.T) {
+		url := pg.NewDatabase(t)
+		testBesideNetting(t, url, func(ctx context.Context) (*sqlstore.Store, error) { return sqlstore.OpenPostgres(ctx, url) })
+	})
+}
+
+func TestReopenSQLite(t *testing.T) { testReopen(t, sqliteURL(t)) }
+
+// testReopen: what a store wrote is there after it is closed and the
+// database opened again (durable, and the migrations run again as no-ops).
+func testReopen(t *testing.T, url string) {
+	ctx := testCtx(t)
+	s := open(t, url)
+	p := worldstore.Player{Account: 42, Epoch: 9, Pos: torus.Pos{X: 1.5, Y: 2.5, Z: -3.5}, State: []byte("pet=fox")}
+	if err := s.SavePlayer(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	chunk := torus.ChunkPos{X: 7, Y: 8, Slab: 1}
+	if _, err := s.AppendEdit(ctx, chunk, 0, worldstore.Edit{Kind: 3, Data: []byte("marker"), Account: 42}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t, url)
+	if v, err := s.SchemaVersion(ctx); err != nil || v != sqlworld.LatestSchemaVersion {
+		t.Fatalf("SchemaVersion = %d, %v; want %d", v, err, sqlworld.LatestSchemaVersion)
+	}
+	got, err := s.LoadPlayer(ctx, 42)
+	if err != nil || got.Epoch != p.Epoch || got.Pos != p.Pos || string(got.State) != "pet=fox" {
+		t.Fatalf("after reopen LoadPlayer = %+v, %v; want %+v", got, err, p)
+	}
+	rev, es, err := s.Edits(ctx, chunk, 0)
+	if err != nil || rev != 1 || len(es) != 1 || string(es[0].Edit.Data) != "marker" || es[0].Edit.Account != 42 {
+		t.Fatalf("after reopen Edits = %d, %+v, %v; want the marker", rev, es, err)
+	}
+	// The store's clock stamped both, and recently: a wrong unit (seconds
+	// for microseconds) would land decades away.
+	for _, at := range []time.Time{got.Saved, es[0].Saved} {
+		if d := time.Since(at); d < -time.Hour || d > time.Hour {
+			t.Fatalf("Saved = %v, not within an hour of now", at)
+		}
+	}
+}
+
+func TestConcurrentOpenersSQLite(t *testing.T) {
+	url := sqliteURL(t)
+	testConcurrentOpeners(t, url, func(t *testing.T) int {
+		db, err := sql.Open("sqlite", strings.TrimPrefix(url, "sqlite://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var n int
+		if err := db.QueryRow(`SELECT COUNT(*) FROM worldstore_migrations`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	})
+}
+
+// testConcurrentOpeners: stores opened at once on a fresh database all
+// succeed, and each migration is applied once.
+func testConcurrentOpeners(t *testing.T, url string, migrationRows func(t *testing.T) int) {
+	const openers = 6
+	var wg sync.WaitGroup
+	stores := make([]*sqlworld.Store, openers)
+	errs := make([]error, openers)
+	gate := make(chan struct{})
+	for i := range openers {
+		wg.Go(func() {
+			<-gate
+			stores[i], errs[i] = sqlworld.Open(testCtx(t), url)
+		})
+	}
+	close(gate)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("opener %d: %v", i, err)
+		}
+		t.Cleanup(func() { stores[i].Close() })
+	}
+	if n := migrationRows(t); n != sqlworld.LatestSchemaVersion {
+		t.Fatalf("%d migration rows, want %d (one per version)", n, sqlworld.LatestSchemaVersion)
+	}
+	if err := stores[0].SavePlayer(testCtx(t), worldstore.Player{Account: 1, Epoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stores[openers-1].LoadPlayer(testCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBesideNettingStoreSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.db")
+	testBesideNetting(t, "sqlite://"+path, func(ctx context.Context) (*sqlstore.Store, error) { return sqlstore.OpenSQLite(ctx, path) })
+}
+
+// testBesideNetting: the world store and the netting store open on one
+// database in either order; their migration histories do not collide.
+func testBesideNetting(t *testing.T, url string, openNetting func(context.Context) (*sqlstore.Store, error)) {
+	ctx := testCtx(t)
+	w := open(t, url)
+	n, err := openNetting(ctx)
+	if err != nil {
+		t.Fatalf("netting store after the world store: %v", err)
+	}
+	defer n.Close()
+	if v, err := n.SchemaVersion(ctx); err != nil || v != sqlstore.LatestSchemaVersion {
+		t.Fatalf("netting SchemaVersion = %d, %v; want %d", v, err, sqlstore.LatestSchemaVersion)
+	}
+	w.Close()
+	w = open(t, url)
+	if v, err := w.SchemaVersion(ctx); err != nil || v != sqlworld.LatestSchemaVersion {
+		t.Fatalf("world SchemaVersion = %d, %v; want %d", v, err, sqlworld.LatestSchemaVersion)
+	}
+}
+
+func TestOpenRefusesBadURLs(t *testing.T) {
+	tests := []struct {
+		url, field string
+	}{
+		{"", "url"},
+		{"world.db", "url"},
+		{"mysql://user:hunter2@host/db", "url"},
+		{"sqlite://", "path"},
+		{"sqlite:///tmp/world.db?cache=shared", "path"},
+	}
+	for _, tc := range tests {
+		_, err := sqlworld.Open(context.Background(), tc.url)
+		var ce *errcode.ConfigError
+		if !errors.As(err, &ce) || ce.Field != tc.field || !errors.Is(err, errcode.ErrConfigInvalid) {
+			t.Errorf("Open(%q) = %v, want a ConfigError naming %s", tc.url, err, tc.field)
+			continue
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%q) error shows the password: %v", tc.url, err)
+		}
+	}
+}
+
+func TestDialect(t *testing.T) {
+	if d := open(t, "sqlite://:memory:").Dialect(); d != "sqlite" {
+		t.Fatalf("Dialect = %q, want sqlite", d)
+	}
+}
