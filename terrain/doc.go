@@ -19,6 +19,9 @@
 // FirstGameKind up are a game module's own: Apply and the decoders carry
 // them through untouched.
 //
+// A Chunk (column, revision, heights, edits) is what a client receives;
+// AppendChunk encodes it and DecodeChunk decodes it (the format below).
+//
 // It does not own where edits are stored or how they travel between nodes
 // (the world store), the gateway that streams chunks to clients, nor what a
 // game's own edit kinds mean. It does no I/O, starts no goroutines, reads no
@@ -31,6 +34,49 @@
 // (the default octaves keep them within ±176 m, so in slabs −1 and 0 of the
 // default world); which part of the ground falls in which slab is the
 // client's to cut.
+//
+// # Format
+//
+// A chunk encoding is what a gateway sends a client for every chunk column
+// it holds: the base and the edits, for the client to apply (as Apply
+// does). Every field is a byte or an unsigned LEB128 varint ("uvarint", as
+// in Protocol Buffers: 7 bits a byte, least significant group first, the
+// high bit set on every byte but the last), and every varint must be
+// minimal (its last byte is not 0x00 unless it is the only one: 0 is the
+// byte 0x00, never 0x80 0x00):
+//
+//	chunk    = version:byte x:uvarint y:uvarint revision:uvarint heights edits
+//	heights  = delta:uvarint × 289           (Side × Side samples)
+//	edits    = count:uvarint edit × count     (count ≤ MaxEdits, 4096)
+//	edit     = kind:uvarint account:uvarint len:uvarint data:byte × len
+//
+// In order:
+//
+//   - version is Version, 1. Any other first byte is refused.
+//   - x and y are the column: a normalised chunk position (torus.ChunkPos
+//     without its slab), each at most 2³¹ − 1.
+//   - revision is the world store's revision of the column's edits,
+//     uninterpreted.
+//   - heights are the 289 samples in decimetres, row by row from the
+//     chunk's south edge (j = 0) and each row from its west edge (i = 0),
+//     so sample (i, j) is the (17j + i)-th. Each is sent as its difference
+//     d from a prediction, zigzag-mapped to an unsigned value u
+//     (u = 2d for d ≥ 0, u = −2d − 1 for d < 0: 0, −1, 1, −2 … become 0, 1,
+//     2, 3 …). The prediction of sample (i, j) is sample (i − 1, j) when
+//     i > 0, else sample (0, j − 1) when j > 0, else 0. Every sample must
+//     be an int16 (−32768 … 32767); u above 131070 is refused. Neighbouring
+//     samples of smooth ground differ by a few decimetres, so heights take
+//     about one byte a sample.
+//   - each edit is its kind (1 … 65535; 0 is refused), the account that made
+//     it (0 for none), and len bytes of data (len ≤ MaxEditData, 1024),
+//     in revision order. A marker (kind 1) has exactly 2 bytes of data:
+//     the cell, (y << 4) | x, then the marker's type (0 removes the
+//     marker of the cell). The data of other kinds is the game's.
+//
+// Nothing may follow the last edit, and the whole encoding is at most
+// MaxChunkBytes (64 KiB). A flat chunk without edits is 294 bytes; the
+// default world's terrain is about the same, plus 5 to 14 bytes a marker
+// (by the length of its account).
 //
 // # Invariants
 //
@@ -51,6 +97,20 @@
 //     smoothstep, the fixed point) is part of the world: changing it
 //     changes the ground under every placed edit of every deployed world.
 //     Golden tests pin it.
+//  5. The encoding is canonical: DecodeChunk accepts exactly the bytes
+//     AppendChunk writes for a Chunk that passes Check, so for every b it
+//     accepts, AppendChunk of the result gives back b. It refuses anything
+//     else with an error matching ErrMalformed (code TERRAIN.MALFORMED)
+//     that names the field and its byte offset, never panics, and checks
+//     every count against its limit and the bytes left before allocating
+//     for it. Fuzzed, with a seed corpus in testdata/fuzz.
+//  6. A decoded Chunk is in canonical form (no edits and no data are nil,
+//     never empty non-nil slices), its edits Apply without error, and each
+//     Edit.Data aliases the input with its capacity clipped: the caller
+//     copies what it keeps beyond the input's life.
+//  7. AppendChunk does not check: a value outside the limits is the
+//     sender's bug, encoded anyway and refused by the receiver. A sender
+//     that takes sizes from outside calls Chunk.Check first.
 //
 // The package imports only the standard library, account, errcode and
 // torus.
