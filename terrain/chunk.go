@@ -12,12 +12,19 @@ import (
 const Version = 1
 
 // Limits DecodeChunk enforces; Check enforces the same. A count or length
-// above its limit is malformed.
+// above its limit is malformed. They are the world store's
+// (worldstore.MaxEditsPerChunk and MaxEditBytes), so every chunk the store
+// holds can be sent.
 const (
-	MaxEdits      = 4096     // edits in one Chunk
-	MaxEditData   = 1024     // bytes of one Edit.Data
-	MaxChunkBytes = 64 << 10 // bytes of one encoded Chunk
+	MaxEdits    = 1024 // edits in one Chunk
+	MaxEditData = 1024 // bytes of one Edit.Data
 )
+
+// MaxChunkBytes is the longest encoding there is (1 064 826 bytes): the
+// longest column, revision and heights (3 bytes a sample), and MaxEdits
+// edits of the longest kind, account and data. A client can size a buffer
+// by it; DecodeChunk refuses anything longer before reading it.
+const MaxChunkBytes = 1 + 5 + 5 + 10 + Side*Side*3 + 2 + MaxEdits*(3+10+2+MaxEditData)
 
 // Chunk is a chunk column as a client receives it: the base heights, the
 // edits on top in revision order, and the revision of the last of them.
@@ -25,9 +32,9 @@ type Chunk struct {
 	// X and Y name the column (a normalised torus.ChunkPos without its
 	// slab): each in [0, 2³¹).
 	X, Y int32
-	// Revision is the world store's revision of the column's edits. The
-	// format does not interpret it beyond carrying it; a client keeps it
-	// to ask for or match later changes.
+	// Revision is the world store's revision of the column's edits (the
+	// number of edits it has had). The format carries it uninterpreted; a
+	// client keeps it to match later changes.
 	Revision uint64
 	Heights  Heights
 	// Edits are the column's edits in revision order; nil when there are
@@ -62,13 +69,11 @@ func (c *Chunk) Check() error {
 			return ErrInvalid.Wrap("Edits[%d]: marker data of %d bytes, want %d", i, len(e.Data), MarkerDataLen)
 		}
 	}
-	if n := c.size(); n > MaxChunkBytes {
-		return ErrInvalid.Wrap("encoding of %d bytes exceeds %d", n, MaxChunkBytes)
-	}
 	return nil
 }
 
-// size returns the length of c's encoding.
+// size returns the length of c's encoding, at most MaxChunkBytes when c
+// passes Check.
 func (c *Chunk) size() int {
 	n := 1 + uvarintLen(uint64(uint32(c.X))) + uvarintLen(uint64(uint32(c.Y))) + uvarintLen(c.Revision)
 	for k := range c.Heights {

@@ -47,7 +47,7 @@
 //
 //	chunk    = version:byte x:uvarint y:uvarint revision:uvarint heights edits
 //	heights  = delta:uvarint × 289           (Side × Side samples)
-//	edits    = count:uvarint edit × count     (count ≤ MaxEdits, 4096)
+//	edits    = count:uvarint edit × count     (count ≤ MaxEdits, 1024)
 //	edit     = kind:uvarint account:uvarint len:uvarint data:byte × len
 //
 // In order:
@@ -73,8 +73,9 @@
 //     the cell, (y << 4) | x, then the marker's type (0 removes the
 //     marker of the cell). The data of other kinds is the game's.
 //
-// Nothing may follow the last edit, and the whole encoding is at most
-// MaxChunkBytes (64 KiB). A flat chunk without edits is 294 bytes; the
+// Nothing may follow the last edit. The limits bound the whole encoding
+// by MaxChunkBytes (1 064 826 bytes); a longer input is refused unread. A
+// flat chunk without edits is 294 bytes; the
 // default world's terrain is about the same, plus 5 to 14 bytes a marker
 // (by the length of its account).
 //
