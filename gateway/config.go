@@ -1,0 +1,190 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/directory"
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/logintoken"
+	"github.com/shardwise/shardwise/nodename"
+	"github.com/shardwise/shardwise/torus"
+)
+
+// Subprotocol is the WebSocket subprotocol of the client protocol. A
+// client that offers none is served it anyway; one that offers only others
+// is refused.
+const Subprotocol = "shardwise.v1"
+
+// Audience is the login token audience a gateway accepts.
+const Audience = "gateway"
+
+// Defaults of Limits.
+const (
+	DefaultMaxMessage   = 4 << 10
+	DefaultInputRate    = 40
+	DefaultInputBurst   = 80
+	DefaultIdleTimeout  = 30 * time.Second
+	DefaultLoginTimeout = 10 * time.Second
+	DefaultSendBudget   = 1 << 20
+	DefaultWriteTimeout = 5 * time.Second
+)
+
+// Limits bound what one connection may cost the node.
+type Limits struct {
+	// MaxMessage is the largest client message accepted, in bytes; a larger
+	// one closes the socket with status 1009. Default DefaultMaxMessage.
+	MaxMessage int
+	// InputRate and InputBurst are the token bucket every client message
+	// passes (messages per second, and the burst above it). A message over
+	// the rate is dropped and counted, and the client is told
+	// (GATEWAY.RATE_LIMITED, at most once a second). Defaults
+	// DefaultInputRate and DefaultInputBurst.
+	InputRate  float64
+	InputBurst int
+	// IdleTimeout closes a socket that sent nothing (no input, no ping) for
+	// this long. Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// LoginTimeout closes a socket that has not logged in this long after
+	// it connected, or whose login the directory has not answered by then.
+	// Default DefaultLoginTimeout.
+	LoginTimeout time.Duration
+	// SendBudget is how many bytes may wait for a client to read them; a
+	// client further behind is a slow reader and is disconnected (its
+	// backlog dropped, never buffered without bound). Default
+	// DefaultSendBudget (about 20 s of a busy view at 20 kbit/s... and far
+	// more of a quiet one).
+	SendBudget int
+	// WriteTimeout bounds one write to the socket; a client whose TCP
+	// window stays shut longer is a slow reader too. Default
+	// DefaultWriteTimeout.
+	WriteTimeout time.Duration
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxMessage == 0 {
+		l.MaxMessage = DefaultMaxMessage
+	}
+	if l.InputRate == 0 {
+		l.InputRate = DefaultInputRate
+	}
+	if l.InputBurst == 0 {
+		l.InputBurst = DefaultInputBurst
+	}
+	if l.IdleTimeout == 0 {
+		l.IdleTimeout = DefaultIdleTimeout
+	}
+	if l.LoginTimeout == 0 {
+		l.LoginTimeout = DefaultLoginTimeout
+	}
+	if l.SendBudget == 0 {
+		l.SendBudget = DefaultSendBudget
+	}
+	if l.WriteTimeout == 0 {
+		l.WriteTimeout = DefaultWriteTimeout
+	}
+	return l
+}
+
+func (l Limits) validate() error {
+	switch {
+	case l.MaxMessage < 64 || l.MaxMessage > 1<<20:
+		return errcode.Config("Config.Limits.MaxMessage", l.MaxMessage, "must be within 64 bytes and 1 MiB")
+	case !(l.InputRate > 0):
+		return errcode.Config("Config.Limits.InputRate", l.InputRate, "must be above 0")
+	case l.InputBurst < 1:
+		return errcode.Config("Config.Limits.InputBurst", l.InputBurst, "must be at least 1")
+	case l.IdleTimeout < time.Second:
+		return errcode.Config("Config.Limits.IdleTimeout", l.IdleTimeout, "must be at least 1s")
+	case l.LoginTimeout < 100*time.Millisecond:
+		return errcode.Config("Config.Limits.LoginTimeout", l.LoginTimeout, "must be at least 100ms")
+	case l.SendBudget < 64<<10:
+		return errcode.Config("Config.Limits.SendBudget", l.SendBudget, "must be at least 64 KiB")
+	case l.WriteTimeout < 100*time.Millisecond:
+		return errcode.Config("Config.Limits.WriteTimeout", l.WriteTimeout, "must be at least 100ms")
+	}
+	return nil
+}
+
+// Config configures a Gateway. Zero fields take the defaults documented on
+// them.
+type Config struct {
+	// Name is the node's name, told to clients in Welcome. Required.
+	Name string
+	// Node is the node's number: the gateway the directory records for the
+	// sessions this node serves. Required to be the node's own (0–255).
+	Node directory.NodeID
+	// Directory records sessions: epochs, leases, single-use token claims.
+	// Required.
+	Directory directory.Directory
+	// Verifier checks login tokens; its audience must be Audience and its
+	// SingleUse the same Directory, so a token is single use across the
+	// cluster. Required.
+	Verifier *logintoken.Verifier
+	// World is the simulation the sessions play in. Required.
+	World World
+	// Geometry is the world told to clients in Welcome. Required (non-zero).
+	Geometry torus.World
+	// TickHz is the simulation rate told to clients. Default 20.
+	TickHz int
+	// Displace tells another node's gateway that its session was displaced
+	// by a newer login here (the zone host sends it over the link). nil:
+	// the old gateway learns it at its next lease renewal instead.
+	Displace func(ctx context.Context, old directory.Session)
+	// RenewEvery is how often each session's directory lease is renewed; a
+	// renewal refused as stale means a newer login displaced the session.
+	// Default a third of directory.DefaultLeaseTTL.
+	RenewEvery time.Duration
+	// Limits bound each connection.
+	Limits Limits
+	// Clock drives idle checks, rate limits and renewals. Default clock.Real().
+	Clock clock.Clock
+	// Logger receives the gateway's records. Default: discard.
+	Logger *slog.Logger
+	// Metrics are the collectors to count into. Default: fresh ones, not
+	// registered anywhere (Gateway.Metrics returns them).
+	Metrics *Metrics
+}
+
+func (c Config) withDefaults() Config {
+	if c.TickHz == 0 {
+		c.TickHz = 20
+	}
+	if c.RenewEvery == 0 {
+		c.RenewEvery = directory.DefaultLeaseTTL / 3
+	}
+	c.Limits = c.Limits.withDefaults()
+	c.Clock = clock.OrReal(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics()
+	}
+	return c
+}
+
+// Validate reports the first invalid field, by its Go path (Config.Limits.IdleTimeout).
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if err := nodename.Check("Config.Name", c.Name); err != nil {
+		return err
+	}
+	switch {
+	case c.Directory == nil:
+		return errcode.Config("Config.Directory", nil, "is required")
+	case c.Verifier == nil:
+		return errcode.Config("Config.Verifier", nil, "is required")
+	case c.World == nil:
+		return errcode.Config("Config.World", nil, "is required")
+	case c.Geometry == (torus.World{}):
+		return errcode.Config("Config.Geometry", c.Geometry, "is required")
+	case c.TickHz < 1 || c.TickHz > 1000:
+		return errcode.Config("Config.TickHz", c.TickHz, "must be within 1 and 1000")
+	case c.RenewEvery < 10*time.Millisecond:
+		return errcode.Config("Config.RenewEvery", c.RenewEvery, "must be at least 10ms")
+	}
+	return c.Limits.validate()
+}

@@ -1,0 +1,259 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/directory"
+)
+
+// Gateway serves client sockets on one node: an http.Handler for the
+// WebSocket endpoint. Every connection is served by its handler goroutine
+// and one writer goroutine; one housekeeping goroutine checks idle and
+// login deadlines and renews the sessions' directory leases. Close stops
+// them all.
+type Gateway struct {
+	cfg    Config
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // handlers and the housekeeper
+
+	mu       sync.Mutex
+	closed   bool
+	conns    map[*conn]struct{}
+	sessions map[account.ID]*conn
+}
+
+// New starts a gateway.
+func New(cfg Config) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &Gateway{
+		cfg: cfg, ctx: ctx, cancel: cancel,
+		conns:    make(map[*conn]struct{}),
+		sessions: make(map[account.ID]*conn),
+	}
+	// The ticker is made here, not in the goroutine, so that it counts
+	// from New on an injected clock too.
+	period := min(cfg.Limits.IdleTimeout, cfg.Limits.LoginTimeout, cfg.RenewEvery) / 4
+	t := cfg.Clock.NewTicker(max(period, 5*time.Millisecond))
+	g.wg.Add(1)
+	go g.housekeep(t)
+	return g, nil
+}
+
+// Metrics returns the gateway's collectors.
+func (g *Gateway) Metrics() *Metrics { return g.cfg.Metrics }
+
+// Sessions is the number of logged-in connections.
+func (g *Gateway) Sessions() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.sessions)
+}
+
+// Connections is the number of open sockets, logged in or not.
+func (g *Gateway) Connections() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.conns)
+}
+
+// ServeHTTP upgrades the request to a WebSocket and serves it until it
+// closes.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		http.Error(w, CodeShutdown, http.StatusServiceUnavailable)
+		return
+	}
+	g.wg.Add(1)
+	g.mu.Unlock()
+	defer g.wg.Done()
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}})
+	if err != nil {
+		return // Accept wrote the HTTP error
+	}
+	if r.Header.Get("Sec-WebSocket-Protocol") != "" && ws.Subprotocol() != Subprotocol {
+		_ = ws.Close(StatusProtocol, CodeMalformed)
+		return
+	}
+	ws.SetReadLimit(int64(g.cfg.Limits.MaxMessage))
+	l := g.cfg.Limits
+	now := g.cfg.Clock.Now()
+	c := &conn{
+		g: g, ws: ws, done: make(chan struct{}), wake: make(chan struct{}, 1),
+		limiter: rate.NewLimiter(rate.Limit(l.InputRate), l.InputBurst),
+	}
+	c.lastRead.Store(now.UnixNano())
+	c.loginBy.Store(now.Add(l.LoginTimeout).UnixNano())
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		_ = ws.Close(StatusShutdown, CodeShutdown)
+		return
+	}
+	g.conns[c] = struct{}{}
+	g.mu.Unlock()
+	c.serve(g.ctx)
+	g.mu.Lock()
+	delete(g.conns, c)
+	g.mu.Unlock()
+}
+
+// register makes c the account's connection here, displacing an older
+// local one; false if a newer one is already here (this login lost a race
+// in the directory).
+func (g *Gateway) register(c *conn, s *Session) bool {
+	g.mu.Lock()
+	old := g.sessions[s.account]
+	if old != nil && old.sess.epoch > s.epoch {
+		g.mu.Unlock()
+		return false
+	}
+	c.sess = s
+	c.nextRenew = g.cfg.Clock.Now().Add(g.cfg.RenewEvery)
+	g.sessions[s.account] = c
+	g.cfg.Metrics.sessions.Set(float64(len(g.sessions)))
+	g.mu.Unlock()
+	if old != nil {
+		old.closeWith(StatusDisplaced, CodeDisplaced, "gateway: a newer login of this account displaced this one")
+	}
+	return true
+}
+
+// displaced tells the gateway of an older session of the account that it
+// lost it: here, or through Config.Displace.
+func (g *Gateway) displaced(ctx context.Context, old directory.Session) {
+	if old.Gateway == g.cfg.Node {
+		g.Displaced(old.Account, old.Epoch+1)
+		return
+	}
+	if g.cfg.Displace != nil {
+		g.cfg.Displace(ctx, old)
+	}
+}
+
+// Displaced closes the account's connection here if its session epoch is
+// below newer: a login elsewhere displaced it. The zone host calls it when
+// another node says so; a later lease renewal finds it too.
+func (g *Gateway) Displaced(a account.ID, newer directory.Epoch) {
+	g.mu.Lock()
+	c := g.sessions[a]
+	g.mu.Unlock()
+	if c != nil && c.sess.epoch < newer {
+		c.closeWith(StatusDisplaced, CodeDisplaced, "gateway: a newer login of this account displaced this one")
+	}
+}
+
+// leave ends a session that was registered: the world lets go of it and
+// the directory entry is released unless a newer login holds it.
+func (g *Gateway) leave(c *conn, s *Session) {
+	g.mu.Lock()
+	if g.sessions[s.account] == c {
+		delete(g.sessions, s.account)
+		g.cfg.Metrics.sessions.Set(float64(len(g.sessions)))
+	}
+	g.mu.Unlock()
+	g.cfg.World.Leave(s)
+	g.release(s)
+}
+
+func (g *Gateway) release(s *Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := g.cfg.Directory.Release(ctx, s.account, s.epoch)
+	if err != nil && !errors.Is(err, directory.ErrStaleEpoch) && !errors.Is(err, directory.ErrNotFound) {
+		g.cfg.Logger.Warn("gateway: release session", "account", s.account, "epoch", s.epoch, "err", err)
+	}
+}
+
+// housekeep closes idle sockets and logins that take too long, and renews
+// the sessions' leases, on the injected clock.
+func (g *Gateway) housekeep(t clock.Ticker) {
+	defer g.wg.Done()
+	defer t.Stop()
+	var conns []*conn
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-t.C():
+		}
+		now := g.cfg.Clock.Now()
+		g.mu.Lock()
+		conns = conns[:0]
+		for c := range g.conns {
+			conns = append(conns, c)
+		}
+		g.mu.Unlock()
+		for _, c := range conns {
+			if by := c.loginBy.Load(); by != 0 && now.UnixNano() >= by {
+				c.closeWith(StatusLoginFailed, CodeLoginTimeout, "gateway: no login in time")
+				continue
+			}
+			if now.Sub(time.Unix(0, c.lastRead.Load())) >= g.cfg.Limits.IdleTimeout {
+				c.closeWith(StatusIdle, CodeIdle, "gateway: nothing received for the idle timeout")
+				continue
+			}
+			g.mu.Lock()
+			s, due := c.sess, c.sess != nil && !now.Before(c.nextRenew)
+			if due {
+				c.nextRenew = now.Add(g.cfg.RenewEvery)
+			}
+			g.mu.Unlock()
+			if due {
+				g.renew(c, s)
+			}
+		}
+	}
+}
+
+func (g *Gateway) renew(c *conn, s *Session) {
+	ctx, cancel := context.WithTimeout(g.ctx, g.cfg.RenewEvery)
+	defer cancel()
+	_, err := g.cfg.Directory.Renew(ctx, s.account, s.epoch)
+	switch {
+	case err == nil:
+	case errors.Is(err, directory.ErrStaleEpoch), errors.Is(err, directory.ErrNotFound):
+		c.closeWith(StatusDisplaced, CodeDisplaced, "gateway: a newer login of this account displaced this one")
+	default:
+		g.cfg.Logger.Warn("gateway: renew session", "account", s.account, "epoch", s.epoch, "err", err)
+	}
+}
+
+// Close closes every socket (GATEWAY.SHUTDOWN), ends every session in the
+// world, and returns once every goroutine of the gateway has returned.
+// Idempotent.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		g.wg.Wait()
+		return nil
+	}
+	g.closed = true
+	conns := make([]*conn, 0, len(g.conns))
+	for c := range g.conns {
+		conns = append(conns, c)
+	}
+	g.mu.Unlock()
+	for _, c := range conns {
+		c.closeWith(StatusShutdown, CodeShutdown, "gateway: the node is stopping")
+	}
+	g.cancel()
+	g.wg.Wait()
+	return nil
+}
