@@ -1,0 +1,39 @@
+// Package webclient is a small JavaScript client of the client protocol
+// (proto/client.proto, docs/protocol.md), embedded in the binary, and the
+// http.Handler that serves it.
+//
+// What it owns: the files under static/, ES modules with no dependencies
+// and no build step, which a browser loads as they are:
+//   - proto.js: the protobuf wire reader and writer for exactly the
+//     messages of client.proto (uint64 and fixed64 as BigInt; unknown
+//     fields skipped by wire type).
+//   - frames.js: the outbox batch decoder (appear with its burst,
+//     component, vanish; outbox/wire.go), the reference game's component
+//     decoders (position, path, speed, visual, health, exp;
+//     game/components.go) and the terrain chunk decoder (terrain/doc.go).
+//   - client.js: Client (connect, login, events, move, attack, stop,
+//     ping, logout) and World (the entities the client knows, its own
+//     master and pet, the terrain it was sent). InputKind holds the input
+//     kinds the client sends (move 1, attack 2, stop 3), in one place.
+//   - index.html and play.js: a demo page (token, connect, a canvas of
+//     the known entities around the master, click to move).
+//
+// What it does not own: the protocol (proto/client.proto and
+// docs/protocol.md are the contract; the gateway is the server side), the
+// game's meaning of an input kind (the game checks it), or a dashboard.
+//
+// Invariants:
+//  1. The decoders are as strict as their Go counterparts: they accept
+//     what the Go encoders write and refuse, with FrameError or
+//     ProtoError and never another exception, what the Go decoders
+//     refuse. The tests in this package run them in Chromium against
+//     bytes the Go encoders produced.
+//  2. World applies a batch whole or not at all: every frame and payload
+//     is decoded before anything changes. A server message the client
+//     cannot decode closes the socket with 4000 CLIENT.MALFORMED.
+//  3. Handler serves every file with a fixed content type, never one
+//     guessed from the host's MIME table: JavaScript as text/javascript,
+//     or a browser would refuse the modules.
+//  4. The package imports only the standard library; the JavaScript
+//     imports nothing but its own modules.
+package webclient

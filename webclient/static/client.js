@@ -1,0 +1,341 @@
+// The shardwise client: a WebSocket to a gateway speaking the client
+// protocol (proto/client.proto, subprotocol "shardwise.v1"), and the World
+// the client knows, kept from the batches. No dependencies, no build step.
+//
+//   import { Client, InputKind } from "./client.js";
+//   const c = new Client();
+//   c.on("batch", ({ tick, appeared, updated, vanished }) => draw(c.world));
+//   await c.connect("wss://node.example/ws");
+//   const welcome = await c.login(token);
+//   c.on("you", ({ master }) => c.move(master, 10, 20));
+
+import { ProtoError, decodeServerMessage, encodeClientMessage } from "./proto.js";
+import {
+  FrameError, KIND_APPEAR, KIND_COMPONENT, KIND_VANISH, decodeBatch, decodeChunk, decodeComponent,
+} from "./frames.js";
+
+/** SUBPROTOCOL is the WebSocket subprotocol of the client protocol. */
+export const SUBPROTOCOL = "shardwise.v1";
+
+/**
+ * InputKind is the reference game's input kinds (Input.kind), in one
+ * place: the Go side defines none yet (gateway.Input.Kind is the game's,
+ * and the game checks it), so these numbers are this client's proposal
+ * until the game and docs/protocol.md fix them.
+ */
+export const InputKind = Object.freeze({ MOVE: 1, ATTACK: 2, STOP: 3 });
+
+/** The close status a client uses for a server message it cannot decode. */
+export const CLOSE_MALFORMED = 4000;
+
+// toId converts an entity id to a BigInt: a BigInt as it is, a decimal
+// string, or a Number that is a safe integer (a larger Number has already
+// lost digits, so it is refused).
+function toId(v) {
+  if (typeof v === "bigint") return BigInt.asUintN(64, v);
+  if (typeof v === "string") return BigInt.asUintN(64, BigInt(v));
+  if (Number.isSafeInteger(v) && v >= 0) return BigInt(v);
+  throw new TypeError(`entity id ${v}: pass a BigInt or a decimal string`);
+}
+
+/**
+ * Entity is one entity the client knows: its raw component payloads by
+ * wire type (the last sent of each) and the decoded ones by name
+ * (position, path, speed, visual, health, exp).
+ */
+export class Entity {
+  constructor(id) {
+    this.id = id;
+    this.raw = new Map(); // wire type → Uint8Array (a copy)
+    this.components = {}; // name → decoded value
+  }
+
+  set(type, payload) {
+    const decoded = decodeComponent(type, payload);
+    this.raw.set(type, payload.slice());
+    if (decoded) this.components[decoded[0]] = decoded[1];
+  }
+}
+
+/**
+ * World is what the client knows: the entities in view (id → Entity), its
+ * own master and pet (You), the world geometry (Welcome), the chunks of
+ * terrain it was sent, and the last tick applied.
+ *
+ * Invariants: a batch is applied whole or not at all (applyBatch decodes
+ * every frame and payload before it changes anything); an appear replaces
+ * everything known of the entity with its burst; a vanish forgets it.
+ */
+export class World {
+  constructor() {
+    this.entities = new Map();
+    this.master = 0n;
+    this.pet = 0n;
+    this.geometry = null;
+    this.tick = 0n;
+    this.terrain = new Map(); // "x,y" → decoded chunk
+  }
+
+  /**
+   * applyBatch applies one Batch's frames and returns what changed:
+   * {tick, appeared, updated, vanished} (arrays of ids; updated lists
+   * each entity once). Throws FrameError, changing nothing, for a
+   * malformed batch.
+   */
+  applyBatch(tick, frames) {
+    const decoded = decodeBatch(frames);
+    // Decode every payload first, so a malformed one refuses the batch
+    // before anything is applied.
+    for (const f of decoded) if (f.kind === KIND_COMPONENT) decodeComponent(f.type, f.payload);
+    const appeared = [];
+    const updated = new Set();
+    const vanished = [];
+    for (const f of decoded) {
+      switch (f.kind) {
+        case KIND_APPEAR:
+          this.entities.set(f.entity, new Entity(f.entity));
+          appeared.push(f.entity);
+          break;
+        case KIND_COMPONENT: {
+          // An update for an entity not in view (an appear lost to a
+          // reconnect, say) starts the entity from what it says.
+          let e = this.entities.get(f.entity);
+          if (!e) {
+            e = new Entity(f.entity);
+            this.entities.set(f.entity, e);
+          }
+          e.set(f.type, f.payload);
+          updated.add(f.entity);
+          break;
+        }
+        case KIND_VANISH:
+          this.entities.delete(f.entity);
+          updated.delete(f.entity);
+          vanished.push(f.entity);
+          break;
+      }
+    }
+    for (const id of appeared) updated.delete(id);
+    this.tick = tick;
+    return { tick, appeared, updated: [...updated], vanished };
+  }
+
+  /** applyTerrain decodes and keeps one chunk; returns it. Throws FrameError. */
+  applyTerrain(bytes) {
+    const c = decodeChunk(bytes);
+    c.heights = c.heights.slice(); // keep nothing that aliases the socket's buffer
+    c.edits = c.edits.map((e) => ({ ...e, data: e.data.slice() }));
+    this.terrain.set(`${c.x},${c.y}`, c);
+    return c;
+  }
+
+  /** snapshot returns the world as plain JSON-able data (ids as decimal strings). */
+  snapshot() {
+    const entities = [];
+    for (const e of this.entities.values()) {
+      entities.push({ id: e.id.toString(), ...e.components });
+    }
+    return {
+      tick: this.tick.toString(),
+      master: this.master.toString(),
+      pet: this.pet.toString(),
+      geometry: this.geometry,
+      entities,
+      terrain: [...this.terrain.values()].map((c) => ({
+        x: c.x, y: c.y, revision: c.revision.toString(), heights: [...c.heights],
+        markers: [...c.markers], edits: c.edits.length,
+      })),
+    };
+  }
+}
+
+/**
+ * Client is one connection to a gateway. Events (on(name, fn), which
+ * returns a function that removes fn):
+ *   open      ()
+ *   welcome   ({account, sessionEpoch, gateway, world, tickHz})
+ *   you       ({master, pet})
+ *   batch     ({tick, appeared, updated, vanished})   after the World applied it
+ *   terrain   (chunk)                                 after the World kept it
+ *   error     ({code, message, inputSeq})             a server Error message
+ *   pong      ({nonce, tick})
+ *   protocolerror (Error)   a server message this client cannot decode; the socket is closed
+ *   close     ({code, reason, wasClean})
+ *
+ * Options: WebSocket (the constructor, default globalThis.WebSocket) and
+ * keepAlive (milliseconds without sending after which a Ping is sent, so
+ * the gateway's idle timeout never fires; default 10000, 0 for none).
+ */
+export class Client {
+  constructor(options = {}) {
+    this.WebSocket = options.WebSocket ?? globalThis.WebSocket;
+    this.keepAlive = options.keepAlive ?? 10000;
+    this.world = new World();
+    this.welcome = null;
+    this.ws = null;
+    this.seq = 0;
+    this.nonce = 0n;
+    this.lastSent = 0;
+    this.timer = null;
+    this.closed = null; // {code, reason} once closed
+    this.handlers = new Map();
+    this.pings = new Map(); // nonce → resolve
+  }
+
+  on(name, fn) {
+    if (!this.handlers.has(name)) this.handlers.set(name, new Set());
+    this.handlers.get(name).add(fn);
+    return () => this.handlers.get(name).delete(fn);
+  }
+
+  emit(name, value) {
+    for (const fn of this.handlers.get(name) ?? []) {
+      try {
+        fn(value);
+      } catch (err) {
+        console.error(`shardwise: ${name} handler`, err); // a handler's bug must not break the socket
+      }
+    }
+  }
+
+  /** connect opens the socket; resolves once it is open. */
+  connect(url) {
+    if (this.ws) throw new Error("shardwise: connect called twice");
+    return new Promise((resolve, reject) => {
+      const ws = new this.WebSocket(url, SUBPROTOCOL);
+      ws.binaryType = "arraybuffer";
+      this.ws = ws;
+      ws.onopen = () => {
+        this.lastSent = Date.now();
+        if (this.keepAlive > 0) {
+          this.timer = setInterval(() => {
+            if (Date.now() - this.lastSent >= this.keepAlive) this.ping();
+          }, Math.max(this.keepAlive / 4, 50));
+        }
+        this.emit("open");
+        resolve();
+      };
+      ws.onmessage = (ev) => this.receive(ev.data);
+      ws.onclose = (ev) => {
+        clearInterval(this.timer);
+        this.closed = { code: ev.code, reason: ev.reason, wasClean: ev.wasClean };
+        reject(new Error(`shardwise: socket closed (${ev.code} ${ev.reason})`));
+        this.emit("close", this.closed);
+      };
+    });
+  }
+
+  /**
+   * login sends the token; resolves with Welcome, or rejects with the
+   * close (a refused token closes the socket with 4001 and the reason).
+   */
+  login(token) {
+    return new Promise((resolve, reject) => {
+      const offs = [];
+      const done = () => offs.forEach((off) => off());
+      offs.push(this.on("welcome", (w) => (done(), resolve(w))));
+      offs.push(this.on("close", (c) => (done(), reject(Object.assign(new Error(`shardwise: login failed (${c.code} ${c.reason})`), c)))));
+      this.send({ login: { token } });
+    });
+  }
+
+  send(m) {
+    if (!this.ws || this.ws.readyState !== 1) throw new Error("shardwise: the socket is not open");
+    this.ws.send(encodeClientMessage(m));
+    this.lastSent = Date.now();
+  }
+
+  input(entity, kind, fields = {}) {
+    const seq = ++this.seq >>> 0;
+    this.send({ input: { seq, entity: toId(entity), kind, ...fields } });
+    return seq;
+  }
+
+  /** move asks entity (the master or pet) to walk to (x, y) metres; returns the input's seq. */
+  move(entity, x, y) {
+    return this.input(entity, InputKind.MOVE, { point: { x, y } });
+  }
+
+  /** attack asks entity to attack target; returns the input's seq. */
+  attack(entity, target) {
+    return this.input(entity, InputKind.ATTACK, { target: toId(target) });
+  }
+
+  /** stop asks entity to stop what it is doing; returns the input's seq. */
+  stop(entity) {
+    return this.input(entity, InputKind.STOP);
+  }
+
+  /** ping sends a Ping; resolves with its Pong. */
+  ping() {
+    const nonce = ++this.nonce;
+    const p = new Promise((resolve) => this.pings.set(nonce, resolve));
+    this.send({ ping: { nonce } });
+    return p;
+  }
+
+  /** logout ends the session cleanly; the server closes with 1000. */
+  logout() {
+    this.send({ logout: {} });
+  }
+
+  /** close closes the socket from this side. */
+  close(code = 1000, reason = "") {
+    if (this.ws && this.ws.readyState < 2) this.ws.close(code, reason);
+  }
+
+  receive(data) {
+    if (!(data instanceof ArrayBuffer)) {
+      this.fail(new ProtoError("a text message: the protocol sends binary messages only"));
+      return;
+    }
+    let msg;
+    try {
+      msg = decodeServerMessage(new Uint8Array(data));
+      this.dispatch(msg);
+    } catch (err) {
+      if (err instanceof ProtoError || err instanceof FrameError) {
+        this.fail(err);
+        return;
+      }
+      throw err;
+    }
+  }
+
+  dispatch({ kind, value }) {
+    switch (kind) {
+      case "welcome":
+        this.welcome = value;
+        this.world.geometry = value.world;
+        this.emit("welcome", value);
+        return;
+      case "you":
+        this.world.master = value.master;
+        this.world.pet = value.pet;
+        this.emit("you", value);
+        return;
+      case "batch":
+        this.emit("batch", this.world.applyBatch(value.tick, value.frames));
+        return;
+      case "terrain":
+        this.emit("terrain", this.world.applyTerrain(value.chunk));
+        return;
+      case "error":
+        this.emit("error", value);
+        return;
+      case "pong": {
+        const resolve = this.pings.get(value.nonce);
+        this.pings.delete(value.nonce);
+        if (resolve) resolve(value);
+        this.emit("pong", value);
+        return;
+      }
+    }
+    // A body this client does not know (a newer server's): ignored.
+  }
+
+  fail(err) {
+    this.emit("protocolerror", err);
+    this.close(CLOSE_MALFORMED, "CLIENT.MALFORMED");
+  }
+}
