@@ -77,6 +77,9 @@ form.addEventListener("submit", async (ev) => {
   state.client?.close();
   const c = new Client();
   state.client = c;
+  // Tells listeners (tests, a console user) of the new client before it
+  // connects, so they can subscribe to its first events.
+  window.dispatchEvent(new CustomEvent("shardwise-client", { detail: c }));
   c.on("you", (y) => note(`you: master ${y.master}, pet ${y.pet}`));
   c.on("error", (e) => note(`error ${e.code}: ${e.message}`));
   c.on("protocolerror", (e) => note(`protocol error: ${e.message}`));
