@@ -437,7 +437,7 @@ func TestPageLogsInAndSeesTheWorld(t *testing.T) {
 	err = chromedp.Do(ctx,
 		chromedp.Click(chromedp.ID("view")),
 		chromedp.Evaluate[chromedp.Void](`(() => { const c = window.shardwise.client;
-			c.attack(c.world.pet, `+jsString(fmtID(otherID))+`); c.stop(c.world.master); return true; })()`),
+			c.attack(c.world.master, `+jsString(fmtID(otherID))+`); c.stop(c.world.master); return true; })()`),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -449,7 +449,7 @@ func TestPageLogsInAndSeesTheWorld(t *testing.T) {
 	})
 	want := []gateway.Input{
 		{Seq: 1, Entity: masterID, Kind: 1, HasPoint: true},
-		{Seq: 2, Entity: petID, Kind: 2, Target: otherID},
+		{Seq: 2, Entity: masterID, Kind: 2, Target: otherID},
 		{Seq: 3, Entity: masterID, Kind: 3},
 	}
 	for k, in := range inputs[:3] {

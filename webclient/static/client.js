@@ -18,10 +18,11 @@ import {
 export const SUBPROTOCOL = "shardwise.v1";
 
 /**
- * InputKind is the reference game's input kinds (Input.kind), in one
- * place: the Go side defines none yet (gateway.Input.Kind is the game's,
- * and the game checks it), so these numbers are this client's proposal
- * until the game and docs/protocol.md fix them.
+ * InputKind is the reference game's input kinds (Input.kind; the gateway
+ * passes the kind through and the game checks it): move 1 (walk to a
+ * point), attack 2 (a target; the master's), stop 3. This is the one
+ * place the client names them: a game that numbers its kinds otherwise
+ * changes this line.
  */
 export const InputKind = Object.freeze({ MOVE: 1, ATTACK: 2, STOP: 3 });
 
@@ -64,7 +65,8 @@ export class Entity {
  *
  * Invariants: a batch is applied whole or not at all (applyBatch decodes
  * every frame and payload before it changes anything); an appear replaces
- * everything known of the entity with its burst; a vanish forgets it.
+ * everything known of the entity with its burst; a vanish forgets it; a
+ * component of an entity not known starts one with that component alone.
  */
 export class World {
   constructor() {
@@ -97,8 +99,10 @@ export class World {
           appeared.push(f.entity);
           break;
         case KIND_COMPONENT: {
-          // An update for an entity not in view (an appear lost to a
-          // reconnect, say) starts the entity from what it says.
+          // A component of an entity that never appeared is kept: the
+          // reference game sends a party member's health to the party
+          // wherever the member is, with no appear before it. Such an
+          // entity has only what it was sent (no position, say).
           let e = this.entities.get(f.entity);
           if (!e) {
             e = new Entity(f.entity);

@@ -8,7 +8,8 @@
 // UTF-8. A field left out has its proto3 default (0, 0n, "", an empty
 // Uint8Array); a message field left out is null.
 //
-// Decoding follows protobuf's rules: unknown fields are skipped by wire
+// Decoding follows protobuf's rules (as protobuf-go applies them): unknown
+// fields, and known fields of the wrong wire type, are skipped by wire
 // type (varint, 64-bit, length-delimited, groups, 32-bit), a scalar seen
 // twice keeps its last value, a message field seen twice is merged, and of
 // a oneof the last field seen wins. Malformed input (a truncated field, a
@@ -301,11 +302,11 @@ function decodeFields(bytes, fn) {
   }
 }
 
-// want checks the wire type of a known field; a known field with another
-// wire type is malformed (protobuf-go refuses it too).
+// want reports whether a known field has its wire type. One with another
+// wire type is kept as an unknown field by protobuf-go, not refused; so
+// it is skipped here too.
 function want(field, wire, expected) {
-  if (wire !== expected) throw new ProtoError(`field ${field}: wire type ${wire}, want ${expected}`);
-  return true;
+  return wire === expected;
 }
 
 function world(bytes, into) {
@@ -402,8 +403,7 @@ export function decodeServerMessage(bytes) {
   let value = null;
   decodeFields(bytes, (r, f, w) => {
     const name = serverBodies[f];
-    if (!name) return false;
-    want(f, w, LEN);
+    if (!name || !want(f, w, LEN)) return false;
     const body = r.bytes();
     value = decoders[name](body, kind === name ? value : null);
     kind = name;
