@@ -91,6 +91,10 @@ type Master struct {
 	Pet      ecs.ID
 	Home     torus.Pos
 	AttackIn Cooldown
+	// Manual says a client drives the player (zone.Players): it walks
+	// where it is told and attacks only Target. Otherwise it is a bot.
+	Manual bool
+	Target ecs.ID
 }
 
 // Pet follows and heals its master.

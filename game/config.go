@@ -22,9 +22,12 @@ type Config struct {
 	// RegionEdge is the side of a region in metres (cells.GridConfig);
 	// it must divide both torus extents. Default 8000.
 	RegionEdge int
-	// Players is how many players (master + pet each) log in at start.
-	// Default 8.
+	// Players is how many bot players (master + pet each, accounts 1 to
+	// Players) log in at start. Default 8; NoBots for none.
 	Players int
+	// NoBots starts the world with no bot players: only clients (through
+	// the gateway role) play.
+	NoBots bool
 	// PartySize groups consecutive accounts into parties. Default 3.
 	PartySize int
 	// Area is the side, in metres, of the square centred on the torus

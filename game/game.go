@@ -124,6 +124,7 @@ func (g *Game) Setup(r *zone.Runtime) error {
 	r.OnColumns(zone.ColumnHooks{Materialise: g.spawnDen, Dematerialise: g.removeDen})
 	r.SetParty(g.appendParty)
 	r.SetCompanions(g.appendCompanions)
+	r.SetPlayers(g.playerHooks())
 	for _, s := range []ecs.System{
 		{Name: "players", Order: 10, Run: g.runPlayers},
 		{Name: "pets", Order: 11, Run: g.runPets},
@@ -136,7 +137,7 @@ func (g *Game) Setup(r *zone.Runtime) error {
 		}
 	}
 	table := r.Table()
-	for a := 1; a <= g.cfg.Players; a++ {
+	for a := 1; a <= g.cfg.Players && !g.cfg.NoBots; a++ {
 		if home := g.home(account.ID(a)); table.OwnerOf(home) == r.Name() {
 			if _, err := g.spawnPlayer(account.ID(a), home); err != nil {
 				return err
@@ -145,6 +146,9 @@ func (g *Game) Setup(r *zone.Runtime) error {
 	}
 	return nil
 }
+
+// Config returns the game's configuration, defaults filled in.
+func (g *Game) Config() Config { return g.cfg }
 
 // Runtime returns the runtime the game runs on.
 func (g *Game) Runtime() *zone.Runtime { return g.r }

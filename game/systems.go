@@ -20,6 +20,10 @@ func (g *Game) staggered(id ecs.ID, t ecs.Tick, every uint64) bool {
 func (g *Game) runPlayers(w *ecs.World, t ecs.Tick) {
 	reach := g.cfg.AttackRange + 2
 	g.masterQ.Each(func(id ecs.ID, m *Master, p *Position, path *Path) {
+		if m.Manual {
+			g.runClientPlayer(id, m, p, reach)
+			return
+		}
 		if !path.Active {
 			g.walk(id, path, g.randomAround(m.Home, g.cfg.Roam), 5)
 		}
@@ -31,6 +35,24 @@ func (g *Game) runPlayers(w *ecs.World, t ecs.Tick) {
 			m.AttackIn = attackCooldown
 		}
 	})
+}
+
+// runClientPlayer attacks the target its client named, whenever it is in
+// reach; it walks only where told (applyInput).
+func (g *Game) runClientPlayer(id ecs.ID, m *Master, p *Position, reach float64) {
+	ready := m.AttackIn.countDown()
+	if m.Target == 0 {
+		return
+	}
+	tp, ok := g.c.pos.Get(m.Target)
+	if !ok {
+		m.Target = 0 // gone (or out of this node's sight)
+		return
+	}
+	if ready && g.geo.Within(p.Pos, tp.Pos, reach) {
+		g.send(Damage, id, m.Target, playerDamage)
+		m.AttackIn = attackCooldown
+	}
 }
 
 // runPets follows the master and heals it when it is hurt.

@@ -1,7 +1,7 @@
 package game
 
 import (
-	"slices"
+	"reflect"
 	"testing"
 
 	"github.com/shardwise/shardwise/ecs"
@@ -103,7 +103,7 @@ func TestTimersSurviveAMoveToAnotherClock(t *testing.T) {
 				b.Step()
 				// g.intents holds what this tick sent, until the next
 				// tick applies it.
-				if !slices.Equal(a.r.AppendPending(nil), b.r.AppendPending(nil)) {
+				if !reflect.DeepEqual(a.r.AppendPending(nil), b.r.AppendPending(nil)) {
 					t.Fatalf("tick %d after the move: A sent %+v, B sent %+v", i+1, a.r.AppendPending(nil), b.r.AppendPending(nil))
 				}
 				for _, in := range a.r.AppendPending(nil) {

@@ -28,7 +28,7 @@ const (
 	DefaultInputBurst   = 80
 	DefaultIdleTimeout  = 30 * time.Second
 	DefaultLoginTimeout = 10 * time.Second
-	DefaultSendBudget   = 1 << 20
+	DefaultSendBudget   = 4 << 20
 	DefaultWriteTimeout = 5 * time.Second
 )
 
@@ -53,9 +53,10 @@ type Limits struct {
 	LoginTimeout time.Duration
 	// SendBudget is how many bytes may wait for a client to read them; a
 	// client further behind is a slow reader and is disconnected (its
-	// backlog dropped, never buffered without bound). Default
-	// DefaultSendBudget (about 20 s of a busy view at 20 kbit/s... and far
-	// more of a quiet one).
+	// backlog dropped, never buffered without bound). One message alone in
+	// the queue never counts as behind, whatever its size. Default
+	// DefaultSendBudget (4 MiB: many minutes of a view at 20 kbit/s, a few
+	// seconds of a login's terrain burst).
 	SendBudget int
 	// WriteTimeout bounds one write to the socket; a client whose TCP
 	// window stays shut longer is a slow reader too. Default
@@ -139,6 +140,11 @@ type Config struct {
 	RenewEvery time.Duration
 	// Limits bound each connection.
 	Limits Limits
+	// OriginPatterns are the host patterns (path.Match) of web pages on
+	// other origins whose browsers may connect, as in
+	// websocket.AcceptOptions. Default none: same origin only (clients
+	// that are not browsers send no Origin and are not affected).
+	OriginPatterns []string
 	// Clock drives idle checks, rate limits and renewals. Default clock.Real().
 	Clock clock.Clock
 	// Logger receives the gateway's records. Default: discard.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,7 +79,7 @@ func (c *conn) enqueueBatch(tick uint64, frames [][]byte) {
 	}
 	c.queue = append(c.queue, outItem{tick: tick, frames: append([][]byte(nil), frames...), size: size})
 	c.queued += size
-	if c.queued > c.g.cfg.Limits.SendBudget {
+	if c.queued > c.g.cfg.Limits.SendBudget && len(c.queue)-c.head > 1 {
 		c.closeLocked(StatusSlowReader, CodeSlowReader, true)
 	}
 	c.mu.Unlock()
@@ -93,7 +94,7 @@ func (c *conn) enqueueRaw(b []byte) {
 	}
 	c.queue = append(c.queue, outItem{raw: b, size: len(b)})
 	c.queued += len(b)
-	if c.queued > c.g.cfg.Limits.SendBudget {
+	if c.queued > c.g.cfg.Limits.SendBudget && len(c.queue)-c.head > 1 {
 		c.closeLocked(StatusSlowReader, CodeSlowReader, true)
 	}
 	c.mu.Unlock()
@@ -139,6 +140,12 @@ func (c *conn) next() (it outItem, ok, closing bool) {
 		return it, true, c.closing
 	}
 	return outItem{}, false, c.closing
+}
+
+func (c *conn) isClosing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closing
 }
 
 func (c *conn) written(size int) {
@@ -336,9 +343,18 @@ func (c *conn) login(ctx context.Context) (*Session, error) {
 	claims, err := g.cfg.Verifier.Verify(ctx, msg.login.Token)
 	if err != nil {
 		code := errcode.Of(err)
+		if !strings.HasPrefix(code, "TOKEN.") {
+			// Not the token: the single-use record could not be reached.
+			m.logins.WithLabelValues(CodeUnavailable).Inc()
+			c.closeWith(StatusUnavailable, CodeUnavailable, "gateway: login token check: "+err.Error())
+			return nil, err
+		}
 		m.logins.WithLabelValues(code).Inc()
 		c.closeWithError(StatusLoginFailed, CodeLoginFailed, code, err.Error())
 		return nil, err
+	}
+	if c.isClosing() {
+		return nil, ErrClosed // the login timed out (or the node is stopping) meanwhile
 	}
 	sess, displaced, err := g.cfg.Directory.Connect(ctx, claims.Account, g.cfg.Node)
 	if err != nil {
@@ -346,7 +362,13 @@ func (c *conn) login(ctx context.Context) (*Session, error) {
 		c.closeWith(StatusUnavailable, CodeUnavailable, "gateway: session directory: "+err.Error())
 		return nil, err
 	}
-	s := &Session{c: c, account: claims.Account, epoch: sess.Epoch}
+	if c.isClosing() {
+		// Timed out while the directory answered: give the session back
+		// rather than start what no Welcome announced.
+		g.release(&Session{account: claims.Account, epoch: sess.Epoch})
+		return nil, ErrClosed
+	}
+	s := &Session{c: c, account: claims.Account, epoch: sess.Epoch, prev: displaced}
 	if !g.register(c, s) {
 		m.logins.WithLabelValues(CodeDisplaced).Inc()
 		c.closeWith(StatusDisplaced, CodeDisplaced, "gateway: a newer login of this account displaced this one")

@@ -23,6 +23,7 @@ const (
 	CodeShutdown      = "GATEWAY.SHUTDOWN"       // the node is stopping
 	CodeUnavailable   = "GATEWAY.UNAVAILABLE"    // the session directory or the world could not be reached
 	CodeDisplaced     = "SESSION.DISPLACED"      // a newer login of the same account
+	CodeExpired       = "SESSION.EXPIRED"        // the session's directory lease ran out
 )
 
 // Sentinels for errors.Is, one per code a Go caller may meet.
@@ -38,7 +39,9 @@ var (
 // WebSocket close status codes (the application range 4000–4999), one per
 // reason the server closes a socket; the close reason is the matching code
 // string. 1000 (normal) follows a Logout; 1009 (too big) a message over the
-// frame limit.
+// frame limit. A slow reader is cut without a close frame (its window is
+// shut): its client sees an abnormal closure (1006), and StatusSlowReader
+// is what the server records.
 const (
 	StatusProtocol    websocket.StatusCode = 4000 // GATEWAY.MALFORMED, LOGIN_REQUIRED, OUT_OF_ORDER
 	StatusLoginFailed websocket.StatusCode = 4001
@@ -47,4 +50,5 @@ const (
 	StatusSlowReader  websocket.StatusCode = 4004
 	StatusShutdown    websocket.StatusCode = 4005
 	StatusUnavailable websocket.StatusCode = 4006
+	StatusExpired     websocket.StatusCode = 4007
 )

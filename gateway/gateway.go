@@ -82,7 +82,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.wg.Add(1)
 	g.mu.Unlock()
 	defer g.wg.Done()
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}})
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}, OriginPatterns: g.cfg.OriginPatterns})
 	if err != nil {
 		return // Accept wrote the HTTP error
 	}
@@ -227,8 +227,10 @@ func (g *Gateway) renew(c *conn, s *Session) {
 	_, err := g.cfg.Directory.Renew(ctx, s.account, s.epoch)
 	switch {
 	case err == nil:
-	case errors.Is(err, directory.ErrStaleEpoch), errors.Is(err, directory.ErrNotFound):
+	case errors.Is(err, directory.ErrStaleEpoch):
 		c.closeWith(StatusDisplaced, CodeDisplaced, "gateway: a newer login of this account displaced this one")
+	case errors.Is(err, directory.ErrNotFound):
+		c.closeWith(StatusExpired, CodeExpired, "gateway: the session's lease ran out (the directory was out of reach for longer than its TTL)")
 	default:
 		g.cfg.Logger.Warn("gateway: renew session", "account", s.account, "epoch", s.epoch, "err", err)
 	}

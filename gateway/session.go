@@ -52,6 +52,7 @@ type Session struct {
 	c       *conn
 	account account.ID
 	epoch   directory.Epoch
+	prev    directory.Session
 	master  atomic.Uint64
 	pet     atomic.Uint64
 }
@@ -61,6 +62,11 @@ func (s *Session) Account() account.ID { return s.account }
 
 // Epoch is the session's epoch in the directory.
 func (s *Session) Epoch() directory.Epoch { return s.epoch }
+
+// Displaced is the account's previous session that this login displaced
+// (its Epoch is 0 when there was none): where the player may still be,
+// for the World to take it over rather than bring in a second one.
+func (s *Session) Displaced() directory.Session { return s.prev }
 
 // Deliver queues tick's batch for the client (outbox.Sink): one Batch
 // holding the frames as they are (retained, never copied or re-encoded).

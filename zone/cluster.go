@@ -309,7 +309,7 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		stop:       make(chan struct{}),
 	}
 	r.subs.AddHooks(interest.Hooks[Subscriber]{ChunkSent: c.chunkSent, ChunkUnsent: c.chunkUnsent})
-	for _, k := range []uint32{wire.KindSubscribe, wire.KindIntents, wire.KindForward, wire.KindRoutes,
+	for _, k := range []uint32{wire.KindSubscribe, wire.KindIntents, wire.KindForward, wire.KindRoutes, wire.KindPlayer,
 		handoff.KindTransfer, handoff.KindAck, handoff.KindRefuse, KindAbort} {
 		l.Handle(k, func(_ context.Context, from string, payload []byte) ([]byte, error) {
 			c.enqueue(inMsg{from: from, kind: k, payload: payload})
@@ -1080,7 +1080,7 @@ func (c *cluster) routeIntent(in Intent) bool {
 // sendIntent queues in for peer p, which simulates its target at epoch
 // (as far as this node knows).
 func (c *cluster) sendIntent(p string, in Intent, epoch uint64) {
-	c.intentsOut[p] = append(c.intentsOut[p], wire.Intent{Kind: in.Kind, Source: uint64(in.Source), Target: uint64(in.Target), Epoch: epoch, Amount: in.Amount})
+	c.intentsOut[p] = append(c.intentsOut[p], wire.Intent{Kind: in.Kind, Source: uint64(in.Source), Target: uint64(in.Target), Epoch: epoch, Amount: in.Amount, Data: in.Data})
 	c.stats.IntentsSent++
 }
 
@@ -1098,7 +1098,7 @@ func (c *cluster) receiveIntents(from string, m wire.Intents) {
 			c.stats.Stale++
 			continue
 		}
-		c.r.intents = append(c.r.intents, Intent{Kind: in.Kind, Source: ecs.ID(in.Source), Target: id, Amount: in.Amount})
+		c.r.intents = append(c.r.intents, Intent{Kind: in.Kind, Source: ecs.ID(in.Source), Target: id, Amount: in.Amount, Data: in.Data})
 	}
 }
 
@@ -1134,6 +1134,8 @@ func (c *cluster) drain() {
 			if s, err = wire.DecodeRoutes(m.payload); err == nil {
 				c.applyRoutes(m.from, s)
 			}
+		case wire.KindPlayer:
+			err = c.receivePlayer(m.from, m.payload)
 		case kindResend:
 			c.resendWants(m.from)
 		case handoff.KindTransfer, handoff.KindAck, handoff.KindRefuse, KindAbort:

@@ -25,8 +25,15 @@ type Subscriber = interest.Subscriber
 type Position struct{ torus.Pos }
 
 // Owner is the account an entity belongs to. The runtime owns the store:
-// owner-only and party audiences are routed by it. Not synced.
-type Owner struct{ Account account.ID }
+// owner-only and party audiences are routed by it. Not synced; handed
+// over.
+type Owner struct {
+	Account account.ID
+	// Session is the epoch of the client session the entity answers to
+	// (0: none, a bot): its inputs, logout and takeover name a session,
+	// and one naming an older session than this changes nothing.
+	Session uint64
+}
 
 // Ghost marks a foreign entity made real in this world so that perception
 // and area queries find it. Every system's query excludes it

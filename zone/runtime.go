@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/shardwise/shardwise/account"
@@ -14,12 +15,14 @@ import (
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/entityid"
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/interest"
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/nodename"
 	"github.com/shardwise/shardwise/outbox"
 	"github.com/shardwise/shardwise/replica"
 	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/worldstore"
 	"github.com/shardwise/shardwise/zone/internal/wire"
 )
 
@@ -108,6 +111,13 @@ type Config struct {
 	// peer's lease, may be applied: the fence against a peer that lost its
 	// lease (a host answers from coord's membership). nil accepts all.
 	Accept func(peer string, lease int64) bool
+	// WorldStore keeps players between sessions (the gateway role): the
+	// node that simulates a player saves it every SaveEvery and when it
+	// logs out, and a gateway loads it at login. nil: players are not
+	// kept (every login starts at the module's Home).
+	WorldStore worldstore.Players
+	// SaveEvery is how often each player is saved. Default 10 s.
+	SaveEvery time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -124,6 +134,9 @@ func (c Config) withDefaults() Config {
 	if c.TickInterval == 0 {
 		c.TickInterval = 50 * time.Millisecond
 	}
+	if c.SaveEvery == 0 {
+		c.SaveEvery = 10 * time.Second
+	}
 	c.Clock = clock.OrReal(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -139,6 +152,9 @@ func (c Config) Validate() error {
 	}
 	if c.Link != nil && c.Link.ID() != c.Name {
 		return errcode.Config("Config.Link", c.Link.ID(), "must be the link of the node named by Config.Name "+c.Name)
+	}
+	if c.SaveEvery < c.TickInterval {
+		return errcode.Config("Config.SaveEvery", c.SaveEvery, "must be at least one tick")
 	}
 	if c.Node < 0 || c.Node > entityid.MaxNode {
 		return errcode.Config("Config.Node", c.Node, "must be within [0, 255]")
@@ -180,9 +196,11 @@ type Report struct {
 // start of the next tick. A system never writes another entity's state:
 // the target may live on another node.
 type Intent struct {
-	Kind           uint16
+	Kind           uint16 // the module's kinds are below FirstReservedIntent
 	Source, Target ecs.ID
 	Amount         int64
+	// Data is the module's, at most 1 KiB; it travels with the intent.
+	Data []byte
 }
 
 // ColumnHooks are the module's calls when a column of a region this node
@@ -247,6 +265,20 @@ type Runtime struct {
 	cluster *cluster // nil when the node is alone
 	fenced  bool
 	closed  bool
+
+	// The gateway role (players.go): the module's player hooks, work posted
+	// by gateway goroutines, the sessions this node is the gateway of, the
+	// view positions of viewers not yet seen here, and the saver.
+	players        *Players
+	opsMu          sync.Mutex
+	ops            []func()
+	gateway        *gateway.Gateway // under opsMu
+	gw             map[account.ID]*gwSession
+	dueJoins       []account.ID
+	viewHint       map[account.ID]torus.ChunkPos
+	saver          saver
+	saveEveryTicks uint64
+	pstats         PlayerStats
 
 	report Report
 }
@@ -313,7 +345,12 @@ func New(cfg Config, mod Module) (*Runtime, error) {
 		anchors:   make(map[ecs.ID]struct{}),
 		reasons:   make(map[ecs.ID]interest.VanishReason),
 		resident:  make(map[interest.Column]struct{}),
+		gw:        make(map[account.ID]*gwSession),
+		viewHint:  make(map[account.ID]torus.ChunkPos),
+		saver:     saver{store: cfg.WorldStore},
 	}
+	r.saveEveryTicks = max(uint64(cfg.SaveEvery/cfg.TickInterval), 1)
+	r.saver.log = cfg.Logger.Warn
 	r.out = outbox.New[Subscriber, ecs.ID](outboxWorld{r})
 	if err := r.registerBuiltins(); err != nil {
 		return nil, err
@@ -333,6 +370,7 @@ func New(cfg Config, mod Module) (*Runtime, error) {
 		r.Close()
 		return nil, err
 	}
+	r.saver.start()
 	if err := r.checkComponents(); err != nil {
 		r.Close()
 		return nil, err
@@ -347,6 +385,7 @@ func (r *Runtime) Close() error {
 	if r.cluster != nil {
 		r.cluster.close()
 	}
+	r.saver.close()
 	return nil
 }
 
@@ -599,7 +638,10 @@ func (r *Runtime) Step() Report {
 	if r.cluster != nil {
 		r.cluster.drain()
 	}
+	r.runOps()
 	next := r.w.CurrentTick().N + 1
+	r.checkTakeovers(next)
+	r.savePeriodically(next)
 	// Entity ids carry the boot time plus the simulated time. Run in real
 	// time (ecs.Run never runs a tick early) that is never ahead of the
 	// wall clock, so a restart, which reads the wall clock again, mints
@@ -647,11 +689,15 @@ func (r *Runtime) applyIntents(w *ecs.World, t ecs.Tick) {
 		if r.cluster != nil && r.cluster.holdIntent(in) {
 			continue // frozen in a handoff: it follows the entity or waits here
 		}
-		if !r.Simulated(in.Target) || r.onIntent == nil {
+		if !r.Simulated(in.Target) || (r.onIntent == nil && in.Kind < FirstReservedIntent) {
 			if r.cluster != nil {
 				r.cluster.stats.IntentsDropped++
 			}
 			continue // no such entity (destroyed, or never here): it lapses
+		}
+		if in.Kind >= FirstReservedIntent {
+			r.applyPlayerIntent(in)
+			continue
 		}
 		r.report.Intents++
 		r.onIntent(w, in)
@@ -750,6 +796,7 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 		s.store.DrainDirty(func(id ecs.ID) { r.out.MarkDirty(id, s.wire) })
 	}
 	r.report.Outbox = r.out.Flush(t.N)
+	r.flushSessions(t.N)
 	r.report.Tick = t.N
 	r.report.Entities = w.Len()
 	if r.cluster != nil && !r.Fenced() {
@@ -892,7 +939,11 @@ func (r *Runtime) refreshView(viewer ecs.ID) {
 	}
 	chunk, ok := r.vis.ChunkOf(viewer)
 	if !ok {
-		return
+		// Not seen here yet (a player brought in on another node): the
+		// view stands where it was told to until its ghost arrives.
+		if chunk, ok = r.viewHint[a]; !ok {
+			return
+		}
 	}
 	sub := interest.Account(a)
 	r.subs.ViewManifest(sub, chunk, r.cfg.View, &r.manifest)
@@ -903,6 +954,12 @@ func (r *Runtime) refreshView(viewer ecs.ID) {
 }
 
 func (r *Runtime) destroyed(w *ecs.World, id ecs.ID) {
+	if a, ok := r.viewerAcc[id]; ok && !r.isGhost(id) {
+		delete(r.viewerAcc, id)
+		if r.viewerOf[a] == id {
+			delete(r.viewerOf, a)
+		}
+	}
 	reason, ok := r.reasons[id]
 	if !ok {
 		reason = interest.Gone
@@ -913,8 +970,7 @@ func (r *Runtime) destroyed(w *ecs.World, id ecs.ID) {
 // forget removes everything the runtime keeps about an entity outside its
 // components, on Destroy and Evict alike: its place in the visibility
 // index (without a vanish: an evicted entity goes on existing, written
-// elsewhere), its residency anchor, its viewer entry and its pending
-// vanish reason.
+// elsewhere), its residency anchor and its pending vanish reason.
 func (r *Runtime) forget(id ecs.ID) {
 	if r.isGhost(id) {
 		return // a simulation ghost leaving the band: its render ghost stays indexed
@@ -924,12 +980,8 @@ func (r *Runtime) forget(id ecs.ID) {
 		delete(r.anchors, id)
 		r.res.RemoveAnchor(interest.AnchorID(id))
 	}
-	if a, ok := r.viewerAcc[id]; ok {
-		delete(r.viewerAcc, id)
-		if r.viewerOf[a] == id {
-			delete(r.viewerOf, a)
-		}
-	}
+	// The viewer entry stays: an evicted entity lives on elsewhere, and the
+	// view follows its ghost (a destroyed one is dropped by destroyed).
 	delete(r.reasons, id)
 	if r.cluster != nil {
 		delete(r.cluster.epochs, id)

@@ -281,7 +281,8 @@ func (x *Input) GetTarget() uint64 {
 }
 
 // Point is a position on the world's ground plane, in metres. The world
-// wraps (a torus): any finite value is normalised by the server.
+// wraps (a torus): any finite value is taken and wrapped by the game; a
+// NaN or infinite one closes the socket (GATEWAY.MALFORMED).
 type Point struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	X             float64                `protobuf:"fixed64,1,opt,name=x,proto3" json:"x,omitempty"`
@@ -714,8 +715,8 @@ func (x *World) GetChunkEdge() float64 {
 }
 
 // You names the player's own entities. It follows Welcome once they exist,
-// and comes again whenever one of them changes (a pet that dies and
-// returns has a new id). 0 means "none at the moment".
+// and comes again whenever one of them changes. 0 means "none at the
+// moment".
 type You struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Master        uint64                 `protobuf:"fixed64,1,opt,name=master,proto3" json:"master,omitempty"`
@@ -874,9 +875,9 @@ func (x *Terrain) GetChunk() []byte {
 	return nil
 }
 
-// Error reports a refused message or a reason the socket is about to
-// close. code is stable (docs/protocol.md lists them); message is for
-// people.
+// Error reports a refused message, or the reason before most closes by
+// the server (not a slow reader's, which is cut, nor a 1009). code is
+// stable (docs/protocol.md lists them); message is for people.
 type Error struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Code    string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
@@ -942,7 +943,8 @@ func (x *Error) GetInputSeq() uint32 {
 type Pong struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Nonce uint64                 `protobuf:"varint,1,opt,name=nonce,proto3" json:"nonce,omitempty"`
-	// tick is the gateway node's tick when it answered.
+	// tick is the tick of the last Batch queued for this client before the
+	// answer (0 before the first).
 	Tick          uint64 `protobuf:"varint,2,opt,name=tick,proto3" json:"tick,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -174,6 +174,38 @@ func DecodeSnapshot(b []byte) (Snapshot, error) {
 	return m, nil
 }
 
+// DecodePlayer decodes a KindPlayer payload. State aliases b (nil when
+// empty).
+func DecodePlayer(b []byte) (Player, error) {
+	r := newReader(b, "Player")
+	var m Player
+	m.Fence = r.fence("Fence.Lease", "Fence.Table")
+	start := r.Offset()
+	m.Op = PlayerOp(r.Byte("Op"))
+	if r.Err() == nil && (m.Op < PlayerSpawn || m.Op > PlayerNotHere) {
+		r.FailAt(start, "Op", "unknown op %d", m.Op)
+	}
+	m.Account = r.account("Account")
+	m.Session = r.Uvarint("Session")
+	m.Master = r.U64("Master")
+	m.Pet = r.U64("Pet")
+	start = r.Offset()
+	m.Pos = torus.Pos{
+		X: math.Float64frombits(r.U64("Pos.X")),
+		Y: math.Float64frombits(r.U64("Pos.Y")),
+		Z: math.Float64frombits(r.U64("Pos.Z")),
+	}
+	if r.Err() == nil && !m.Pos.Finite() {
+		r.FailAt(start, "Pos", "%v is not finite", m.Pos)
+	}
+	m.Chunk = r.chunk("Chunk")
+	m.State = r.Span("State", MaxPlayerState)
+	if err := r.Finish(); err != nil {
+		return Player{}, err
+	}
+	return m, nil
+}
+
 // reader decodes one payload: binread.Reader (the first failure sticks,
 // counts are checked before allocation, errors name field and offset)
 // with this format's types on top. Lists set I, then J, for the "[]" of

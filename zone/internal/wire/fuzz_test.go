@@ -29,3 +29,4 @@ func FuzzDecodeForward(f *testing.F)   { fuzzDecoder(f, "Forward") }
 func FuzzDecodeRoutes(f *testing.F)    { fuzzDecoder(f, "Routes") }
 func FuzzDecodeUpdate(f *testing.F)    { fuzzDecoder(f, "Update") }
 func FuzzDecodeSnapshot(f *testing.F)  { fuzzDecoder(f, "Snapshot") }
+func FuzzDecodePlayer(f *testing.F)    { fuzzDecoder(f, "Player") }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"math"
 
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/errcode"
@@ -17,6 +18,7 @@ const (
 	KindIntents   uint32 = 0x5A02 // intents addressed to entities the receiver simulates
 	KindForward   uint32 = 0x5A03 // already-encoded frames for accounts routed to the receiver
 	KindRoutes    uint32 = 0x5A04 // accounts whose messages the sender receives
+	KindPlayer    uint32 = 0x5A05 // the gateway role: a player brought in, taken over, or not found
 )
 
 // Replication entry kinds (link.Entry.Kind).
@@ -28,12 +30,13 @@ const (
 
 // Limits the decoders enforce. A count above its limit is malformed.
 const (
-	MaxChunks          = 1 << 16 // chunks in each of Subscribe's lists
-	MaxIntents         = 1 << 16 // intents in one Intents
-	MaxIntentData      = 1 << 10 // bytes of one Intent.Data
-	MaxFrames          = 1 << 16 // Forward.Frames, and indices in one AccountFrames
-	MaxAccounts        = 1 << 16 // Forward.Accounts, and each of Routes' lists
-	MaxSnapshotEntries = 1 << 16 // entries in one Snapshot
+	MaxChunks          = 1 << 16  // chunks in each of Subscribe's lists
+	MaxIntents         = 1 << 16  // intents in one Intents
+	MaxIntentData      = 1 << 10  // bytes of one Intent.Data
+	MaxFrames          = 1 << 16  // Forward.Frames, and indices in one AccountFrames
+	MaxAccounts        = 1 << 16  // Forward.Accounts, and each of Routes' lists
+	MaxSnapshotEntries = 1 << 16  // entries in one Snapshot
+	MaxPlayerState     = 64 << 10 // bytes of one Player.State (worldstore.MaxStateBytes)
 )
 
 // CodeMalformed is the stable error code of bytes that are not a valid
@@ -79,6 +82,38 @@ type Intents struct {
 	Fence Fence
 	Tick  uint64
 	List  []Intent // at most MaxIntents
+}
+
+// PlayerOp says what a Player message asks or answers.
+type PlayerOp uint8
+
+// Player ops.
+const (
+	// PlayerSpawn (gateway → the owner of Pos): bring the account's player
+	// in at Pos with the ids Master and Pet, its module State, for the
+	// session Session.
+	PlayerSpawn PlayerOp = 1
+	// PlayerTakeover (new gateway → the old session's gateway): session
+	// Session displaced yours; hand me the player if you have it.
+	PlayerTakeover PlayerOp = 2
+	// PlayerTaken (old gateway → new): the player is Master and Pet,
+	// standing in Chunk; it now answers to Session.
+	PlayerTaken PlayerOp = 3
+	// PlayerNotHere (old gateway → new): no player of that session here.
+	PlayerNotHere PlayerOp = 4
+)
+
+// Player is one message of the gateway role about an account's player.
+// Every field is always encoded; those an op does not use are zero.
+type Player struct {
+	Fence       Fence
+	Op          PlayerOp   // one of the Player* ops
+	Account     account.ID // valid
+	Session     uint64
+	Master, Pet uint64
+	Pos         torus.Pos // finite
+	Chunk       torus.ChunkPos
+	State       []byte // at most MaxPlayerState bytes
 }
 
 // Forward carries already-encoded frames for accounts routed to the
@@ -210,6 +245,22 @@ func (m Snapshot) Append(dst []byte) []byte {
 		dst = appendBytes(dst, e.Frames)
 	}
 	return dst
+}
+
+// Append appends the encoding of m. It does not check it (see the
+// package doc, invariant 6).
+func (m Player) Append(dst []byte) []byte {
+	dst = appendFence(append(dst, Version), m.Fence)
+	dst = append(dst, byte(m.Op))
+	dst = binary.AppendUvarint(dst, uint64(m.Account))
+	dst = binary.AppendUvarint(dst, m.Session)
+	dst = binary.LittleEndian.AppendUint64(dst, m.Master)
+	dst = binary.LittleEndian.AppendUint64(dst, m.Pet)
+	for _, v := range [3]float64{m.Pos.X, m.Pos.Y, m.Pos.Z} {
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
+	}
+	dst = appendChunk(dst, m.Chunk)
+	return appendBytes(dst, m.State)
 }
 
 func appendFence(dst []byte, f Fence) []byte {

@@ -1,0 +1,183 @@
+package game
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/gateway"
+	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/zone"
+)
+
+// Client input kinds of the reference game (gateway.Input.Kind): what a
+// player's client may ask of its master or pet.
+const (
+	InputMove   uint32 = 1 // walk to Point (required)
+	InputAttack uint32 = 2 // attack Target (required) whenever it is in reach; the master only
+	InputStop   uint32 = 3 // stand still and attack nothing
+)
+
+// players are the game's hooks for the gateway role (zone.Players): a
+// player brought in by a client is Manual — no bot drives it.
+func (g *Game) playerHooks() zone.Players {
+	return zone.Players{
+		Spawn:      g.spawnClientPlayer,
+		Save:       g.savePlayer,
+		Remove:     g.removePlayer,
+		Home:       g.home,
+		CheckInput: checkInput,
+		Input:      g.applyInput,
+	}
+}
+
+func checkInput(in gateway.Input) error {
+	switch in.Kind {
+	case InputMove:
+		if !in.HasPoint {
+			return fmt.Errorf("%w: move %d without a point", gateway.ErrBadInput, in.Seq)
+		}
+	case InputAttack:
+		if in.Target == 0 {
+			return fmt.Errorf("%w: attack %d without a target", gateway.ErrBadInput, in.Seq)
+		}
+	case InputStop:
+	default:
+		return fmt.Errorf("%w: input %d of unknown kind %d", gateway.ErrBadInput, in.Seq, in.Kind)
+	}
+	return nil
+}
+
+func (g *Game) applyInput(id ecs.ID, in gateway.Input) {
+	path, ok := g.c.path.Get(id)
+	if !ok {
+		return
+	}
+	m, isMaster := g.c.master.Get(id)
+	switch in.Kind {
+	case InputMove:
+		mps := 5.0
+		if s, ok := g.c.speed.Get(id); ok {
+			mps = s.MPS
+		}
+		g.walk(id, path, in.Point, mps)
+	case InputAttack:
+		if isMaster {
+			m.Target = ecs.ID(in.Target)
+		}
+	case InputStop:
+		if path.Active {
+			path.Active = false
+			g.c.path.MarkDirty(id)
+			g.c.pos.MarkDirty(id)
+		}
+		if isMaster {
+			m.Target = 0
+		}
+	}
+}
+
+// The saved form of a player (zone.Players.Save, worldstore.Player.State):
+//
+//	version:byte(1) exp:varint hp:varint petHP:varint
+const stateVersion = 1
+
+func (g *Game) savePlayer(master ecs.ID) ([]byte, bool) {
+	m, ok := g.c.master.Get(master)
+	if !ok {
+		return nil, false
+	}
+	var exp int64
+	if e, ok := g.c.exp.Get(master); ok {
+		exp = e.Points
+	}
+	hp, petHP := int64(100), int64(60)
+	if h, ok := g.c.health.Get(master); ok {
+		hp = int64(h.HP)
+	}
+	if h, ok := g.c.health.Get(m.Pet); ok {
+		petHP = int64(h.HP)
+	}
+	b := []byte{stateVersion}
+	b = binary.AppendVarint(b, exp)
+	b = binary.AppendVarint(b, hp)
+	return binary.AppendVarint(b, petHP), true
+}
+
+type playerState struct{ exp, hp, petHP int64 }
+
+func decodeState(b []byte) (playerState, error) {
+	s := playerState{hp: 100, petHP: 60}
+	if len(b) == 0 {
+		return s, nil
+	}
+	if b[0] != stateVersion {
+		return s, fmt.Errorf("game: player state version %d", b[0])
+	}
+	b = b[1:]
+	for _, f := range []*int64{&s.exp, &s.hp, &s.petHP} {
+		v, n := binary.Varint(b)
+		if n <= 0 {
+			return s, errors.New("game: player state truncated")
+		}
+		*f, b = v, b[n:]
+	}
+	if len(b) != 0 {
+		return s, errors.New("game: player state has trailing bytes")
+	}
+	s.hp, s.petHP = min(max(s.hp, 1), 100), min(max(s.petHP, 1), 60)
+	return s, nil
+}
+
+// spawnClientPlayer brings a client's player in with the ids the gateway
+// minted, from its saved state.
+func (g *Game) spawnClientPlayer(a account.ID, masterID, petID ecs.ID, home torus.Pos, state []byte) error {
+	st, err := decodeState(state)
+	if err != nil {
+		return err
+	}
+	home = g.geo.Normalise(home)
+	c := g.c
+	errs := []error{
+		g.w.CreateEntity(masterID),
+		c.pos.Add(masterID, Position{Pos: home}),
+		c.path.Add(masterID, Path{}),
+		c.speed.Add(masterID, Speed{MPS: 5}),
+		c.visual.Add(masterID, Visual{KindPlayer}),
+		c.health.Add(masterID, Health{HP: int32(st.hp), Max: 100}),
+		c.exp.Add(masterID, Exp{Points: st.exp}),
+		g.r.SetOwner(masterID, a),
+		c.motion.Add(masterID, Motion{}),
+		c.master.Add(masterID, Master{Pet: petID, Home: home, Manual: true}),
+
+		g.w.CreateEntity(petID),
+		c.pos.Add(petID, Position{Pos: g.geo.Translate(home, torus.Pos{X: -1.5, Y: -1.5})}),
+		c.path.Add(petID, Path{}),
+		c.speed.Add(petID, Speed{MPS: 6}),
+		c.visual.Add(petID, Visual{KindPet}),
+		c.health.Add(petID, Health{HP: int32(st.petHP), Max: 60}),
+		g.r.SetOwner(petID, a),
+		c.motion.Add(petID, Motion{}),
+		c.pet.Add(petID, Pet{Master: masterID}),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("game: client login %d: %w", a, err)
+	}
+	g.w.MarkMoved(masterID)
+	g.w.MarkMoved(petID)
+	g.masters[a] = masterID
+	g.accountOf[masterID] = a
+	g.r.SetAnchor(masterID)
+	g.r.SetAnchor(petID)
+	return nil
+}
+
+func (g *Game) removePlayer(master ecs.ID) {
+	if m, ok := g.c.master.Get(master); ok && g.r.Simulated(m.Pet) {
+		_ = g.r.Destroy(m.Pet, interest.Gone)
+	}
+	_ = g.r.Destroy(master, interest.Gone)
+}

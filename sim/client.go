@@ -1,0 +1,342 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/coder/websocket"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/shardwise/shardwise/game"
+	"github.com/shardwise/shardwise/gateway"
+	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/outbox"
+	"github.com/shardwise/shardwise/proto/clientpb"
+	"github.com/shardwise/shardwise/terrain"
+	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/zone"
+)
+
+// Entity is what a client knows of one entity: the last payload of each
+// component type it was sent.
+type Entity struct {
+	ID         uint64
+	Components map[outbox.ComponentType][]byte
+}
+
+// Client is one player's client over the real protocol: a WebSocket to a
+// gateway, a reader goroutine that applies every Batch to the world the
+// client knows, and the calls a player makes. Its methods are safe for
+// concurrent use.
+type Client struct {
+	ws   *websocket.Conn
+	done chan struct{}
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every change
+	welcome  *clientpb.Welcome
+	master   uint64
+	pet      uint64
+	entities map[uint64]*Entity
+	stats    ClientStats
+	errs     []*clientpb.Error
+	terrain  map[[2]int32][]byte
+	closeErr error
+	status   websocket.StatusCode
+	reason   string
+	seq      uint32
+	lastTick uint64
+}
+
+// ClientStats count what a client saw.
+type ClientStats struct {
+	Batches  int
+	Appears  int
+	Vanishes int
+	// Blinks counts entities that vanished out of sight and appeared
+	// again within the next batch or the one after: what a player sees
+	// as flicker. A handoff must cause none.
+	Blinks int
+	// Updates counts component frames applied.
+	Updates int
+	// OutOfOrder counts batches whose tick did not rise.
+	OutOfOrder int
+	Bytes      int
+}
+
+// Dial connects to a gateway's WebSocket endpoint (ws://host:port/path).
+func Dial(ctx context.Context, url string) (*Client, error) {
+	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{gateway.Subprotocol}})
+	if err != nil {
+		return nil, err
+	}
+	ws.SetReadLimit(16 << 20)
+	c := &Client{
+		ws: ws, done: make(chan struct{}), changed: make(chan struct{}),
+		entities: make(map[uint64]*Entity), terrain: make(map[[2]int32][]byte),
+	}
+	go c.read()
+	return c, nil
+}
+
+// Login sends the token and waits for Welcome.
+func (c *Client) Login(ctx context.Context, token string) (*clientpb.Welcome, error) {
+	if err := c.send(ctx, &clientpb.ClientMessage{Body: &clientpb.ClientMessage_Login{Login: &clientpb.Login{Token: token}}}); err != nil {
+		return nil, err
+	}
+	var w *clientpb.Welcome
+	err := c.Wait(ctx, func(*View) bool {
+		w = c.welcome
+		return w != nil
+	})
+	return w, err
+}
+
+func (c *Client) send(ctx context.Context, m *clientpb.ClientMessage) error {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return c.ws.Write(ctx, websocket.MessageBinary, b)
+}
+
+// Input sends one input and returns its seq.
+func (c *Client) Input(ctx context.Context, in *clientpb.Input) (uint32, error) {
+	c.mu.Lock()
+	c.seq++
+	in.Seq = c.seq
+	c.mu.Unlock()
+	return in.Seq, c.send(ctx, &clientpb.ClientMessage{Body: &clientpb.ClientMessage_Input{Input: in}})
+}
+
+// Move asks entity to walk to (x, y), with the reference game's input kind.
+func (c *Client) Move(ctx context.Context, entity uint64, x, y float64) (uint32, error) {
+	return c.Input(ctx, &clientpb.Input{Entity: entity, Kind: game.InputMove, Point: &clientpb.Point{X: x, Y: y}})
+}
+
+// Attack asks entity to attack target.
+func (c *Client) Attack(ctx context.Context, entity, target uint64) (uint32, error) {
+	return c.Input(ctx, &clientpb.Input{Entity: entity, Kind: game.InputAttack, Target: target})
+}
+
+// Stop asks entity to stand still.
+func (c *Client) Stop(ctx context.Context, entity uint64) (uint32, error) {
+	return c.Input(ctx, &clientpb.Input{Entity: entity, Kind: game.InputStop})
+}
+
+// Ping sends a ping.
+func (c *Client) Ping(ctx context.Context, nonce uint64) error {
+	return c.send(ctx, &clientpb.ClientMessage{Body: &clientpb.ClientMessage_Ping{Ping: &clientpb.Ping{Nonce: nonce}}})
+}
+
+// Logout ends the session; the server closes the socket.
+func (c *Client) Logout(ctx context.Context) error {
+	return c.send(ctx, &clientpb.ClientMessage{Body: &clientpb.ClientMessage_Logout{Logout: &clientpb.Logout{}}})
+}
+
+// Close cuts the socket and waits for the reader. Idempotent.
+func (c *Client) Close() error {
+	_ = c.ws.CloseNow()
+	<-c.done
+	return nil
+}
+
+// Done is closed when the socket has closed.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Closed returns the close status and reason once the socket closed.
+func (c *Client) Closed() (websocket.StatusCode, string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status, c.reason, c.closeErr
+}
+
+// View is a consistent look at what the client knows, valid inside the
+// function it is passed to.
+type View struct{ c *Client }
+
+// You returns the player's master and pet as the server named them.
+func (v *View) You() (master, pet uint64) { return v.c.master, v.c.pet }
+
+// Entity returns what the client knows of id.
+func (v *View) Entity(id uint64) (*Entity, bool) {
+	e, ok := v.c.entities[id]
+	return e, ok
+}
+
+// Entities is the number of entities the client knows.
+func (v *View) Entities() int { return len(v.c.entities) }
+
+// Each calls fn for every entity the client knows.
+func (v *View) Each(fn func(*Entity)) {
+	for _, e := range v.c.entities {
+		fn(e)
+	}
+}
+
+// Position decodes id's last position, if the client knows it.
+func (v *View) Position(id uint64) (torus.Pos, bool) {
+	e, ok := v.c.entities[id]
+	if !ok {
+		return torus.Pos{}, false
+	}
+	b, ok := e.Components[game.WirePosition]
+	if !ok {
+		return torus.Pos{}, false
+	}
+	p, err := zone.DecodePos(b)
+	return p, err == nil
+}
+
+// Stats returns the client's counters.
+func (v *View) Stats() ClientStats { return v.c.stats }
+
+// Errors returns the Error messages received.
+func (v *View) Errors() []*clientpb.Error { return v.c.errs }
+
+// Terrain returns the chunk column's last Terrain bytes.
+func (v *View) Terrain(x, y int32) ([]byte, bool) {
+	b, ok := v.c.terrain[[2]int32{x, y}]
+	return b, ok
+}
+
+// Look calls fn with a consistent view.
+func (c *Client) Look(fn func(*View)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fn(&View{c})
+}
+
+// Wait calls cond after every change until it holds, ctx ends (its
+// error) or the socket closes (an error naming the close).
+func (c *Client) Wait(ctx context.Context, cond func(*View) bool) error {
+	for {
+		c.mu.Lock()
+		ok := cond(&View{c})
+		ch := c.changed
+		c.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-c.done:
+			c.mu.Lock()
+			ok := cond(&View{c})
+			status, reason := c.status, c.reason
+			c.mu.Unlock()
+			if ok {
+				return nil
+			}
+			return fmt.Errorf("sim: socket closed (%d %s) before the condition held", status, reason)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (c *Client) read() {
+	defer close(c.done)
+	// Vanished out of sight at tick: an appear within two batches is a blink.
+	vanished := make(map[uint64]int)
+	for {
+		_, b, err := c.ws.Read(context.Background())
+		if err != nil {
+			c.mu.Lock()
+			var ce websocket.CloseError
+			if errors.As(err, &ce) {
+				c.status, c.reason = ce.Code, ce.Reason
+			} else {
+				c.status, c.closeErr = -1, err
+			}
+			close(c.changed)
+			c.changed = make(chan struct{})
+			c.mu.Unlock()
+			return
+		}
+		var m clientpb.ServerMessage
+		if err := proto.Unmarshal(b, &m); err != nil {
+			c.mu.Lock()
+			c.closeErr = fmt.Errorf("sim: undecodable server message: %w", err)
+			c.mu.Unlock()
+			_ = c.ws.CloseNow()
+			continue
+		}
+		c.mu.Lock()
+		c.stats.Bytes += len(b)
+		switch body := m.Body.(type) {
+		case *clientpb.ServerMessage_Welcome:
+			c.welcome = body.Welcome
+		case *clientpb.ServerMessage_You:
+			c.master, c.pet = body.You.Master, body.You.Pet
+		case *clientpb.ServerMessage_Error:
+			c.errs = append(c.errs, body.Error)
+		case *clientpb.ServerMessage_Terrain:
+			if ch, err := terrain.DecodeChunk(body.Terrain.Chunk); err == nil {
+				c.terrain[[2]int32{ch.X, ch.Y}] = body.Terrain.Chunk
+			} else {
+				c.closeErr = fmt.Errorf("sim: malformed terrain: %w", err)
+			}
+		case *clientpb.ServerMessage_Batch:
+			c.applyBatch(body.Batch, vanished)
+		}
+		close(c.changed)
+		c.changed = make(chan struct{})
+		c.mu.Unlock()
+	}
+}
+
+func (c *Client) applyBatch(bt *clientpb.Batch, vanished map[uint64]int) {
+	c.stats.Batches++
+	if bt.Tick <= c.lastTick {
+		c.stats.OutOfOrder++
+	}
+	c.lastTick = bt.Tick
+	for id, n := range vanished {
+		if n >= 2 {
+			delete(vanished, id)
+		} else {
+			vanished[id] = n + 1
+		}
+	}
+	var burst *Entity
+	left := 0
+	err := outbox.DecodeBatch(bt.Frames, func(m outbox.Message) error {
+		switch m.Kind {
+		case outbox.KindAppear:
+			c.stats.Appears++
+			if _, ok := vanished[m.Entity]; ok {
+				c.stats.Blinks++
+				delete(vanished, m.Entity)
+			}
+			e := &Entity{ID: m.Entity, Components: make(map[outbox.ComponentType][]byte)}
+			c.entities[m.Entity] = e
+			burst, left = e, m.BurstLen
+		case outbox.KindComponent:
+			c.stats.Updates++
+			e := burst
+			if left == 0 || e == nil || e.ID != m.Entity {
+				e = c.entities[m.Entity]
+				if e == nil { // an owner-only update for an entity not in sight
+					e = &Entity{ID: m.Entity, Components: make(map[outbox.ComponentType][]byte)}
+					c.entities[m.Entity] = e
+				}
+			} else {
+				left--
+			}
+			e.Components[m.Component] = append([]byte(nil), m.Payload...)
+		case outbox.KindVanish:
+			c.stats.Vanishes++
+			delete(c.entities, m.Entity)
+			if m.Reason == interest.OutOfSight {
+				vanished[m.Entity] = 0
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.closeErr = fmt.Errorf("sim: malformed batch at tick %d: %w", bt.Tick, err)
+	}
+}

@@ -1,0 +1,20 @@
+// Package sim is simulated players: clients that log in to a gateway
+// through the real client protocol (WebSocket, protobuf, the outbox frames
+// of proto/client.proto and docs/protocol.md) and play the reference game.
+// The tests, the demo and the benchmarks use it.
+//
+// What it owns: Client, one player's connection and the world it knows
+// (entities and their last component payloads, its own master and pet,
+// terrain), kept by one reader goroutine per client, with counters of what
+// a player would notice (blinks: an entity that vanishes out of sight and
+// is back within two batches; batches out of tick order).
+//
+// What it does not own: the protocol (package gateway and proto/clientpb),
+// the frame format (outbox), the game's payloads (game), the tokens
+// (logintoken: the caller brings them).
+//
+// Invariants:
+//  1. A Client's state changes only on its reader goroutine, under its
+//     mutex; Look and Wait see one consistent state.
+//  2. Close cuts the socket and returns after the reader has returned.
+package sim

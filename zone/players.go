@@ -1,0 +1,616 @@
+package zone
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/gateway"
+	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/worldstore"
+	"github.com/shardwise/shardwise/zone/internal/wire"
+)
+
+// Players is what a module gives the runtime so that clients can play it
+// through the gateway role (SetPlayers). Every function runs on the world
+// goroutine except CheckInput.
+type Players struct {
+	// Spawn brings the account's player into the world on this node, which
+	// owns pos: its master with id master and its pet (if it has one) with
+	// id pet, from state (what Save returned when it last left; nil for a
+	// new player). The runtime sets both entities' Owner afterwards.
+	Spawn func(a account.ID, master, pet ecs.ID, pos torus.Pos, state []byte) error
+	// Save returns the module state of the player whose master is master
+	// (simulated here), stored with the master's position.
+	Save func(master ecs.ID) (state []byte, ok bool)
+	// Remove takes the player whose master is master out of the world (a
+	// logout, after Save).
+	Remove func(master ecs.ID)
+	// Home is where a new account's player starts.
+	Home func(a account.ID) torus.Pos
+	// CheckInput says whether the module takes in (its kind, point and
+	// target), on a gateway goroutine: it must only read in. An error
+	// should match gateway.ErrBadInput.
+	CheckInput func(in gateway.Input) error
+	// Input applies a client input to entity (the player's master or pet,
+	// simulated here), at the start of a tick like any intent.
+	Input func(entity ecs.ID, in gateway.Input)
+}
+
+// SetPlayers lets clients play the module through the gateway role. A
+// module calls it in Setup.
+func (r *Runtime) SetPlayers(p Players) { r.players = &p }
+
+// Intent kinds at and above FirstReservedIntent are the runtime's own: it
+// applies them itself and never hands them to a module's intent handler.
+const FirstReservedIntent uint16 = 0xFF00
+
+const (
+	intentInput   = FirstReservedIntent + iota // Data: session, then the input
+	intentLogout                               // Data: session
+	intentSession                              // Data: session (a newer session takes the player over)
+)
+
+// PlayerStats count the gateway role's work on this node since New.
+type PlayerStats struct {
+	// Joined counts sessions that started here (this node their gateway);
+	// Spawned the players this node brought into the world (for its own
+	// sessions or another gateway's); TakenOver the sessions here that
+	// took over a player already in the world.
+	Joined, Spawned, TakenOver int
+	// Inputs counts client inputs applied here; StaleSession counts inputs,
+	// logouts and takeovers dropped because the player answers to a newer
+	// session than theirs.
+	Inputs, StaleSession int
+	// Saved counts player records written to the world store; SaveErrors
+	// those the store refused or could not take (a full queue included).
+	Saved, SaveErrors int
+	// Removed counts players taken out at logout.
+	Removed int
+}
+
+// PlayerStats returns the gateway role's counters. Like the world, it is
+// read on the world goroutine (or through Post).
+func (r *Runtime) PlayerStats() PlayerStats {
+	r.saver.mu.Lock()
+	defer r.saver.mu.Unlock()
+	s := r.pstats
+	s.Saved, s.SaveErrors = r.saver.saved, r.pstats.SaveErrors+r.saver.errors
+	return s
+}
+
+// ---- the master's node: reserved intents ----
+
+func appendSession(dst []byte, session uint64) []byte {
+	return binary.LittleEndian.AppendUint64(dst, session)
+}
+
+// applyPlayerIntent applies one of the runtime's own intents to target,
+// which this node simulates. The session fence: a player answers to the
+// highest session epoch it has heard of (the directory issues them, and
+// only the newest session's gateway knows the newest), and drops what
+// names a lower one.
+func (r *Runtime) applyPlayerIntent(in Intent) {
+	o, ok := r.owner.Get(in.Target)
+	if !ok || len(in.Data) < 8 {
+		return
+	}
+	session := binary.LittleEndian.Uint64(in.Data)
+	if session < o.Session {
+		r.pstats.StaleSession++
+		return
+	}
+	o.Session = session
+	switch in.Kind {
+	case intentInput:
+		gi, err := decodeInput(in.Data[8:])
+		if err != nil || r.players == nil {
+			return
+		}
+		gi.Entity = uint64(in.Target)
+		r.pstats.Inputs++
+		r.players.Input(in.Target, gi)
+	case intentLogout:
+		if r.players == nil {
+			return
+		}
+		if r.savePlayer(in.Target, o) {
+			r.players.Remove(in.Target)
+			r.pstats.Removed++
+		}
+	}
+}
+
+// savePlayer queues the record of the player whose master is id for the
+// world store; false if id is not a master (the module saves nothing for
+// it).
+func (r *Runtime) savePlayer(id ecs.ID, o *Owner) bool {
+	state, ok := r.players.Save(id)
+	if !ok {
+		return false
+	}
+	p, ok := r.pos.Get(id)
+	if !ok {
+		return false
+	}
+	if r.saver.store == nil || o.Session == 0 {
+		return true
+	}
+	r.saver.queue(worldstore.Player{Account: o.Account, Epoch: o.Session, Pos: p.Pos, State: state})
+	return true
+}
+
+// savePeriodically saves every local player once every saveEvery ticks,
+// spread over the ticks by each master's phase.
+func (r *Runtime) savePeriodically(tick uint64) {
+	if r.players == nil || r.saver.store == nil {
+		return
+	}
+	every := r.saveEveryTicks
+	r.owner.Each(func(id ecs.ID, o *Owner) {
+		if o.Session == 0 || (r.Phase(id)+tick)%every != 0 || !r.Simulated(id) {
+			return
+		}
+		r.savePlayer(id, o)
+	})
+}
+
+// saver writes player records to the world store on its own goroutine, so
+// that the world never waits on storage. Its queue is bounded: a record
+// that finds it full is dropped and counted (the next periodic save or
+// the logout writes a newer one).
+type saver struct {
+	store worldstore.Players
+	ch    chan worldstore.Player
+	wg    sync.WaitGroup
+	once  sync.Once
+
+	mu     sync.Mutex
+	saved  int
+	errors int
+	log    func(msg string, args ...any)
+}
+
+const saveQueue = 4096
+
+func (s *saver) start() {
+	if s.store == nil {
+		return
+	}
+	s.ch = make(chan worldstore.Player, saveQueue)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for p := range s.ch {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := s.store.SavePlayer(ctx, p)
+			cancel()
+			s.mu.Lock()
+			if err == nil {
+				s.saved++
+			} else if !errors.Is(err, worldstore.ErrStaleEpoch) {
+				s.errors++
+				s.log("zone: save player", "account", p.Account, "err", err)
+			}
+			s.mu.Unlock()
+		}
+	}()
+}
+
+func (s *saver) queue(p worldstore.Player) {
+	select {
+	case s.ch <- p:
+	default:
+		s.mu.Lock()
+		s.errors++
+		s.mu.Unlock()
+	}
+}
+
+// close writes what is queued and stops.
+func (s *saver) close() {
+	s.once.Do(func() {
+		if s.ch != nil {
+			close(s.ch)
+		}
+		s.wg.Wait()
+	})
+}
+
+// ---- the gateway's node ----
+
+// gwSession is a session this node is the gateway of.
+type gwSession struct {
+	s           *gateway.Session
+	master, pet ecs.ID
+	rec         worldstore.Player // loaded at Join; Epoch 0: a new player
+	found       bool
+	waitUntil   uint64 // waiting for a takeover answer until this tick (0: not waiting)
+	reattachAt  uint64 // a local takeover: attach and take the player over at this tick
+	asked       int    // takeover answers still expected
+	pending     [][]byte
+	tick        uint64
+}
+
+// Deliver collects a tick's frames (outbox.Sink): local ones at the flush,
+// forwarded ones as they arrive; flushSessions sends them as one batch.
+func (g *gwSession) Deliver(_ uint64, frames [][]byte) { g.pending = append(g.pending, frames...) }
+
+// Post queues fn to run on the world goroutine at the start of the next
+// Step, before the tick: the way other goroutines (a gateway's, a host's,
+// a test's) read or change the world. Safe for concurrent use.
+func (r *Runtime) Post(fn func()) {
+	r.opsMu.Lock()
+	r.ops = append(r.ops, fn)
+	r.opsMu.Unlock()
+}
+
+func (r *Runtime) runOps() {
+	r.opsMu.Lock()
+	ops := r.ops
+	r.ops = nil
+	r.opsMu.Unlock()
+	for _, fn := range ops {
+		fn()
+	}
+}
+
+// flushSessions sends each session its tick's batch: one per tick,
+// merging local frames and those forwarded from other nodes.
+func (r *Runtime) flushSessions(tick uint64) {
+	for _, g := range r.gw {
+		if len(g.pending) > 0 {
+			g.s.Deliver(tick, g.pending)
+			clear(g.pending)
+			g.pending = g.pending[:0]
+		}
+	}
+}
+
+// GatewayWorld returns the runtime as the World of a gateway.Gateway: the
+// players of the sessions the gateway serves come into this world from
+// Config.WorldStore (or are taken over where they already are), inputs
+// reach whichever node simulates the entity, and a logout saves the
+// player. The module must have called SetPlayers.
+func (r *Runtime) GatewayWorld() (gateway.World, error) {
+	if r.players == nil {
+		return nil, errors.New("zone: the module has no players (SetPlayers)")
+	}
+	return &gatewayWorld{r: r, store: r.cfg.WorldStore}, nil
+}
+
+// SetGateway gives the runtime the gateway whose sockets it closes when a
+// login elsewhere takes a player over.
+func (r *Runtime) SetGateway(g *gateway.Gateway) {
+	r.opsMu.Lock()
+	r.gateway = g
+	r.opsMu.Unlock()
+}
+
+type gatewayWorld struct {
+	r     *Runtime
+	store worldstore.Players
+}
+
+func (w *gatewayWorld) Join(s *gateway.Session) error {
+	g := &gwSession{s: s}
+	if w.store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		rec, err := w.store.LoadPlayer(ctx, s.Account())
+		cancel()
+		switch {
+		case err == nil:
+			g.rec, g.found = rec, true
+		case !errors.Is(err, worldstore.ErrNotFound):
+			return fmt.Errorf("zone: load player %d: %w", s.Account(), err)
+		}
+	}
+	w.r.Post(func() { w.r.joinSession(g) })
+	return nil
+}
+
+func (w *gatewayWorld) Input(s *gateway.Session, in gateway.Input) error {
+	if err := w.r.players.CheckInput(in); err != nil {
+		return err
+	}
+	w.r.Post(func() { w.r.sessionInput(s, in) })
+	return nil
+}
+
+func (w *gatewayWorld) Leave(s *gateway.Session) { w.r.Post(func() { w.r.leaveSession(s) }) }
+
+// takeoverWait is how long a new session waits for the old one's gateway
+// to hand its player over before it brings the player in from the store.
+const takeoverWait = 40
+
+func (r *Runtime) joinSession(g *gwSession) {
+	a := g.s.Account()
+	r.pstats.Joined++
+	if old := r.gw[a]; old != nil {
+		if old.s.Epoch() > g.s.Epoch() {
+			return // a newer session got here first; this one is being closed
+		}
+		// The displaced session was served here: take its player over. The
+		// new socket starts from an empty view: the account's subscriber is
+		// dropped now (what it would be told goes to no sink) and made
+		// afresh two ticks on, so the new client gets every appear.
+		r.gw[a] = g
+		r.Attach(a, nil)
+		r.clearViewer(a)
+		if old.master != 0 {
+			g.master, g.pet = old.master, old.pet
+			g.reattachAt = r.w.CurrentTick().N + 2
+			return
+		}
+		r.Attach(a, g)
+		g.waitUntil = old.waitUntil
+		if g.waitUntil == 0 {
+			r.spawnFor(g)
+		}
+		return
+	}
+	r.gw[a] = g
+	r.Attach(a, g)
+	prev := g.s.Displaced()
+	if prev.Epoch == 0 || r.cluster == nil {
+		r.spawnFor(g)
+		return
+	}
+	// The previous session was served by another node: ask every node
+	// (the directory names the gateway by number; the table names nodes).
+	m := wire.Player{Fence: r.cluster.fence(), Op: wire.PlayerTakeover, Account: a, Session: uint64(g.s.Epoch())}
+	payload := m.Append(nil)
+	for _, n := range r.Table().Nodes() {
+		if n != r.Name() {
+			r.cluster.queue(n, wire.KindPlayer, payload)
+			g.asked++
+		}
+	}
+	if g.asked == 0 {
+		r.spawnFor(g)
+		return
+	}
+	g.waitUntil = r.w.CurrentTick().N + takeoverWait
+}
+
+// takeOver makes the session g the one the player master/pet answers to.
+func (r *Runtime) takeOver(g *gwSession, master, pet ecs.ID) {
+	g.master, g.pet, g.waitUntil = master, pet, 0
+	data := appendSession(nil, uint64(g.s.Epoch()))
+	for _, id := range []ecs.ID{master, pet} {
+		if id != 0 {
+			r.Send(Intent{Kind: intentSession, Source: id, Target: id, Data: data})
+		}
+	}
+	r.SetViewer(g.s.Account(), master)
+	r.pstats.TakenOver++
+	g.s.SetYou(uint64(master), uint64(pet))
+}
+
+// spawnFor brings the session's player in: here if this node owns its
+// position, else on the owner, with ids minted here.
+func (r *Runtime) spawnFor(g *gwSession) {
+	g.waitUntil = 0
+	a := g.s.Account()
+	pos, state := g.rec.Pos, g.rec.State
+	if !g.found {
+		pos, state = r.players.Home(a), nil
+	}
+	pos = r.geo.Normalise(pos)
+	master, err := r.NewID()
+	if err != nil {
+		r.cfg.Logger.Error("zone: spawn player", "account", a, "err", err)
+		return
+	}
+	pet, err := r.NewID()
+	if err != nil {
+		r.cfg.Logger.Error("zone: spawn player", "account", a, "err", err)
+		return
+	}
+	session := uint64(g.s.Epoch())
+	if owner := r.Table().OwnerOf(pos); r.cluster != nil && owner != r.Name() {
+		m := wire.Player{Fence: r.cluster.fence(), Op: wire.PlayerSpawn, Account: a, Session: session,
+			Master: uint64(master), Pet: uint64(pet), Pos: pos, State: state}
+		r.cluster.queue(owner, wire.KindPlayer, m.Append(nil))
+	} else if r.spawnHere(a, session, master, pet, pos, state) {
+		r.pstats.Spawned++
+	} else {
+		return
+	}
+	g.master, g.pet = master, pet
+	r.viewHint[a] = r.geo.ChunkOf(pos)
+	r.SetViewer(a, master)
+	g.s.SetYou(uint64(master), uint64(pet))
+}
+
+func (r *Runtime) spawnHere(a account.ID, session uint64, master, pet ecs.ID, pos torus.Pos, state []byte) bool {
+	if err := r.players.Spawn(a, master, pet, pos, state); err != nil {
+		r.cfg.Logger.Error("zone: spawn player", "account", a, "err", err)
+		return false
+	}
+	for _, id := range []ecs.ID{master, pet} {
+		if o, ok := r.owner.Get(id); ok {
+			o.Account, o.Session = a, session
+		} else if r.w.Alive(id) {
+			_ = r.SetOwner(id, a)
+			if o, ok := r.owner.Get(id); ok {
+				o.Session = session
+			}
+		}
+	}
+	return true
+}
+
+// sessionInput sends a client's input to the entity's simulating node
+// (this one included) as a reserved intent fenced by the session.
+func (r *Runtime) sessionInput(s *gateway.Session, in gateway.Input) {
+	g := r.gw[s.Account()]
+	if g == nil || g.s != s {
+		return // a displaced session's late input
+	}
+	data := appendInput(appendSession(nil, uint64(s.Epoch())), in)
+	id := ecs.ID(in.Entity)
+	r.Send(Intent{Kind: intentInput, Source: id, Target: id, Data: data})
+}
+
+func (r *Runtime) leaveSession(s *gateway.Session) {
+	a := s.Account()
+	g := r.gw[a]
+	if g == nil || g.s != s {
+		return // displaced: the newer session holds the player
+	}
+	delete(r.gw, a)
+	r.Attach(a, nil)
+	r.clearViewer(a)
+	if g.master != 0 {
+		r.Send(Intent{Kind: intentLogout, Source: g.master, Target: g.master, Data: appendSession(nil, uint64(s.Epoch()))})
+	}
+}
+
+// clearViewer stops keeping an account's view.
+func (r *Runtime) clearViewer(a account.ID) {
+	if id, ok := r.viewerOf[a]; ok {
+		delete(r.viewerOf, a)
+		if r.viewerAcc[id] == a {
+			delete(r.viewerAcc, id)
+		}
+	}
+	delete(r.viewHint, a)
+	r.subs.Forget(interest.Account(a))
+}
+
+// checkTakeovers brings in from the store the players of sessions whose
+// takeover got no answer in time.
+func (r *Runtime) checkTakeovers(tick uint64) {
+	due := r.dueJoins[:0]
+	for a, g := range r.gw {
+		if (g.waitUntil != 0 && tick >= g.waitUntil) || (g.reattachAt != 0 && tick >= g.reattachAt) {
+			due = append(due, a)
+		}
+	}
+	slices.Sort(due) // ids are minted in account order: the same run mints the same ids
+	for _, a := range due {
+		g := r.gw[a]
+		if g.waitUntil != 0 && tick >= g.waitUntil {
+			r.spawnFor(g)
+		}
+		if g.reattachAt != 0 && tick >= g.reattachAt {
+			g.reattachAt = 0
+			r.Attach(a, g)
+			if ch, ok := r.vis.ChunkOf(g.master); ok {
+				r.viewHint[a] = ch
+			}
+			r.takeOver(g, g.master, g.pet)
+		}
+	}
+	r.dueJoins = due
+}
+
+// receivePlayer handles a KindPlayer message from peer.
+func (c *cluster) receivePlayer(from string, payload []byte) error {
+	m, err := wire.DecodePlayer(payload)
+	if err != nil {
+		return err
+	}
+	if !c.r.accept(from, m.Fence) {
+		c.stats.Refused++
+		return nil
+	}
+	r := c.r
+	switch m.Op {
+	case wire.PlayerSpawn:
+		if r.players == nil {
+			return errors.New("zone: a spawn for a module without players")
+		}
+		if r.spawnHere(m.Account, m.Session, ecs.ID(m.Master), ecs.ID(m.Pet), m.Pos, m.State) {
+			r.pstats.Spawned++
+		}
+	case wire.PlayerTakeover:
+		reply := wire.Player{Fence: c.fence(), Op: wire.PlayerNotHere, Account: m.Account, Session: m.Session}
+		if g := r.gw[m.Account]; g != nil && uint64(g.s.Epoch()) < m.Session && g.master != 0 {
+			// Tell the player first, on the ordered path the old session's
+			// inputs took, so nothing of the old session overtakes it.
+			data := appendSession(nil, m.Session)
+			for _, id := range []ecs.ID{g.master, g.pet} {
+				if id != 0 {
+					r.Send(Intent{Kind: intentSession, Source: id, Target: id, Data: data})
+				}
+			}
+			reply.Op, reply.Master, reply.Pet = wire.PlayerTaken, uint64(g.master), uint64(g.pet)
+			if ch, ok := r.vis.ChunkOf(g.master); ok {
+				reply.Chunk = ch
+			}
+			delete(r.gw, m.Account)
+			r.Attach(m.Account, nil)
+			r.clearViewer(m.Account)
+			r.opsMu.Lock()
+			gw := r.gateway
+			r.opsMu.Unlock()
+			if gw != nil {
+				gw.Displaced(m.Account, g.s.Epoch()+1) // its socket closes; its Leave finds nothing
+			}
+		}
+		c.queue(from, wire.KindPlayer, reply.Append(nil))
+	case wire.PlayerTaken, wire.PlayerNotHere:
+		g := r.gw[m.Account]
+		if g == nil || uint64(g.s.Epoch()) != m.Session || g.waitUntil == 0 {
+			return nil
+		}
+		if m.Op == wire.PlayerTaken {
+			r.viewHint[m.Account] = m.Chunk
+			r.takeOver(g, ecs.ID(m.Master), ecs.ID(m.Pet))
+			return nil
+		}
+		if g.asked--; g.asked <= 0 {
+			r.spawnFor(g)
+		}
+	}
+	return nil
+}
+
+// ---- the input's bytes inside a reserved intent ----
+
+const inputBytes = 4 + 4 + 1 + 3*8 + 8
+
+func appendInput(dst []byte, in gateway.Input) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, in.Seq)
+	dst = binary.LittleEndian.AppendUint32(dst, in.Kind)
+	var has byte
+	if in.HasPoint {
+		has = 1
+	}
+	dst = append(dst, has)
+	for _, v := range [3]float64{in.Point.X, in.Point.Y, in.Point.Z} {
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
+	}
+	return binary.LittleEndian.AppendUint64(dst, in.Target)
+}
+
+func decodeInput(b []byte) (gateway.Input, error) {
+	if len(b) != inputBytes || b[8] > 1 {
+		return gateway.Input{}, fmt.Errorf("zone: input of %d bytes", len(b))
+	}
+	in := gateway.Input{
+		Seq:      binary.LittleEndian.Uint32(b),
+		Kind:     binary.LittleEndian.Uint32(b[4:]),
+		HasPoint: b[8] == 1,
+		Point: torus.Pos{
+			X: math.Float64frombits(binary.LittleEndian.Uint64(b[9:])),
+			Y: math.Float64frombits(binary.LittleEndian.Uint64(b[17:])),
+			Z: math.Float64frombits(binary.LittleEndian.Uint64(b[25:])),
+		},
+		Target: binary.LittleEndian.Uint64(b[33:]),
+	}
+	if !in.Point.Finite() {
+		return gateway.Input{}, errors.New("zone: input point not finite")
+	}
+	return in, nil
+}
