@@ -88,9 +88,10 @@ type cluster struct {
 	// graceUntil is the last tick after a table change during which the
 	// chunks' old simulators stay subscribed; 0 when none is running.
 	graceUntil uint64
-	// spread says a re-plan of every chunk (a new table, the grace's end)
-	// is under way: it runs replanPerTick chunks a tick until done.
-	spread bool
+	// replan holds the chunks a re-plan of every chunk (a new table, the
+	// grace's end) has still to do, replanPerTick a tick: a heap, so a
+	// tick pops its share in chunk order without sorting them all.
+	replan chunkHeap
 	// announceTable asks the next control flush to send every peer a
 	// message (full routes), so that they learn this node's table version.
 	announceTable bool
@@ -475,45 +476,46 @@ func (c *cluster) updateWants() {
 		// The grace after a table change is over: the old simulators of
 		// each chunk are dropped now (they handed their entities over).
 		c.graceUntil = 0
-		c.spread = true
-		for ch := range c.wants {
-			c.changed[ch] = struct{}{}
-		}
+		c.replanAll(nil)
 	}
 	if v := c.r.terr.Table().Version(); v != c.table {
-		if c.table != 0 {
-			c.graceUntil = tick + tableGrace
-			c.spread = true
-		}
+		first := c.table == 0
 		c.table = v
 		c.announceTable = true
-		for ch := range c.held {
-			c.changed[ch] = struct{}{}
+		band := c.bandChanged(c.computeBand())
+		if first {
+			for ch := range c.held {
+				c.changed[ch] = struct{}{}
+			}
+			for ch := range c.wants {
+				c.changed[ch] = struct{}{}
+			}
+			for _, ch := range band {
+				c.changed[ch] = struct{}{}
+			}
+		} else {
+			c.graceUntil = tick + tableGrace
+			c.replanAll(band)
 		}
-		for ch := range c.wants {
-			c.changed[ch] = struct{}{}
-		}
-		c.bandChanged(c.computeBand())
 	}
-	if len(c.changed) == 0 {
+	if len(c.changed) == 0 && len(c.replan) == 0 {
 		return
 	}
-	chunks := make([]torus.ChunkPos, 0, len(c.changed))
+	chunks := make([]torus.ChunkPos, 0, len(c.changed)+min(len(c.replan), replanPerTick))
 	for ch := range c.changed {
 		chunks = append(chunks, ch)
 	}
+	clear(c.changed)
+	// A new table changes every chunk at once: re-plan a share per tick
+	// (the rest waits in the heap), so that no tick, here or at the peers
+	// answering the subscriptions, carries it all. The old simulators stay
+	// subscribed meanwhile (the grace). Chunks whose holders changed are
+	// re-planned at once, as outside a re-plan.
+	for n := 0; n < replanPerTick && len(c.replan) > 0; n++ {
+		chunks = append(chunks, c.replan.pop())
+	}
 	slices.SortFunc(chunks, cmpChunk)
-	if c.spread && len(chunks) > replanPerTick {
-		// A new table changes every chunk at once: re-plan a share per
-		// tick (the rest stays changed), so that no tick, here or at the
-		// peers answering the subscriptions, carries it all. The old
-		// simulators stay subscribed meanwhile (the grace).
-		chunks = chunks[:replanPerTick]
-	}
-	for _, ch := range chunks {
-		delete(c.changed, ch)
-	}
-	c.spread = c.spread && len(c.changed) > 0
+	chunks = slices.Compact(chunks)
 	var now []string
 	for _, ch := range chunks {
 		before := c.wants[ch]
@@ -549,6 +551,58 @@ func (c *cluster) updateWants() {
 			c.wants[ch] = slices.Clone(now)
 		}
 	}
+}
+
+// replanAll queues every chunk this node receives or holds, and extra,
+// for a re-plan spread over ticks (replanPerTick a tick). Re-planning a
+// chunk twice changes nothing the second time, so a chunk queued twice
+// costs only time.
+func (c *cluster) replanAll(extra []torus.ChunkPos) {
+	for ch := range c.held {
+		c.replan = append(c.replan, ch)
+	}
+	for ch := range c.wants {
+		c.replan = append(c.replan, ch)
+	}
+	c.replan = append(c.replan, extra...)
+	c.replan.init()
+}
+
+// chunkHeap is a min-heap of chunks in cmpChunk order.
+type chunkHeap []torus.ChunkPos
+
+func (h chunkHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h chunkHeap) down(i int) {
+	for {
+		m := 2*i + 1
+		if m >= len(h) {
+			return
+		}
+		if r := m + 1; r < len(h) && cmpChunk(h[r], h[m]) < 0 {
+			m = r
+		}
+		if cmpChunk(h[m], h[i]) >= 0 {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// pop removes and returns the least chunk; h must not be empty.
+func (h *chunkHeap) pop() torus.ChunkPos {
+	old := *h
+	n := len(old) - 1
+	top := old[0]
+	old[0] = old[n]
+	*h = old[:n]
+	h.down(0)
+	return top
 }
 
 func (c *cluster) sub(peer string) *wire.Subscribe {

@@ -99,28 +99,38 @@ func (c *cluster) syncSimGhost(id ecs.ID) {
 // SimGhosts reports how many simulation ghosts the node holds.
 func (r *Runtime) SimGhosts() int { return r.ghost.Len() }
 
-// bandChanged folds a new band into the chunks to resubscribe.
-func (c *cluster) bandChanged(next map[torus.ChunkPos]bool) {
+// bandChanged makes next the band and returns the chunks that entered or
+// left it (to re-plan).
+func (c *cluster) bandChanged(next map[torus.ChunkPos]bool) []torus.ChunkPos {
+	var diff []torus.ChunkPos
 	for ch := range c.band {
 		if !next[ch] {
-			c.changed[ch] = struct{}{}
+			diff = append(diff, ch)
 		}
 	}
 	for ch := range next {
 		if !c.band[ch] {
-			c.changed[ch] = struct{}{}
+			diff = append(diff, ch)
 		}
 	}
 	c.band = next
-	// Ghosts whose chunk entered or left the band.
+	// Ghosts whose chunk entered or left the band (the others keep what
+	// they are).
 	var ids []ecs.ID
-	for id := range c.source {
-		ids = append(ids, id)
+	var residents []uint64
+	for _, ch := range diff {
+		residents = c.rep.AppendResidents(residents[:0], ch)
+		for _, e := range residents {
+			if c.isGhost(ecs.ID(e)) {
+				ids = append(ids, ecs.ID(e))
+			}
+		}
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
 		c.syncSimGhost(id)
 	}
+	return diff
 }
 
 // ClaimID frees id for a local entity the module is about to create (a
