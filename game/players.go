@@ -9,6 +9,7 @@ import (
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/terrain"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/zone"
 )
@@ -19,7 +20,14 @@ const (
 	InputMove   uint32 = 1 // walk to Point (required)
 	InputAttack uint32 = 2 // attack Target (required) whenever it is in reach; the master only
 	InputStop   uint32 = 3 // stand still and attack nothing
+	// InputMark places a marker of type Target (1–255; 0 removes one) on
+	// the ground at Point (required), within MarkReach of the master: a
+	// terrain edit (terrain.KindMarker), kept in the world store.
+	InputMark uint32 = 4
 )
+
+// MarkReach is how far from its master a player may place a marker.
+const MarkReach = 8.0
 
 // players are the game's hooks for the gateway role (zone.Players): a
 // player brought in by a client is Manual — no bot drives it.
@@ -45,6 +53,10 @@ func checkInput(in gateway.Input) error {
 			return fmt.Errorf("%w: attack %d without a target", gateway.ErrBadInput, in.Seq)
 		}
 	case InputStop:
+	case InputMark:
+		if !in.HasPoint || in.Target > 255 {
+			return fmt.Errorf("%w: mark %d needs a point and a type 0–255, got type %d", gateway.ErrBadInput, in.Seq, in.Target)
+		}
 	default:
 		return fmt.Errorf("%w: input %d of unknown kind %d", gateway.ErrBadInput, in.Seq, in.Kind)
 	}
@@ -67,6 +79,10 @@ func (g *Game) applyInput(id ecs.ID, in gateway.Input) {
 	case InputAttack:
 		if isMaster {
 			m.Target = ecs.ID(in.Target)
+		}
+	case InputMark:
+		if isMaster {
+			g.mark(id, in)
 		}
 	case InputStop:
 		if path.Active {
@@ -180,4 +196,32 @@ func (g *Game) removePlayer(master ecs.ID) {
 		_ = g.r.Destroy(m.Pet, interest.Gone)
 	}
 	_ = g.r.Destroy(master, interest.Gone)
+}
+
+// mark places the marker a client asked for, if the master stands within
+// reach of the point.
+func (g *Game) mark(master ecs.ID, in gateway.Input) {
+	p, ok := g.c.pos.Get(master)
+	if !ok || !g.geo.Within(p.Pos, in.Point, MarkReach) {
+		return
+	}
+	at := g.geo.Normalise(in.Point)
+	origin := g.geo.ChunkOrigin(g.geo.ChunkOf(at))
+	cell := g.geo.ChunkEdge() / terrain.Cells
+	m := terrain.Marker{
+		X:    uint8(min(max(int(g.geo.DeltaX(origin.X, at.X)/cell), 0), terrain.Cells-1)),
+		Y:    uint8(min(max(int(g.geo.DeltaY(origin.Y, at.Y)/cell), 0), terrain.Cells-1)),
+		Type: uint8(in.Target),
+	}
+	var author account.ID
+	if o, ok := g.c.owner.Get(master); ok {
+		author = o.Account
+	}
+	e, err := m.Edit(author)
+	if err == nil {
+		err = g.r.EditTerrain(at, e)
+	}
+	if err != nil && !errors.Is(err, zone.ErrNoWorldStore) {
+		g.r.Logger().Warn("game: marker", "master", master, "err", err)
+	}
 }

@@ -15,7 +15,9 @@ import (
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/logintoken"
+	"github.com/shardwise/shardwise/proto/clientpb"
 	"github.com/shardwise/shardwise/sim"
+	"github.com/shardwise/shardwise/terrain"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/worldstore"
 	"github.com/shardwise/shardwise/zone"
@@ -63,6 +65,11 @@ func (w *world) token(a account.ID) string {
 // serve runs a gateway for rt (node number num) and returns its URL.
 func (w *world) serve(rt *zone.Runtime, num directory.NodeID) string {
 	w.t.Helper()
+	return w.serveWith(rt, num, gateway.Limits{})
+}
+
+func (w *world) serveWith(rt *zone.Runtime, num directory.NodeID, limits gateway.Limits) string {
+	w.t.Helper()
 	v, err := logintoken.NewVerifier(logintoken.VerifierConfig{
 		Cluster: cluster, Audience: gateway.Audience, Keys: []ed25519.PublicKey{w.pub}, SingleUse: w.dir,
 	})
@@ -73,7 +80,7 @@ func (w *world) serve(rt *zone.Runtime, num directory.NodeID) string {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	g, err := gateway.New(gateway.Config{Name: rt.Name(), Node: num, Directory: w.dir, Verifier: v, World: gw, Geometry: rt.Geometry()})
+	g, err := gateway.New(gateway.Config{Name: rt.Name(), Node: num, Directory: w.dir, Verifier: v, World: gw, Geometry: rt.Geometry(), Limits: limits})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -403,4 +410,216 @@ func TestASecondLoginTakesThePlayerOver(t *testing.T) {
 	if s0.Spawned+s1.Spawned != 1 || s0.TakenOver+s1.TakenOver != 2 || s0.Removed+s1.Removed != 0 {
 		t.Fatalf("zone-0 %+v, zone-1 %+v: want one player, taken over twice, never removed", s0, s1)
 	}
+}
+
+// The ground: a client gets base + edits for the columns of its view; a
+// marker one player places reaches the client of another player on
+// another gateway that holds the column, and a later login reads it from
+// the store.
+func TestTerrainAndMarkersAcrossGateways(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	w := newWorld(t)
+	grid := cells.GridConfig{RegionEdge: 2048}
+	grid.World.Width, grid.World.Height = 8192, 8192
+	gc := game.Config{Seed: 9, NoBots: true, Torus: grid.World, RegionEdge: 2048}
+	const seed = 77
+	c := zonetest.Start(t, zonetest.Config{
+		Nodes: 2, Grid: grid,
+		Module: func(int, string) (zone.Module, error) { return game.NewModule(gc) },
+		Runtime: func(_ int, rc *zone.Config) {
+			rc.WorldStore, rc.WorldSeed = w.store, seed
+		},
+	})
+	zero, one := c.Node("zone-0").Runtime, c.Node("zone-1").Runtime
+	geo := zero.Geometry()
+	home := torus.Pos{X: 1000, Y: 1000} // zone-0's
+	w.save(6001, home)
+	w.save(6002, geo.Translate(home, torus.Pos{X: 5, Y: 5}))
+	url0 := w.serve(zero, directory.NodeID(c.Node("zone-0").Number))
+	url1 := w.serve(one, directory.NodeID(c.Node("zone-1").Number))
+	step(t, c.Step)
+
+	gen, err := terrain.New(seed, geo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	under := geo.ChunkOf(home)
+	column := func(v *sim.View) (terrain.Chunk, bool) {
+		b, ok := v.Terrain(under.X, under.Y)
+		if !ok {
+			return terrain.Chunk{}, false
+		}
+		ch, err := terrain.DecodeChunk(b)
+		if err != nil {
+			t.Errorf("undecodable terrain: %v", err)
+		}
+		return ch, err == nil
+	}
+	a := login(t, ctx, url0, w.token(6001))
+	b := login(t, ctx, url1, w.token(6002))
+	for _, cl := range []*sim.Client{a, b} {
+		if err := cl.Wait(ctx, func(v *sim.View) bool { _, ok := column(v); return ok }); err != nil {
+			t.Fatalf("no terrain for the column under the player: %v", err)
+		}
+		cl.Look(func(v *sim.View) {
+			ch, _ := column(v)
+			if ch.Heights != gen.Base(under) || ch.Revision != 0 || len(ch.Edits) != 0 {
+				t.Errorf("column %v: revision %d, %d edits, base equal: %v", under, ch.Revision, len(ch.Edits), ch.Heights == gen.Base(under))
+			}
+			n := 0
+			for x := range int32(geo.ChunksX()) {
+				for y := range int32(geo.ChunksY()) {
+					if _, ok := v.Terrain(x, y); ok {
+						n++
+					}
+				}
+			}
+			if n < 9 {
+				t.Errorf("terrain for %d columns, want the view's", n)
+			}
+		})
+	}
+	master, _ := you(a)
+	if _, err := a.Input(ctx, &clientpb.Input{Entity: master, Kind: game.InputMark, Point: &clientpb.Point{X: home.X + 1, Y: home.Y + 1}, Target: 7}); err != nil {
+		t.Fatal(err)
+	}
+	marked := func(v *sim.View) bool {
+		ch, ok := column(v)
+		if !ok || ch.Revision != 1 || len(ch.Edits) != 1 {
+			return false
+		}
+		s, err := terrain.Apply(ch.Heights, ch.Edits)
+		if err != nil {
+			t.Error(err)
+			return false
+		}
+		for _, m := range s.Markers {
+			if m == 7 {
+				return true
+			}
+		}
+		return false
+	}
+	for i, cl := range []*sim.Client{a, b} {
+		if err := cl.Wait(ctx, marked); err != nil {
+			t.Fatalf("client %d never saw the marker: %v", i, err)
+		}
+	}
+	w.save(6004, home)
+	again := login(t, ctx, url1, w.token(6004))
+	if err := again.Wait(ctx, marked); err != nil {
+		t.Fatalf("a later login never got the stored marker: %v", err)
+	}
+}
+
+// A player walks over three regions of three nodes (a corner where they
+// meet) while its client keeps sending inputs: one socket, no blink, and
+// every input applied exactly once, by whichever node simulated the
+// master when it arrived.
+func TestInputsAcrossThreeRegionsAreAppliedOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	w := newWorld(t)
+	grid := cells.GridConfig{RegionEdge: 2048}
+	grid.World.Width, grid.World.Height = 8192, 8192
+	gc := game.Config{Seed: 11, NoBots: true, Torus: grid.World, RegionEdge: 2048}
+	c := zonetest.Start(t, zonetest.Config{
+		Nodes: 3, Grid: grid,
+		// Around (2048, 2048): zone-0 south-west, zone-1 south-east and
+		// north-west, zone-2 north-east.
+		Table: func(g cells.Grid, names []string) (*cells.Table, error) {
+			owners := make([]string, g.Cols()*g.Cols())
+			for i := range owners {
+				col, row := g.Coords(cells.RegionID(i))
+				owners[i] = names[(col+row)%3]
+			}
+			return cells.NewTable(g, 1, owners)
+		},
+		Module:  func(int, string) (zone.Module, error) { return game.NewModule(gc) },
+		Runtime: func(_ int, rc *zone.Config) { rc.WorldStore = w.store },
+	})
+	rts := []*zone.Runtime{c.Node("zone-0").Runtime, c.Node("zone-1").Runtime, c.Node("zone-2").Runtime}
+	geo := rts[0].Geometry()
+	table := rts[0].Table()
+	route := []torus.Pos{{X: 2000, Y: 2000}, {X: 2110, Y: 2000}, {X: 2110, Y: 2110}}
+	for i, want := range []string{"zone-0", "zone-1", "zone-2"} {
+		if got := table.OwnerOf(route[i]); got != want {
+			t.Fatalf("waypoint %d %v is %s's, want %s's", i, route[i], got, want)
+		}
+	}
+	w.save(7001, route[0])
+	// The world runs at 200 ticks a second here, and the client sends an
+	// input every other batch: the rate limit is not the subject.
+	url := w.serveWith(rts[0], directory.NodeID(c.Node("zone-0").Number), gateway.Limits{InputRate: 1000, InputBurst: 1000})
+	step(t, c.Step)
+
+	cl := login(t, ctx, url, w.token(7001))
+	master, _ := you(cl)
+	sent := 0
+	for _, wp := range route[1:] {
+		for {
+			var p torus.Pos
+			cl.Look(func(v *sim.View) { p, _ = v.Position(master) })
+			if near(geo, p, wp, 1) {
+				break
+			}
+			if _, err := cl.Move(ctx, master, wp.X, wp.Y); err != nil {
+				t.Fatal(err)
+			}
+			sent++
+			// One input every other batch: the client paces itself on what
+			// it is told.
+			var batches int
+			cl.Look(func(v *sim.View) { batches = v.Stats().Batches })
+			if err := cl.Wait(ctx, func(v *sim.View) bool { return v.Stats().Batches >= batches+2 }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	applied := func() (n, stale int) {
+		for _, rt := range rts {
+			s := stats(rt)
+			n += s.Inputs
+			stale += s.StaleSession
+		}
+		return n, stale
+	}
+	zonetest.Poll(10*time.Second, func() bool { n, _ := applied(); return n >= sent })
+	n, stale := applied()
+	if n != sent || stale != 0 {
+		for _, rt := range rts {
+			ch := make(chan zone.ClusterStats, 1)
+			rt.Post(func() { ch <- rt.ClusterStats() })
+			cs := <-ch
+			t.Logf("%s: %+v; %+v", rt.Name(), stats(rt), cs)
+		}
+		cl.Look(func(v *sim.View) {
+			for _, e := range v.Errors() {
+				t.Logf("error %v", e)
+			}
+		})
+		t.Fatalf("%d inputs sent, %d applied, %d stale", sent, n, stale)
+	}
+	var hs zone.HandoffStats
+	for _, rt := range rts {
+		hs = hs.Plus(rt.HandoffStats())
+	}
+	if hs.Acked < 2 {
+		t.Fatalf("handoffs %+v, want the master handed over twice at least", hs)
+	}
+	cl.Look(func(v *sim.View) {
+		if s := v.Stats(); s.Blinks != 0 || s.OutOfOrder != 0 {
+			t.Errorf("the client saw %+v", s)
+		}
+		for _, e := range v.Errors() {
+			t.Errorf("error %v", e)
+		}
+	})
+	select {
+	case <-cl.Done():
+		t.Fatal("the socket closed")
+	default:
+	}
+	t.Logf("%d inputs over %d handoffs, each applied once", sent, hs.Acked)
 }

@@ -310,7 +310,7 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		stop:       make(chan struct{}),
 	}
 	r.subs.AddHooks(interest.Hooks[Subscriber]{ChunkSent: c.chunkSent, ChunkUnsent: c.chunkUnsent})
-	for _, k := range []uint32{wire.KindSubscribe, wire.KindIntents, wire.KindForward, wire.KindRoutes, wire.KindPlayer,
+	for _, k := range []uint32{wire.KindSubscribe, wire.KindIntents, wire.KindForward, wire.KindRoutes, wire.KindPlayer, wire.KindTerrain,
 		handoff.KindTransfer, handoff.KindAck, handoff.KindRefuse, KindAbort} {
 		l.Handle(k, func(_ context.Context, from string, payload []byte) ([]byte, error) {
 			c.enqueue(inMsg{from: from, kind: k, payload: payload})
@@ -1190,6 +1190,8 @@ func (c *cluster) drain() {
 			}
 		case wire.KindPlayer:
 			err = c.receivePlayer(m.from, m.payload)
+		case wire.KindTerrain:
+			err = c.receiveTerrain(m.from, m.payload)
 		case kindResend:
 			c.resendWants(m.from)
 		case handoff.KindTransfer, handoff.KindAck, handoff.KindRefuse, KindAbort:

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -44,6 +45,9 @@ type Players struct {
 	// simulated here), at the start of a tick like any intent.
 	Input func(entity ecs.ID, in gateway.Input)
 }
+
+// Logger is the runtime's logger (Config.Logger), for its module.
+func (r *Runtime) Logger() *slog.Logger { return r.cfg.Logger }
 
 // SetPlayers lets clients play the module through the gateway role. A
 // module calls it in Setup.
@@ -237,7 +241,7 @@ type gwSession struct {
 	reattachAt  uint64 // a local takeover: attach and take the player over at this tick
 	asked       int    // takeover answers still expected
 	pending     [][]byte
-	tick        uint64
+	cols        map[column]uint64 // the terrain columns sent, at their revision
 }
 
 // Deliver collects a tick's frames (outbox.Sink): local ones at the flush,

@@ -113,11 +113,15 @@ type Config struct {
 	Accept func(peer string, lease int64) bool
 	// WorldStore keeps players between sessions (the gateway role): the
 	// node that simulates a player saves it every SaveEvery and when it
-	// logs out, and a gateway loads it at login. nil: players are not
-	// kept (every login starts at the module's Home).
-	WorldStore worldstore.Players
+	// logs out, and a gateway loads it at login; and it keeps the
+	// terrain's edits (terrain.go). nil: players are not kept (every login
+	// starts at the module's Home) and the ground is its base alone.
+	WorldStore worldstore.Store
 	// SaveEvery is how often each player is saved. Default 10 s.
 	SaveEvery time.Duration
+	// WorldSeed seeds the terrain's base (package terrain): the same on
+	// every node of a world.
+	WorldSeed uint64
 }
 
 func (c Config) withDefaults() Config {
@@ -279,6 +283,7 @@ type Runtime struct {
 	saver          saver
 	saveEveryTicks uint64
 	pstats         PlayerStats
+	ground         ground
 
 	report Report
 }
@@ -350,6 +355,9 @@ func New(cfg Config, mod Module) (*Runtime, error) {
 		saver:     saver{store: cfg.WorldStore},
 	}
 	r.saveEveryTicks = max(uint64(cfg.SaveEvery/cfg.TickInterval), 1)
+	if err := r.startGround(); err != nil {
+		return nil, err
+	}
 	r.saver.log = cfg.Logger.Warn
 	r.out = outbox.New[Subscriber, ecs.ID](outboxWorld{r})
 	if err := r.registerBuiltins(); err != nil {
@@ -386,6 +394,7 @@ func (r *Runtime) Close() error {
 		r.cluster.close()
 	}
 	r.saver.close()
+	r.ground.close()
 	return nil
 }
 
@@ -948,6 +957,7 @@ func (r *Runtime) refreshView(viewer ecs.ID) {
 	sub := interest.Account(a)
 	r.subs.ViewManifest(sub, chunk, r.cfg.View, &r.manifest)
 	r.subs.Apply(sub, r.manifest)
+	r.columnsAdded(a, r.manifest.Added)
 	for _, c := range r.manifest.Added {
 		r.subs.MarkSent(sub, c)
 	}

@@ -174,6 +174,19 @@ func DecodeSnapshot(b []byte) (Snapshot, error) {
 	return m, nil
 }
 
+// DecodeTerrain decodes a KindTerrain payload.
+func DecodeTerrain(b []byte) (Terrain, error) {
+	r := newReader(b, "Terrain")
+	var m Terrain
+	m.Fence = r.fence("Fence.Lease", "Fence.Table")
+	m.Chunk = r.chunk("Chunk")
+	m.Rev = r.Uvarint("Rev")
+	if err := r.Finish(); err != nil {
+		return Terrain{}, err
+	}
+	return m, nil
+}
+
 // DecodePlayer decodes a KindPlayer payload. State aliases b (nil when
 // empty).
 func DecodePlayer(b []byte) (Player, error) {

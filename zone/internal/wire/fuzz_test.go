@@ -30,3 +30,4 @@ func FuzzDecodeRoutes(f *testing.F)    { fuzzDecoder(f, "Routes") }
 func FuzzDecodeUpdate(f *testing.F)    { fuzzDecoder(f, "Update") }
 func FuzzDecodeSnapshot(f *testing.F)  { fuzzDecoder(f, "Snapshot") }
 func FuzzDecodePlayer(f *testing.F)    { fuzzDecoder(f, "Player") }
+func FuzzDecodeTerrain(f *testing.F)   { fuzzDecoder(f, "Terrain") }

@@ -144,6 +144,14 @@ func codecs() []codec {
 			},
 		},
 		{
+			Name:    "Terrain",
+			Decode:  adapt(DecodeTerrain),
+			Samples: []message{Terrain{}, Terrain{Fence: fenceEtc, Chunk: chunkMax, Rev: math.MaxUint64}},
+			Random: func(r *rand.Rand) message {
+				return Terrain{Fence: randFence(r), Chunk: randChunk(r), Rev: randU64(r)}
+			},
+		},
+		{
 			Name:   "Player",
 			Decode: adapt(DecodePlayer),
 			Samples: []message{

@@ -19,6 +19,7 @@ const (
 	KindForward   uint32 = 0x5A03 // already-encoded frames for accounts routed to the receiver
 	KindRoutes    uint32 = 0x5A04 // accounts whose messages the sender receives
 	KindPlayer    uint32 = 0x5A05 // the gateway role: a player brought in, taken over, or not found
+	KindTerrain   uint32 = 0x5A06 // a chunk column's edits reached a new revision
 )
 
 // Replication entry kinds (link.Entry.Kind).
@@ -114,6 +115,14 @@ type Player struct {
 	Pos         torus.Pos // finite
 	Chunk       torus.ChunkPos
 	State       []byte // at most MaxPlayerState bytes
+}
+
+// Terrain tells the receiver that the edits of the column Chunk (its X and
+// Y; Slab 0) reached revision Rev in the world store.
+type Terrain struct {
+	Fence Fence
+	Chunk torus.ChunkPos
+	Rev   uint64
 }
 
 // Forward carries already-encoded frames for accounts routed to the
@@ -261,6 +270,12 @@ func (m Player) Append(dst []byte) []byte {
 	}
 	dst = appendChunk(dst, m.Chunk)
 	return appendBytes(dst, m.State)
+}
+
+// Append appends the encoding of m.
+func (m Terrain) Append(dst []byte) []byte {
+	dst = appendChunk(appendFence(append(dst, Version), m.Fence), m.Chunk)
+	return binary.AppendUvarint(dst, m.Rev)
 }
 
 func appendFence(dst []byte, f Fence) []byte {
