@@ -126,6 +126,7 @@ type cluster struct {
 	toHand    []ecs.ID
 	handTable uint64
 	adopted   []ecs.ID
+	settle    []ecs.ID                    // adopted where their ghost was filed: reindex hooks at the end of the tick
 	thawAt    map[ecs.ID]uint64           // adopted, frozen until a tick after this time (ms)
 	went      map[ecs.ID]wentTo           // handed on, or a ghost gone out of sight: where intents follow it
 	handedIn  map[torus.ChunkPos][]ecs.ID // the went records this node handed over, by chunk, for snapshots
@@ -828,8 +829,13 @@ func (c *cluster) applyEvents() {
 		id := ecs.ID(ev.Entity)
 		switch ev.Kind {
 		case replica.Appeared, replica.Moved:
-			c.r.vis.Reindex(id, ev.Chunk)
-			c.r.followed(id, ev.Chunk)
+			if c.r.vis.Reindex(id, ev.Chunk) {
+				// Only a move moves what follows it: a ghost that appears
+				// where the entity is already filed (a local entity
+				// handed over, now a ghost in place; a ghost a snapshot
+				// replaced) keeps its anchor and its account's view there.
+				c.r.followed(id, ev.Chunk)
+			}
 		case replica.Vanished:
 			if _, _, ok := c.rep.Has(ev.Entity); ok {
 				// Replaced within this batch (a snapshot, or a new owner's

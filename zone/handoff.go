@@ -193,10 +193,33 @@ func (c *cluster) considerHandoff(id ecs.ID, p torus.Pos) {
 	}
 }
 
+// settleAdopted finishes, after the tick's reindex, what a reindex does
+// for the entities adopted this tick where their ghost was filed: the
+// module's reindex hooks, and the handoff check (one may already stand
+// past another border). Not the view of an account they are the viewer
+// of: that is already around their chunk, and recomputing it for each of
+// a region move's viewers would cost more than all the rest of the tick.
+func (c *cluster) settleAdopted() {
+	r := c.r
+	for _, id := range c.settle {
+		p, ok := r.pos.Get(id)
+		if !ok {
+			continue // destroyed in its first tick here
+		}
+		ch := r.geo.ChunkOf(p.Pos)
+		for _, fn := range r.onReindex {
+			fn(id, ch)
+		}
+		c.considerHandoff(id, p.Pos)
+	}
+	c.settle = c.settle[:0]
+}
+
 // sendHandoffs freezes and sends this tick's candidates, grouped by
 // target, at most handoffsPerTick.
 func (c *cluster) sendHandoffs(tick uint64) {
 	r := c.r
+	c.settleAdopted()
 	if r.cfg.NoHandoff {
 		return
 	}
@@ -469,10 +492,7 @@ func (c *cluster) adopt(id ecs.ID, s handoff.Snapshot, byName map[string]codec) 
 	}
 	// Take over the ghost without touching the visibility index: whoever
 	// sees it here goes on seeing it, now as a local entity.
-	wasIndexed := false
-	if _, ok := r.vis.ChunkOf(id); ok {
-		wasIndexed = true
-	}
+	filed, wasIndexed := r.vis.ChunkOf(id)
 	if r.ghost.Has(id) {
 		_ = r.w.Evict(id) // a simulation ghost: the forget hook keeps the index
 	}
@@ -499,7 +519,14 @@ func (c *cluster) adopt(id ecs.ID, s handoff.Snapshot, byName map[string]codec) 
 		}
 	}
 	c.epochs[id] = s.Epoch
-	r.w.MarkMoved(id)
+	if wasIndexed && filed == r.geo.ChunkOf(p.Pos) {
+		// Filed where it stands (as its ghost was), so nothing that
+		// follows it moves (its account's view is already around it):
+		// the rest of a reindex runs at the end of the tick (settle).
+		c.settle = append(c.settle, id)
+	} else {
+		r.w.MarkMoved(id)
+	}
 	r.markLocalDirty(id)
 	c.adopted = append(c.adopted, id)
 	// Frozen as it came (its Frozen marker is local, so not in the
