@@ -3,8 +3,9 @@
 // zone nodes over the node link, and holds the node's ownership of regions
 // (Ownership), from the region table, fenced by the lease, and hands
 // entities over to the node whose region they walk into (handoff.go; on by
-// default, Config.NoHandoff turns it off). The gateway role is a later
-// issue.
+// default, Config.NoHandoff turns it off), and serves as the gateway of
+// the clients that connect to it (players.go, terrain.go; the sockets are
+// package gateway's).
 //
 // What it owns:
 //   - The Runtime (New): the ecs world, entity ids (minted from the wall
@@ -47,6 +48,21 @@
 //     local sink there; an account routed nowhere is dropped and counted.
 //   - Intents addressed to a ghost go to the node that sends it and are
 //     applied there, once.
+//   - The gateway role (GatewayWorld, with the module's Players): a login
+//     loads the player from Config.WorldStore and brings it in on the
+//     owner of its position (KindPlayer, ids minted by the gateway); the
+//     account's view follows the master's ghost (a view hint until it
+//     arrives); inputs, logouts and takeovers are reserved intents
+//     (FirstReservedIntent and up) carrying the session epoch, fenced by
+//     Owner.Session; a second login takes the player over from the old
+//     gateway rather than bringing in a second one; the simulating node
+//     saves players every SaveEvery and at logout, on its own goroutine;
+//     each session gets one batch per tick, local and forwarded frames
+//     together.
+//   - The ground (terrain.go): columns' base from Config.WorldSeed, their
+//     edits from the world store, sent to each client as its view reaches
+//     them and again when edited (EditTerrain; KindTerrain tells the other
+//     nodes).
 //   - Host: one node as its own process (the runtime, its link, its coord
 //     registration and a membership follower that adds link peers and
 //     answers the fence), run until its context ends or it is fenced.
