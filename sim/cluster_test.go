@@ -1,0 +1,149 @@
+package sim_test
+
+import (
+	"crypto/ed25519"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/directory"
+	"github.com/shardwise/shardwise/game"
+	"github.com/shardwise/shardwise/gateway"
+	"github.com/shardwise/shardwise/logintoken"
+	"github.com/shardwise/shardwise/worldstore"
+	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonetest"
+)
+
+// playCluster is a zonetest cluster of the reference game with a gateway
+// on every node, one directory, one token issuer and one world store: the
+// shared setup of the bot tests (play_test.go has its own).
+type playCluster struct {
+	*zonetest.Cluster
+	URLs   []string
+	Store  *worldstore.Memory
+	issuer *logintoken.Issuer
+}
+
+// startPlayCluster starts nodes nodes of the game gc over an 8 km torus
+// of 2 km regions (zone-0 owns the rows north of y = 0, zone-1 those
+// south of it), serves a gateway on each, and steps the cluster every
+// 5 ms until the test ends.
+func startPlayCluster(t *testing.T, nodes int, gc game.Config) *playCluster {
+	t.Helper()
+	const cluster = "sim-bots"
+	grid := cells.GridConfig{RegionEdge: 2048}
+	grid.World.Width, grid.World.Height = 8192, 8192
+	gc.Torus, gc.RegionEdge = grid.World, 2048
+	store := worldstore.NewMemory(nil)
+	c := zonetest.Start(t, zonetest.Config{
+		Nodes: nodes, Grid: grid,
+		Module:  func(int, string) (zone.Module, error) { return game.NewModule(gc) },
+		Runtime: func(_ int, rc *zone.Config) { rc.WorldStore = store },
+	})
+	dir, err := directory.NewMemory(directory.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := logintoken.NewIssuer(logintoken.IssuerConfig{Cluster: cluster, Key: priv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := &playCluster{Cluster: c, Store: store, issuer: iss}
+	for _, n := range c.Nodes {
+		v, err := logintoken.NewVerifier(logintoken.VerifierConfig{
+			Cluster: cluster, Audience: gateway.Audience, Keys: []ed25519.PublicKey{pub}, SingleUse: dir,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw, err := n.Runtime.GatewayWorld()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := gateway.New(gateway.Config{Name: n.Name, Node: directory.NodeID(n.Number), Directory: dir,
+			Verifier: v, World: gw, Geometry: n.Runtime.Geometry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Runtime.SetGateway(g)
+		srv := httptest.NewServer(g)
+		t.Cleanup(func() {
+			_ = g.Close()
+			srv.Close()
+		})
+		pc.URLs = append(pc.URLs, "ws"+strings.TrimPrefix(srv.URL, "http"))
+	}
+	runSteps(t, c.Step)
+	return pc
+}
+
+// Token issues a login token for a, as a bot's token source.
+func (pc *playCluster) Token(a account.ID) (string, error) {
+	tok, _, err := pc.issuer.Issue(a, gateway.Audience)
+	return tok, err
+}
+
+// PlayerStats sums the nodes' player counters, each read on its world
+// goroutine.
+func (pc *playCluster) PlayerStats() zone.PlayerStats {
+	var sum zone.PlayerStats
+	for _, n := range pc.Nodes {
+		ch := make(chan zone.PlayerStats, 1)
+		n.Runtime.Post(func() { ch <- n.Runtime.PlayerStats() })
+		s := <-ch
+		sum.Joined += s.Joined
+		sum.Spawned += s.Spawned
+		sum.TakenOver += s.TakenOver
+		sum.Inputs += s.Inputs
+		sum.StaleSession += s.StaleSession
+		sum.Saved += s.Saved
+		sum.SaveErrors += s.SaveErrors
+		sum.Removed += s.Removed
+	}
+	return sum
+}
+
+// HandoffStats sums the nodes' handoff counters, each read on its world
+// goroutine.
+func (pc *playCluster) HandoffStats() zone.HandoffStats {
+	var sum zone.HandoffStats
+	for _, n := range pc.Nodes {
+		ch := make(chan zone.HandoffStats, 1)
+		n.Runtime.Post(func() { ch <- n.Runtime.HandoffStats() })
+		sum = sum.Plus(<-ch)
+	}
+	return sum
+}
+
+// runSteps runs step every 5 ms on its own goroutine until the test
+// ends: the world's clock (ten times the game's 20 Hz), not a
+// synchronisation (tests wait on what clients see).
+func runSteps(t *testing.T, step func()) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				step()
+			}
+		}
+	})
+	t.Cleanup(func() {
+		close(stop)
+		wg.Wait()
+	})
+}
