@@ -34,6 +34,8 @@ func newRootCmd() *cobra.Command {
 		newMembersCmd(),
 		newCertsCmd(),
 		newZoneCmd(),
+		newTokenCmd(),
+		newBotsCmd(),
 	)
 	return root
 }
