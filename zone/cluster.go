@@ -473,11 +473,13 @@ func (c *cluster) simulators(dst []string, ch torus.ChunkPos) []string {
 // into subscription changes per peer.
 func (c *cluster) updateWants() {
 	tick := c.r.w.CurrentTick().N
+	queued := false // a re-plan queued this tick
 	if c.graceUntil != 0 && tick > c.graceUntil {
 		// The grace after a table change is over: the old simulators of
 		// each chunk are dropped now (they handed their entities over).
 		c.graceUntil = 0
 		c.replanAll(nil)
+		queued = true
 	}
 	if v := c.r.terr.Table().Version(); v != c.table {
 		first := c.table == 0
@@ -497,6 +499,7 @@ func (c *cluster) updateWants() {
 		} else {
 			c.graceUntil = tick + tableGrace
 			c.replanAll(band)
+			queued = true
 		}
 	}
 	if len(c.changed) == 0 && len(c.replan) == 0 {
@@ -511,8 +514,10 @@ func (c *cluster) updateWants() {
 	// (the rest waits in the heap), so that no tick, here or at the peers
 	// answering the subscriptions, carries it all. The old simulators stay
 	// subscribed meanwhile (the grace). Chunks whose holders changed are
-	// re-planned at once, as outside a re-plan.
-	for n := 0; n < replanPerTick && len(c.replan) > 0; n++ {
+	// re-planned at once, as outside a re-plan. The tick that queues a
+	// re-plan (the new table's: the band, the heap, and in the runtime the
+	// columns that changed hands) leaves its first share to the next.
+	for n := 0; !queued && n < replanPerTick && len(c.replan) > 0; n++ {
 		chunks = append(chunks, c.replan.pop())
 	}
 	slices.SortFunc(chunks, cmpChunk)
