@@ -311,8 +311,14 @@ func (c *Client) applyBatch(bt *clientpb.Batch, vanished map[uint64]int) {
 				c.stats.Blinks++
 				delete(vanished, m.Entity)
 			}
-			e := &Entity{ID: m.Entity, Components: make(map[outbox.ComponentType][]byte)}
-			c.entities[m.Entity] = e
+			// An entity known only by what its owner is sent out of sight
+			// (owner-only and party components, routed by account) keeps
+			// those: the burst carries the visible ones.
+			e := c.entities[m.Entity]
+			if e == nil {
+				e = &Entity{ID: m.Entity, Components: make(map[outbox.ComponentType][]byte)}
+				c.entities[m.Entity] = e
+			}
 			burst, left = e, m.BurstLen
 		case outbox.KindComponent:
 			c.stats.Updates++

@@ -12,6 +12,7 @@ import (
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/directory"
+	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/logintoken"
@@ -310,6 +311,25 @@ func TestPlayAcrossTwoNodes(t *testing.T) {
 	if s0, s1 := stats(zero), stats(one); s0.Joined != 1 || s0.Spawned != 0 || s1.Spawned != 1 {
 		t.Fatalf("zone-0 %+v, zone-1 %+v: want the session on zone-0 and the player on zone-1", s0, s1)
 	}
+	// Experience is the owner's alone, from the node that simulates the
+	// master: forwarded to the owner's gateway, not to another player
+	// watching from the simulating node's own gateway.
+	w.save(3002, geo.Translate(start, torus.Pos{X: 6}))
+	watcher := login(t, ctx, url1, w.token(3002))
+	if err := cl.Wait(ctx, func(v *sim.View) bool {
+		e, ok := v.Entity(master)
+		return ok && e.Components[game.WireExp] != nil
+	}); err != nil {
+		t.Fatalf("the owner never got its experience from the remote node: %v", err)
+	}
+	if err := watcher.Wait(ctx, func(v *sim.View) bool { _, ok := v.Position(master); return ok }); err != nil {
+		t.Fatalf("the watcher never saw the master: %v", err)
+	}
+	watcher.Look(func(v *sim.View) {
+		if e, _ := v.Entity(master); e.Components[game.WireExp] != nil {
+			t.Error("another player was sent the master's experience")
+		}
+	})
 	if _, err := cl.Move(ctx, master, dest.X, dest.Y); err != nil {
 		t.Fatal(err)
 	}
@@ -622,4 +642,108 @@ func TestInputsAcrossThreeRegionsAreAppliedOnce(t *testing.T) {
 	default:
 	}
 	t.Logf("%d inputs over %d handoffs, each applied once", sent, hs.Acked)
+}
+
+// Two logins of one account race on two nodes, round after round: in the
+// end exactly one socket is open, the one of the newer session, and the
+// world holds exactly one player of the account, which that session
+// commands.
+func TestLoginsRacingOnTwoNodesLeaveOnePlayer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	w := newWorld(t)
+	grid := cells.GridConfig{RegionEdge: 2048}
+	grid.World.Width, grid.World.Height = 8192, 8192
+	gc := game.Config{Seed: 13, NoBots: true, Torus: grid.World, RegionEdge: 2048}
+	c := zonetest.Start(t, zonetest.Config{
+		Nodes: 2, Grid: grid,
+		Module:  func(int, string) (zone.Module, error) { return game.NewModule(gc) },
+		Runtime: func(_ int, rc *zone.Config) { rc.WorldStore = w.store },
+	})
+	rts := []*zone.Runtime{c.Node("zone-0").Runtime, c.Node("zone-1").Runtime}
+	geo := rts[0].Geometry()
+	home := torus.Pos{X: 1000, Y: 1000}
+	w.save(8001, home)
+	urls := []string{
+		w.serve(rts[0], directory.NodeID(c.Node("zone-0").Number)),
+		w.serve(rts[1], directory.NodeID(c.Node("zone-1").Number)),
+	}
+	step(t, c.Step)
+	owned := func() int { // simulated entities of the account, on every node
+		n := 0
+		for _, rt := range rts {
+			ch := make(chan int, 1)
+			rt.Post(func() {
+				k := 0
+				rt.Owners().Each(func(id ecs.ID, o *zone.Owner) {
+					if o.Account == 8001 && rt.Simulated(id) {
+						k++
+					}
+				})
+				ch <- k
+			})
+			n += <-ch
+		}
+		return n
+	}
+	for round := range 4 {
+		var clients [2]*sim.Client
+		var wg sync.WaitGroup
+		tokens := [2]string{w.token(8001), w.token(8001)}
+		for i := range 2 {
+			cl, err := sim.Dial(ctx, urls[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cl.Close() })
+			clients[i] = cl
+			wg.Go(func() { _, _ = cl.Login(ctx, tokens[i]) })
+		}
+		wg.Wait()
+		sess, err := w.dir.Lookup(ctx, 8001)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		winner := clients[sess.Gateway-directory.NodeID(c.Node("zone-0").Number)]
+		loser := clients[1-int(sess.Gateway-directory.NodeID(c.Node("zone-0").Number))]
+		select {
+		case <-loser.Done():
+		case <-ctx.Done():
+			t.Fatalf("round %d: the older login's socket stayed open", round)
+		}
+		if err := winner.Wait(ctx, func(v *sim.View) bool {
+			m, _ := v.You()
+			_, ok := v.Position(m)
+			return ok
+		}); err != nil {
+			t.Fatalf("round %d: the newer session never saw its player: %v", round, err)
+		}
+		if !zonetest.Poll(20*time.Second, func() bool { return owned() == 2 }) {
+			t.Fatalf("round %d: %d entities of the account simulated, want its master and pet", round, owned())
+		}
+		master, _ := you(winner)
+		dest := geo.Translate(home, torus.Pos{X: float64(10 * (round + 1))})
+		if _, err := winner.Move(ctx, master, dest.X, dest.Y); err != nil {
+			t.Fatal(err)
+		}
+		if err := winner.Wait(ctx, func(v *sim.View) bool {
+			p, ok := v.Position(master)
+			return ok && near(geo, p, dest, 1)
+		}); err != nil {
+			t.Fatalf("round %d: the newer session cannot walk its player: %v", round, err)
+		}
+		if err := winner.Logout(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-winner.Done()
+		if !zonetest.Poll(20*time.Second, func() bool { return owned() == 0 }) {
+			t.Fatalf("round %d: %d entities left after the logout", round, owned())
+		}
+		if !zonetest.Poll(20*time.Second, func() bool {
+			p, err := w.store.LoadPlayer(ctx, 8001)
+			return err == nil && near(geo, p.Pos, dest, 1)
+		}) {
+			t.Fatalf("round %d: the logout's save never landed", round)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/interest"
@@ -555,12 +556,15 @@ func (c *cluster) receivePlayer(from string, payload []byte) error {
 			delete(r.gw, m.Account)
 			r.Attach(m.Account, nil)
 			r.clearViewer(m.Account)
-			r.opsMu.Lock()
-			gw := r.gateway
-			r.opsMu.Unlock()
-			if gw != nil {
-				gw.Displaced(m.Account, g.s.Epoch()+1) // its socket closes; its Leave finds nothing
-			}
+		}
+		// Whatever this node had of the account's older sessions closes
+		// (its socket is told, its Leave finds nothing or logs out a player
+		// of the older session: a login that raced this one).
+		r.opsMu.Lock()
+		gw := r.gateway
+		r.opsMu.Unlock()
+		if gw != nil {
+			gw.Displaced(m.Account, directory.Epoch(m.Session))
 		}
 		c.queue(from, wire.KindPlayer, reply.Append(nil))
 	case wire.PlayerTaken, wire.PlayerNotHere:

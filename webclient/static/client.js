@@ -64,9 +64,10 @@ export class Entity {
  * terrain it was sent, and the last tick applied.
  *
  * Invariants: a batch is applied whole or not at all (applyBatch decodes
- * every frame and payload before it changes anything); an appear replaces
- * everything known of the entity with its burst; a vanish forgets it; a
- * component of an entity not known starts one with that component alone.
+ * every frame and payload before it changes anything); an appear adds its
+ * burst to what is known of the entity (after a vanish: nothing); a
+ * vanish forgets it; a component of an entity not known starts one with
+ * that component alone.
  */
 export class World {
   constructor() {
@@ -95,7 +96,10 @@ export class World {
     for (const f of decoded) {
       switch (f.kind) {
         case KIND_APPEAR:
-          this.entities.set(f.entity, new Entity(f.entity));
+          // An entity known only by what its owner was sent out of sight
+          // (owner-only and party components, routed by account) keeps
+          // those; the burst brings the visible ones.
+          if (!this.entities.has(f.entity)) this.entities.set(f.entity, new Entity(f.entity));
           appeared.push(f.entity);
           break;
         case KIND_COMPONENT: {
