@@ -1,0 +1,172 @@
+package webclient_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/directory"
+	"github.com/shardwise/shardwise/game"
+	"github.com/shardwise/shardwise/gateway"
+	"github.com/shardwise/shardwise/internal/testenv"
+	"github.com/shardwise/shardwise/logintoken"
+	"github.com/shardwise/shardwise/sim"
+	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/webclient"
+	"github.com/shardwise/shardwise/worldstore"
+	"github.com/shardwise/shardwise/zone"
+)
+
+// The page against a real zone node running the reference game: it logs
+// in, sees its own master and pet appear and another player (a sim client
+// on the same gateway) walk, and gets the ground of its view.
+func TestPageAgainstARealZoneNode(t *testing.T) {
+	ctx := browser(t)
+	store := worldstore.NewMemory(nil)
+	home := torus.Pos{X: 4000, Y: 4000}
+	for a, p := range map[account.ID]torus.Pos{501: home, 502: {X: home.X + 6, Y: home.Y}} {
+		if err := store.SavePlayer(context.Background(), worldstore.Player{Account: a, Epoch: 1, Pos: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := game.NewModule(game.Config{Seed: 21, NoBots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := g.Config().RuntimeConfig()
+	rc.WorldStore, rc.WorldSeed = store, 21
+	rt, err := zone.New(rc, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := directory.NewMemory(directory.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cluster = "webclient-world"
+	iss, err := logintoken.NewIssuer(logintoken.IssuerConfig{Cluster: cluster, Key: priv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := logintoken.NewVerifier(logintoken.VerifierConfig{Cluster: cluster, Audience: gateway.Audience, Keys: []ed25519.PublicKey{pub}, SingleUse: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	world, err := rt.GatewayWorld()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(gateway.Config{Name: rt.Name(), Directory: dir, Verifier: v, World: world, Geometry: rt.Geometry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.SetGateway(gw)
+	mux := http.NewServeMux()
+	mux.Handle("/ws", gw)
+	mux.Handle("/", webclient.Handler())
+	srv := httptest.NewServer(mux)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { // the world's clock (20 Hz would do; faster keeps the test short)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				rt.Step()
+			}
+		}
+	})
+	t.Cleanup(func() {
+		_ = gw.Close()
+		srv.Close()
+		close(stop)
+		wg.Wait()
+		_ = rt.Close()
+	})
+	token := func(a account.ID) string {
+		tok, _, err := iss.Issue(a, gateway.Audience)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+
+	// The other player, walking back and forth 20 m east of the page's.
+	cctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	other, err := sim.Dial(cctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Login(cctx, token(502)); err != nil {
+		t.Fatal(err)
+	}
+	var otherMaster uint64
+	if err := other.Wait(cctx, func(v *sim.View) bool { otherMaster, _ = v.You(); return otherMaster != 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Move(cctx, otherMaster, home.X+26, home.Y); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(chromedp.ID("connect")),
+		chromedp.SetValue(chromedp.CSS(`input[name=token]`), token(501)),
+		chromedp.Click(chromedp.ID("connect")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	var page pageState
+	read := func() *pageState {
+		page = pageState{}
+		evalJSON(t, ctx, readPage, &page)
+		return &page
+	}
+	position := func(p *pageState, id string) (torus.Pos, bool) {
+		for _, e := range p.World.Entities {
+			if e.ID == id && e.Position != nil {
+				return torus.Pos{X: e.Position.X, Y: e.Position.Y}, true
+			}
+		}
+		return torus.Pos{}, false
+	}
+	testenv.PollUntil(t, 30*time.Second, "the page's own master and pet, and the other player", func() bool {
+		p := read()
+		_, m := position(p, p.World.Master)
+		_, q := position(p, p.World.Pet)
+		_, o := position(p, fmtID(otherMaster))
+		return p.World.Master != "" && p.World.Master != "0" && m && q && o
+	})
+	if at, _ := position(&page, page.World.Master); rt.Geometry().Distance(at, home) > 1 {
+		t.Errorf("the page's master stands at %v, saved at %v", at, home)
+	}
+	first, _ := position(&page, fmtID(otherMaster))
+	testenv.PollUntil(t, 30*time.Second, "the other player to move", func() bool {
+		p, ok := position(read(), fmtID(otherMaster))
+		return ok && p != first
+	})
+	if len(page.World.Terrain) == 0 {
+		t.Error("no terrain for the page's view")
+	}
+	for _, e := range page.Seen.Errors {
+		t.Errorf("page error %s", e)
+	}
+	saveScreenshot(t, ctx, "real-world")
+}
