@@ -747,3 +747,66 @@ func TestLoginsRacingOnTwoNodesLeaveOnePlayer(t *testing.T) {
 		}
 	}
 }
+
+// A client that logs out the moment it is in, before its gateway has seen
+// the player it had brought in on another node, leaves no player behind.
+func TestALogoutAtOnceLeavesNoPlayerBehind(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := newWorld(t)
+	grid := cells.GridConfig{RegionEdge: 2048}
+	grid.World.Width, grid.World.Height = 8192, 8192
+	gc := game.Config{Seed: 15, NoBots: true, Torus: grid.World, RegionEdge: 2048}
+	c := zonetest.Start(t, zonetest.Config{
+		Nodes: 2, Grid: grid,
+		Module:  func(int, string) (zone.Module, error) { return game.NewModule(gc) },
+		Runtime: func(_ int, rc *zone.Config) { rc.WorldStore = w.store },
+	})
+	rts := []*zone.Runtime{c.Node("zone-0").Runtime, c.Node("zone-1").Runtime}
+	// Standing in zone-1's region, logging in at zone-0's gateway.
+	var at torus.Pos
+	for y := 0.0; ; y += 256 {
+		if at = (torus.Pos{X: 1000, Y: y}); rts[0].Table().OwnerOf(at) == "zone-1" {
+			break
+		}
+	}
+	url := w.serve(rts[0], directory.NodeID(c.Node("zone-0").Number))
+	step(t, c.Step)
+	for i := range 5 {
+		a := account.ID(9001 + i)
+		w.save(a, at)
+		cl, err := sim.Dial(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.Login(ctx, w.token(a)); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Logout(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-cl.Done()
+		_ = cl.Close()
+	}
+	owned := func() int {
+		n := 0
+		for _, rt := range rts {
+			ch := make(chan int, 1)
+			rt.Post(func() {
+				k := 0
+				rt.Owners().Each(func(id ecs.ID, o *zone.Owner) {
+					if o.Account > 9000 && rt.Simulated(id) {
+						k++
+					}
+				})
+				ch <- k
+			})
+			n += <-ch
+		}
+		return n
+	}
+	spawned := func() int { return stats(rts[0]).Spawned + stats(rts[1]).Spawned }
+	if !zonetest.Poll(20*time.Second, func() bool { return spawned() == 5 && owned() == 0 }) {
+		t.Fatalf("%d players brought in, %d of their entities still simulated after their logouts", spawned(), owned())
+	}
+}

@@ -243,6 +243,7 @@ type gwSession struct {
 	asked       int    // takeover answers still expected
 	pending     [][]byte
 	cols        map[column]uint64 // the terrain columns sent, at their revision
+	on          string            // the node asked to bring the player in ("" for this one, or a takeover)
 }
 
 // Deliver collects a tick's frames (outbox.Sink): local ones at the flush,
@@ -421,10 +422,12 @@ func (r *Runtime) spawnFor(g *gwSession) {
 		return
 	}
 	session := uint64(g.s.Epoch())
+	g.on = ""
 	if owner := r.Table().OwnerOf(pos); r.cluster != nil && owner != r.Name() {
 		m := wire.Player{Fence: r.cluster.fence(), Op: wire.PlayerSpawn, Account: a, Session: session,
 			Master: uint64(master), Pet: uint64(pet), Pos: pos, State: state}
 		r.cluster.queue(owner, wire.KindPlayer, m.Append(nil))
+		g.on = owner
 	} else if r.spawnHere(a, session, master, pet, pos, state) {
 		r.pstats.Spawned++
 	} else {
@@ -463,7 +466,20 @@ func (r *Runtime) sessionInput(s *gateway.Session, in gateway.Input) {
 	}
 	data := appendInput(appendSession(nil, uint64(s.Epoch())), in)
 	id := ecs.ID(in.Entity)
-	r.Send(Intent{Kind: intentInput, Source: id, Target: id, Data: data})
+	r.sendToPlayer(g, Intent{Kind: intentInput, Source: id, Target: id, Data: data})
+}
+
+// sendToPlayer sends one of the session's intents to its entity. Until
+// this node knows where the entity is (it was brought in on another node
+// whose ghost of it has not arrived: a client that logs out or walks at
+// once), it goes to the node that was asked to bring it in: on the same
+// ordered stream, after the spawn, so it finds the entity there.
+func (r *Runtime) sendToPlayer(g *gwSession, in Intent) {
+	if r.cluster == nil || g.on == "" || r.w.Alive(in.Target) || r.isGhost(in.Target) || r.cluster.wentTo(in.Target) {
+		r.Send(in)
+		return
+	}
+	r.cluster.sendIntent(g.on, in, 0)
 }
 
 func (r *Runtime) leaveSession(s *gateway.Session) {
@@ -476,7 +492,7 @@ func (r *Runtime) leaveSession(s *gateway.Session) {
 	r.Attach(a, nil)
 	r.clearViewer(a)
 	if g.master != 0 {
-		r.Send(Intent{Kind: intentLogout, Source: g.master, Target: g.master, Data: appendSession(nil, uint64(s.Epoch()))})
+		r.sendToPlayer(g, Intent{Kind: intentLogout, Source: g.master, Target: g.master, Data: appendSession(nil, uint64(s.Epoch()))})
 	}
 }
 
@@ -517,6 +533,13 @@ func (r *Runtime) checkTakeovers(tick uint64) {
 		}
 	}
 	r.dueJoins = due
+}
+
+// wentTo reports whether id was handed on from here (its intents follow
+// it by the went record).
+func (c *cluster) wentTo(id ecs.ID) bool {
+	_, ok := c.went[id]
+	return ok
 }
 
 // receivePlayer handles a KindPlayer message from peer.
@@ -574,6 +597,7 @@ func (c *cluster) receivePlayer(from string, payload []byte) error {
 		}
 		if m.Op == wire.PlayerTaken {
 			r.viewHint[m.Account] = m.Chunk
+			g.on = from // it has the player or its ghost: it passes intents on
 			r.takeOver(g, ecs.ID(m.Master), ecs.ID(m.Pet))
 			return nil
 		}
