@@ -582,7 +582,9 @@ func TestManyHandoffsUnderLinkFaults(t *testing.T) {
 			}
 		}
 	}
-	for totalHandoffs(c).Acked < want {
+	// At least one whole cycle of cuts, so that a handoff waits past its
+	// timeout even when the handoffs wanted (-short) come sooner.
+	for totalHandoffs(c).Acked < want || tick < 80 {
 		if tick > want {
 			t.Fatalf("only %d handoffs in %d ticks", totalHandoffs(c).Acked, tick)
 		}
