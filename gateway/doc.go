@@ -11,9 +11,11 @@
 //     higher session epoch, Welcome, and the end: Logout, a close by
 //     either side, displacement, shutdown.
 //   - Displacement: a second login of the same account displaces the
-//     first — here at once, on another node through Config.Displace (the
-//     zone host sends it over the link) or, failing that, at the older
-//     session's next lease renewal. The displaced socket is told why
+//     first — here at once; on another node when that node is told
+//     (Gateway.Displaced: the zone runtime's takeover request, or a host's
+//     Config.Displace) or, failing that, at the older session's next lease
+//     renewal. Session.Superseded tells the World which Leave is a
+//     displacement. The displaced socket is told why
 //     (SESSION.DISPLACED) and closed; its teardown releases nothing the
 //     newer session holds (the directory refuses the older epoch).
 //   - Limits per connection (Limits): a maximum message size, a token

@@ -100,5 +100,21 @@ func (s *Session) SendError(code, message string) {
 	s.c.enqueueRaw(appendError(nil, code, message, 0))
 }
 
+// Fail closes the session's socket because the World cannot serve it
+// (GATEWAY.UNAVAILABLE, status 4006, after an Error with message). Its
+// Leave follows as for any end.
+func (s *Session) Fail(message string) {
+	s.c.closeWith(StatusUnavailable, CodeUnavailable, message)
+}
+
+// Superseded reports whether the session ended because a newer login of
+// its account displaced it: its World then keeps the player for the newer
+// session to take over, rather than logging it out.
+func (s *Session) Superseded() bool {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	return s.c.closing && s.c.status == StatusDisplaced
+}
+
 // Done is closed once the socket is closed.
 func (s *Session) Done() <-chan struct{} { return s.c.done }

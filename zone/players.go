@@ -244,6 +244,8 @@ type gwSession struct {
 	pending     [][]byte
 	cols        map[column]uint64 // the terrain columns sent, at their revision
 	on          string            // the node asked to bring the player in ("" for this one, or a takeover)
+	closed      bool              // displaced, its socket gone: the player waits to be taken over
+	orphanAt    uint64            // until this tick
 }
 
 // Deliver collects a tick's frames (outbox.Sink): local ones at the flush,
@@ -412,13 +414,13 @@ func (r *Runtime) spawnFor(g *gwSession) {
 	}
 	pos = r.geo.Normalise(pos)
 	master, err := r.NewID()
-	if err != nil {
-		r.cfg.Logger.Error("zone: spawn player", "account", a, "err", err)
-		return
+	var pet ecs.ID
+	if err == nil {
+		pet, err = r.NewID()
 	}
-	pet, err := r.NewID()
 	if err != nil {
 		r.cfg.Logger.Error("zone: spawn player", "account", a, "err", err)
+		g.s.Fail("zone: no id for the player: " + err.Error())
 		return
 	}
 	session := uint64(g.s.Epoch())
@@ -431,6 +433,7 @@ func (r *Runtime) spawnFor(g *gwSession) {
 	} else if r.spawnHere(a, session, master, pet, pos, state) {
 		r.pstats.Spawned++
 	} else {
+		g.s.Fail("zone: the player could not be brought into the world")
 		return
 	}
 	g.master, g.pet = master, pet
@@ -488,12 +491,27 @@ func (r *Runtime) leaveSession(s *gateway.Session) {
 	if g == nil || g.s != s {
 		return // displaced: the newer session holds the player
 	}
-	delete(r.gw, a)
 	r.Attach(a, nil)
 	r.clearViewer(a)
-	if g.master != 0 {
-		r.sendToPlayer(g, Intent{Kind: intentLogout, Source: g.master, Target: g.master, Data: appendSession(nil, uint64(s.Epoch()))})
+	if s.Superseded() && g.master != 0 {
+		// A newer login displaced it: keep the player for that session to
+		// take over (here, or by asking this node), whichever of the two
+		// reaches this node first; log it out only if nobody does.
+		g.closed, g.orphanAt = true, r.w.CurrentTick().N+orphanWait
+		return
 	}
+	delete(r.gw, a)
+	if g.master != 0 {
+		r.logout(g)
+	}
+}
+
+// orphanWait is how long the player of a displaced session waits for the
+// newer session to take it over before it is logged out.
+const orphanWait = 200
+
+func (r *Runtime) logout(g *gwSession) {
+	r.sendToPlayer(g, Intent{Kind: intentLogout, Source: g.master, Target: g.master, Data: appendSession(nil, uint64(g.s.Epoch()))})
 }
 
 // clearViewer stops keeping an account's view.
@@ -513,13 +531,18 @@ func (r *Runtime) clearViewer(a account.ID) {
 func (r *Runtime) checkTakeovers(tick uint64) {
 	due := r.dueJoins[:0]
 	for a, g := range r.gw {
-		if (g.waitUntil != 0 && tick >= g.waitUntil) || (g.reattachAt != 0 && tick >= g.reattachAt) {
+		if (g.waitUntil != 0 && tick >= g.waitUntil) || (g.reattachAt != 0 && tick >= g.reattachAt) || (g.closed && tick >= g.orphanAt) {
 			due = append(due, a)
 		}
 	}
 	slices.Sort(due) // ids are minted in account order: the same run mints the same ids
 	for _, a := range due {
 		g := r.gw[a]
+		if g.closed {
+			delete(r.gw, a) // nobody took it over
+			r.logout(g)
+			continue
+		}
 		if g.waitUntil != 0 && tick >= g.waitUntil {
 			r.spawnFor(g)
 		}
@@ -592,7 +615,16 @@ func (c *cluster) receivePlayer(from string, payload []byte) error {
 		c.queue(from, wire.KindPlayer, reply.Append(nil))
 	case wire.PlayerTaken, wire.PlayerNotHere:
 		g := r.gw[m.Account]
-		if g == nil || uint64(g.s.Epoch()) != m.Session || g.waitUntil == 0 {
+		if g == nil || uint64(g.s.Epoch()) != m.Session {
+			return nil
+		}
+		if g.waitUntil == 0 {
+			if m.Op == wire.PlayerTaken && ecs.ID(m.Master) != g.master {
+				// Too late: the session brought its player in from the
+				// store meanwhile. The one handed over answers to this
+				// session now; log it out, through the node that had it.
+				c.sendIntent(from, Intent{Kind: intentLogout, Source: ecs.ID(m.Master), Target: ecs.ID(m.Master), Data: appendSession(nil, m.Session)}, 0)
+			}
 			return nil
 		}
 		if m.Op == wire.PlayerTaken {

@@ -48,7 +48,7 @@ func (r *Runtime) TerrainStats() TerrainStats { return r.ground.stats }
 type ground struct {
 	gen     *terrain.Generator
 	edits   map[column]*columnEdits
-	loading map[column]bool
+	loading map[column]bool // a load in flight; true: load again when it lands (a newer revision was announced)
 	stats   TerrainStats
 
 	jobs chan func(context.Context)
@@ -125,7 +125,9 @@ func (r *Runtime) sendColumn(s *gwSession, col column, force bool) {
 	g := &r.ground
 	e := g.edits[col]
 	if e == nil {
-		r.loadColumn(col)
+		if _, inFlight := g.loading[col]; !inFlight {
+			r.loadColumn(col)
+		}
 		e = &columnEdits{}
 	}
 	if sent, ok := s.cols[col]; ok && sent == e.rev && !force {
@@ -140,10 +142,16 @@ func (r *Runtime) sendColumn(s *gwSession, col column, force bool) {
 	g.stats.Sent++
 }
 
-// loadColumn reads the column's edits from the store, once at a time.
+// loadColumn reads the column's edits from the store, one load at a time
+// per column; asked again while one is in flight, it loads once more when
+// that one lands.
 func (r *Runtime) loadColumn(col column) {
 	g := &r.ground
-	if g.loading[col] || r.cfg.WorldStore == nil {
+	if r.cfg.WorldStore == nil {
+		return
+	}
+	if _, inFlight := g.loading[col]; inFlight {
+		g.loading[col] = true
 		return
 	}
 	store := r.cfg.WorldStore
@@ -153,13 +161,17 @@ func (r *Runtime) loadColumn(col column) {
 		cancel()
 		r.Post(func() { r.columnLoaded(col, rev, edits, err) })
 	}) {
-		g.loading[col] = true
+		g.loading[col] = false
 	}
 }
 
 func (r *Runtime) columnLoaded(col column, rev uint64, stored []worldstore.RevEdit, err error) {
 	g := &r.ground
+	again := g.loading[col]
 	delete(g.loading, col)
+	if again {
+		defer r.loadColumn(col)
+	}
 	if err != nil {
 		g.stats.Dropped++
 		r.cfg.Logger.Warn("zone: load terrain edits", "column", col, "err", err)
@@ -277,8 +289,7 @@ func (c *cluster) receiveTerrain(from string, payload []byte) error {
 		}
 	}
 	if held {
-		delete(r.ground.edits, col) // stale: the next send reloads it
-		r.loadColumn(col)
+		r.loadColumn(col) // what is known meanwhile is sent as it is: older, never wrong
 	}
 	return nil
 }

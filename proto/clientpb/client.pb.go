@@ -200,16 +200,17 @@ type Input struct {
 	// seq is the client's number for this input, echoed in an Error about
 	// it. The server does not reorder or deduplicate by it.
 	Seq uint32 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	// entity is the acting entity: the player's master or pet (Welcome's or
-	// You's ids). Any other entity is refused (GATEWAY.NOT_YOURS).
+	// entity is the acting entity: the player's master or pet (You's ids).
+	// Any other entity is refused (GATEWAY.NOT_YOURS).
 	Entity uint64 `protobuf:"fixed64,2,opt,name=entity,proto3" json:"entity,omitempty"`
 	// kind is the game's input kind (docs/protocol.md lists the reference
-	// game's: move, attack, stop). An unknown kind is refused
+	// game's: move, attack, stop, mark). An unknown kind is refused
 	// (GATEWAY.BAD_INPUT).
 	Kind uint32 `protobuf:"varint,3,opt,name=kind,proto3" json:"kind,omitempty"`
-	// point is where to go (move), in metres.
+	// point is where (move, mark), in metres.
 	Point *Point `protobuf:"bytes,4,opt,name=point,proto3" json:"point,omitempty"`
-	// target is the entity to act on (attack).
+	// target is the entity to act on (attack), or the game's small
+	// argument (mark: the marker's type).
 	Target        uint64 `protobuf:"fixed64,5,opt,name=target,proto3" json:"target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -20,11 +20,12 @@ export const SUBPROTOCOL = "shardwise.v1";
 /**
  * InputKind is the reference game's input kinds (Input.kind; the gateway
  * passes the kind through and the game checks it): move 1 (walk to a
- * point), attack 2 (a target; the master's), stop 3. This is the one
- * place the client names them: a game that numbers its kinds otherwise
- * changes this line.
+ * point), attack 2 (a target; the master's), stop 3, mark 4 (a marker of
+ * a type 0–255 on the ground at a point within 8 m of the master; 0
+ * removes one). This is the one place the client names them: a game that
+ * numbers its kinds otherwise changes this line.
  */
-export const InputKind = Object.freeze({ MOVE: 1, ATTACK: 2, STOP: 3 });
+export const InputKind = Object.freeze({ MOVE: 1, ATTACK: 2, STOP: 3, MARK: 4 });
 
 /** The close status a client uses for a server message it cannot decode. */
 export const CLOSE_MALFORMED = 4000;
@@ -267,6 +268,11 @@ export class Client {
   /** attack asks entity to attack target; returns the input's seq. */
   attack(entity, target) {
     return this.input(entity, InputKind.ATTACK, { target: toId(target) });
+  }
+
+  /** mark asks the master to place a marker of type (0–255; 0 removes) at (x, y); returns the input's seq. */
+  mark(entity, x, y, type) {
+    return this.input(entity, InputKind.MARK, { point: { x, y }, target: BigInt(type) });
   }
 
   /** stop asks entity to stop what it is doing; returns the input's seq. */
