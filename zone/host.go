@@ -2,11 +2,13 @@ package zone
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,14 +18,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/coord"
+	"github.com/shardwise/shardwise/directory"
+	"github.com/shardwise/shardwise/directory/redisdir"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/logintoken"
 	"github.com/shardwise/shardwise/nodename"
+	"github.com/shardwise/shardwise/webclient"
+	"github.com/shardwise/shardwise/worldstore"
+	"github.com/shardwise/shardwise/worldstore/sqlworld"
 )
 
 // HostConfig configures Host: one zone node in its own process. Zero
@@ -59,6 +69,37 @@ type HostConfig struct {
 	// published in coord as Addrs["metrics"] and reported in HostReady.
 	// Port 0 picks a free one. Default "": not served.
 	MetricsAddr string
+	// GatewayAddr, if set, is where the node serves players (the gateway
+	// role, package gateway): the client protocol's WebSocket at /ws and
+	// the browser client (webclient.Handler) at /, on one address, so that
+	// the page and its socket are same-origin. The address served is
+	// published in coord as Addrs["gateway"] and reported in HostReady.
+	// Port 0 picks a free one. The module must support players
+	// (SetPlayers). Default "": no gateway.
+	GatewayAddr string
+	// Cluster is the cluster id the login tokens must name
+	// (logintoken.VerifierConfig.Cluster). Required with GatewayAddr.
+	Cluster string
+	// LoginKeys are the login service's Ed25519 public keys the gateway
+	// trusts; the node never holds a private key. Required with
+	// GatewayAddr.
+	LoginKeys []ed25519.PublicKey
+	// DirectoryURL is the session directory every gateway of the cluster
+	// shares (sessions, their epochs, single-use token ids):
+	// "redis://[user:password@]host:port[/db]" (Valkey or Redis, package
+	// directory/redisdir). Default "": an in-process directory.Memory,
+	// which Host refuses, once it holds the region table, if the table
+	// names another node: two gateways with two directories would accept
+	// one token twice and never displace each other's sessions.
+	DirectoryURL string
+	// WorldStoreURL is where players are kept between sessions and the
+	// terrain's edits (worldstore/sqlworld.Open: "sqlite:///abs/world.db",
+	// which the processes of one machine may share, or "postgres://…").
+	// Host sets Runtime.WorldStore from it. Default "": an in-process
+	// worldstore.Memory, refused like the directory when the table names
+	// another node (a player saved on one node would be unknown to the
+	// others).
+	WorldStoreURL string
 	// TTL is the lease's time to live, whole seconds (JoinConfig.TTL).
 	// Default 0: coord's default (10s).
 	TTL time.Duration
@@ -77,8 +118,8 @@ type HostConfig struct {
 	// Runtime is the base runtime configuration (a game's RuntimeConfig):
 	// Grid, Bands, View, MaterialiseBudget, TickInterval, Clock, Logger.
 	// Host sets Name, Node (the coord node id), Territory (the
-	// Ownership), Link, Lease and Accept; those must be left zero (Name
-	// may equal HostConfig.Name). The Grid must be the region table's.
+	// Ownership), Link, Lease, Accept and WorldStore; those must be left
+	// zero (Name may equal HostConfig.Name). The Grid must be the region table's.
 	// Runtime.Clock nil: Clock. Runtime.Logger nil: Logger.
 	Runtime Config
 	// Ticks stops the node after that many ticks (Host returns nil).
@@ -111,6 +152,10 @@ type HostReady struct {
 	// MetricsAddr is the address the metrics are served on (host:port,
 	// path /metrics), or "" when HostConfig.MetricsAddr is not set.
 	MetricsAddr string
+	// GatewayAddr is the address players connect to (host:port; the
+	// socket at /ws, the browser client at /), or "" when
+	// HostConfig.GatewayAddr is not set.
+	GatewayAddr string
 	// TableVersion and OwnedRegions describe the table held; Regions is
 	// the grid's region count.
 	TableVersion          uint64
@@ -189,6 +234,9 @@ func (c HostConfig) Validate() error {
 			return errcode.Config("HostConfig.MetricsAddr", c.MetricsAddr, "must be host:port (port 0 picks a free one)")
 		}
 	}
+	if err := c.validateGateway(); err != nil {
+		return err
+	}
 	if c.AdvertiseAddr != "" {
 		host, port, err := net.SplitHostPort(c.AdvertiseAddr)
 		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
@@ -217,6 +265,8 @@ func (c HostConfig) Validate() error {
 		return errcode.Config("HostConfig.Runtime.Lease", rc.Lease, "is set by the host: the node's coord lease")
 	case rc.Accept != nil:
 		return errcode.Config("HostConfig.Runtime.Accept", "set", "is set by the host: the fence from coord's membership")
+	case rc.WorldStore != nil:
+		return errcode.Config("HostConfig.Runtime.WorldStore", "set", "is set by the host from HostConfig.WorldStoreURL")
 	}
 	rc.Name = c.Name
 	if err := rc.Validate(); err != nil {
@@ -227,6 +277,57 @@ func (c HostConfig) Validate() error {
 		return err
 	}
 	return nil
+}
+
+// validateGateway checks the gateway role's fields: all or none.
+func (c HostConfig) validateGateway() error {
+	if c.GatewayAddr == "" {
+		switch {
+		case c.Cluster != "":
+			return errcode.Config("HostConfig.Cluster", c.Cluster, "is for the gateway: set HostConfig.GatewayAddr too")
+		case len(c.LoginKeys) != 0:
+			return errcode.Config("HostConfig.LoginKeys", len(c.LoginKeys), "are for the gateway: set HostConfig.GatewayAddr too")
+		case c.DirectoryURL != "":
+			return errcode.Config("HostConfig.DirectoryURL", redactURL(c.DirectoryURL), "is for the gateway: set HostConfig.GatewayAddr too")
+		case c.WorldStoreURL != "":
+			return errcode.Config("HostConfig.WorldStoreURL", redactURL(c.WorldStoreURL), "is for the gateway: set HostConfig.GatewayAddr too")
+		}
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(c.GatewayAddr); err != nil {
+		return errcode.Config("HostConfig.GatewayAddr", c.GatewayAddr, "must be host:port (port 0 picks a free one)")
+	}
+	if c.Cluster == "" || len(c.Cluster) > logintoken.MaxClusterLen {
+		return errcode.Config("HostConfig.Cluster", c.Cluster, fmt.Sprintf("must be 1..%d bytes: the cluster id login tokens name", logintoken.MaxClusterLen))
+	}
+	if len(c.LoginKeys) == 0 {
+		return errcode.Config("HostConfig.LoginKeys", 0, "at least one login public key is required")
+	}
+	for _, k := range c.LoginKeys {
+		if len(k) != ed25519.PublicKeySize {
+			return errcode.Config("HostConfig.LoginKeys", len(k), "a key is not an Ed25519 public key (32 bytes)")
+		}
+	}
+	if c.DirectoryURL != "" {
+		if _, err := redis.ParseURL(c.DirectoryURL); err != nil {
+			return errcode.Config("HostConfig.DirectoryURL", redactURL(c.DirectoryURL), `must be "redis://host:port[/db]" or "rediss://…"`)
+		}
+	}
+	if u := c.WorldStoreURL; u != "" && !strings.HasPrefix(u, "sqlite://") && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		return errcode.Config("HostConfig.WorldStoreURL", redactURL(u), `must start with "sqlite://", "postgres://" or "postgresql://"`)
+	}
+	return nil
+}
+
+// redactURL hides a password in a URL that is going into an error message.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	if i := strings.Index(raw, "://"); i >= 0 {
+		return raw[:i+3] + "…"
+	}
+	return raw
 }
 
 // peerPoll is how often the peer wait looks at the link.
@@ -241,15 +342,22 @@ const peerPoll = 10 * time.Millisecond
 //     peer's message meets a link without the runtime's handlers: a peer
 //     that dials earlier waits in the listener's backlog); with
 //     MetricsAddr, serves the metrics from then on (they read zero until
-//     the first tick);
+//     the first tick); with GatewayAddr, listens there too (served from
+//     step 4 on) and opens the session directory (DirectoryURL) and the
+//     world store (WorldStoreURL);
 //  2. connects to coord and joins (Join, role "zone"), publishing the link
-//     address as Addrs["link"] and the metrics address as Addrs["metrics"];
+//     address as Addrs["link"], the metrics address as Addrs["metrics"]
+//     and the gateway's as Addrs["gateway"];
 //  3. follows coord's membership in one goroutine it owns: every other
 //     live zone member with a link address is a link peer (removed when
 //     it leaves), and its lease is the one the runtime's fence (Accept)
 //     lets through;
-//  4. waits for the first region table, builds the runtime (Territory:
-//     the Ownership) and starts serving the link;
+//  4. waits for the first region table (with a gateway, refusing
+//     in-process stores if it names another node), builds the runtime
+//     (Territory: the Ownership; WorldStore: the world store), starts
+//     serving the link and, with a gateway, serves players: the gateway
+//     (its World the runtime's GatewayWorld, its sessions' node number the
+//     coord node id) at /ws and the browser client at /;
 //  5. waits up to PeerWait for the table's other nodes (HostConfig.PeerWait
 //     says why), calls OnReady;
 //  6. ticks the runtime every TickInterval on Clock, on a schedule fixed
@@ -258,13 +366,17 @@ const peerPoll = 10 * time.Millisecond
 //     time.Ticker drops them), calling OnTick after each.
 //
 // Before it returns, everything it started has stopped, in this order: the
-// runtime, the membership follower, the link, the Ownership (which revokes
-// the lease, so the name is free at once), the coord client, the metrics
-// server.
+// gateway (every socket is closed, GATEWAY.SHUTDOWN, and its session
+// leaves the world; unless the node is fenced, two more ticks apply the
+// leaves, so the players it simulates are saved), the runtime, the world
+// store and the directory, the membership follower, the link, the
+// Ownership (which revokes the lease, so the name is free at once), the
+// coord client, the metrics server.
 //
 // A Host is the whole lifetime of one node, so it is a call, not an
 // object: nothing outlives it, and ctx is its only stop. The runtime is
-// owned by the calling goroutine; OnTick is how to watch it.
+// owned by the calling goroutine (the gateway reaches it through
+// Runtime.Post); OnTick is how to watch it.
 func Host(ctx context.Context, cfg HostConfig) (err error) {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -281,10 +393,23 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		peers  *peerSet
 		rt     *Runtime
 		ms     *metricsServer
+		hg     *hostGateway
 	)
 	defer func() {
+		if hg != nil {
+			hg.stop() // before the runtime: its sessions leave the world
+			if rt != nil && !rt.Fenced() && (own == nil || own.Err() == nil) {
+				// Two more ticks apply the leaves: the players this node
+				// simulates are saved as they logged out.
+				rt.Step()
+				rt.Step()
+			}
+		}
 		if rt != nil {
 			_ = rt.Close()
+		}
+		if hg != nil {
+			hg.closeStores() // after the runtime, whose saver writes to the store
 		}
 		if peers != nil {
 			peers.stop() // before the link: it adds and removes the link's peers
@@ -341,6 +466,12 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		}
 		addrs["metrics"] = ms.addr
 	}
+	if cfg.GatewayAddr != "" {
+		if hg, err = openGateway(ctx, cfg); err != nil {
+			return err
+		}
+		addrs["gateway"] = hg.addr
+	}
 
 	if cfg.Coord.Logger == nil {
 		cfg.Coord.Logger = log
@@ -366,8 +497,19 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	}
 	rc := cfg.Runtime
 	rc.Name, rc.Node, rc.Territory, rc.Link, rc.Accept = cfg.Name, int(own.NodeID()), own, l, peers.accept
+	if hg != nil {
+		if err := hg.checkShared(cfg, own.Table().Nodes()); err != nil {
+			return err
+		}
+		rc.WorldStore = hg.store
+	}
 	if rt, err = New(rc, cfg.Module); err != nil {
 		return err
+	}
+	if hg != nil {
+		if err := hg.start(cfg, rt, rc.Node, reg); err != nil {
+			return err
+		}
 	}
 	if err := l.Serve(lis); err != nil {
 		return err
@@ -382,11 +524,11 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		log.Warn("zone: host: starting without peers the region table names", "node", cfg.Name, "missing", missing, "waited", cfg.PeerWait)
 	}
 	ready := HostReady{
-		Name: cfg.Name, Node: rc.Node, Lease: own.Lease(), LinkAddr: addr, MetricsAddr: addrs["metrics"],
+		Name: cfg.Name, Node: rc.Node, Lease: own.Lease(), LinkAddr: addr, MetricsAddr: addrs["metrics"], GatewayAddr: addrs["gateway"],
 		TableVersion: own.Version(), OwnedRegions: len(own.OwnedRegions()), Regions: own.Table().Grid().Regions(),
 		Connected: connected, Missing: missing,
 	}
-	log.Info("zone: host: ticking", "node", cfg.Name, "node_id", ready.Node, "link", addr, "metrics", ready.MetricsAddr,
+	log.Info("zone: host: ticking", "node", cfg.Name, "node_id", ready.Node, "link", addr, "metrics", ready.MetricsAddr, "gateway", ready.GatewayAddr,
 		"table_version", ready.TableVersion, "owned", ready.OwnedRegions, "connected", connected)
 	if cfg.OnReady != nil {
 		cfg.OnReady(ready)
@@ -496,6 +638,153 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (*met
 func (m *metricsServer) stop() {
 	_ = m.srv.Close()
 	<-m.done
+}
+
+// hostGateway is a hosted node's gateway role: its listener and HTTP
+// server, the gateway, and the directory and world store it opened.
+type hostGateway struct {
+	addr string
+	lis  net.Listener
+	log  *slog.Logger
+
+	dir      directory.Directory
+	closeDir func() error
+	shared   bool // dir and store are shared with other processes
+	store    worldstore.Store
+
+	g    *gateway.Gateway
+	srv  *http.Server
+	done chan struct{} // closed when the server's goroutine returns; nil until start
+}
+
+// openGateway listens on GatewayAddr and opens the directory and the
+// world store. Nothing is served until start.
+func openGateway(ctx context.Context, cfg HostConfig) (_ *hostGateway, err error) {
+	h := &hostGateway{log: cfg.Logger}
+	defer func() {
+		if err != nil {
+			h.stop()
+			h.closeStores()
+		}
+	}()
+	if h.lis, err = net.Listen("tcp", cfg.GatewayAddr); err != nil {
+		return nil, errcode.Config("HostConfig.GatewayAddr", cfg.GatewayAddr, err.Error())
+	}
+	h.addr = h.lis.Addr().String()
+	if cfg.WorldStoreURL != "" {
+		st, err := sqlworld.Open(ctx, cfg.WorldStoreURL)
+		if err != nil {
+			return nil, errcode.Config("HostConfig.WorldStoreURL", redactURL(cfg.WorldStoreURL), err.Error())
+		}
+		h.store = st
+	} else {
+		h.store = worldstore.NewMemory(nil)
+	}
+	if cfg.DirectoryURL != "" {
+		opts, err := redis.ParseURL(cfg.DirectoryURL)
+		if err != nil {
+			return nil, errcode.Config("HostConfig.DirectoryURL", redactURL(cfg.DirectoryURL), err.Error())
+		}
+		client := redis.NewClient(opts)
+		h.closeDir = client.Close
+		if err := client.Ping(ctx).Err(); err != nil {
+			return nil, errcode.Config("HostConfig.DirectoryURL", redactURL(cfg.DirectoryURL), "unreachable: "+err.Error())
+		}
+		if h.dir, err = redisdir.New(redisdir.Config{Client: client}); err != nil {
+			return nil, err
+		}
+	} else if h.dir, err = directory.NewMemory(directory.MemoryConfig{}); err != nil {
+		return nil, err
+	}
+	h.shared = cfg.DirectoryURL != "" && cfg.WorldStoreURL != ""
+	return h, nil
+}
+
+// checkShared refuses in-process stores on a node that is not alone in
+// its table (HostConfig.DirectoryURL says why).
+func (h *hostGateway) checkShared(cfg HostConfig, nodes []string) error {
+	if h.shared {
+		return nil
+	}
+	var others []string
+	for _, n := range nodes {
+		if n != cfg.Name {
+			others = append(others, n)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	why := fmt.Sprintf("required: the region table names other nodes (%s), whose gateways must share ", strings.Join(others, ", "))
+	if cfg.DirectoryURL == "" {
+		return errcode.Config("HostConfig.DirectoryURL", "", why+"the session directory (redis://host:port)")
+	}
+	return errcode.Config("HostConfig.WorldStoreURL", "", why+"the world store (sqlite:///path/world.db or postgres://…)")
+}
+
+// start builds the gateway over the runtime and serves it.
+func (h *hostGateway) start(cfg HostConfig, rt *Runtime, node int, reg *prometheus.Registry) error {
+	world, err := rt.GatewayWorld()
+	if err != nil {
+		return errcode.Config("HostConfig.GatewayAddr", cfg.GatewayAddr, "the module cannot have players: "+err.Error())
+	}
+	v, err := logintoken.NewVerifier(logintoken.VerifierConfig{
+		Cluster: cfg.Cluster, Audience: gateway.Audience, Keys: cfg.LoginKeys, SingleUse: h.dir,
+	})
+	if err != nil {
+		return err
+	}
+	if h.g, err = gateway.New(gateway.Config{
+		Name: cfg.Name, Node: directory.NodeID(node), Directory: h.dir, Verifier: v, World: world,
+		Geometry: rt.Geometry(), TickHz: max(1, int(time.Second/rt.World().TickInterval())),
+		Logger: cfg.Logger,
+	}); err != nil {
+		return err
+	}
+	rt.SetGateway(h.g)
+	if reg != nil {
+		reg.MustRegister(h.g.Metrics().Collectors()...)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/ws", h.g)
+	mux.Handle("/", webclient.Handler())
+	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	h.done = make(chan struct{})
+	lis := h.lis
+	go func() {
+		defer close(h.done)
+		if err := h.srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			h.log.Warn("zone: host: gateway server", "addr", h.addr, "err", err)
+		}
+	}()
+	return nil
+}
+
+// stop closes every client socket (the gateway tells each client the
+// node is stopping) and the server, and waits for them. Idempotent.
+func (h *hostGateway) stop() {
+	if h.g != nil {
+		_ = h.g.Close() // every session leaves the world (Post)
+	}
+	if h.srv != nil {
+		_ = h.srv.Close() // closes the listener
+		<-h.done
+	} else if h.lis != nil {
+		_ = h.lis.Close()
+	}
+	h.g, h.srv, h.lis = nil, nil, nil
+}
+
+// closeStores closes what openGateway opened.
+func (h *hostGateway) closeStores() {
+	if h.store != nil {
+		_ = h.store.Close()
+		h.store = nil
+	}
+	if h.closeDir != nil {
+		_ = h.closeDir()
+		h.closeDir = nil
+	}
 }
 
 // waitPeers waits, polling on cfg.Clock, until every other node the held

@@ -2,6 +2,7 @@ package zone_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -19,8 +20,15 @@ import (
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/examples/wander"
+	"github.com/shardwise/shardwise/game"
+	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/logintoken"
+	"github.com/shardwise/shardwise/sim"
+	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/worldstore"
+	"github.com/shardwise/shardwise/worldstore/sqlworld"
 	"github.com/shardwise/shardwise/zone"
 )
 
@@ -452,6 +460,15 @@ func TestHostConfigValidateNamesTheField(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatalf("a good configuration is refused: %v", err)
 	}
+	gw := func(c *zone.HostConfig) {
+		c.GatewayAddr, c.Cluster, c.LoginKeys = "127.0.0.1:0", "c", []ed25519.PublicKey{make(ed25519.PublicKey, 32)}
+		c.DirectoryURL, c.WorldStoreURL = "redis://127.0.0.1:6379/0", "sqlite:///tmp/world.db"
+	}
+	withGateway := good
+	gw(&withGateway)
+	if err := withGateway.Validate(); err != nil {
+		t.Fatalf("a good configuration with a gateway is refused: %v", err)
+	}
 	cases := []struct {
 		field string
 		edit  func(c *zone.HostConfig)
@@ -471,6 +488,17 @@ func TestHostConfigValidateNamesTheField(t *testing.T) {
 		{"HostConfig.Runtime.Lease", func(c *zone.HostConfig) { c.Runtime.Lease = 9 }},
 		{"HostConfig.Runtime.Accept", func(c *zone.HostConfig) { c.Runtime.Accept = func(string, int64) bool { return true } }},
 		{"HostConfig.Runtime.TickInterval", func(c *zone.HostConfig) { c.Runtime.TickInterval = -time.Millisecond }},
+		{"HostConfig.Runtime.WorldStore", func(c *zone.HostConfig) { c.Runtime.WorldStore = worldstore.NewMemory(nil) }},
+		{"HostConfig.Cluster", func(c *zone.HostConfig) { c.Cluster = "c" }},
+		{"HostConfig.LoginKeys", func(c *zone.HostConfig) { c.LoginKeys = []ed25519.PublicKey{make(ed25519.PublicKey, 32)} }},
+		{"HostConfig.DirectoryURL", func(c *zone.HostConfig) { c.DirectoryURL = "redis://x" }},
+		{"HostConfig.WorldStoreURL", func(c *zone.HostConfig) { c.WorldStoreURL = "sqlite:///x" }},
+		{"HostConfig.GatewayAddr", func(c *zone.HostConfig) { gw(c); c.GatewayAddr = "8080" }},
+		{"HostConfig.Cluster", func(c *zone.HostConfig) { gw(c); c.Cluster = "" }},
+		{"HostConfig.LoginKeys", func(c *zone.HostConfig) { gw(c); c.LoginKeys = nil }},
+		{"HostConfig.LoginKeys", func(c *zone.HostConfig) { gw(c); c.LoginKeys = []ed25519.PublicKey{{1, 2}} }},
+		{"HostConfig.DirectoryURL", func(c *zone.HostConfig) { gw(c); c.DirectoryURL = "valkey:/x" }},
+		{"HostConfig.WorldStoreURL", func(c *zone.HostConfig) { gw(c); c.WorldStoreURL = "mysql://x" }},
 	}
 	for _, c := range cases {
 		cfg := good
@@ -485,4 +513,175 @@ func TestHostConfigValidateNamesTheField(t *testing.T) {
 			t.Errorf("%s: Host = %v, want Validate's %v", c.field, herr, err)
 		}
 	}
+}
+
+// gatewayHost prepares one node "zone-a" of the reference game (no bot
+// players) for a gateway: an etcd, a prefix holding a table of the nodes
+// names (zone-a first), zone-a's certificates, a login key pair and a
+// base configuration with the gateway on a free port.
+func gatewayHost(t *testing.T, nodes ...string) (zone.HostConfig, *logintoken.Issuer) {
+	t.Helper()
+	e := hostEtcd(t)
+	prefix := fmt.Sprintf("/hosttest/%d/", time.Now().UnixNano())
+	grid, err := cells.NewGrid(hostGrid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := cells.Uniform(grid, 1, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyTable(t, e, prefix, table)
+	certs := t.TempDir() + "/certs"
+	if err := link.WriteClusterCerts(certs, "hosttest", nodes[:1], time.Now().Add(-time.Hour), 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	gc := game.Config{Seed: 9, NoBots: true, Torus: hostGrid().World, RegionEdge: hostGrid().RegionEdge}
+	mod, err := game.NewModule(gc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := logintoken.NewIssuer(logintoken.IssuerConfig{Cluster: "hosttest", Key: priv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return zone.HostConfig{
+		Coord: coord.ClientConfig{Endpoints: e.Endpoints(), Prefix: prefix},
+		Name:  nodes[0], CertDir: certs, Module: mod, Runtime: gc.RuntimeConfig(),
+		GatewayAddr: "127.0.0.1:0", Cluster: "hosttest", LoginKeys: []ed25519.PublicKey{pub},
+	}, iss
+}
+
+// TestHostServesPlayers: with GatewayAddr the node serves the client
+// protocol at /ws and the browser client at /, publishes the address in
+// coord, and a client logs in, walks, and is saved in the world store
+// when the node stops (its socket told GATEWAY.SHUTDOWN).
+func TestHostServesPlayers(t *testing.T) {
+	cfg, iss := gatewayHost(t, "zone-a")
+	db := "sqlite://" + t.TempDir() + "/world.db"
+	cfg.WorldStoreURL = db
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	h := startHost(ctx, cfg)
+	var addr string
+	testenv.PollUntil(t, 30*time.Second, "the host's ready line", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		addr = h.ready.GatewayAddr
+		return addr != ""
+	})
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+
+	cl, err := coord.Connect(wctx, cfg.Coord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if ms, err := cl.Members(wctx); err != nil || len(ms) != 1 || ms[0].Addrs["gateway"] != addr {
+		t.Errorf("members %+v (%v), want zone-a publishing its gateway at %s", ms, err, addr)
+	}
+
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "<canvas") {
+		t.Errorf("GET / = %d, %.80q: want the browser client's page", resp.StatusCode, page)
+	}
+
+	tok, _, err := iss.Issue(77, gateway.Audience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.Dial(wctx, "ws://"+addr+"/ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := c.Login(wctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Gateway != "zone-a" || w.Account != 77 {
+		t.Fatalf("welcome %+v", w)
+	}
+	var master uint64
+	var at torus.Pos
+	if err := c.Wait(wctx, func(v *sim.View) bool {
+		master, _ = v.You()
+		p, ok := v.Position(master)
+		at = p
+		return ok
+	}); err != nil {
+		t.Fatalf("the player never appeared: %v", err)
+	}
+	geo, err := torus.New(hostGrid().World)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := geo.Translate(at, torus.Pos{X: 4})
+	if _, err := c.Move(wctx, master, dest.X, dest.Y); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(wctx, func(v *sim.View) bool {
+		p, ok := v.Position(master)
+		return ok && geo.Within(p, dest, 0.5)
+	}); err != nil {
+		t.Fatalf("the walk never arrived: %v", err)
+	}
+
+	cancel()
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Host did not return after cancel")
+	}
+	<-c.Done()
+	if code, reason, _ := c.Closed(); code != gateway.StatusShutdown || reason != gateway.CodeShutdown {
+		t.Errorf("the socket closed %d %q, want the node stopping", code, reason)
+	}
+	if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		_ = conn.Close()
+		t.Errorf("%s still accepts connections after Host returned", addr)
+	}
+	st, err := sqlworld.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p, err := st.LoadPlayer(t.Context(), 77)
+	if err != nil || !geo.Within(p.Pos, dest, 0.5) {
+		t.Fatalf("saved %+v (%v), want the player where it stopped, %v", p, err, dest)
+	}
+}
+
+// TestHostRefusesUnsharedStoresWithPeers: a gateway on a node whose table
+// names another node needs the shared directory and world store; without
+// them Host refuses to start, naming the field and the other node.
+func TestHostRefusesUnsharedStoresWithPeers(t *testing.T) {
+	cfg, _ := gatewayHost(t, "zone-a", "zone-b")
+	refuses := func(t *testing.T, cfg zone.HostConfig, field string) {
+		t.Helper()
+		err := zone.Host(t.Context(), cfg)
+		var ce *errcode.ConfigError
+		if !errors.As(err, &ce) || ce.Field != field || !strings.Contains(ce.Reason, "zone-b") {
+			t.Errorf("Host = %v, want a config error on %s naming zone-b", err, field)
+		}
+	}
+	refuses(t, cfg, "HostConfig.DirectoryURL")
+	t.Run("shared directory", func(t *testing.T) {
+		cfg := cfg
+		cfg.DirectoryURL = "redis://" + testenv.StartRedis(t).Addr
+		refuses(t, cfg, "HostConfig.WorldStoreURL")
+	})
 }

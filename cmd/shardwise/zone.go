@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,8 @@ func newZoneCmd() *cobra.Command {
 		ticks     int
 		noHandoff bool
 		verbose   bool
+		cluster   string
+		loginPub  string
 	)
 	// The configuration fields the flags below set, and those flags.
 	flagOf := map[string]string{
@@ -43,6 +46,11 @@ func newZoneCmd() *cobra.Command {
 		"HostConfig.AdvertiseAddr":             "--advertise",
 		"HostConfig.MetricsAddr":               "--metrics",
 		"HostConfig.TTL":                       "--ttl",
+		"HostConfig.GatewayAddr":               "--gateway",
+		"HostConfig.Cluster":                   "--cluster",
+		"HostConfig.LoginKeys":                 "--login-pub",
+		"HostConfig.DirectoryURL":              "--directory",
+		"HostConfig.WorldStoreURL":             "--world-store",
 		"HostConfig.Runtime.TickInterval":      "--tick",
 		"HostConfig.Runtime.MaterialiseBudget": "--materialise-budget",
 		"Seed":                                 "--seed",
@@ -83,7 +91,20 @@ func newZoneCmd() *cobra.Command {
 			"on interrupt, or when the node loses its lease (exit status 1). With\n" +
 			"--metrics it serves Prometheus metrics at http://ADDR/metrics, among them\n" +
 			"shardwise_zone_region_entities{region} (entities simulated per region) and\n" +
-			"shardwise_zone_handoffs_total{event}.",
+			"shardwise_zone_handoffs_total{event}.\n" +
+			"\n" +
+			"With --gateway ADDR the node serves players: the client protocol's WebSocket\n" +
+			"at ws://ADDR/ws and the browser client at http://ADDR/ (docs/protocol.md).\n" +
+			"A client may connect to any node's gateway; that node serves it for the whole\n" +
+			"session, wherever its player walks. Logins are tokens for --cluster signed\n" +
+			"with the login key whose public half is --login-pub (\"shardwise token\").\n" +
+			"Every gateway of a cluster must share one session directory, --directory\n" +
+			"redis://HOST:PORT, and one world store, --world-store sqlite:///PATH (the\n" +
+			"processes of one machine can share the file) or postgres://…, where players\n" +
+			"are kept between sessions; a node alone in its region table may leave both\n" +
+			"out (they are then in memory, gone when it stops). --no-bots starts the\n" +
+			"reference game without its bot players, so that only clients play; accounts\n" +
+			"1 to --players form parties of three.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if ticks < 0 {
@@ -105,6 +126,19 @@ func newZoneCmd() *cobra.Command {
 			host.Module = mod
 			host.Runtime = gc.RuntimeConfig()
 			host.Runtime.NoHandoff = noHandoff
+			host.Runtime.WorldSeed = gc.Seed
+			if host.GatewayAddr != "" || cmd.Flags().Changed("cluster") {
+				host.Cluster = cluster
+			}
+			if loginPub != "" {
+				pub, err := readLoginPub("--login-pub", loginPub)
+				if err != nil {
+					return withCode(err)
+				}
+				host.LoginKeys = []ed25519.PublicKey{pub}
+			} else if host.GatewayAddr != "" {
+				return withCode(errcode.Config("--login-pub", loginPub, `required with --gateway: the login public key file ("shardwise token keygen")`))
+			}
 			host.Ticks = uint64(ticks)
 			host.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			host.OnReady = st.ready
@@ -133,6 +167,12 @@ func newZoneCmd() *cobra.Command {
 	f.IntVar(&entities, "entities", 64, "--module wander: wanderers of the whole world, each on the node owning its spawn region")
 	f.Float64Var(&gc.Area, "area", 2000, "side in metres of the start square, centred on the seams' crossing")
 	f.IntVar(&gc.MaterialiseBudget, "materialise-budget", 0, "columns materialised per tick (0: default 64)")
+	f.StringVar(&host.GatewayAddr, "gateway", "", "serve players at ADDR: the WebSocket at ws://ADDR/ws, the browser client at http://ADDR/ (port 0: any free port; default: no gateway)")
+	f.StringVar(&cluster, "cluster", defaultCluster, "--gateway: the cluster id login tokens must name")
+	f.StringVar(&loginPub, "login-pub", "", `--gateway: the login public key file ("shardwise token keygen --pub"); required with --gateway`)
+	f.StringVar(&host.DirectoryURL, "directory", "", "--gateway: the session directory every gateway shares, redis://HOST:PORT (default: in memory, for a node alone in its table)")
+	f.StringVar(&host.WorldStoreURL, "world-store", "", "--gateway: where players are kept, sqlite:///PATH or postgres://… (default: in memory, for a node alone in its table)")
+	f.BoolVar(&gc.NoBots, "no-bots", false, "--module game: no bot players, only clients through the gateways (accounts 1 to --players still form parties)")
 	f.BoolVar(&noHandoff, "no-handoff", false, "never hand entities over: they stay with this node wherever they walk, and a region move leaves them here")
 	f.BoolVar(&verbose, "verbose", false, "log node events (joins, peers, table versions) to stderr")
 	return cmd
@@ -152,6 +192,9 @@ func zoneModule(cmd *cobra.Command, module string, gc game.Config, entities int)
 	case "wander":
 		if changed("players") {
 			return nil, errcode.Config("--players", gc.Players, "is for --module game")
+		}
+		if changed("no-bots") {
+			return nil, errcode.Config("--no-bots", gc.NoBots, "is for --module game")
 		}
 		if err := gc.WithDefaults().Validate(); err != nil {
 			return nil, err
@@ -198,6 +241,9 @@ func (s *zoneStatus) ready(r zone.HostReady) {
 	metrics := ""
 	if r.MetricsAddr != "" {
 		metrics = ", metrics http://" + r.MetricsAddr + "/metrics"
+	}
+	if r.GatewayAddr != "" {
+		metrics += ", gateway ws://" + r.GatewayAddr + "/ws (browser client http://" + r.GatewayAddr + "/)"
 	}
 	fmt.Fprintf(s.out, "%s: node %d, link %s%s, table version %d: owns %d of %d regions; peers connected: %s; missing: %s\n",
 		r.Name, r.Node, r.LinkAddr, metrics, r.TableVersion, r.OwnedRegions, r.Regions, list(r.Connected), list(r.Missing))

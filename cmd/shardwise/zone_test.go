@@ -16,6 +16,7 @@ import (
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/game"
+	"github.com/shardwise/shardwise/internal/testenv"
 )
 
 // gameTableFile writes a region table over the reference game's grid,
@@ -102,6 +103,9 @@ func TestZoneTwoNodes(t *testing.T) {
 func TestZoneFlagErrorsNameTheFlag(t *testing.T) {
 	const ep = "http://127.0.0.1:1"
 	base := []string{"zone", "--endpoints", ep, "--name", "zone-a", "--certs", t.TempDir()}
+	key, pub := keygen(t)
+	gw := append(append([]string{}, base...), "--gateway", "127.0.0.1:0", "--login-pub", pub)
+	base = base[:len(base):len(base)] // appends below copy
 	cases := []struct {
 		args []string
 		want string
@@ -124,6 +128,17 @@ func TestZoneFlagErrorsNameTheFlag(t *testing.T) {
 		{append(base, "--module", "wander", "--players", "5"), "--players = 5: is for --module game"},
 		{append(base, "--module", "wander", "--entities", "-1"), "--entities = -1: must be positive"},
 		{append(base, "--module", "wander", "--area", "1e9"), "--area = 1e+09: must be positive and fit the torus"},
+		{append(base, "--module", "wander", "--no-bots"), "--no-bots = true: is for --module game"},
+		{append(base, "--gateway", "8080"), `--login-pub = "": required with --gateway`},
+		{append(base, "--gateway", "8080", "--login-pub", "/nonexistent/login.pub"), `--login-pub = "/nonexistent/login.pub": open /nonexistent/login.pub`},
+		{append(base, "--login-pub", "/nonexistent/login.pub"), `--login-pub = "/nonexistent/login.pub": open`},
+		{append(base, "--cluster", "c1"), `--cluster = "c1": is for the gateway`},
+		{append(base, "--directory", "redis://127.0.0.1:1"), `--directory = "redis://127.0.0.1:1": is for the gateway`},
+		{append(base, "--world-store", "sqlite:///x.db"), `--world-store = "sqlite:///x.db": is for the gateway`},
+		{append(gw[:len(gw):len(gw)], "--cluster", ""), `--cluster = "": must be 1..64 bytes`},
+		{append(gw[:len(gw):len(gw)], "--directory", "memcached://x"), `--directory = "memcached://x": must be "redis://`},
+		{append(gw[:len(gw):len(gw)], "--world-store", "mysql://x"), `--world-store = "mysql://x": must start with`},
+		{append(gw[:len(gw):len(gw)], "--login-pub", key), `--login-pub = "` + key + `": holds a private key`},
 	}
 	for _, c := range cases {
 		start := time.Now()
@@ -185,5 +200,107 @@ func TestZoneStopsOnInterrupt(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "zone-a: ran ") {
 		t.Fatalf("no summary after the interrupt:\n%s", out.String())
+	}
+}
+
+var (
+	gatewayRE = regexp.MustCompile(`gateway (ws://\S+/ws)`)
+	ackedRE   = regexp.MustCompile(`handoffs sent \d+, acked (\d+)`)
+)
+
+// TestZoneGatewaysServeBots runs the README's play steps in-process: two
+// "shardwise zone" nodes of the reference game with gateways, one Redis
+// directory and one SQLite world store, and "shardwise bots" against
+// both gateways. Every bot logs in, walks across the border between the
+// nodes (handed over, no blink), logs out and back in on the other node
+// where it left, and the nodes exit cleanly on interrupt.
+func TestZoneGatewaysServeBots(t *testing.T) {
+	eps, _ := etcdForCmdTest(t)
+	redis := testenv.StartRedis(t)
+	key, pub := keygen(t)
+	dir := t.TempDir()
+	certs := filepath.Join(dir, "certs")
+	if _, err := runCmd(t, newRootCmd(), "", "certs", "--dir", certs, "--nodes", "zone-a,zone-b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, newRootCmd(), "", "regions", "apply", gameTableFile(t, "zone-a", "zone-b"), "--force", "--endpoints", eps); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	names := []string{"zone-a", "zone-b"}
+	outs := make([]*syncBuffer, len(names))
+	dones := make([]chan error, len(names))
+	for i, name := range names {
+		outs[i], dones[i] = &syncBuffer{}, make(chan error, 1)
+		cmd := newRootCmd()
+		cmd.SetOut(outs[i])
+		cmd.SetErr(outs[i])
+		// Homes within 20 m of the origin, where the nodes' rows meet; ticks
+		// at 2.5 times the game's rate.
+		cmd.SetArgs([]string{"zone", "--endpoints", eps, "--name", name, "--certs", certs, "--ttl", "5s", "--tick", "20ms",
+			"--gateway", "127.0.0.1:0", "--login-pub", pub, "--directory", "redis://" + redis.Addr,
+			"--world-store", "sqlite://" + filepath.Join(dir, "world.db"), "--no-bots", "--players", "12", "--area", "40"})
+		go func() { dones[i] <- cmd.ExecuteContext(ctx) }()
+	}
+	urls := make([]string, len(names))
+	deadline := time.After(30 * time.Second)
+	for i := range names {
+		for urls[i] == "" {
+			if m := gatewayRE.FindStringSubmatch(outs[i].String()); m != nil {
+				urls[i] = m[1]
+				break
+			}
+			select {
+			case err := <-dones[i]:
+				t.Fatalf("%s exited before its ready line: %v\n%s", names[i], err, outs[i].String())
+			case <-deadline:
+				t.Fatalf("%s: no ready line with a gateway after 30s:\n%s", names[i], outs[i].String())
+			case <-time.After(5 * time.Millisecond): // poll the output another goroutine writes
+			}
+		}
+	}
+	var bout syncBuffer
+	bots := newRootCmd()
+	bots.SetOut(&bout)
+	bots.SetErr(&bout)
+	bots.SetArgs([]string{"bots", "--gateways", strings.Join(urls, ","), "--key", key,
+		"--count", "2", "--legs", "2", "--reach", "50", "--relog-chance", "1", "--relog-pause", "300ms",
+		"--leg-timeout", "60s", "--every", "2s"})
+	bctx, bcancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer bcancel()
+	err := bots.ExecuteContext(bctx)
+	out := bout.String()
+	t.Logf("bots:\n%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"bots: 2 bots ran ", "logins 4 (failed 0), relogs 2 (resumed where they left 2, elsewhere 0), reconnects 0",
+		"legs 4 (timed out 0)", "blinks 0, out of order 0, errors -, closed by the server -",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the bots' summary lacks %q", want)
+		}
+	}
+	cancel()
+	acked := 0
+	for i, name := range names {
+		select {
+		case err := <-dones[i]:
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s still running 30s after the interrupt", name)
+		}
+		t.Logf("%s:\n%s", name, outs[i].String())
+		if m := ackedRE.FindStringSubmatch(outs[i].String()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			acked += n
+		}
+	}
+	if acked == 0 {
+		t.Error("no handoff acked: the bots never crossed between the nodes")
 	}
 }
