@@ -56,7 +56,8 @@ type ClientStats struct {
 	Appears  int
 	Vanishes int
 	// Blinks counts entities that vanished out of sight and appeared
-	// again within the next batch or the one after: what a player sees
+	// again within blinkTicks ticks (by the gateway's tick numbers, not
+	// by the batches between: a quiet view gets few): what a player sees
 	// as flicker. A handoff must cause none.
 	Blinks int
 	// Updates counts component frames applied.
@@ -65,6 +66,10 @@ type ClientStats struct {
 	OutOfOrder int
 	Bytes      int
 }
+
+// blinkTicks: an entity back in sight this soon after it vanished out of
+// sight is a blink (a tenth of a second at 20 Hz).
+const blinkTicks = 2
 
 // Dial connects to a gateway's WebSocket endpoint (ws://host:port/path).
 func Dial(ctx context.Context, url string) (*Client, error) {
@@ -240,7 +245,7 @@ func (c *Client) Wait(ctx context.Context, cond func(*View) bool) error {
 func (c *Client) read() {
 	defer close(c.done)
 	// Vanished out of sight at tick: an appear within two batches is a blink.
-	vanished := make(map[uint64]int)
+	vanished := make(map[uint64]uint64) // entity → the tick it vanished out of sight
 	for {
 		_, b, err := c.ws.Read(context.Background())
 		if err != nil {
@@ -288,17 +293,15 @@ func (c *Client) read() {
 	}
 }
 
-func (c *Client) applyBatch(bt *clientpb.Batch, vanished map[uint64]int) {
+func (c *Client) applyBatch(bt *clientpb.Batch, vanished map[uint64]uint64) {
 	c.stats.Batches++
 	if bt.Tick <= c.lastTick {
 		c.stats.OutOfOrder++
 	}
 	c.lastTick = bt.Tick
-	for id, n := range vanished {
-		if n >= 2 {
+	for id, at := range vanished {
+		if bt.Tick > at+blinkTicks {
 			delete(vanished, id)
-		} else {
-			vanished[id] = n + 1
 		}
 	}
 	var burst *Entity
@@ -307,10 +310,10 @@ func (c *Client) applyBatch(bt *clientpb.Batch, vanished map[uint64]int) {
 		switch m.Kind {
 		case outbox.KindAppear:
 			c.stats.Appears++
-			if _, ok := vanished[m.Entity]; ok {
+			if at, ok := vanished[m.Entity]; ok && bt.Tick <= at+blinkTicks {
 				c.stats.Blinks++
-				delete(vanished, m.Entity)
 			}
+			delete(vanished, m.Entity)
 			// An entity known only by what its owner is sent out of sight
 			// (owner-only and party components, routed by account) keeps
 			// those: the burst carries the visible ones.
@@ -337,7 +340,7 @@ func (c *Client) applyBatch(bt *clientpb.Batch, vanished map[uint64]int) {
 			c.stats.Vanishes++
 			delete(c.entities, m.Entity)
 			if m.Reason == interest.OutOfSight {
-				vanished[m.Entity] = 0
+				vanished[m.Entity] = bt.Tick
 			}
 		}
 		return nil

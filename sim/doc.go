@@ -7,7 +7,10 @@
 // (entities and their last component payloads, its own master and pet,
 // terrain), kept by one reader goroutine per client, with counters of what
 // a player would notice (blinks: an entity that vanishes out of sight and
-// is back within two batches; batches out of tick order).
+// is back within two ticks; batches out of tick order); and Bots
+// (StartBots, RunBots): players on a seeded plan (BotPlan) that log in
+// round robin over gateways, walk legs across region borders, fight the
+// mobs they see, and log out and back in on the next gateway.
 //
 // What it does not own: the protocol (package gateway and proto/clientpb),
 // the frame format (outbox), the game's payloads (game), the tokens
