@@ -282,7 +282,9 @@ type BotStats struct {
 	// or "status <n>" when it gave none.
 	Errors, Closes map[string]int
 	// What the clients saw (ClientStats), summed over every connection.
-	Batches, Blinks, OutOfOrder, Bytes int
+	Batches, Blinks, EdgeReturns, OutOfOrder, Bytes int
+	// BlinkLog is the first blinks seen (at most 16), for diagnosis.
+	BlinkLog []Blink
 	// Done counts bots that finished (their legs, the context, or given up).
 	Done int
 }
@@ -303,6 +305,8 @@ func (s *BotStats) add(o BotStats) {
 	s.Heals += o.Heals
 	s.Batches += o.Batches
 	s.Blinks += o.Blinks
+	s.EdgeReturns += o.EdgeReturns
+	s.BlinkLog = appendBlinks(s.BlinkLog, o.BlinkLog)
 	s.OutOfOrder += o.OutOfOrder
 	s.Bytes += o.Bytes
 	s.Done += o.Done
@@ -439,11 +443,17 @@ func addClient(s *BotStats, v *View) {
 	cs := v.Stats()
 	s.Batches += cs.Batches
 	s.Blinks += cs.Blinks
+	s.EdgeReturns += cs.EdgeReturns
+	s.BlinkLog = appendBlinks(s.BlinkLog, cs.BlinkLog)
 	s.OutOfOrder += cs.OutOfOrder
 	s.Bytes += cs.Bytes
 	for _, e := range v.Errors() {
 		s.Errors = addCounts(s.Errors, map[string]int{e.Code: 1})
 	}
+}
+
+func appendBlinks(dst, src []Blink) []Blink {
+	return append(dst, src[:min(len(src), max(16-len(dst), 0))]...)
 }
 
 // errGone says the socket closed under the bot.

@@ -43,6 +43,8 @@ type Client struct {
 	stats    ClientStats
 	errs     []*clientpb.Error
 	terrain  map[[2]int32][]byte
+	geo      torus.World   // from Welcome
+	view     interest.View // the gateway's view (interest.DefaultView)
 	closeErr error
 	status   websocket.StatusCode
 	reason   string
@@ -55,16 +57,33 @@ type ClientStats struct {
 	Batches  int
 	Appears  int
 	Vanishes int
-	// Blinks counts entities that vanished out of sight and appeared
-	// again within blinkTicks ticks (by the gateway's tick numbers, not
-	// by the batches between: a quiet view gets few): what a player sees
-	// as flicker. A handoff must cause none.
+	// Blinks counts entities that vanished out of sight while well inside
+	// the client's view (at least a column inside its radius, from the
+	// positions the client last had) and appeared again within blinkTicks
+	// ticks (by the gateway's tick numbers, not by the batches between: a
+	// quiet view gets few): what a player sees as flicker. A handoff must
+	// cause none.
 	Blinks int
+	// EdgeReturns counts the same at the edge of the view: an entity that
+	// left the held columns as the viewer stepped away and walked back
+	// into them at once. Views are held by whole columns (with a release
+	// margin), so this can happen and is not a blink.
+	EdgeReturns int
+	// BlinkLog is the first blinks seen (at most 16), for diagnosis.
+	BlinkLog []Blink
 	// Updates counts component frames applied.
 	Updates int
 	// OutOfOrder counts batches whose tick did not rise.
 	OutOfOrder int
 	Bytes      int
+}
+
+// Blink is one blink: the entity, what it looked like, and the ticks of
+// the vanish and of the appear that undid it.
+type Blink struct {
+	Entity             uint64
+	Visual             []byte // its visual payload before it vanished
+	Vanished, Appeared uint64
 }
 
 // blinkTicks: an entity back in sight this soon after it vanished out of
@@ -80,7 +99,7 @@ func Dial(ctx context.Context, url string) (*Client, error) {
 	ws.SetReadLimit(16 << 20)
 	c := &Client{
 		ws: ws, done: make(chan struct{}), changed: make(chan struct{}),
-		entities: make(map[uint64]*Entity), terrain: make(map[[2]int32][]byte),
+		entities: make(map[uint64]*Entity), terrain: make(map[[2]int32][]byte), view: interest.DefaultView(),
 	}
 	go c.read()
 	return c, nil
@@ -245,7 +264,7 @@ func (c *Client) Wait(ctx context.Context, cond func(*View) bool) error {
 func (c *Client) read() {
 	defer close(c.done)
 	// Vanished out of sight at tick: an appear within two batches is a blink.
-	vanished := make(map[uint64]uint64) // entity → the tick it vanished out of sight
+	vanished := make(map[uint64]vanish) // what vanished out of sight lately
 	for {
 		_, b, err := c.ws.Read(context.Background())
 		if err != nil {
@@ -274,6 +293,9 @@ func (c *Client) read() {
 		switch body := m.Body.(type) {
 		case *clientpb.ServerMessage_Welcome:
 			c.welcome = body.Welcome
+			if w := body.Welcome.World; w != nil {
+				c.geo, _ = torus.New(torus.Config{Width: int(w.SizeX), Height: int(w.SizeY), ChunkEdge: int(w.ChunkEdge)})
+			}
 		case *clientpb.ServerMessage_You:
 			c.master, c.pet = body.You.Master, body.You.Pet
 		case *clientpb.ServerMessage_Error:
@@ -293,14 +315,37 @@ func (c *Client) read() {
 	}
 }
 
-func (c *Client) applyBatch(bt *clientpb.Batch, vanished map[uint64]uint64) {
+// vanish is an entity gone out of sight: when, whether at the view's
+// edge, and its look.
+type vanish struct {
+	tick   uint64
+	edge   bool
+	visual []byte
+}
+
+// atEdge says whether id stood, as far as the client knows, within a
+// column of its view's outer edge (or where the client cannot tell).
+func (c *Client) atEdge(id uint64) bool {
+	if c.geo == (torus.World{}) {
+		return true
+	}
+	v := View{c}
+	p, ok1 := v.Position(id)
+	m, ok2 := v.Position(c.master)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return c.geo.ChunkDistance(c.geo.ChunkOf(p), c.geo.ChunkOf(m)) >= c.view.Radius
+}
+
+func (c *Client) applyBatch(bt *clientpb.Batch, vanished map[uint64]vanish) {
 	c.stats.Batches++
 	if bt.Tick <= c.lastTick {
 		c.stats.OutOfOrder++
 	}
 	c.lastTick = bt.Tick
-	for id, at := range vanished {
-		if bt.Tick > at+blinkTicks {
+	for id, v := range vanished {
+		if bt.Tick > v.tick+blinkTicks {
 			delete(vanished, id)
 		}
 	}
@@ -310,8 +355,15 @@ func (c *Client) applyBatch(bt *clientpb.Batch, vanished map[uint64]uint64) {
 		switch m.Kind {
 		case outbox.KindAppear:
 			c.stats.Appears++
-			if at, ok := vanished[m.Entity]; ok && bt.Tick <= at+blinkTicks {
-				c.stats.Blinks++
+			if v, ok := vanished[m.Entity]; ok && bt.Tick <= v.tick+blinkTicks {
+				if v.edge {
+					c.stats.EdgeReturns++
+				} else {
+					c.stats.Blinks++
+					if len(c.stats.BlinkLog) < 16 {
+						c.stats.BlinkLog = append(c.stats.BlinkLog, Blink{Entity: m.Entity, Visual: v.visual, Vanished: v.tick, Appeared: bt.Tick})
+					}
+				}
 			}
 			delete(vanished, m.Entity)
 			// An entity known only by what its owner is sent out of sight
@@ -338,10 +390,14 @@ func (c *Client) applyBatch(bt *clientpb.Batch, vanished map[uint64]uint64) {
 			e.Components[m.Component] = append([]byte(nil), m.Payload...)
 		case outbox.KindVanish:
 			c.stats.Vanishes++
-			delete(c.entities, m.Entity)
 			if m.Reason == interest.OutOfSight {
-				vanished[m.Entity] = bt.Tick
+				v := vanish{tick: bt.Tick, edge: c.atEdge(m.Entity)}
+				if e := c.entities[m.Entity]; e != nil {
+					v.visual = e.Components[game.WireVisual]
+				}
+				vanished[m.Entity] = v
 			}
+			delete(c.entities, m.Entity)
 		}
 		return nil
 	})

@@ -60,7 +60,8 @@ func newBotsCmd() *cobra.Command {
 			"It prints a status line every --every and, after --duration (or --legs legs\n" +
 			"each, or on interrupt; every bot logs out), a summary: logins, relogs and\n" +
 			"where the players resumed, reconnects, inputs, legs, attacks, heals, batches,\n" +
-			"bytes, blinks (an entity that vanished and came back: there should be none),\n" +
+			"bytes, blinks (an entity inside the view that vanished and came back at once:\n" +
+			"there should be none; returns at the view's edge are counted apart),\n" +
 			"errors by code and sockets the servers closed by reason. It exits with status\n" +
 			"1 if a bot gave up (its logins kept failing).",
 		Args: cobra.NoArgs,
@@ -154,9 +155,9 @@ func printBotStatus(out io.Writer, since time.Duration, s sim.BotStats) {
 
 func printBotSummary(out io.Writer, since time.Duration, s sim.BotStats) {
 	fmt.Fprintf(out, "bots: %d bots ran %s: logins %d (failed %d), relogs %d (resumed where they left %d, elsewhere %d), reconnects %d, "+
-		"legs %d (timed out %d), inputs %d, pings %d, attacks %d, heals %d, batches %d, bytes %d, blinks %d, out of order %d, errors %s, closed by the server %s\n",
+		"legs %d (timed out %d), inputs %d, pings %d, attacks %d, heals %d, batches %d, bytes %d, blinks %d (edge returns %d), out of order %d, errors %s, closed by the server %s\n",
 		s.Bots, since.Round(time.Millisecond), s.Logins, s.LoginFailures, s.Relogs, s.Resumed, s.ResumeMisses, s.Reconnects,
-		s.Legs, s.LegTimeouts, s.Inputs, s.Pings, s.Attacks, s.Heals, s.Batches, s.Bytes, s.Blinks, s.OutOfOrder,
+		s.Legs, s.LegTimeouts, s.Inputs, s.Pings, s.Attacks, s.Heals, s.Batches, s.Bytes, s.Blinks, s.EdgeReturns, s.OutOfOrder,
 		counts(s.Errors), counts(s.Closes))
 }
 
