@@ -94,36 +94,32 @@ func (w *world) serveWith(rt *zone.Runtime, num directory.NodeID, limits gateway
 	return "ws" + strings.TrimPrefix(srv.URL, "http")
 }
 
+// cluster starts nodes zone nodes of the reference game (seeded, no bots)
+// over an 8 km torus of 2 km regions — zone-0 owning the rows south of
+// y = 4096 when there are two — keeping players in the world's store; mod
+// adjusts the zonetest configuration.
+func (w *world) cluster(nodes int, seed uint64, mod func(*zonetest.Config)) *zonetest.Cluster {
+	w.t.Helper()
+	grid := cells.GridConfig{RegionEdge: 2048}
+	grid.World.Width, grid.World.Height = 8192, 8192
+	gc := game.Config{Seed: seed, NoBots: true, Torus: grid.World, RegionEdge: 2048}
+	cfg := zonetest.Config{
+		Nodes: nodes, Grid: grid,
+		Module:  func(int, string) (zone.Module, error) { return game.NewModule(gc) },
+		Runtime: func(_ int, rc *zone.Config) { rc.WorldStore = w.store },
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	return zonetest.Start(w.t, cfg)
+}
+
 // save stores a player at pos, as an earlier session left it.
 func (w *world) save(a account.ID, pos torus.Pos) {
 	w.t.Helper()
 	if err := w.store.SavePlayer(context.Background(), worldstore.Player{Account: a, Epoch: 1, Pos: pos}); err != nil {
 		w.t.Fatal(err)
 	}
-}
-
-// step runs step every few milliseconds on its own goroutine until the
-// test ends: the world's clock, not a synchronisation (tests wait on what
-// clients see).
-func step(t *testing.T, step func()) {
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				step()
-			}
-		}
-	})
-	t.Cleanup(func() {
-		close(stop)
-		wg.Wait()
-	})
 }
 
 func login(t *testing.T, ctx context.Context, url, token string) *sim.Client {
@@ -183,7 +179,7 @@ func TestPlayOnOneNode(t *testing.T) {
 	w.save(1001, home)
 	w.save(1002, geo.Translate(home, torus.Pos{X: 8}))
 	url := w.serve(rt, 0)
-	step(t, func() { rt.Step() })
+	runSteps(t, func() { rt.Step() })
 
 	one := login(t, ctx, url, w.token(1001))
 	two := login(t, ctx, url, w.token(1002))
@@ -277,14 +273,7 @@ func TestPlayAcrossTwoNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	w := newWorld(t)
-	grid := cells.GridConfig{RegionEdge: 2048}
-	grid.World.Width, grid.World.Height = 8192, 8192
-	gc := game.Config{Seed: 5, NoBots: true, Torus: grid.World, RegionEdge: 2048}
-	c := zonetest.Start(t, zonetest.Config{
-		Nodes: 2, Grid: grid,
-		Module:  func(int, string) (zone.Module, error) { return game.NewModule(gc) },
-		Runtime: func(_ int, rc *zone.Config) { rc.WorldStore = w.store },
-	})
+	c := w.cluster(2, 5, nil)
 	zero, one := c.Node("zone-0").Runtime, c.Node("zone-1").Runtime
 	geo := zero.Geometry()
 	table := zero.Table()
@@ -304,7 +293,7 @@ func TestPlayAcrossTwoNodes(t *testing.T) {
 	w.save(3001, start)
 	url0 := w.serve(zero, directory.NodeID(c.Node("zone-0").Number))
 	url1 := w.serve(one, directory.NodeID(c.Node("zone-1").Number))
-	step(t, c.Step)
+	runSteps(t, c.Step)
 
 	cl := login(t, ctx, url0, w.token(3001))
 	master, _ := you(cl)
@@ -379,14 +368,7 @@ func TestASecondLoginTakesThePlayerOver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	w := newWorld(t)
-	grid := cells.GridConfig{RegionEdge: 2048}
-	grid.World.Width, grid.World.Height = 8192, 8192
-	gc := game.Config{Seed: 7, NoBots: true, Torus: grid.World, RegionEdge: 2048}
-	c := zonetest.Start(t, zonetest.Config{
-		Nodes: 2, Grid: grid,
-		Module:  func(int, string) (zone.Module, error) { return game.NewModule(gc) },
-		Runtime: func(_ int, rc *zone.Config) { rc.WorldStore = w.store },
-	})
+	c := w.cluster(2, 7, nil)
 	zero, one := c.Node("zone-0").Runtime, c.Node("zone-1").Runtime
 	geo := zero.Geometry()
 	home := torus.Pos{X: 1000, Y: 1000}
@@ -395,7 +377,7 @@ func TestASecondLoginTakesThePlayerOver(t *testing.T) {
 		w.serve(zero, directory.NodeID(c.Node("zone-0").Number)),
 		w.serve(one, directory.NodeID(c.Node("zone-1").Number)),
 	}
-	step(t, c.Step)
+	runSteps(t, c.Step)
 
 	first := login(t, ctx, urls[0], w.token(5001))
 	master, pet := you(first)
@@ -440,16 +422,9 @@ func TestTerrainAndMarkersAcrossGateways(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	w := newWorld(t)
-	grid := cells.GridConfig{RegionEdge: 2048}
-	grid.World.Width, grid.World.Height = 8192, 8192
-	gc := game.Config{Seed: 9, NoBots: true, Torus: grid.World, RegionEdge: 2048}
 	const seed = 77
-	c := zonetest.Start(t, zonetest.Config{
-		Nodes: 2, Grid: grid,
-		Module: func(int, string) (zone.Module, error) { return game.NewModule(gc) },
-		Runtime: func(_ int, rc *zone.Config) {
-			rc.WorldStore, rc.WorldSeed = w.store, seed
-		},
+	c := w.cluster(2, 9, func(cfg *zonetest.Config) {
+		cfg.Runtime = func(_ int, rc *zone.Config) { rc.WorldStore, rc.WorldSeed = w.store, seed }
 	})
 	zero, one := c.Node("zone-0").Runtime, c.Node("zone-1").Runtime
 	geo := zero.Geometry()
@@ -458,7 +433,7 @@ func TestTerrainAndMarkersAcrossGateways(t *testing.T) {
 	w.save(6002, geo.Translate(home, torus.Pos{X: 5, Y: 5}))
 	url0 := w.serve(zero, directory.NodeID(c.Node("zone-0").Number))
 	url1 := w.serve(one, directory.NodeID(c.Node("zone-1").Number))
-	step(t, c.Step)
+	runSteps(t, c.Step)
 
 	gen, err := terrain.New(seed, geo)
 	if err != nil {
@@ -541,23 +516,17 @@ func TestInputsAcrossThreeRegionsAreAppliedOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	w := newWorld(t)
-	grid := cells.GridConfig{RegionEdge: 2048}
-	grid.World.Width, grid.World.Height = 8192, 8192
-	gc := game.Config{Seed: 11, NoBots: true, Torus: grid.World, RegionEdge: 2048}
-	c := zonetest.Start(t, zonetest.Config{
-		Nodes: 3, Grid: grid,
+	c := w.cluster(3, 11, func(cfg *zonetest.Config) {
 		// Around (2048, 2048): zone-0 south-west, zone-1 south-east and
 		// north-west, zone-2 north-east.
-		Table: func(g cells.Grid, names []string) (*cells.Table, error) {
+		cfg.Table = func(g cells.Grid, names []string) (*cells.Table, error) {
 			owners := make([]string, g.Cols()*g.Cols())
 			for i := range owners {
 				col, row := g.Coords(cells.RegionID(i))
 				owners[i] = names[(col+row)%3]
 			}
 			return cells.NewTable(g, 1, owners)
-		},
-		Module:  func(int, string) (zone.Module, error) { return game.NewModule(gc) },
-		Runtime: func(_ int, rc *zone.Config) { rc.WorldStore = w.store },
+		}
 	})
 	rts := []*zone.Runtime{c.Node("zone-0").Runtime, c.Node("zone-1").Runtime, c.Node("zone-2").Runtime}
 	geo := rts[0].Geometry()
@@ -572,7 +541,7 @@ func TestInputsAcrossThreeRegionsAreAppliedOnce(t *testing.T) {
 	// The world runs at 200 ticks a second here, and the client sends an
 	// input every other batch: the rate limit is not the subject.
 	url := w.serveWith(rts[0], directory.NodeID(c.Node("zone-0").Number), gateway.Limits{InputRate: 1000, InputBurst: 1000})
-	step(t, c.Step)
+	runSteps(t, c.Step)
 
 	cl := login(t, ctx, url, w.token(7001))
 	master, _ := you(cl)
@@ -652,14 +621,7 @@ func TestLoginsRacingOnTwoNodesLeaveOnePlayer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	w := newWorld(t)
-	grid := cells.GridConfig{RegionEdge: 2048}
-	grid.World.Width, grid.World.Height = 8192, 8192
-	gc := game.Config{Seed: 13, NoBots: true, Torus: grid.World, RegionEdge: 2048}
-	c := zonetest.Start(t, zonetest.Config{
-		Nodes: 2, Grid: grid,
-		Module:  func(int, string) (zone.Module, error) { return game.NewModule(gc) },
-		Runtime: func(_ int, rc *zone.Config) { rc.WorldStore = w.store },
-	})
+	c := w.cluster(2, 13, nil)
 	rts := []*zone.Runtime{c.Node("zone-0").Runtime, c.Node("zone-1").Runtime}
 	geo := rts[0].Geometry()
 	home := torus.Pos{X: 1000, Y: 1000}
@@ -668,7 +630,7 @@ func TestLoginsRacingOnTwoNodesLeaveOnePlayer(t *testing.T) {
 		w.serve(rts[0], directory.NodeID(c.Node("zone-0").Number)),
 		w.serve(rts[1], directory.NodeID(c.Node("zone-1").Number)),
 	}
-	step(t, c.Step)
+	runSteps(t, c.Step)
 	owned := func() int { // simulated entities of the account, on every node
 		n := 0
 		for _, rt := range rts {
@@ -754,14 +716,7 @@ func TestALogoutAtOnceLeavesNoPlayerBehind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	w := newWorld(t)
-	grid := cells.GridConfig{RegionEdge: 2048}
-	grid.World.Width, grid.World.Height = 8192, 8192
-	gc := game.Config{Seed: 15, NoBots: true, Torus: grid.World, RegionEdge: 2048}
-	c := zonetest.Start(t, zonetest.Config{
-		Nodes: 2, Grid: grid,
-		Module:  func(int, string) (zone.Module, error) { return game.NewModule(gc) },
-		Runtime: func(_ int, rc *zone.Config) { rc.WorldStore = w.store },
-	})
+	c := w.cluster(2, 15, nil)
 	rts := []*zone.Runtime{c.Node("zone-0").Runtime, c.Node("zone-1").Runtime}
 	// Standing in zone-1's region, logging in at zone-0's gateway.
 	var at torus.Pos
@@ -771,7 +726,7 @@ func TestALogoutAtOnceLeavesNoPlayerBehind(t *testing.T) {
 		}
 	}
 	url := w.serve(rts[0], directory.NodeID(c.Node("zone-0").Number))
-	step(t, c.Step)
+	runSteps(t, c.Step)
 	for i := range 5 {
 		a := account.ID(9001 + i)
 		w.save(a, at)
