@@ -125,13 +125,8 @@ func TestLeaseLossStopsTheNodeAndPeersRefuseIt(t *testing.T) {
 	const ttl = 2 * time.Second
 	w := startWander(t, wanderConfig(seed), zonetest.Config{TTL: ttl})
 	c := w.c
-	for range 20 {
-		w.step(true)
-	}
-	lost := c.Nodes[0]
-	lease := lost.Ownership.Lease()
-	// What the other nodes' clients are shown of the lost node's entities.
-	seen := func() map[uint64]map[uint64]map[outbox.ComponentType]string {
+	// What the other nodes' clients are shown of a node's entities.
+	seenOf := func(lost *zonetest.Node) map[uint64]map[uint64]map[outbox.ComponentType]string {
 		out := map[uint64]map[uint64]map[outbox.ComponentType]string{}
 		for acct := 1; acct <= w.cfg.Accounts; acct++ {
 			if w.home[acct] == lost {
@@ -148,10 +143,28 @@ func TestLeaseLossStopsTheNodeAndPeersRefuseIt(t *testing.T) {
 		}
 		return out
 	}
+	// The node to lose: one whose entities another node's client watches
+	// (with some seeds a node has none in such a view).
+	var lost *zonetest.Node
+	for tick := 0; lost == nil; tick++ {
+		if tick == 2000 {
+			t.Fatalf("no client was shown an entity of another node in %d ticks: nothing to watch", tick)
+		}
+		w.step(true)
+		for _, n := range c.Nodes {
+			if tick >= 20 && lost == nil && len(seenOf(n)) > 0 {
+				lost = n
+			}
+		}
+	}
+	lease := lost.Ownership.Lease()
+	seen := func() map[uint64]map[uint64]map[outbox.ComponentType]string { return seenOf(lost) }
 	refused := func() int {
 		k := 0
-		for _, n := range c.Nodes[1:] {
-			k += n.Runtime.ClusterStats().Refused
+		for _, n := range c.Nodes {
+			if n != lost {
+				k += n.Runtime.ClusterStats().Refused
+			}
 		}
 		return k
 	}
