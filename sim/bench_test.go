@@ -5,19 +5,16 @@ package sim_test
 import (
 	"bufio"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,7 +27,6 @@ import (
 	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/gateway"
-	"github.com/shardwise/shardwise/logintoken"
 	"github.com/shardwise/shardwise/sim"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/worldstore"
@@ -83,70 +79,10 @@ func processCPU() time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// benchCluster is the shared part of a benchmark's gateways: a directory,
-// a token issuer and its public key.
-type benchCluster struct {
-	dir    directory.Directory
-	pub    ed25519.PublicKey
-	issuer *logintoken.Issuer
-}
-
-const benchClusterName = "sim-bench"
-
-func newBenchCluster(tb testing.TB) *benchCluster {
-	tb.Helper()
-	dir, err := directory.NewMemory(directory.MemoryConfig{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	pub, priv, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	iss, err := logintoken.NewIssuer(logintoken.IssuerConfig{Cluster: benchClusterName, Key: priv})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &benchCluster{dir: dir, pub: pub, issuer: iss}
-}
-
-func (bc *benchCluster) token(tb testing.TB, a account.ID) string {
-	tb.Helper()
-	tok, _, err := bc.issuer.Issue(a, gateway.Audience)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return tok
-}
-
-// serve runs a real gateway for rt over loopback HTTP and returns its
-// WebSocket URL. The idle timeout is long: a client that logged in early
-// waits for the others before it sends its first input.
-func (bc *benchCluster) serve(tb testing.TB, rt *zone.Runtime, num directory.NodeID) string {
-	tb.Helper()
-	v, err := logintoken.NewVerifier(logintoken.VerifierConfig{
-		Cluster: benchClusterName, Audience: gateway.Audience, Keys: []ed25519.PublicKey{bc.pub}, SingleUse: bc.dir,
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	gw, err := rt.GatewayWorld()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	g, err := gateway.New(gateway.Config{Name: rt.Name(), Node: num, Directory: bc.dir, Verifier: v, World: gw,
-		Geometry: rt.Geometry(), Limits: gateway.Limits{IdleTimeout: 10 * time.Minute}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rt.SetGateway(g)
-	srv := httptest.NewServer(g)
-	tb.Cleanup(func() {
-		_ = g.Close()
-		srv.Close()
-	})
-	return "ws" + strings.TrimPrefix(srv.URL, "http")
-}
+// benchLimits: the benchmarks' gateways keep idle clients for long: a
+// client that logged in early waits for the others before it sends its
+// first input.
+var benchLimits = gateway.Limits{IdleTimeout: 10 * time.Minute}
 
 // ---- BenchmarkGatewayClients ----
 
@@ -327,10 +263,10 @@ func benchSockets(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = rt.Close() })
-	bc := newBenchCluster(b)
-	job := clientJob{URL: bc.serve(b, rt, 0), Seed: 1, Roam: clientRoam, Every: clientMoveEvery}
+	bc := newWorld(b)
+	job := clientJob{URL: bc.serveWith(rt, 0, benchLimits), Seed: 1, Roam: clientRoam, Every: clientMoveEvery}
 	for a := account.ID(1); a <= account.ID(n); a++ {
-		job.Tokens = append(job.Tokens, bc.token(b, a))
+		job.Tokens = append(job.Tokens, bc.token(a))
 	}
 	cp := startClientProcess(b, job)
 	l := newTickLoop(g)
@@ -650,8 +586,8 @@ func BenchmarkForwardedHop(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	bc := newBenchCluster(b)
-	url := bc.serve(b, zero, directory.NodeID(c.Node("zone-0").Number))
+	bc := newWorld(b)
+	url := bc.serveWith(zero, directory.NodeID(c.Node("zone-0").Number), benchLimits)
 
 	// The nodes' clocks: one ticker at twice the rate, stepping them in
 	// turn, so each ticks every 50 ms and zone-1 25 ms after zone-0.
@@ -694,7 +630,7 @@ func BenchmarkForwardedHop(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = cl.Close() })
-		if _, err := cl.Login(lctx, bc.token(b, account.ID(i+1))); err != nil {
+		if _, err := cl.Login(lctx, bc.token(account.ID(i+1))); err != nil {
 			b.Fatal(err)
 		}
 		p := &player{c: cl, home: homes[i]}

@@ -1,32 +1,27 @@
 package sim_test
 
 import (
-	"crypto/ed25519"
-	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/shardwise/shardwise/account"
-	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/gateway"
-	"github.com/shardwise/shardwise/logintoken"
 	"github.com/shardwise/shardwise/worldstore"
 	"github.com/shardwise/shardwise/zone"
 	"github.com/shardwise/shardwise/zone/zonetest"
 )
 
 // playCluster is a zonetest cluster of the reference game with a gateway
-// on every node, one directory, one token issuer and one world store: the
-// shared setup of the bot tests (play_test.go has its own).
+// on every node, one directory, one token issuer and one world store (a
+// world, play_test.go): the setup of the bot tests.
 type playCluster struct {
 	*zonetest.Cluster
-	URLs   []string
-	Store  *worldstore.Memory
-	issuer *logintoken.Issuer
+	URLs  []string
+	Store *worldstore.Memory
+	w     *world
 }
 
 // startPlayCluster starts nodes nodes of the game gc over an 8 km torus
@@ -35,52 +30,11 @@ type playCluster struct {
 // 5 ms until the test ends.
 func startPlayCluster(t *testing.T, nodes int, gc game.Config) *playCluster {
 	t.Helper()
-	const cluster = "sim-bots"
-	grid := cells.GridConfig{RegionEdge: 2048}
-	grid.World.Width, grid.World.Height = 8192, 8192
-	gc.Torus, gc.RegionEdge = grid.World, 2048
-	store := worldstore.NewMemory(nil)
-	c := zonetest.Start(t, zonetest.Config{
-		Nodes: nodes, Grid: grid,
-		Module:  func(int, string) (zone.Module, error) { return game.NewModule(gc) },
-		Runtime: func(_ int, rc *zone.Config) { rc.WorldStore = store },
-	})
-	dir, err := directory.NewMemory(directory.MemoryConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, priv, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	iss, err := logintoken.NewIssuer(logintoken.IssuerConfig{Cluster: cluster, Key: priv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc := &playCluster{Cluster: c, Store: store, issuer: iss}
+	w := newWorld(t)
+	c := w.cluster(nodes, gc, nil)
+	pc := &playCluster{Cluster: c, Store: w.store, w: w}
 	for _, n := range c.Nodes {
-		v, err := logintoken.NewVerifier(logintoken.VerifierConfig{
-			Cluster: cluster, Audience: gateway.Audience, Keys: []ed25519.PublicKey{pub}, SingleUse: dir,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gw, err := n.Runtime.GatewayWorld()
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := gateway.New(gateway.Config{Name: n.Name, Node: directory.NodeID(n.Number), Directory: dir,
-			Verifier: v, World: gw, Geometry: n.Runtime.Geometry()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.Runtime.SetGateway(g)
-		srv := httptest.NewServer(g)
-		t.Cleanup(func() {
-			_ = g.Close()
-			srv.Close()
-		})
-		pc.URLs = append(pc.URLs, "ws"+strings.TrimPrefix(srv.URL, "http"))
+		pc.URLs = append(pc.URLs, w.serve(n.Runtime, directory.NodeID(n.Number)))
 	}
 	runSteps(t, c.Step)
 	return pc
@@ -88,7 +42,7 @@ func startPlayCluster(t *testing.T, nodes int, gc game.Config) *playCluster {
 
 // Token issues a login token for a, as a bot's token source.
 func (pc *playCluster) Token(a account.ID) (string, error) {
-	tok, _, err := pc.issuer.Issue(a, gateway.Audience)
+	tok, _, err := pc.w.issuer.Issue(a, gateway.Audience)
 	return tok, err
 }
 

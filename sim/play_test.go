@@ -30,14 +30,14 @@ const cluster = "sim-test"
 // world is the shared part of a test cluster: a directory, a token issuer
 // and a world store.
 type world struct {
-	t      *testing.T
+	t      testing.TB
 	dir    directory.Directory
 	pub    ed25519.PublicKey
 	issuer *logintoken.Issuer
 	store  *worldstore.Memory
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	dir, err := directory.NewMemory(directory.MemoryConfig{})
 	if err != nil {
@@ -94,15 +94,15 @@ func (w *world) serveWith(rt *zone.Runtime, num directory.NodeID, limits gateway
 	return "ws" + strings.TrimPrefix(srv.URL, "http")
 }
 
-// cluster starts nodes zone nodes of the reference game (seeded, no bots)
-// over an 8 km torus of 2 km regions — zone-0 owning the rows south of
-// y = 4096 when there are two — keeping players in the world's store; mod
-// adjusts the zonetest configuration.
-func (w *world) cluster(nodes int, seed uint64, mod func(*zonetest.Config)) *zonetest.Cluster {
+// cluster starts nodes zone nodes of the reference game gc over an 8 km
+// torus of 2 km regions — zone-0 owning the rows south of y = 4096 when
+// there are two — keeping players in the world's store; mod adjusts the
+// zonetest configuration.
+func (w *world) cluster(nodes int, gc game.Config, mod func(*zonetest.Config)) *zonetest.Cluster {
 	w.t.Helper()
 	grid := cells.GridConfig{RegionEdge: 2048}
 	grid.World.Width, grid.World.Height = 8192, 8192
-	gc := game.Config{Seed: seed, NoBots: true, Torus: grid.World, RegionEdge: 2048}
+	gc.Torus, gc.RegionEdge = grid.World, 2048
 	cfg := zonetest.Config{
 		Nodes: nodes, Grid: grid,
 		Module:  func(int, string) (zone.Module, error) { return game.NewModule(gc) },
@@ -145,6 +145,26 @@ func login(t *testing.T, ctx context.Context, url, token string) *sim.Client {
 func you(c *sim.Client) (master, pet uint64) {
 	c.Look(func(v *sim.View) { master, pet = v.You() })
 	return
+}
+
+// simulatedOwned counts the entities the runtimes simulate whose owner
+// matches, each read on its world goroutine.
+func simulatedOwned(rts []*zone.Runtime, match func(account.ID) bool) int {
+	n := 0
+	for _, rt := range rts {
+		ch := make(chan int, 1)
+		rt.Post(func() {
+			k := 0
+			rt.Owners().Each(func(id ecs.ID, o *zone.Owner) {
+				if match(o.Account) && rt.Simulated(id) {
+					k++
+				}
+			})
+			ch <- k
+		})
+		n += <-ch
+	}
+	return n
 }
 
 // stats reads a runtime's player counters on its world goroutine.
@@ -273,7 +293,7 @@ func TestPlayAcrossTwoNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	w := newWorld(t)
-	c := w.cluster(2, 5, nil)
+	c := w.cluster(2, game.Config{Seed: 5, NoBots: true}, nil)
 	zero, one := c.Node("zone-0").Runtime, c.Node("zone-1").Runtime
 	geo := zero.Geometry()
 	table := zero.Table()
@@ -368,7 +388,7 @@ func TestASecondLoginTakesThePlayerOver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	w := newWorld(t)
-	c := w.cluster(2, 7, nil)
+	c := w.cluster(2, game.Config{Seed: 7, NoBots: true}, nil)
 	zero, one := c.Node("zone-0").Runtime, c.Node("zone-1").Runtime
 	geo := zero.Geometry()
 	home := torus.Pos{X: 1000, Y: 1000}
@@ -423,7 +443,7 @@ func TestTerrainAndMarkersAcrossGateways(t *testing.T) {
 	defer cancel()
 	w := newWorld(t)
 	const seed = 77
-	c := w.cluster(2, 9, func(cfg *zonetest.Config) {
+	c := w.cluster(2, game.Config{Seed: 9, NoBots: true}, func(cfg *zonetest.Config) {
 		cfg.Runtime = func(_ int, rc *zone.Config) { rc.WorldStore, rc.WorldSeed = w.store, seed }
 	})
 	zero, one := c.Node("zone-0").Runtime, c.Node("zone-1").Runtime
@@ -516,7 +536,7 @@ func TestInputsAcrossThreeRegionsAreAppliedOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	w := newWorld(t)
-	c := w.cluster(3, 11, func(cfg *zonetest.Config) {
+	c := w.cluster(3, game.Config{Seed: 11, NoBots: true}, func(cfg *zonetest.Config) {
 		// Around (2048, 2048): zone-0 south-west, zone-1 south-east and
 		// north-west, zone-2 north-east.
 		cfg.Table = func(g cells.Grid, names []string) (*cells.Table, error) {
@@ -621,7 +641,7 @@ func TestLoginsRacingOnTwoNodesLeaveOnePlayer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	w := newWorld(t)
-	c := w.cluster(2, 13, nil)
+	c := w.cluster(2, game.Config{Seed: 13, NoBots: true}, nil)
 	rts := []*zone.Runtime{c.Node("zone-0").Runtime, c.Node("zone-1").Runtime}
 	geo := rts[0].Geometry()
 	home := torus.Pos{X: 1000, Y: 1000}
@@ -631,23 +651,7 @@ func TestLoginsRacingOnTwoNodesLeaveOnePlayer(t *testing.T) {
 		w.serve(rts[1], directory.NodeID(c.Node("zone-1").Number)),
 	}
 	runSteps(t, c.Step)
-	owned := func() int { // simulated entities of the account, on every node
-		n := 0
-		for _, rt := range rts {
-			ch := make(chan int, 1)
-			rt.Post(func() {
-				k := 0
-				rt.Owners().Each(func(id ecs.ID, o *zone.Owner) {
-					if o.Account == 8001 && rt.Simulated(id) {
-						k++
-					}
-				})
-				ch <- k
-			})
-			n += <-ch
-		}
-		return n
-	}
+	owned := func() int { return simulatedOwned(rts, func(a account.ID) bool { return a == 8001 }) }
 	for round := range 4 {
 		var clients [2]*sim.Client
 		var wg sync.WaitGroup
@@ -716,7 +720,7 @@ func TestALogoutAtOnceLeavesNoPlayerBehind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	w := newWorld(t)
-	c := w.cluster(2, 15, nil)
+	c := w.cluster(2, game.Config{Seed: 15, NoBots: true}, nil)
 	rts := []*zone.Runtime{c.Node("zone-0").Runtime, c.Node("zone-1").Runtime}
 	// Standing in zone-1's region, logging in at zone-0's gateway.
 	var at torus.Pos
@@ -743,23 +747,7 @@ func TestALogoutAtOnceLeavesNoPlayerBehind(t *testing.T) {
 		<-cl.Done()
 		_ = cl.Close()
 	}
-	owned := func() int {
-		n := 0
-		for _, rt := range rts {
-			ch := make(chan int, 1)
-			rt.Post(func() {
-				k := 0
-				rt.Owners().Each(func(id ecs.ID, o *zone.Owner) {
-					if o.Account > 9000 && rt.Simulated(id) {
-						k++
-					}
-				})
-				ch <- k
-			})
-			n += <-ch
-		}
-		return n
-	}
+	owned := func() int { return simulatedOwned(rts, func(a account.ID) bool { return a > 9000 }) }
 	spawned := func() int { return stats(rts[0]).Spawned + stats(rts[1]).Spawned }
 	if !zonetest.Poll(20*time.Second, func() bool { return spawned() == 5 && owned() == 0 }) {
 		t.Fatalf("%d players brought in, %d of their entities still simulated after their logouts", spawned(), owned())
