@@ -188,7 +188,8 @@ func (g *Game) home(account account.ID) torus.Pos {
 	})
 }
 
-// spawnPlayer creates account's master at home and its pet beside it.
+// spawnPlayer creates account's master at home and its pet beside it: a
+// bot, which the account's view follows here.
 func (g *Game) spawnPlayer(account account.ID, home torus.Pos) (ecs.ID, error) {
 	masterID, err := g.r.NewID()
 	if err != nil {
@@ -198,6 +199,16 @@ func (g *Game) spawnPlayer(account account.ID, home torus.Pos) (ecs.ID, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := g.createPlayer(account, masterID, petID, home, newPlayerState(), false); err != nil {
+		return 0, err
+	}
+	g.r.SetViewer(account, masterID)
+	return masterID, nil
+}
+
+// createPlayer creates a player's master and pet with the given ids at
+// home, from st; manual for a client's player, else a bot.
+func (g *Game) createPlayer(a account.ID, masterID, petID ecs.ID, home torus.Pos, st playerState, manual bool) error {
 	home = g.geo.Normalise(home)
 	c := g.c
 	errs := []error{
@@ -206,33 +217,32 @@ func (g *Game) spawnPlayer(account account.ID, home torus.Pos) (ecs.ID, error) {
 		c.path.Add(masterID, Path{}),
 		c.speed.Add(masterID, Speed{MPS: 5}),
 		c.visual.Add(masterID, Visual{KindPlayer}),
-		c.health.Add(masterID, Health{HP: 100, Max: 100}),
-		c.exp.Add(masterID, Exp{}),
-		g.r.SetOwner(masterID, account),
+		c.health.Add(masterID, Health{HP: int32(st.hp), Max: 100}),
+		c.exp.Add(masterID, Exp{Points: st.exp}),
+		g.r.SetOwner(masterID, a),
 		c.motion.Add(masterID, Motion{}),
-		c.master.Add(masterID, Master{Pet: petID, Home: home}),
+		c.master.Add(masterID, Master{Pet: petID, Home: home, Manual: manual}),
 
 		g.w.CreateEntity(petID),
 		c.pos.Add(petID, Position{Pos: g.geo.Translate(home, torus.Pos{X: -1.5, Y: -1.5})}),
 		c.path.Add(petID, Path{}),
 		c.speed.Add(petID, Speed{MPS: 6}),
 		c.visual.Add(petID, Visual{KindPet}),
-		c.health.Add(petID, Health{HP: 60, Max: 60}),
-		g.r.SetOwner(petID, account),
+		c.health.Add(petID, Health{HP: int32(st.petHP), Max: 60}),
+		g.r.SetOwner(petID, a),
 		c.motion.Add(petID, Motion{}),
 		c.pet.Add(petID, Pet{Master: masterID}),
 	}
 	if err := errors.Join(errs...); err != nil {
-		return 0, fmt.Errorf("game: login %d: %w", account, err)
+		return fmt.Errorf("game: login %d: %w", a, err)
 	}
 	g.w.MarkMoved(masterID)
 	g.w.MarkMoved(petID)
-	g.masters[account] = masterID
-	g.accountOf[masterID] = account
-	g.r.SetViewer(account, masterID)
+	g.masters[a] = masterID
+	g.accountOf[masterID] = a
 	g.r.SetAnchor(masterID)
 	g.r.SetAnchor(petID)
-	return masterID, nil
+	return nil
 }
 
 // reindexed keeps the game's own indices on an entity's new chunk.

@@ -125,8 +125,11 @@ func (g *Game) savePlayer(master ecs.ID) ([]byte, bool) {
 
 type playerState struct{ exp, hp, petHP int64 }
 
+// newPlayerState is a new player's state: no experience, full health.
+func newPlayerState() playerState { return playerState{hp: 100, petHP: 60} }
+
 func decodeState(b []byte) (playerState, error) {
-	s := playerState{hp: 100, petHP: 60}
+	s := newPlayerState()
 	if len(b) == 0 {
 		return s, nil
 	}
@@ -155,40 +158,7 @@ func (g *Game) spawnClientPlayer(a account.ID, masterID, petID ecs.ID, home toru
 	if err != nil {
 		return err
 	}
-	home = g.geo.Normalise(home)
-	c := g.c
-	errs := []error{
-		g.w.CreateEntity(masterID),
-		c.pos.Add(masterID, Position{Pos: home}),
-		c.path.Add(masterID, Path{}),
-		c.speed.Add(masterID, Speed{MPS: 5}),
-		c.visual.Add(masterID, Visual{KindPlayer}),
-		c.health.Add(masterID, Health{HP: int32(st.hp), Max: 100}),
-		c.exp.Add(masterID, Exp{Points: st.exp}),
-		g.r.SetOwner(masterID, a),
-		c.motion.Add(masterID, Motion{}),
-		c.master.Add(masterID, Master{Pet: petID, Home: home, Manual: true}),
-
-		g.w.CreateEntity(petID),
-		c.pos.Add(petID, Position{Pos: g.geo.Translate(home, torus.Pos{X: -1.5, Y: -1.5})}),
-		c.path.Add(petID, Path{}),
-		c.speed.Add(petID, Speed{MPS: 6}),
-		c.visual.Add(petID, Visual{KindPet}),
-		c.health.Add(petID, Health{HP: int32(st.petHP), Max: 60}),
-		g.r.SetOwner(petID, a),
-		c.motion.Add(petID, Motion{}),
-		c.pet.Add(petID, Pet{Master: masterID}),
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("game: client login %d: %w", a, err)
-	}
-	g.w.MarkMoved(masterID)
-	g.w.MarkMoved(petID)
-	g.masters[a] = masterID
-	g.accountOf[masterID] = a
-	g.r.SetAnchor(masterID)
-	g.r.SetAnchor(petID)
-	return nil
+	return g.createPlayer(a, masterID, petID, home, st, true)
 }
 
 func (g *Game) removePlayer(master ecs.ID) {

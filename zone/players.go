@@ -88,7 +88,7 @@ func (r *Runtime) PlayerStats() PlayerStats {
 	r.saver.mu.Lock()
 	defer r.saver.mu.Unlock()
 	s := r.pstats
-	s.Saved, s.SaveErrors = r.saver.saved, r.pstats.SaveErrors+r.saver.errors
+	s.Saved, s.SaveErrors = r.saver.saved, r.saver.errors
 	return s
 }
 
