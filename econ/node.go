@@ -1,0 +1,500 @@
+package econ
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/coord"
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/netting"
+)
+
+const (
+	// Role is the coord member role of an economy node.
+	Role = "econ"
+	// AddrKey is the key of a node's service address in coord.Member.Addrs.
+	AddrKey = "econ"
+	// ViewMetaKey is the key, in coord.Member.Meta, of the id of the view
+	// the node has adopted (see the package doc's barrier).
+	ViewMetaKey = "econ.view"
+)
+
+// Stable codes of this package.
+const (
+	CodeNotReady  = "ECON.NOT_READY"
+	CodeClosed    = "ECON.CLOSED"
+	CodeLeaseLost = "ECON.LEASE_LOST"
+)
+
+var (
+	// ErrNotReady: the node is re-forming after a membership change (or has
+	// not formed its first view yet). Retry soon with the same movement key.
+	ErrNotReady = errcode.New(CodeNotReady, "econ: node re-forming after a membership change; retry")
+	// ErrClosed: the node was closed.
+	ErrClosed = errcode.New(CodeClosed, "econ: node closed")
+	// ErrLeaseLost: the node's membership lease was lost; it records nothing
+	// more (restart it to rejoin).
+	ErrLeaseLost = errcode.New(CodeLeaseLost, "econ: membership lease lost; node fenced")
+)
+
+// Config configures one economy node. Zero durations take the defaults
+// documented per field.
+type Config struct {
+	// Name is the node's member name (nodename rules); the scope placement
+	// is over these names. Required.
+	Name string
+	// Coord is the etcd handle the node registers and watches membership
+	// with. Required; the node does not close it.
+	Coord *coord.Client
+	// Store is the shared store every economy node of the cluster uses.
+	// Required; the node does not close it.
+	Store netting.SharedStore
+	// Addr is the node's service address, published as Addrs[AddrKey] so
+	// callers can reach it. Optional (a node nobody calls over the network).
+	Addr string
+	// TTL is the membership lease's time to live: how long a crashed node
+	// keeps its scopes before the others re-form without it. Default 10s.
+	TTL time.Duration
+
+	// EpochMaxAge: an open session older than this is settled and replaced.
+	// Default netting.DefaultEpochMaxAge.
+	EpochMaxAge time.Duration
+	// MaxMovements: an open session that has accepted this many movements
+	// is settled and replaced. Default netting.DefaultMaxMovements.
+	MaxMovements int
+	// SweepBound is how long an orphan's last journal row must be idle
+	// before the sweep settles it. Default, and minimum, 2×EpochMaxAge.
+	SweepBound time.Duration
+	// RotateEvery is the rotator's period (settles idle epochs that are
+	// due). Default EpochMaxAge/4; at most EpochMaxAge.
+	RotateEvery time.Duration
+	// SweepEvery is the sweeper's period. Default EpochMaxAge.
+	SweepEvery time.Duration
+	// ReadyWait bounds how long Record waits for a re-forming view before
+	// answering ECON.NOT_READY. Default 5s.
+	ReadyWait time.Duration
+	// SettleLease is how long a settle claim keeps other settlers out if
+	// its holder dies. Default netting.DefaultSettleLease.
+	SettleLease time.Duration
+	// CloseTimeout bounds the settle of Close and of a view change. Default
+	// 30s.
+	CloseTimeout time.Duration
+
+	// Clock drives the node's timers (rotation, sweep, ReadyWait). Default
+	// clock.Real(). Ages inside netting stay on the store's clock.
+	Clock clock.Clock
+	// Logger; default discard.
+	Logger *slog.Logger
+}
+
+// Validate reports the first invalid field, naming it.
+func (c Config) Validate() error {
+	switch {
+	case c.Name == "":
+		return errcode.Config("Name", c.Name, "is required")
+	case c.Coord == nil:
+		return errcode.Config("Coord", nil, "is required")
+	case c.Store == nil:
+		return errcode.Config("Store", nil, "is required")
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"TTL", c.TTL}, {"EpochMaxAge", c.EpochMaxAge}, {"SweepBound", c.SweepBound},
+		{"RotateEvery", c.RotateEvery}, {"SweepEvery", c.SweepEvery}, {"ReadyWait", c.ReadyWait},
+		{"SettleLease", c.SettleLease}, {"CloseTimeout", c.CloseTimeout},
+	} {
+		if d.v < 0 {
+			return errcode.Config(d.field, d.v.String(), "must not be negative")
+		}
+	}
+	if c.MaxMovements < 0 {
+		return errcode.Config("MaxMovements", c.MaxMovements, "must not be negative")
+	}
+	w := c.WithDefaults()
+	if w.SweepBound < 2*w.EpochMaxAge {
+		return errcode.Config("SweepBound", c.SweepBound.String(), fmt.Sprintf("must be at least 2×EpochMaxAge (%s)", 2*w.EpochMaxAge))
+	}
+	if w.RotateEvery > w.EpochMaxAge {
+		return errcode.Config("RotateEvery", c.RotateEvery.String(), fmt.Sprintf("must be at most EpochMaxAge (%s), so idle epochs rotate in time", w.EpochMaxAge))
+	}
+	return nil
+}
+
+// WithDefaults fills the zero fields.
+func (c Config) WithDefaults() Config {
+	if c.TTL == 0 {
+		c.TTL = 10 * time.Second
+	}
+	if c.EpochMaxAge == 0 {
+		c.EpochMaxAge = netting.DefaultEpochMaxAge
+	}
+	if c.MaxMovements == 0 {
+		c.MaxMovements = netting.DefaultMaxMovements
+	}
+	if c.SweepBound == 0 {
+		c.SweepBound = 2 * c.EpochMaxAge
+	}
+	if c.RotateEvery == 0 {
+		c.RotateEvery = c.EpochMaxAge / 4
+	}
+	if c.SweepEvery == 0 {
+		c.SweepEvery = c.EpochMaxAge
+	}
+	if c.ReadyWait == 0 {
+		c.ReadyWait = 5 * time.Second
+	}
+	if c.SettleLease == 0 {
+		c.SettleLease = netting.DefaultSettleLease
+	}
+	if c.CloseTimeout == 0 {
+		c.CloseTimeout = 30 * time.Second
+	}
+	c.Clock = clock.OrReal(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Status is a node's state as Status reports it.
+type Status struct {
+	Name string
+	// Ready is true while the node records under its view.
+	Ready bool
+	// View is the member names the node routes scopes over (sorted);
+	// ViewID identifies it (see the package doc).
+	View   []string
+	ViewID string
+	// Fenced is true once the lease was lost; Closed once Close ran.
+	Fenced, Closed bool
+}
+
+// Node is one economy node. Its methods are safe for concurrent use.
+type Node struct {
+	cfg Config
+	reg *coord.Registration
+	log *slog.Logger
+	met *metrics
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// gate is held shared by every Record, rotation and sweep pass on the
+	// current generation, and exclusively to replace it or to stop: once a
+	// swap holds it, nothing is still recording under the old view.
+	gate   sync.RWMutex
+	cur    *generation // guarded by gate
+	fenced bool        // guarded by gate
+	closed bool        // guarded by gate
+
+	// changedMu guards changed, a channel closed (and replaced) whenever
+	// the generation changes or becomes ready: what Record waits on.
+	changedMu sync.Mutex
+	changed   chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// generation is the node's ClusterNode for one view.
+type generation struct {
+	view  view
+	node  *netting.ClusterNode
+	ready chan struct{} // closed once every member adopted the view
+}
+
+func (g *generation) isReady() bool {
+	select {
+	case <-g.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// Start validates cfg, registers the node in coord and starts its
+// goroutines. The node records once it and every other live economy node
+// have adopted the same view (see the package doc).
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	// Checked before registering, so a bad combination fails at once.
+	if err := (netting.ClusterConfig{
+		NodeID: cfg.Name, Nodes: []string{cfg.Name}, EpochMaxAge: cfg.EpochMaxAge,
+		MaxMovements: cfg.MaxMovements, SettleLease: cfg.SettleLease,
+		Sweep: &netting.SweepConfig{SettleOlderThan: cfg.SweepBound},
+	}).Validate(); err != nil {
+		return nil, err
+	}
+	var addrs map[string]string
+	if cfg.Addr != "" {
+		addrs = map[string]string{AddrKey: cfg.Addr}
+	}
+	reg, err := cfg.Coord.Register(ctx, coord.RegisterConfig{Name: cfg.Name, Role: Role, Addrs: addrs, TTL: cfg.TTL})
+	if err != nil {
+		return nil, fmt.Errorf("econ: register %s: %w", cfg.Name, err)
+	}
+	n := &Node{
+		cfg:     cfg,
+		reg:     reg,
+		log:     cfg.Logger.With("node", cfg.Name),
+		met:     newMetrics(),
+		changed: make(chan struct{}),
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	events, err := cfg.Coord.WatchMembers(n.ctx)
+	if err != nil {
+		n.cancel()
+		_ = reg.Close()
+		return nil, fmt.Errorf("econ: watch members: %w", err)
+	}
+	n.wg.Go(func() { n.membership(events) })
+	n.wg.Go(func() { n.every(cfg.RotateEvery, n.rotate) })
+	n.wg.Go(func() { n.every(cfg.SweepEvery, n.sweep) })
+	return n, nil
+}
+
+// Name returns the node's member name.
+func (n *Node) Name() string { return n.cfg.Name }
+
+// Store returns the node's store.
+func (n *Node) Store() netting.SharedStore { return n.cfg.Store }
+
+// Registration returns the node's membership (its id, lease and record).
+func (n *Node) Registration() *coord.Registration { return n.reg }
+
+// Record records m under scope. A scope the node's view places elsewhere
+// fails at once with *netting.MisroutedError naming the owner. While the
+// node re-forms it waits, up to ReadyWait and ctx, and then fails with
+// ErrNotReady; after Close, ErrClosed; after a lost lease, ErrLeaseLost.
+// The outcome and the other errors are netting.ClusterNode.Record's.
+func (n *Node) Record(ctx context.Context, scope string, m netting.Movement) (netting.Outcome, error) {
+	var timeout <-chan time.Time
+	for {
+		n.gate.RLock()
+		if err := n.stoppedLocked(); err != nil {
+			n.gate.RUnlock()
+			n.met.record(err)
+			return netting.Outcome{}, err
+		}
+		g := n.cur
+		if g != nil {
+			if owner := g.view.owner(scope); owner != n.cfg.Name {
+				n.gate.RUnlock()
+				err := &netting.MisroutedError{Scope: scope, Owner: owner, NodeID: n.cfg.Name}
+				n.met.record(err)
+				return netting.Outcome{}, err
+			}
+			if g.isReady() {
+				out, err := g.node.Record(ctx, scope, m)
+				n.gate.RUnlock()
+				n.met.recordOutcome(out, err)
+				return out, err
+			}
+		}
+		wait := n.changedChan()
+		n.gate.RUnlock()
+		if timeout == nil {
+			t := n.cfg.Clock.NewTimer(n.cfg.ReadyWait)
+			defer t.Stop()
+			timeout = t.C()
+		}
+		select {
+		case <-wait:
+		case <-timeout:
+			n.met.record(ErrNotReady)
+			return netting.Outcome{}, ErrNotReady
+		case <-ctx.Done():
+			n.met.record(ErrNotReady)
+			return netting.Outcome{}, fmt.Errorf("%w (%w)", ErrNotReady, ctx.Err())
+		}
+	}
+}
+
+// stoppedLocked returns why the node records nothing, or nil. The caller
+// holds gate.
+func (n *Node) stoppedLocked() error {
+	switch {
+	case n.closed:
+		return ErrClosed
+	case n.fenced:
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+func (n *Node) changedChan() chan struct{} {
+	n.changedMu.Lock()
+	defer n.changedMu.Unlock()
+	return n.changed
+}
+
+// signal wakes every Record waiting for the generation to change.
+func (n *Node) signal() {
+	n.changedMu.Lock()
+	close(n.changed)
+	n.changed = make(chan struct{})
+	n.changedMu.Unlock()
+}
+
+// withCurrent runs f on the current generation if it is ready, holding the
+// gate shared, and reports whether it ran.
+func (n *Node) withCurrent(f func(g *generation)) error {
+	n.gate.RLock()
+	defer n.gate.RUnlock()
+	if err := n.stoppedLocked(); err != nil {
+		return err
+	}
+	if n.cur == nil || !n.cur.isReady() {
+		return ErrNotReady
+	}
+	f(n.cur)
+	return nil
+}
+
+// SettleAll settles every open session of the node now (an operator's
+// action; rotation does it on its own schedule).
+func (n *Node) SettleAll(ctx context.Context) ([]netting.SettleReport, error) {
+	var reps []netting.SettleReport
+	var err error
+	if gerr := n.withCurrent(func(g *generation) { reps, err = g.node.SettleAll(ctx) }); gerr != nil {
+		return nil, gerr
+	}
+	n.met.settled.Add(float64(len(reps)))
+	return reps, err
+}
+
+// Recover rebuilds a session from the store and finishes its settle: an
+// operator's action for a session the sweep could not settle. Any node may
+// do it; the settle claim keeps two finishers apart.
+func (n *Node) Recover(ctx context.Context, sessionID string) (netting.SettleReport, error) {
+	var rep netting.SettleReport
+	var err error
+	if gerr := n.withCurrent(func(g *generation) {
+		var s *netting.Session
+		if s, err = g.node.Recover(ctx, sessionID); err == nil {
+			rep, err = s.Settle(ctx)
+		}
+	}); gerr != nil {
+		return rep, gerr
+	}
+	if err == nil && !rep.AlreadySettled {
+		n.met.settled.Inc()
+	}
+	return rep, err
+}
+
+// Sweep runs one orphan sweep now.
+func (n *Node) Sweep(ctx context.Context) (netting.SweepSummary, error) {
+	var sum netting.SweepSummary
+	var err error
+	if gerr := n.withCurrent(func(g *generation) { sum, err = g.node.SweepOrphans(ctx, netting.SweepOptions{}) }); gerr != nil {
+		return sum, gerr
+	}
+	n.met.swept.Add(float64(len(sum.Settled)))
+	return sum, err
+}
+
+// Status reports the node's view and whether it records.
+func (n *Node) Status() Status {
+	n.gate.RLock()
+	defer n.gate.RUnlock()
+	st := Status{Name: n.cfg.Name, Fenced: n.fenced, Closed: n.closed}
+	if g := n.cur; g != nil {
+		st.View = slices.Clone(g.view.names)
+		st.ViewID = g.view.id
+		st.Ready = g.isReady() && !n.fenced && !n.closed
+	}
+	return st
+}
+
+// Close stops the node gracefully: no more Records, the open sessions
+// settled (bounded by CloseTimeout), the registration ended so the other
+// nodes re-form without it at once, and every goroutine joined. Idempotent;
+// it returns the first call's error.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.cancel()
+		n.wg.Wait()
+		n.gate.Lock()
+		n.closed = true
+		g := n.cur
+		n.gate.Unlock()
+		n.signal()
+		var errs []error
+		if g != nil {
+			errs = append(errs, n.retire(g))
+		}
+		if err := n.reg.Close(); err != nil && !errors.Is(err, coord.ErrLeaseLost) {
+			errs = append(errs, fmt.Errorf("econ: end registration: %w", err))
+		}
+		n.met.ready.Set(0)
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}
+
+// retire closes a generation no longer current and settles its open
+// sessions. A settle that fails leaves its session to the sweep.
+func (n *Node) retire(g *generation) error {
+	_ = g.node.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CloseTimeout)
+	defer cancel()
+	reps, err := g.node.SettleAll(ctx)
+	n.met.settled.Add(float64(len(reps)))
+	if err != nil {
+		n.log.Warn("econ: settle of the retired view's sessions failed; left for the sweep", "view", g.view.id, "err", err)
+		return fmt.Errorf("econ: settle sessions of view %s: %w", g.view.id, err)
+	}
+	return nil
+}
+
+// every runs f every period of the node's clock until the node stops.
+func (n *Node) every(period time.Duration, f func()) {
+	t := n.cfg.Clock.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C():
+			f()
+		}
+	}
+}
+
+func (n *Node) rotate() {
+	var reps []netting.SettleReport
+	var err error
+	if n.withCurrent(func(g *generation) { reps, err = g.node.RotateDue(n.ctx) }) != nil {
+		return
+	}
+	n.met.settled.Add(float64(len(reps)))
+	if err != nil && n.ctx.Err() == nil {
+		n.log.Warn("econ: rotation", "err", err)
+	}
+}
+
+func (n *Node) sweep() {
+	sum, err := n.Sweep(n.ctx)
+	if err != nil {
+		if n.ctx.Err() == nil && !errors.Is(err, ErrNotReady) {
+			n.log.Warn("econ: sweep", "err", err)
+		}
+		return
+	}
+	for _, s := range sum.Settled {
+		n.log.Info("econ: swept an orphan", "session", s.SessionID, "mode", s.Mode)
+	}
+}
