@@ -184,9 +184,15 @@ type Node struct {
 	log *slog.Logger
 	met *metrics
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// ctx stops the goroutines' loops; work, the store calls they make
+	// (a rotation's or a sweep's settles), so that Close lets a pass in
+	// progress finish instead of leaving a settle claimed and half done.
+	// Halt cancels both at once, as a crash would.
+	ctx        context.Context
+	cancel     context.CancelFunc
+	work       context.Context
+	cancelWork context.CancelFunc
+	wg         sync.WaitGroup
 
 	// gate is held shared by every Record, rotation and sweep pass on the
 	// current generation, and exclusively to replace it or to stop: once a
@@ -253,9 +259,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		changed: make(chan struct{}),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.work, n.cancelWork = context.WithCancel(context.Background())
 	events, err := cfg.Coord.WatchMembers(n.ctx)
 	if err != nil {
 		n.cancel()
+		n.cancelWork()
 		_ = reg.Close()
 		return nil, fmt.Errorf("econ: watch members: %w", err)
 	}
@@ -434,30 +442,123 @@ func (n *Node) Close() error {
 		n.signal()
 		var errs []error
 		if g != nil {
-			errs = append(errs, n.retire(g))
+			errs = append(errs, n.retire(g, true))
 		}
 		if err := n.reg.Close(); err != nil && !errors.Is(err, coord.ErrLeaseLost) {
 			errs = append(errs, fmt.Errorf("econ: end registration: %w", err))
 		}
 		n.met.ready.Set(0)
+		n.cancelWork()
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr
 }
 
+// Halt stops the node as a crash would, but at once: no more Records,
+// nothing settled (its open sessions become orphans for the others' sweep),
+// and its registration revoked so the others re-form without it now rather
+// than when the lease would expire. Demos and failover drills use it; Close
+// is the graceful stop. After Halt, Close does nothing more.
+func (n *Node) Halt() {
+	n.closeOnce.Do(func() {
+		n.cancelWork()
+		n.cancel()
+		n.wg.Wait()
+		n.gate.Lock()
+		n.closed = true
+		g := n.cur
+		n.gate.Unlock()
+		n.signal()
+		if g != nil {
+			_ = g.node.Close()
+		}
+		if err := n.reg.Close(); err != nil && !errors.Is(err, coord.ErrLeaseLost) {
+			n.closeErr = fmt.Errorf("econ: end registration: %w", err)
+		}
+		n.met.ready.Set(0)
+		n.log.Warn("econ: node halted; its open sessions are left to the sweep")
+	})
+}
+
 // retire closes a generation no longer current and settles its open
 // sessions. A settle that fails leaves its session to the sweep.
-func (n *Node) retire(g *generation) error {
+//
+// final is true when the node stops (Close): it then also waits out other
+// settlers' claims on its sessions, so a cluster closed node by node ends
+// with everything settled. On a view change it does not wait: the new view
+// must form now, and the sweep finishes what a claim holder leaves.
+func (n *Node) retire(g *generation, final bool) error {
 	_ = g.node.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CloseTimeout)
 	defer cancel()
 	reps, err := g.node.SettleAll(ctx)
 	n.met.settled.Add(float64(len(reps)))
+	if err == nil {
+		err = n.settleLeftovers(ctx, g, final)
+	}
 	if err != nil {
 		n.log.Warn("econ: settle of the retired view's sessions failed; left for the sweep", "view", g.view.id, "err", err)
 		return fmt.Errorf("econ: settle sessions of view %s: %w", g.view.id, err)
 	}
 	return nil
+}
+
+// settleLeftovers settles the node's sessions that are still unsettled in
+// the store although none of its lanes holds them: a rotated-out epoch
+// whose settle failed, or an epoch of an earlier run under the same name.
+// Nothing records into them any more (the node's generations before g are
+// all retired, and g is closed), so they need not wait for the sweep's
+// bound. A settle claimed by another settler is that settler's to finish.
+func (n *Node) settleLeftovers(ctx context.Context, g *generation, wait bool) error {
+	list, err := n.cfg.Store.ListUnsettled(ctx, 0)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, u := range list {
+		if u.NodeID != n.cfg.Name {
+			continue
+		}
+		if err := n.settleWaitingOutClaims(ctx, g, u.ID, wait); err != nil {
+			errs = append(errs, fmt.Errorf("settle %s: %w", u.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// settleWaitingOutClaims settles a session, waiting while another settler
+// holds a claim on it: a live one finishes the settle (ours then finds it
+// done); a dead one's claim lapses and ours takes over.
+// With wait false a held claim is left to its holder (or, if the holder
+// died, to the sweep) at once.
+func (n *Node) settleWaitingOutClaims(ctx context.Context, g *generation, id string, wait bool) error {
+	for {
+		s, err := g.node.Recover(ctx, id)
+		if err == nil {
+			if _, err = s.Settle(ctx); err == nil {
+				n.met.settled.Inc()
+				return nil
+			}
+		}
+		var held *netting.ClaimHeldError
+		if !errors.As(err, &held) {
+			return err
+		}
+		if !wait {
+			return nil
+		}
+		now, nerr := n.cfg.Store.Now(ctx)
+		if nerr != nil {
+			return errors.Join(err, nerr)
+		}
+		t := n.cfg.Clock.NewTimer(max(held.ExpiresAt.Sub(now), 10*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C():
+		}
+	}
 }
 
 // every runs f every period of the node's clock until the node stops.
@@ -477,19 +578,19 @@ func (n *Node) every(period time.Duration, f func()) {
 func (n *Node) rotate() {
 	var reps []netting.SettleReport
 	var err error
-	if n.withCurrent(func(g *generation) { reps, err = g.node.RotateDue(n.ctx) }) != nil {
+	if n.withCurrent(func(g *generation) { reps, err = g.node.RotateDue(n.work) }) != nil {
 		return
 	}
 	n.met.settled.Add(float64(len(reps)))
-	if err != nil && n.ctx.Err() == nil {
+	if err != nil && n.work.Err() == nil {
 		n.log.Warn("econ: rotation", "err", err)
 	}
 }
 
 func (n *Node) sweep() {
-	sum, err := n.Sweep(n.ctx)
+	sum, err := n.Sweep(n.work)
 	if err != nil {
-		if n.ctx.Err() == nil && !errors.Is(err, ErrNotReady) {
+		if n.work.Err() == nil && !errors.Is(err, ErrNotReady) {
 			n.log.Warn("econ: sweep", "err", err)
 		}
 		return

@@ -212,7 +212,7 @@ func TestChurnKeepsOneWriterPerScope(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	prefix := testPrefix(t)
 	store, path := newSQLite(t)
-	cfg := Config{EpochMaxAge: 500 * time.Millisecond, MaxMovements: 40}
+	cfg := Config{EpochMaxAge: 500 * time.Millisecond, MaxMovements: 40, SettleLease: time.Second}
 
 	var mu sync.Mutex
 	live := []*Node{}
@@ -405,4 +405,82 @@ func checkJournal(t *testing.T, path string, accepted *sync.Map) {
 			t.Logf("scope %s had one writer only", scope)
 		}
 	}
+}
+
+// TestHaltedNodesOrphansAreSwept: a node that stops without settling leaves
+// its open epochs behind; the survivors re-form at once, take its scopes,
+// and their sweep settles the orphans once they are older than the bound.
+func TestHaltedNodesOrphansAreSwept(t *testing.T) {
+	prefix := testPrefix(t)
+	store, path := newSQLite(t)
+	cfg := Config{EpochMaxAge: 300 * time.Millisecond, SweepEvery: 100 * time.Millisecond, SettleLease: time.Second}
+	a := startNode(t, prefix, "econ-a", store, cfg)
+	b := startNode(t, prefix, "econ-b", store, cfg)
+	c := startNode(t, prefix, "econ-c", store, cfg)
+	waitView(t, []string{"econ-a", "econ-b", "econ-c"}, a, b, c)
+	ctx := testCtx(t)
+	pick := pickFrom(a, b, c)
+	var accepted sync.Map
+	record := func(i int) {
+		key := fmt.Sprintf("k%d", i)
+		scope := fmt.Sprintf("market-%d", i%9)
+		out, err := recordRouted(ctx, pick, "econ-a", scope, grant(key, "u1", 1))
+		if err != nil || out.Status != netting.Accepted {
+			t.Fatalf("record %s: %+v, %v", key, out, err)
+		}
+		accepted.Store(key, scope)
+	}
+	for i := range 90 {
+		record(i)
+	}
+	open, err := store.ListUnsettled(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphans := map[string]bool{}
+	for _, u := range open {
+		if u.NodeID == "econ-b" && u.Records > 0 {
+			orphans[u.ID] = true
+		}
+	}
+	if len(orphans) == 0 {
+		t.Fatal("econ-b has no open epoch with rows to leave behind")
+	}
+	b.Halt()
+	b.Halt()
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close after Halt: %v", err)
+	}
+	waitView(t, []string{"econ-a", "econ-c"}, a, c)
+	for i := 90; i < 180; i++ {
+		record(i)
+	}
+	testenv.PollUntil(t, 20*time.Second, "the survivors' sweep settles econ-b's orphans", func() bool {
+		list, err := store.ListUnsettled(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range list {
+			if orphans[u.ID] {
+				return false
+			}
+		}
+		return true
+	})
+	for _, n := range []*Node{a, c} {
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := Audit(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.Problems(true); len(p) > 0 {
+		t.Fatalf("audit: %v", p)
+	}
+	if rep.Wallets != 180 {
+		t.Fatalf("wallets hold %d, want 180", rep.Wallets)
+	}
+	checkJournal(t, path, &accepted)
 }

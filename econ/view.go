@@ -172,7 +172,7 @@ func (n *Node) reform(v view) bool {
 	n.signal()
 	if old != nil {
 		n.log.Info("econ: view changed; settling the old view's sessions", "from", old.view.names, "to", v.names)
-		_ = n.retire(old)
+		_ = n.retire(old, false)
 	}
 	return n.publish(v)
 }
@@ -222,6 +222,6 @@ func (n *Node) fence() {
 	n.signal()
 	n.log.Error("econ: membership lease lost; node fenced", "err", n.reg.Err())
 	if g != nil {
-		_ = n.retire(g)
+		_ = n.retire(g, false)
 	}
 }
