@@ -17,6 +17,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/internal/dburl"
 	"github.com/shardwise/shardwise/netting"
 )
 
@@ -108,6 +109,21 @@ func openSQLite(ctx context.Context, path string, upTo int) (*Store, error) {
 	rdb.SetMaxIdleConns(sqliteReaders)
 	s.rdb = rdb
 	return s, nil
+}
+
+// Open opens the store a URL names: "sqlite:///abs/path.db",
+// "sqlite://rel/path.db", or "postgres://…" / "postgresql://…" (see
+// OpenSQLite and OpenPostgres). Another scheme is CONFIG.INVALID (field
+// "url", the password redacted).
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	kind, target, err := dburl.Parse("url", rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if kind == dburl.Postgres {
+		return OpenPostgres(ctx, target)
+	}
+	return OpenSQLite(ctx, target)
 }
 
 // OpenPostgres connects to the PostgreSQL database at url (a libpq URL or

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/internal/dburl"
 	"github.com/shardwise/shardwise/worldstore"
 )
 
@@ -62,24 +62,14 @@ const maxTxAttempts = 8
 // Open opens the store named by rawURL (see the package doc for the forms)
 // and applies pending migrations.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	switch {
-	case strings.HasPrefix(rawURL, "sqlite://"):
-		return OpenSQLite(ctx, strings.TrimPrefix(rawURL, "sqlite://"))
-	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
-		return OpenPostgres(ctx, rawURL)
+	kind, target, err := dburl.Parse("url", rawURL)
+	if err != nil {
+		return nil, err
 	}
-	return nil, errcode.Config("url", redact(rawURL), `must start with "sqlite://", "postgres://" or "postgresql://"`)
-}
-
-// redact hides a password in a URL that is going into an error message.
-func redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
+	if kind == dburl.Postgres {
+		return OpenPostgres(ctx, target)
 	}
-	if i := strings.Index(raw, "://"); i >= 0 {
-		return raw[:i+3] + "…"
-	}
-	return raw
+	return OpenSQLite(ctx, target)
 }
 
 // OpenSQLite opens (creating if needed) the SQLite database at path, or a
