@@ -86,7 +86,9 @@ type ClientConfig struct {
 	// AttemptTimeout bounds one call of Record, Balances or Pending to one
 	// node: past it the reply is taken as lost and the call retried. The
 	// operator calls (SettleAll, Recover, Sweep) have no attempt timeout,
-	// only the caller's context. Default 5s.
+	// only the caller's context. Keep it above the nodes' ReadyWait (5s by
+	// default), or a node still re-forming looks like a lost reply. Default
+	// 10s.
 	AttemptTimeout time.Duration
 	// MaxAttempts bounds the attempts of one call (a retry follows a
 	// not-ready node, an unreachable one, or a lost reply). Default 10.
@@ -138,7 +140,7 @@ func (c ClientConfig) Validate() error {
 // WithDefaults fills the zero fields.
 func (c ClientConfig) WithDefaults() ClientConfig {
 	if c.AttemptTimeout == 0 {
-		c.AttemptTimeout = 5 * time.Second
+		c.AttemptTimeout = 10 * time.Second
 	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = 10
