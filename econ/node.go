@@ -103,6 +103,12 @@ func (c Config) Validate() error {
 	case c.Store == nil:
 		return errcode.Config("Store", nil, "is required")
 	}
+	return c.validateSettings("")
+}
+
+// validateSettings checks the durations and counts, naming a field with
+// prefix (HostConfig passes "HostConfig.Node.").
+func (c Config) validateSettings(prefix string) error {
 	for _, d := range []struct {
 		field string
 		v     time.Duration
@@ -112,18 +118,18 @@ func (c Config) Validate() error {
 		{"SettleLease", c.SettleLease}, {"CloseTimeout", c.CloseTimeout},
 	} {
 		if d.v < 0 {
-			return errcode.Config(d.field, d.v.String(), "must not be negative")
+			return errcode.Config(prefix+d.field, d.v.String(), "must not be negative")
 		}
 	}
 	if c.MaxMovements < 0 {
-		return errcode.Config("MaxMovements", c.MaxMovements, "must not be negative")
+		return errcode.Config(prefix+"MaxMovements", c.MaxMovements, "must not be negative")
 	}
 	w := c.WithDefaults()
 	if w.SweepBound < 2*w.EpochMaxAge {
-		return errcode.Config("SweepBound", c.SweepBound.String(), fmt.Sprintf("must be at least 2×EpochMaxAge (%s)", 2*w.EpochMaxAge))
+		return errcode.Config(prefix+"SweepBound", c.SweepBound.String(), fmt.Sprintf("must be at least twice the epoch max age (%s)", 2*w.EpochMaxAge))
 	}
 	if w.RotateEvery > w.EpochMaxAge {
-		return errcode.Config("RotateEvery", c.RotateEvery.String(), fmt.Sprintf("must be at most EpochMaxAge (%s), so idle epochs rotate in time", w.EpochMaxAge))
+		return errcode.Config(prefix+"RotateEvery", c.RotateEvery.String(), fmt.Sprintf("must be at most the epoch max age (%s), so idle epochs rotate in time", w.EpochMaxAge))
 	}
 	return nil
 }

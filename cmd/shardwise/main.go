@@ -36,6 +36,7 @@ func newRootCmd() *cobra.Command {
 		newZoneCmd(),
 		newTokenCmd(),
 		newBotsCmd(),
+		newEconCmd(),
 	)
 	return root
 }

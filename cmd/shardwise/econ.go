@@ -1,0 +1,245 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shardwise/shardwise/coord"
+	"github.com/shardwise/shardwise/econ"
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/internal/dburl"
+	"github.com/shardwise/shardwise/netting/sqlstore"
+)
+
+// newEconCmd is "shardwise econ": one economy node as its own process
+// (econ.Host), and "econ audit", the money audit of a store.
+func newEconCmd() *cobra.Command {
+	var (
+		etcd    etcdFlags
+		host    econ.HostConfig
+		verbose bool
+	)
+	flagOf := map[string]string{
+		"HostConfig.Coord.Endpoints":   "--endpoints",
+		"HostConfig.Coord.Prefix":      "--prefix",
+		"HostConfig.Coord.DialTimeout": "--timeout",
+		"HostConfig.Name":              "--name",
+		"HostConfig.StoreURL":          "--store",
+		"HostConfig.ListenAddr":        "--listen",
+		"HostConfig.CertDir":           "--certs",
+		"HostConfig.MetricsAddr":       "--metrics",
+		"HostConfig.Node.TTL":          "--ttl",
+		"HostConfig.Node.EpochMaxAge":  "--epoch",
+		"HostConfig.Node.MaxMovements": "--max-movements",
+		"HostConfig.Node.SweepBound":   "--sweep-bound",
+		"HostConfig.Node.SettleLease":  "--settle-lease",
+		"HostConfig.Node.ReadyWait":    "--ready-wait",
+		"HostConfig.Node.CloseTimeout": "--close-timeout",
+	}
+	cmd := &cobra.Command{
+		Use:   "econ",
+		Short: "Run one economy node (netting sessions for the scopes it owns), found by callers through etcd",
+		Long: "econ runs one economy node as its own process: it registers in etcd as --name\n" +
+			"(role econ, publishing its service address), and serves the economy service\n" +
+			"(gRPC, docs/protocol.md) over the shared store --store (sqlite:///PATH, which\n" +
+			"the processes of one machine can share, or postgres://…). Scopes are placed on\n" +
+			"the live econ members by rendezvous hashing; a caller reaching the wrong node\n" +
+			"is told the owner. When members join or leave, every node settles its open\n" +
+			"sessions and re-forms over the new member list, and records again once every\n" +
+			"member has done the same (until then callers are answered ECON.NOT_READY and\n" +
+			"retry). A node that dies leaves its open sessions to the survivors' sweep,\n" +
+			"which settles them once they are idle for --sweep-bound.\n" +
+			"\n" +
+			"With --certs DIR (written by \"shardwise certs\", holding a certificate for\n" +
+			"--name) the service uses mutual TLS: callers present a certificate of the\n" +
+			"same cluster CA. Without it the service is plaintext and --listen must be a\n" +
+			"loopback address. --metrics ADDR serves Prometheus metrics at\n" +
+			"http://ADDR/metrics (shardwise_econ_records_total{result}, _ready,\n" +
+			"_view_members, _view_changes_total, _settled_sessions_total,\n" +
+			"_swept_orphans_total).\n" +
+			"\n" +
+			"It prints a ready line and, at the end (interrupt, or a lost lease: exit\n" +
+			"status 1), the node's state. It stops gracefully: open sessions settled,\n" +
+			"membership left, so the others re-form at once.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelInfo
+			}
+			out := cmd.OutOrStdout()
+			host.Coord = coord.ClientConfig{Endpoints: etcd.endpoints, Prefix: etcd.prefix, DialTimeout: etcd.timeout}
+			host.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			var node *econ.Node
+			host.OnReady = func(r econ.HostReady) {
+				node = r.Node
+				fmt.Fprintf(out, "econ %s ready: serving %s (advertised %s)", r.Name, r.Addr, r.Advertised)
+				if r.MetricsAddr != "" {
+					fmt.Fprintf(out, ", metrics http://%s/metrics", r.MetricsAddr)
+				}
+				fmt.Fprintln(out)
+			}
+			err := econ.Host(cmd.Context(), host)
+			if node != nil {
+				st := node.Status()
+				fmt.Fprintf(out, "econ %s stopped: last view %v, fenced %v\n", st.Name, st.View, st.Fenced)
+			}
+			return withCode(renameToFlags(err, flagOf))
+		},
+	}
+	etcd.register(cmd)
+	f := cmd.Flags()
+	f.StringVar(&host.Name, "name", "", "this node's member name; scopes are placed on these names (required)")
+	f.StringVar(&host.StoreURL, "store", "", "the store every economy node shares: sqlite:///PATH or postgres://… (required)")
+	f.StringVar(&host.ListenAddr, "listen", "127.0.0.1:0", "address the economy service listens on (port 0: any free port)")
+	f.StringVar(&host.AdvertiseAddr, "advertise", "", "service address published for callers (default: the one listened on)")
+	f.StringVar(&host.CertDir, "certs", "", `directory written by "shardwise certs" with a certificate for --name: mutual TLS (default: plaintext, loopback only)`)
+	f.StringVar(&host.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (default: not served)")
+	f.DurationVar(&host.Node.TTL, "ttl", 0, "membership lease TTL, whole seconds: a dead node's scopes move this long after it stops (0: 10s)")
+	f.DurationVar(&host.Node.EpochMaxAge, "epoch", 0, "an open session older than this is settled and replaced; rotation runs every quarter of it, the sweep every one (0: 60s)")
+	f.IntVar(&host.Node.MaxMovements, "max-movements", 0, "an open session that accepted this many movements is settled and replaced (0: 512)")
+	f.DurationVar(&host.Node.SweepBound, "sweep-bound", 0, "a dead node's session is settled by the sweep once idle this long; at least twice --epoch (0: twice --epoch)")
+	f.DurationVar(&host.Node.SettleLease, "settle-lease", 0, "how long a settle claim keeps other settlers out if its holder dies (0: 30s)")
+	f.DurationVar(&host.Node.ReadyWait, "ready-wait", 0, "how long a call waits for the node to re-form before it is answered ECON.NOT_READY (0: 5s)")
+	f.DurationVar(&host.Node.CloseTimeout, "close-timeout", 0, "bound on settling the open sessions at stop (0: 30s)")
+	f.BoolVar(&verbose, "verbose", false, "log the node's events (views formed and ready, sweeps, settles that failed) to stderr")
+	cmd.AddCommand(newEconAuditCmd())
+	return cmd
+}
+
+// newEconAuditCmd is "shardwise econ audit": the money audit of a store.
+func newEconAuditCmd() *cobra.Command {
+	var (
+		storeURL string
+		settled  bool
+		asJSON   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Print the money audit of an economy store: balances, clearing, wallets, pending reservations, unsettled sessions",
+		Long: "audit reads the store --store (sqlite:///PATH or postgres://…) and prints the\n" +
+			"money audit: the sum of every balance (0 in a sound ledger) and, on SQL\n" +
+			"stores, of every posting entry; the netting clearing account; the wallets'\n" +
+			"total and any wallet below zero; the reservations pending and the sessions\n" +
+			"not settled yet. It writes nothing and may run while the cluster runs. It\n" +
+			"exits with status 1 when the ledger is unsound, and with --settled (the\n" +
+			"cluster is stopped: everything should be settled) also when the clearing\n" +
+			"account is not 0 or reservations or sessions are left.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if storeURL == "" {
+				return withCode(errcode.Config("--store", storeURL, "required: sqlite:///PATH or postgres://…"))
+			}
+			kind, path, err := dburl.Parse("--store", storeURL)
+			if err != nil {
+				return withCode(err)
+			}
+			if kind == dburl.SQLite {
+				// Opening would create an empty database and audit that.
+				if _, err := os.Stat(path); err != nil {
+					return withCode(errcode.Config("--store", storeURL, "names no SQLite database: "+err.Error()))
+				}
+			}
+			ctx := cmd.Context()
+			store, err := sqlstore.Open(ctx, storeURL)
+			if err != nil {
+				return withCode(renameToFlags(err, map[string]string{"url": "--store"}))
+			}
+			defer store.Close()
+			rep, err := econ.Audit(ctx, store)
+			if err != nil {
+				return withCode(err)
+			}
+			problems := rep.Problems(settled)
+			if asJSON {
+				err = printAuditJSON(cmd.OutOrStdout(), rep, problems)
+			} else {
+				printAudit(cmd.OutOrStdout(), rep, problems)
+			}
+			if err != nil {
+				return err
+			}
+			if len(problems) > 0 {
+				return fmt.Errorf("econ audit: %d problems", len(problems))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&storeURL, "store", "", "the economy store: sqlite:///PATH or postgres://… (required)")
+	f.BoolVar(&settled, "settled", false, "the cluster is stopped: also require the clearing account at 0 and nothing pending or unsettled")
+	f.BoolVar(&asJSON, "json", false, "print the audit as JSON")
+	return cmd
+}
+
+func printAudit(w io.Writer, r econ.AuditReport, problems []string) {
+	fmt.Fprintf(w, "accounts          %d\n", r.Accounts)
+	fmt.Fprintf(w, "sum of balances   %d\n", r.SumBalances)
+	if r.HasSumEntries {
+		fmt.Fprintf(w, "sum of entries    %d\n", r.SumEntries)
+	}
+	fmt.Fprintf(w, "clearing          %d\n", r.Clearing)
+	fmt.Fprintf(w, "wallets           %d (%d below zero)\n", r.Wallets, len(r.NegativeWallets))
+	var pending int64
+	for _, v := range r.Pending {
+		pending += v
+	}
+	fmt.Fprintf(w, "pending           %d accounts, net %d\n", len(r.Pending), pending)
+	byNode := map[string]int{}
+	for _, u := range r.Unsettled {
+		byNode[u.NodeID]++
+	}
+	nodes := make([]string, 0, len(byNode))
+	for n := range byNode {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	fmt.Fprintf(w, "unsettled         %d sessions", len(r.Unsettled))
+	for _, n := range nodes {
+		fmt.Fprintf(w, " %s:%d", n, byNode[n])
+	}
+	fmt.Fprintln(w)
+	if len(problems) == 0 {
+		fmt.Fprintln(w, "audit: ok")
+		return
+	}
+	for _, p := range problems {
+		fmt.Fprintln(w, "problem:", p)
+	}
+}
+
+func printAuditJSON(w io.Writer, r econ.AuditReport, problems []string) error {
+	type unsettled struct {
+		ID, Scope, Node string
+		Records         int64
+		LastRecordedAt  time.Time
+	}
+	out := struct {
+		Accounts        int              `json:"accounts"`
+		SumBalances     int64            `json:"sum_balances"`
+		SumEntries      *int64           `json:"sum_entries,omitempty"`
+		Clearing        int64            `json:"clearing"`
+		Wallets         int64            `json:"wallets"`
+		NegativeWallets []string         `json:"negative_wallets"`
+		Pending         map[string]int64 `json:"pending"`
+		Unsettled       []unsettled      `json:"unsettled"`
+		Problems        []string         `json:"problems"`
+	}{Accounts: r.Accounts, SumBalances: r.SumBalances, Clearing: r.Clearing, Wallets: r.Wallets,
+		NegativeWallets: append([]string{}, r.NegativeWallets...), Pending: r.Pending, Problems: append([]string{}, problems...)}
+	if r.HasSumEntries {
+		out.SumEntries = &r.SumEntries
+	}
+	for _, u := range r.Unsettled {
+		out.Unsettled = append(out.Unsettled, unsettled{u.ID, u.Scope, u.NodeID, u.Records, u.LastRecordedAt})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
