@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shardwise/shardwise/demo"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/netting/sqlstore"
 )
@@ -22,7 +23,7 @@ var errDemoInvariant = errcode.New("DEMO.INVARIANT", "economy demo: invariant fa
 // process, on SQLite by default.
 func newDemoCmd() *cobra.Command {
 	var (
-		cfg      demoConfig
+		cfg      demo.EconomyConfig
 		dataDir  string
 		pgURL    string
 		verbose  bool
@@ -31,15 +32,18 @@ func newDemoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run three economy nodes netting simulated purchases, kill one, sweep its orphans",
-		Long: "demo runs an economy netting cluster in one process: three nodes over one\n" +
-			"shared store (SQLite in --data or a temporary directory; PostgreSQL with\n" +
-			"--postgres), markets routed to nodes by rendezvous hashing, buyers funded and\n" +
-			"then purchasing from sellers for --duration. Epochs rotate every\n" +
-			"--epoch; one node is killed mid-epoch and its open sessions are left\n" +
-			"unsettled, until the survivors' sweep settles them once they are older than\n" +
-			"twice the epoch age. It ends with a report checked by queries: movements\n" +
-			"accepted and rejected, postings versus movements, the sum of all balances,\n" +
-			"orphans found and settled. The exit status is 1 if an invariant fails.",
+		Long: "demo runs an economy cluster in one process: an embedded etcd and three\n" +
+			"economy nodes (membership in etcd, each serving the economy service on a\n" +
+			"loopback gRPC address) over one shared store (SQLite in --data or a temporary\n" +
+			"directory; PostgreSQL with --postgres). Buyers, funded first, purchase from\n" +
+			"sellers for --duration through the economy client, which routes each market\n" +
+			"to its owner by rendezvous hashing. Epochs rotate every --epoch. One node is\n" +
+			"killed mid-epoch: the survivors re-form without it at once and serve its\n" +
+			"markets, and its open sessions stay unsettled until the survivors' sweep\n" +
+			"settles them, once they are idle for twice the epoch age. It ends with a\n" +
+			"report checked against the store: movements accepted and rejected, postings\n" +
+			"versus movements, the money audit (\"shardwise econ audit\"), orphans found\n" +
+			"and settled. The exit status is 1 if an invariant fails.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Nodes = nodeList
@@ -60,14 +64,15 @@ func newDemoCmd() *cobra.Command {
 			}
 			defer cleanup()
 			defer store.Close()
-			c := cfg.withDefaults()
+			c := cfg.WithDefaults()
 			fmt.Fprintf(out, "economy demo: %d nodes on %s, %s of purchases, epochs of %s, sweep after %s\n",
 				len(c.Nodes), where, c.Duration, c.EpochMaxAge, c.SweepBound)
-			rep, err := runDemo(ctx, cfg, store, out, log)
+			cfg.Logger = log
+			rep, err := demo.RunEconomy(ctx, cfg, store, out)
 			if err != nil {
 				return err
 			}
-			printDemoReport(out, rep)
+			rep.Print(out)
 			if !rep.OK() {
 				return errDemoInvariant.Wrap("%d checks failed", len(rep.Failures))
 			}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardwise/shardwise/internal/testenv"
 )
 
 // asShardwise, set to 1 in a process's environment, makes this test
@@ -58,7 +60,7 @@ func runShardwise(t *testing.T, args ...string) string {
 // output and error gathered in one buffer.
 type shardwiseProcess struct {
 	cmd  *exec.Cmd
-	out  syncBuffer
+	out  testenv.Buffer
 	done chan struct{} // closed once the process has exited and its output is read
 	err  error         // Wait's result, set before done closes
 }

@@ -169,7 +169,7 @@ func TestZoneStopsOnInterrupt(t *testing.T) {
 	if _, err := runCmd(t, newRootCmd(), "", "regions", "apply", gameTableFile(t, "zone-a"), "--force", "--endpoints", eps); err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out testenv.Buffer
 	cmd := newRootCmd()
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
@@ -229,10 +229,10 @@ func TestZoneGatewaysServeBots(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	names := []string{"zone-a", "zone-b"}
-	outs := make([]*syncBuffer, len(names))
+	outs := make([]*testenv.Buffer, len(names))
 	dones := make([]chan error, len(names))
 	for i, name := range names {
-		outs[i], dones[i] = &syncBuffer{}, make(chan error, 1)
+		outs[i], dones[i] = &testenv.Buffer{}, make(chan error, 1)
 		cmd := newRootCmd()
 		cmd.SetOut(outs[i])
 		cmd.SetErr(outs[i])
@@ -260,7 +260,7 @@ func TestZoneGatewaysServeBots(t *testing.T) {
 			}
 		}
 	}
-	var bout syncBuffer
+	var bout testenv.Buffer
 	bots := newRootCmd()
 	bots.SetOut(&bout)
 	bots.SetErr(&bout)

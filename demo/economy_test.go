@@ -1,12 +1,10 @@
-package main
+package demo
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,24 +12,6 @@ import (
 	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/netting/sqlstore"
 )
-
-// syncBuffer is a bytes.Buffer safe for the demo's concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDemoShort runs the whole demo on SQLite with a short clock: epochs of
 // 150 ms, the sweep bound at the law's minimum, a kill one second in. Every
@@ -49,16 +29,15 @@ func TestDemoShort(t *testing.T) {
 	testDemoShort(t, store)
 }
 
-// TestDemoShortPostgres is the same run on PostgreSQL (the --postgres path).
+// TestDemoShortPostgres is the same run on PostgreSQL.
 func TestDemoShortPostgres(t *testing.T) {
 	pg := testenv.StartPostgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	store, _, cleanup, err := openDemoStore(ctx, "", pg.NewDatabase(t))
+	store, err := sqlstore.Open(ctx, pg.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cleanup()
 	defer store.Close()
 	if store.Dialect() != "postgres" {
 		t.Fatalf("--postgres opened %s", store.Dialect())
@@ -69,7 +48,7 @@ func TestDemoShortPostgres(t *testing.T) {
 func testDemoShort(t *testing.T, store *sqlstore.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := demoConfig{
+	cfg := EconomyConfig{
 		Duration:     2500 * time.Millisecond,
 		EpochMaxAge:  150 * time.Millisecond,
 		KillAfter:    time.Second,
@@ -80,12 +59,12 @@ func testDemoShort(t *testing.T, store *sqlstore.Store) {
 		Sellers:      8,
 		Progress:     500 * time.Millisecond,
 	}
-	var out syncBuffer
-	rep, err := runDemo(ctx, cfg, store, &out, nil)
+	var out testenv.Buffer
+	rep, err := RunEconomy(ctx, cfg, store, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	printDemoReport(&out, rep)
+	rep.Print(&out)
 	t.Log(out.String())
 	if !rep.OK() {
 		t.Fatalf("invariants failed: %v", rep.Failures)
@@ -99,8 +78,8 @@ func testDemoShort(t *testing.T, store *sqlstore.Store) {
 	if rep.OrphansSettled != rep.Orphans {
 		t.Fatalf("sweep settled %d of %d orphans", rep.OrphansSettled, rep.Orphans)
 	}
-	if bound := 2 * cfg.EpochMaxAge; rep.MaxOrphanAge <= bound {
-		t.Errorf("an orphan was swept at age %s, not strictly older than the bound %s", rep.MaxOrphanAge, bound)
+	if bound := 2 * cfg.EpochMaxAge; rep.YoungestSweptAge <= bound {
+		t.Errorf("an orphan was seen settled %s after its last row, not past the sweep bound %s", rep.YoungestSweptAge, bound)
 	}
 	if rep.NettingRatio <= 1 {
 		t.Errorf("netting ratio %.2f: settles wrote as many postings as movements", rep.NettingRatio)
@@ -115,19 +94,19 @@ func testDemoShort(t *testing.T, store *sqlstore.Store) {
 func TestDemoConfigValidate(t *testing.T) {
 	cases := []struct {
 		name  string
-		cfg   demoConfig
+		cfg   EconomyConfig
 		field string
 	}{
-		{"one node", demoConfig{Nodes: []string{"a"}}, "--nodes"},
-		{"empty node id", demoConfig{Nodes: []string{"a", "", "b"}}, "--nodes"},
-		{"node twice", demoConfig{Nodes: []string{"a", "b", "a"}}, "--nodes"},
-		{"sweep under the law", demoConfig{EpochMaxAge: time.Second, SweepBound: 1999 * time.Millisecond}, "SweepBound"},
-		{"kill after the end", demoConfig{Duration: time.Second, KillAfter: time.Second}, "KillAfter"},
-		{"unknown kill", demoConfig{Kill: "econ-9"}, "--kill"},
-		{"no rate", demoConfig{Rate: -1}, "--rate"},
-		{"no markets", demoConfig{Scopes: -1}, "--markets"},
-		{"negative epoch", demoConfig{EpochMaxAge: -time.Second}, "--epoch"},
-		{"negative duration", demoConfig{Duration: -time.Second}, "--duration"},
+		{"one node", EconomyConfig{Nodes: []string{"a"}}, "--nodes"},
+		{"empty node id", EconomyConfig{Nodes: []string{"a", "", "b"}}, "--nodes"},
+		{"node twice", EconomyConfig{Nodes: []string{"a", "b", "a"}}, "--nodes"},
+		{"sweep under the law", EconomyConfig{EpochMaxAge: time.Second, SweepBound: 1999 * time.Millisecond}, "SweepBound"},
+		{"kill after the end", EconomyConfig{Duration: time.Second, KillAfter: time.Second}, "KillAfter"},
+		{"unknown kill", EconomyConfig{Kill: "econ-9"}, "--kill"},
+		{"no rate", EconomyConfig{Rate: -1}, "--rate"},
+		{"no markets", EconomyConfig{Scopes: -1}, "--markets"},
+		{"negative epoch", EconomyConfig{EpochMaxAge: -time.Second}, "--epoch"},
+		{"negative duration", EconomyConfig{Duration: -time.Second}, "--duration"},
 	}
 	for _, c := range cases {
 		err := c.cfg.Validate()
@@ -136,10 +115,10 @@ func TestDemoConfigValidate(t *testing.T) {
 			t.Errorf("%s: %v, want a config error on %s", c.name, err, c.field)
 		}
 	}
-	if err := (demoConfig{}).Validate(); err != nil {
+	if err := (EconomyConfig{}).Validate(); err != nil {
 		t.Errorf("defaults invalid: %v", err)
 	}
-	if err := (demoConfig{EpochMaxAge: time.Second, SweepBound: 2 * time.Second}).Validate(); err != nil {
+	if err := (EconomyConfig{EpochMaxAge: time.Second, SweepBound: 2 * time.Second}).Validate(); err != nil {
 		t.Errorf("sweep bound equal to the law's minimum refused: %v", err)
 	}
 }
