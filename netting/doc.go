@@ -10,8 +10,8 @@
 // implemented by MemStore here and by netting/sqlstore on SQLite and
 // PostgreSQL, all checked by the one contract suite in netting/storetest.
 // It does not own transport: a caller reaches the owning node by its own
-// means (today shardwise demo calls its nodes in process; serving a
-// ClusterNode over the network is planned, see the README's roadmap).
+// means: package econ keeps a ClusterNode in step with etcd membership and
+// serves it over gRPC, with a client that routes by scope.
 //
 // # Structure
 //
