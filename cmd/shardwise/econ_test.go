@@ -30,9 +30,16 @@ var econReadyRE = regexp.MustCompile(`econ (\S+) ready: serving (\S+)`)
 // saw accepted is in the journal exactly once (the callers retried every
 // unknown outcome with its key until it was known).
 func TestEconProcessesSurviveSIGKILL(t *testing.T) {
+	testEconKill(t, "sqlite://"+filepath.Join(t.TempDir(), "econ.db"))
+}
+
+// TestEconProcessesSurviveSIGKILLPostgres is the same on PostgreSQL.
+func TestEconProcessesSurviveSIGKILLPostgres(t *testing.T) {
+	testEconKill(t, testenv.StartPostgres(t).NewDatabase(t))
+}
+
+func testEconKill(t *testing.T, storeURL string) {
 	eps, cl := etcdForCmdTest(t)
-	path := filepath.Join(t.TempDir(), "econ.db")
-	storeURL := "sqlite://" + path
 	names := []string{"econ-a", "econ-b", "econ-c"}
 	procs := map[string]*shardwiseProcess{}
 	for _, name := range names {
@@ -55,7 +62,7 @@ func TestEconProcessesSurviveSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	store, err := sqlstore.OpenSQLite(ctx, path)
+	store, err := sqlstore.Open(ctx, storeURL)
 	if err != nil {
 		t.Fatal(err)
 	}
