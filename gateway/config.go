@@ -59,7 +59,11 @@ type Limits struct {
 	// seconds of a login's terrain burst).
 	SendBudget int
 	// WriteTimeout bounds one write to the socket; a client whose TCP
-	// window stays shut longer is a slow reader too. Default
+	// window stays shut longer is a slow reader too. It is checked on
+	// Clock by the housekeeper, every quarter of the shortest limit, and
+	// a write is judged stalled only once two checks have seen it (a clock
+	// that jumps cuts no write it merely caught in progress), so a stalled
+	// write is cut between WriteTimeout and 1.5 times it. Default
 	// DefaultWriteTimeout.
 	WriteTimeout time.Duration
 }

@@ -2,8 +2,9 @@ package gateway
 
 import (
 	"context"
-	"errors"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,9 @@ import (
 )
 
 // outItem is one server message waiting for the socket: a whole encoded
-// message (raw), or a tick's batch, whose frames are written as they are
-// after a header built at write time.
+// message (raw), or a tick's batch, whose frames the writer copies behind
+// a header into one buffer at write time, so that the batch leaves as one
+// WebSocket frame and one write to the socket.
 type outItem struct {
 	raw    []byte
 	tick   uint64
@@ -52,6 +54,20 @@ type conn struct {
 	reason  string
 	drop    bool // a slow reader: the backlog is discarded, the socket cut
 	wake    chan struct{}
+	// spare is a frames slice the writer is done with, for the next
+	// batch: in steady play one batch is in flight at a time, so two
+	// slices take turns and a delivery allocates nothing.
+	spare [][]byte
+
+	// writing numbers the write in progress (0: none), for the
+	// housekeeper to cut one that stalls past Limits.WriteTimeout;
+	// writes counts them (writer only).
+	writing atomic.Uint64
+	writes  uint64
+	// The write in progress when the housekeeper first saw it, and when
+	// (housekeeper only).
+	stalled      uint64
+	stalledSince time.Time
 
 	sess      *Session  // set once logged in; read by the gateway under g.mu
 	nextRenew time.Time // housekeeper only
@@ -77,7 +93,9 @@ func (c *conn) enqueueBatch(tick uint64, frames [][]byte) {
 		c.mu.Unlock()
 		return
 	}
-	c.queue = append(c.queue, outItem{tick: tick, frames: append([][]byte(nil), frames...), size: size})
+	fs := append(c.spare[:0], frames...) // frames is reused once Deliver returns: keep a copy of the slice (not of the bytes)
+	c.spare = nil
+	c.queue = append(c.queue, outItem{tick: tick, frames: fs, size: size})
 	c.queued += size
 	if c.queued > c.g.cfg.Limits.SendBudget && len(c.queue)-c.head > 1 {
 		c.closeLocked(StatusSlowReader, CodeSlowReader, true)
@@ -125,11 +143,20 @@ func (c *conn) closeLocked(status websocket.StatusCode, code string, drop bool) 
 	}
 }
 
-// next pops the next item to write, or reports that the queue is empty
-// and whether the socket is to be closed.
-func (c *conn) next() (it outItem, ok, closing bool) {
+// maxSpareFrames caps the frames slice a connection keeps for its next
+// batch: a login's burst may hold thousands of frames, steady ticks tens.
+const maxSpareFrames = 1024
+
+// next accounts for done, the item the writer has just written (its
+// frames slice cleared, to be reused), and pops the next item to write, or
+// reports that the queue is empty and whether the socket is to be closed.
+func (c *conn) next(done outItem) (it outItem, ok, closing bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.queued -= done.size
+	if done.frames != nil && c.spare == nil && cap(done.frames) <= maxSpareFrames {
+		c.spare = done.frames[:0]
+	}
 	if c.head < len(c.queue) {
 		it = c.queue[c.head]
 		c.queue[c.head] = outItem{}
@@ -148,19 +175,15 @@ func (c *conn) isClosing() bool {
 	return c.closing
 }
 
-func (c *conn) written(size int) {
-	c.mu.Lock()
-	c.queued -= size
-	c.mu.Unlock()
-}
-
 // writeLoop is the writer goroutine: it writes the queue in order and
 // closes the socket when asked, then closes done.
 func (c *conn) writeLoop() {
 	defer close(c.done)
 	m := c.g.cfg.Metrics
+	var done outItem
 	for {
-		it, ok, closing := c.next()
+		it, ok, closing := c.next(done)
+		done = outItem{}
 		if !ok {
 			if closing {
 				c.finish()
@@ -173,43 +196,86 @@ func (c *conn) writeLoop() {
 			c.mu.Lock()
 			if !c.closing {
 				c.closeLocked(StatusSlowReader, CodeSlowReader, true)
-				if !errors.Is(err, context.DeadlineExceeded) {
-					c.reason = "CLIENT" // the socket broke: the client went away
-				}
+				c.reason = "CLIENT" // the socket broke: the client went away (a stalled write was closed as a slow reader already)
 			}
 			c.drop = true
 			c.mu.Unlock()
 			c.finish()
 			return
 		}
-		c.written(it.size)
 		if it.raw == nil {
 			m.batchesOut.Inc()
+			clear(it.frames) // let go of the ticks' arenas before the slice is reused
 		}
 		m.bytesOut.Add(float64(it.size))
+		done = it
 	}
 }
 
+// maxBatchHeader bounds batchHeader's bytes: three tags and three varints.
+const maxBatchHeader = 3 + 3*binary.MaxVarintLen64
+
+// maxPooledBuffer: a send buffer larger than this (a login's burst) is
+// left to the collector rather than kept in the gateway's pool.
+const maxPooledBuffer = 64 << 10
+
+// write writes one item as one WebSocket message: a batch is its header
+// and frames copied into a pooled buffer, so the library writes one frame
+// and flushes once (streaming the frames through a message writer made a
+// continuation frame, with its locks and timeout bookkeeping, per frame).
+// The write has no context deadline (the library would arm a timer per
+// frame for it): the housekeeper cuts a write that stalls past
+// Limits.WriteTimeout (cutIfStalled).
 func (c *conn) write(it outItem) error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.g.cfg.Limits.WriteTimeout)
-	defer cancel()
-	if it.raw != nil {
-		return c.ws.Write(ctx, websocket.MessageBinary, it.raw)
-	}
-	w, err := c.ws.Writer(ctx, websocket.MessageBinary)
-	if err != nil {
-		return err
-	}
-	var hdr [32]byte
-	if _, err := w.Write(batchHeader(hdr[:0], it.tick, it.size)); err != nil {
-		return err
-	}
-	for _, f := range it.frames {
-		if _, err := w.Write(f); err != nil {
-			return err
+	b := it.raw
+	var buf *[]byte
+	if b == nil {
+		buf = c.g.buffers.Get().(*[]byte)
+		b = slices.Grow((*buf)[:0], maxBatchHeader+it.size)
+		b = batchHeader(b, it.tick, it.size)
+		for _, f := range it.frames {
+			b = append(b, f...)
 		}
 	}
-	return w.Close()
+	c.writes++
+	c.writing.Store(c.writes)
+	err := c.ws.Write(context.Background(), websocket.MessageBinary, b)
+	c.writing.Store(0)
+	if buf != nil && cap(b) <= maxPooledBuffer {
+		*buf = b[:0]
+		c.g.buffers.Put(buf)
+	}
+	return err
+}
+
+// cutIfStalled is the housekeeper's check of the write in progress: one
+// it has seen in progress for timeout on the clock, at two of its passes,
+// is stalled (the client's window stayed shut: a slow reader), and the
+// socket is cut; the writer's write then fails and ends the connection.
+// Two sightings, not a start time, so that a clock moved far at once
+// (a fake one in a test, a host that slept) cuts no write that was only
+// caught in progress. So a stalled write is cut between timeout and
+// timeout plus two passes.
+func (c *conn) cutIfStalled(now time.Time, timeout time.Duration) bool {
+	w := c.writing.Load()
+	switch {
+	case w == 0:
+		c.stalled = 0
+		return false
+	case w != c.stalled:
+		c.stalled, c.stalledSince = w, now
+		return false
+	case now.Sub(c.stalledSince) < timeout:
+		return false
+	}
+	c.mu.Lock()
+	if !c.closing {
+		c.closeLocked(StatusSlowReader, CodeSlowReader, true)
+	}
+	c.drop = true
+	c.mu.Unlock()
+	_ = c.ws.CloseNow()
+	return true
 }
 
 // finish closes the socket: with the close handshake and the reason, or

@@ -23,14 +23,15 @@
 //     injected clock), an idle timeout and a login timeout (checked by one
 //     housekeeping goroutine on the injected clock), and slow-reader
 //     protection: at most SendBudget bytes wait for a client, and a write
-//     that takes longer than WriteTimeout cuts it.
+//     that takes longer than WriteTimeout (on the injected clock) cuts it.
 //   - What a client may ask: an Input only for the player's own master or
 //     pet (the ids the World named with Session.SetYou); anything else is
 //     refused with GATEWAY.NOT_YOURS and reaches no one.
 //   - The server messages: one Batch per tick holding the outbox frames
-//     byte for byte as the simulating nodes encoded them (the header is
-//     written in front of them, the frames are never re-encoded or
-//     copied), You, Terrain, Error, Pong.
+//     byte for byte as the simulating nodes encoded them (never
+//     re-encoded: the writer copies them behind the header into one send
+//     buffer, so a batch is one WebSocket frame and one write to the
+//     socket), You, Terrain, Error, Pong.
 //   - Its Prometheus collectors (Metrics).
 //
 // What it does not own: the world (the World port: the zone runtime brings

@@ -30,6 +30,11 @@ type Gateway struct {
 	closed   bool
 	conns    map[*conn]struct{}
 	sessions map[account.ID]*conn
+
+	// buffers are the writers' send buffers (*[]byte): a batch is
+	// assembled in one only while it is written, so the gateway holds
+	// about as many as there are writes in flight, not one per socket.
+	buffers sync.Pool
 }
 
 // New starts a gateway.
@@ -44,9 +49,11 @@ func New(cfg Config) (*Gateway, error) {
 		conns:    make(map[*conn]struct{}),
 		sessions: make(map[account.ID]*conn),
 	}
+	g.buffers.New = func() any { b := make([]byte, 0, 4096); return &b }
 	// The ticker is made here, not in the goroutine, so that it counts
-	// from New on an injected clock too.
-	period := min(cfg.Limits.IdleTimeout, cfg.Limits.LoginTimeout, cfg.RenewEvery) / 4
+	// from New on an injected clock too. A quarter of the shortest limit
+	// it checks: a deadline is acted on at most a quarter late.
+	period := min(cfg.Limits.IdleTimeout, cfg.Limits.LoginTimeout, cfg.Limits.WriteTimeout, cfg.RenewEvery) / 4
 	t := cfg.Clock.NewTicker(max(period, 5*time.Millisecond))
 	g.wg.Add(1)
 	go g.housekeep(t)
@@ -180,8 +187,9 @@ func (g *Gateway) release(s *Session) {
 	}
 }
 
-// housekeep closes idle sockets and logins that take too long, and renews
-// the sessions' leases, on the injected clock.
+// housekeep closes idle sockets and logins that take too long, cuts
+// writes that stall, and renews the sessions' leases, on the injected
+// clock.
 func (g *Gateway) housekeep(t clock.Ticker) {
 	defer g.wg.Done()
 	defer t.Stop()
@@ -200,6 +208,9 @@ func (g *Gateway) housekeep(t clock.Ticker) {
 		}
 		g.mu.Unlock()
 		for _, c := range conns {
+			if c.cutIfStalled(now, g.cfg.Limits.WriteTimeout) {
+				continue
+			}
 			if by := c.loginBy.Load(); by != 0 && now.UnixNano() >= by {
 				c.closeWith(StatusLoginFailed, CodeLoginTimeout, "gateway: no login in time")
 				continue

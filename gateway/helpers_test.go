@@ -85,7 +85,7 @@ func (w *recWorld) snapshot() (joins, leaves []directory.Epoch, inputs []gateway
 // fixture is one cluster's shared parts: a directory, a fake clock, an
 // issuer, and gateways on test HTTP servers.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	clk    *clock.Fake
 	dir    directory.Directory
 	pub    ed25519.PublicKey
@@ -93,12 +93,12 @@ type fixture struct {
 	issuer *logintoken.Issuer
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	return newFixtureWith(t, directory.MemoryConfig{})
 }
 
-func newFixtureWith(t *testing.T, dc directory.MemoryConfig) *fixture {
+func newFixtureWith(t testing.TB, dc directory.MemoryConfig) *fixture {
 	t.Helper()
 	clk := clock.NewFake(start)
 	dc.Clock = clk
@@ -165,11 +165,11 @@ func (f *fixture) node(name string, id directory.NodeID, mod func(*gateway.Confi
 
 // client is a test client over a real WebSocket.
 type client struct {
-	t  *testing.T
+	t  testing.TB
 	ws *websocket.Conn
 }
 
-func dial(t *testing.T, url string) *client {
+func dial(t testing.TB, url string) *client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -282,7 +282,7 @@ func ping(n uint64) *clientpb.ClientMessage {
 }
 
 // poll waits for cond, failing after a deadline.
-func poll(t *testing.T, what string, cond func() bool) {
+func poll(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	testenv.PollUntil(t, 20*time.Second, what, cond)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/gateway"
@@ -51,6 +52,64 @@ func TestAClientThatNeverReadsIsDropped(t *testing.T) {
 		t.Fatalf("%d sessions after the drop", n.gw.Sessions())
 	}
 	t.Logf("dropped after %d batches (%d KiB) of a %d KiB budget", delivered, delivered*len(frame)>>10, budget>>10)
+}
+
+// A write that stalls (a client that stopped reading, its socket buffers
+// full) is cut once it has lasted WriteTimeout on the injected clock,
+// however far under the send budget the backlog is.
+func TestAStalledWriteIsCutAtTheWriteTimeout(t *testing.T) {
+	f := newFixtureWith(t, directory.MemoryConfig{LeaseTTL: time.Hour})
+	const timeout = 4 * time.Second
+	n := f.node("gw-a", 1, func(c *gateway.Config) {
+		c.Limits.SendBudget = 1 << 30 // never the budget
+		c.Limits.WriteTimeout = timeout
+		c.Limits.IdleTimeout = time.Hour
+		c.RenewEvery = time.Hour
+	})
+	c, _ := f.loggedIn(n, 3) // and then never reads again
+	s := n.world.session(3)
+	// One message far larger than loopback's socket buffers: its write
+	// blocks while the client does not read.
+	s.Deliver(1, [][]byte{outbox.AppendComponentFrame(nil, 42, 1, make([]byte, 32<<20))})
+	t0 := f.clk.Now()
+	poll(t, "the stalled write to be cut", func() bool {
+		if isDone(s.Done()) {
+			return true
+		}
+		f.clk.Advance(timeout / 16)
+		return false
+	})
+	if waited := f.clk.Since(t0); waited < timeout {
+		t.Fatalf("cut after %v of the clock, before the %v write timeout", waited, timeout)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(n.gw.Metrics().Collectors()...)
+	if got := closesOf(t, reg, gateway.CodeSlowReader); got != 1 {
+		t.Fatalf("%v closes counted as %s, want 1", got, gateway.CodeSlowReader)
+	}
+	_ = c
+}
+
+// closesOf is the gateway's count of sockets closed for code.
+func closesOf(t *testing.T, reg *prometheus.Registry, code string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "shardwise_gateway_closes_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "code" && l.GetValue() == code {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func TestIdleAndLoginTimeoutsOnTheInjectedClock(t *testing.T) {

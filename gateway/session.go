@@ -69,7 +69,8 @@ func (s *Session) Epoch() directory.Epoch { return s.epoch }
 func (s *Session) Displaced() directory.Session { return s.prev }
 
 // Deliver queues tick's batch for the client (outbox.Sink): one Batch
-// holding the frames as they are (retained, never copied or re-encoded).
+// holding the frames as they are (retained until written, never
+// re-encoded; the slice itself is copied, so the caller may reuse it).
 // The World calls it at most once per tick, in increasing tick order,
 // with everything of the tick (its local frames and those forwarded from
 // other nodes); an empty delivery sends nothing. A client whose backlog
