@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -14,7 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -79,6 +82,14 @@ func processCPU() time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// Flags of BenchmarkGatewayClients (go test -args, or sim.test directly).
+var (
+	fullClients = flag.Bool("sim.full-clients", false,
+		"BenchmarkGatewayClients: full sim.Clients, which keep every entity they are shown, instead of lean ones")
+	windowProfile = flag.String("sim.window-cpuprofile", "",
+		"BenchmarkGatewayClients: write a CPU profile of each case's measured window (the server process) to this file, suffixed with the case's name")
+)
+
 // benchLimits: the benchmarks' gateways keep idle clients for long: a
 // client that logged in early waits for the others before it sends its
 // first input.
@@ -123,9 +134,12 @@ const (
 //   - sockets: the same world with no bots; N sim clients log in to a real
 //     gateway over loopback WebSocket and each sends a move to a random
 //     point within 150 m of its home about once a second. The clients
-//     run in another process (this test binary again, clientProcessEnv),
-//     so this process's CPU is the server's alone; the two processes
-//     share the machine's cores.
+//     are lean (sim.DialOptions.Lean: they read every message and check
+//     and count every frame, but keep only their own master and pet;
+//     -sim.full-clients makes them keep the world they see). They run in
+//     another process (this test binary again, clientProcessEnv), so this
+//     process's CPU is the server's alone; the two processes share the
+//     machine's cores.
 //
 // The accounts are the same (1 to N, so the same homes and parties). One
 // op is one tick after the logins and a warm-up of gatewayWarmTicks.
@@ -134,8 +148,10 @@ const (
 // client (user+system over the window, every goroutine and GC); in the
 // sockets case the client process's CPU per client, bytes and batches
 // each client received per second (protobuf messages, before WebSocket
-// framing) and sockets the server closed; in both, the outbox's bytes
-// delivered per account per second (the frames alone).
+// framing), messages a second, sockets the server closed, and where the
+// bytes went (sim.ByteCounts: bursts, vanishes, updates by component,
+// terrain); in both, the outbox's bytes delivered per account per second
+// (the frames alone).
 func BenchmarkGatewayClients(b *testing.B) {
 	for _, n := range []int{250, 500, 1000} {
 		b.Run(fmt.Sprintf("clients=%d/sinks", n), func(b *testing.B) { benchSinks(b, n) })
@@ -186,6 +202,18 @@ type window struct {
 
 func (l *tickLoop) run(b *testing.B) window {
 	runtime.GC() // the warm-up's garbage is not the window's
+	if *windowProfile != "" {
+		name := *windowProfile + "." + strings.NewReplacer("/", "-", "=", "").Replace(b.Name())
+		f, err := os.Create(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	w := window{start: time.Now(), cpu0: processCPU()}
 	for b.Loop() {
 		l.step(true)
@@ -264,7 +292,7 @@ func benchSockets(b *testing.B, n int) {
 	}
 	b.Cleanup(func() { _ = rt.Close() })
 	bc := newWorld(b)
-	job := clientJob{URL: bc.serveWith(rt, 0, benchLimits), Seed: 1, Roam: clientRoam, Every: clientMoveEvery}
+	job := clientJob{URL: bc.serveWith(rt, 0, benchLimits), Seed: 1, Roam: clientRoam, Every: clientMoveEvery, Full: *fullClients}
 	for a := account.ID(1); a <= account.ID(n); a++ {
 		job.Tokens = append(job.Tokens, bc.token(a))
 	}
@@ -295,6 +323,22 @@ func benchSockets(b *testing.B, n int) {
 	b.ReportMetric(bytes, "B/s/client")
 	b.ReportMetric(bytes*8/1000, "kbit/s/client")
 	b.ReportMetric(float64(m1.Batches-m0.Batches)/sec/float64(n), "batches/s/client")
+	b.ReportMetric(float64(m1.Messages-m0.Messages)/sec/float64(n), "msgs/s/client")
+	// Where the bytes went (sim.ByteCounts), per client per second.
+	perSec := func(v0, v1 int) float64 { return float64(v1-v0) / sec / float64(n) }
+	k0, k1 := m0.ByKind, m1.ByKind
+	b.ReportMetric(perSec(k0.Bursts, k1.Bursts), "burst-B/s/client")
+	b.ReportMetric(perSec(k0.Vanishes, k1.Vanishes), "vanish-B/s/client")
+	b.ReportMetric(perSec(k0.Terrain, k1.Terrain), "terrain-B/s/client")
+	for _, u := range []struct {
+		t    int
+		name string
+	}{{int(game.WirePosition), "position"}, {int(game.WirePath), "path"}, {int(game.WireSpeed), "speed"}, {int(game.WireVisual), "visual"}, {int(game.WireHealth), "health"}, {int(game.WireExp), "exp"}} {
+		b.ReportMetric(perSec(k0.Updates[u.t], k1.Updates[u.t]), u.name+"-B/s/client")
+	}
+	if *fullClients {
+		b.ReportMetric(1, "full-clients")
+	}
 	b.ReportMetric(float64(m1.Inputs-m0.Inputs)/sec/float64(n), "inputs/s/client")
 	b.ReportMetric(float64(m1.Closed), "closed")
 	b.ReportMetric(float64(m1.Errors), "errors")
@@ -311,15 +355,17 @@ type clientJob struct {
 	Seed   uint64
 	Roam   float64
 	Every  time.Duration
+	Full   bool // full sim.Clients, not lean ones
 }
 
 // clientMark is the client process's answer to "mark": its counters so
 // far, summed over the clients.
 type clientMark struct {
-	Wall                           time.Time
-	CPU                            time.Duration // the process's user+system time
-	Bytes, Batches, Inputs, Closed int
-	Errors                         int
+	Wall                                     time.Time
+	CPU                                      time.Duration // the process's user+system time
+	Bytes, Messages, Batches, Inputs, Closed int
+	Errors                                   int
+	ByKind                                   sim.ByteCounts
 }
 
 // clientProc is the client process, seen from the benchmark.
@@ -451,7 +497,7 @@ func clientProcess(r io.Reader, w io.Writer) error {
 			defer func() { <-sem }()
 			lctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			defer cancel()
-			c, err := sim.Dial(lctx, job.URL)
+			c, err := sim.DialWith(lctx, job.URL, sim.DialOptions{Lean: !job.Full})
 			if err != nil {
 				errs[i] = err
 				return
@@ -517,7 +563,9 @@ func clientProcess(r io.Reader, w io.Writer) error {
 				c.Look(func(v *sim.View) {
 					s := v.Stats()
 					m.Bytes += s.Bytes
+					m.Messages += s.Messages
 					m.Batches += s.Batches
+					m.ByKind.Add(s.ByKind)
 					m.Errors += len(v.Errors())
 				})
 				select {

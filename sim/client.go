@@ -1,12 +1,14 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/coder/websocket"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shardwise/shardwise/game"
@@ -28,14 +30,18 @@ type Entity struct {
 
 // Client is one player's client over the real protocol: a WebSocket to a
 // gateway, a reader goroutine that applies every Batch to the world the
-// client knows, and the calls a player makes. Its methods are safe for
-// concurrent use.
+// client knows (or, a lean client, only what concerns its own entities),
+// and the calls a player makes. Its methods are safe for concurrent use.
 type Client struct {
 	ws   *websocket.Conn
 	done chan struct{}
+	lean bool
 
-	mu       sync.Mutex
-	changed  chan struct{} // closed and replaced on every change
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on a change once a Wait took it
+	// waited says a Wait holds changed: a change with no one waiting need
+	// not close and replace it (one allocation a message, for nothing).
+	waited   bool
 	welcome  *clientpb.Welcome
 	master   uint64
 	pet      uint64
@@ -75,7 +81,33 @@ type ClientStats struct {
 	Updates int
 	// OutOfOrder counts batches whose tick did not rise.
 	OutOfOrder int
-	Bytes      int
+	// Bytes counts the server messages read (protobuf, before WebSocket
+	// framing), Messages how many; ByKind is where the bytes went.
+	Bytes, Messages int
+	ByKind          ByteCounts
+}
+
+// ByteCounts is where a client's bytes went: the batches' frames by what
+// they carry (each frame whole: its length prefix, kind, entity and
+// payload), and the terrain. The rest of ClientStats.Bytes is the
+// protobuf around the frames and the messages that are neither.
+type ByteCounts struct {
+	Bursts   int // appear heads and the component frames of their bursts
+	Vanishes int // vanish frames
+	// Updates are the other component frames, by component type (a type
+	// past the end counts in the last).
+	Updates [8]int
+	Terrain int // Terrain messages, whole
+}
+
+// Add adds o to b.
+func (b *ByteCounts) Add(o ByteCounts) {
+	b.Bursts += o.Bursts
+	b.Vanishes += o.Vanishes
+	b.Terrain += o.Terrain
+	for i := range b.Updates {
+		b.Updates[i] += o.Updates[i]
+	}
 }
 
 // Blink is one blink: the entity, what it looked like, and the ticks of
@@ -90,15 +122,35 @@ type Blink struct {
 // sight is a blink (a tenth of a second at 20 Hz).
 const blinkTicks = 2
 
-// Dial connects to a gateway's WebSocket endpoint (ws://host:port/path).
+// Dial connects to a gateway's WebSocket endpoint (ws://host:port/path)
+// as a full client: it keeps the world it is shown.
 func Dial(ctx context.Context, url string) (*Client, error) {
+	return DialWith(ctx, url, DialOptions{})
+}
+
+// DialOptions choose what a client keeps.
+type DialOptions struct {
+	// Lean makes a client that keeps only what concerns its own master
+	// and pet, as a bot that only walks needs: it still reads every
+	// message, checks every frame of every batch (outbox.DecodeBatch:
+	// lengths, kinds, whole bursts) and counts them (ClientStats), but
+	// stores the components of no other entity and decodes no terrain, so
+	// View.Entity knows only its own two (and, before You names them,
+	// whatever it was shown), View.Terrain nothing, and no blinks are
+	// counted. An entity a later You names is known from its next appear
+	// or update.
+	Lean bool
+}
+
+// DialWith connects to a gateway's WebSocket endpoint as opts say.
+func DialWith(ctx context.Context, url string, opts DialOptions) (*Client, error) {
 	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{gateway.Subprotocol}})
 	if err != nil {
 		return nil, err
 	}
 	ws.SetReadLimit(16 << 20)
 	c := &Client{
-		ws: ws, done: make(chan struct{}), changed: make(chan struct{}),
+		ws: ws, done: make(chan struct{}), changed: make(chan struct{}), lean: opts.Lean,
 		entities: make(map[uint64]*Entity), terrain: make(map[[2]int32][]byte), view: interest.DefaultView(),
 	}
 	go c.read()
@@ -240,6 +292,7 @@ func (c *Client) Wait(ctx context.Context, cond func(*View) bool) error {
 		c.mu.Lock()
 		ok := cond(&View{c})
 		ch := c.changed
+		c.waited = !ok || c.waited
 		c.mu.Unlock()
 		if ok {
 			return nil
@@ -261,12 +314,17 @@ func (c *Client) Wait(ctx context.Context, cond func(*View) bool) error {
 	}
 }
 
+// maxReadBuffer: a message buffer grown past this (a login's burst) is
+// let go rather than kept for the next message.
+const maxReadBuffer = 256 << 10
+
 func (c *Client) read() {
 	defer close(c.done)
 	// Vanished out of sight at tick: an appear within two batches is a blink.
 	vanished := make(map[uint64]vanish) // what vanished out of sight lately
+	var buf bytes.Buffer                // the message being read, reused
 	for {
-		_, b, err := c.ws.Read(context.Background())
+		b, err := c.readMessage(&buf)
 		if err != nil {
 			c.mu.Lock()
 			var ce websocket.CloseError
@@ -280,39 +338,127 @@ func (c *Client) read() {
 			c.mu.Unlock()
 			return
 		}
-		var m clientpb.ServerMessage
-		if err := proto.Unmarshal(b, &m); err != nil {
-			c.mu.Lock()
-			c.closeErr = fmt.Errorf("sim: undecodable server message: %w", err)
+		c.mu.Lock()
+		c.stats.Bytes += len(b)
+		c.stats.Messages++
+		if err := c.apply(b, vanished); err != nil {
+			c.closeErr = err
 			c.mu.Unlock()
 			_ = c.ws.CloseNow()
 			continue
 		}
-		c.mu.Lock()
-		c.stats.Bytes += len(b)
-		switch body := m.Body.(type) {
-		case *clientpb.ServerMessage_Welcome:
-			c.welcome = body.Welcome
-			if w := body.Welcome.World; w != nil {
-				c.geo, _ = torus.New(torus.Config{Width: int(w.SizeX), Height: int(w.SizeY), ChunkEdge: int(w.ChunkEdge)})
-			}
-		case *clientpb.ServerMessage_You:
-			c.master, c.pet = body.You.Master, body.You.Pet
-		case *clientpb.ServerMessage_Error:
-			c.errs = append(c.errs, body.Error)
-		case *clientpb.ServerMessage_Terrain:
-			if ch, err := terrain.DecodeChunk(body.Terrain.Chunk); err == nil {
-				c.terrain[[2]int32{ch.X, ch.Y}] = body.Terrain.Chunk
-			} else {
-				c.closeErr = fmt.Errorf("sim: malformed terrain: %w", err)
-			}
-		case *clientpb.ServerMessage_Batch:
-			c.applyBatch(body.Batch, vanished)
+		if c.waited {
+			close(c.changed)
+			c.changed, c.waited = make(chan struct{}), false
 		}
-		close(c.changed)
-		c.changed = make(chan struct{})
 		c.mu.Unlock()
 	}
+}
+
+// readMessage reads the next message into buf and returns its bytes,
+// valid until the next call: everything kept of them is copied (proto
+// copies bytes fields; applyBatch copies payloads).
+func (c *Client) readMessage(buf *bytes.Buffer) ([]byte, error) {
+	_, r, err := c.ws.Reader(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	if buf.Cap() > maxReadBuffer {
+		*buf = bytes.Buffer{}
+	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Field numbers of proto/client.proto that a lean client reads by hand.
+const (
+	fieldServerBatch   = 3
+	fieldServerTerrain = 4
+	fieldBatchTick     = 1
+	fieldBatchFrames   = 2
+)
+
+// apply applies one server message, under c.mu.
+func (c *Client) apply(b []byte, vanished map[uint64]vanish) error {
+	if c.lean {
+		// A batch or terrain is one length-delimited field: read its
+		// header by hand, with no message allocated.
+		if num, typ, n := protowire.ConsumeTag(b); n > 0 && typ == protowire.BytesType && (num == fieldServerBatch || num == fieldServerTerrain) {
+			body, m := protowire.ConsumeBytes(b[n:])
+			if m >= 0 && n+m == len(b) {
+				if num == fieldServerTerrain {
+					c.stats.ByKind.Terrain += len(b)
+					return nil // a bot needs no ground
+				}
+				if tick, frames, ok := parseBatch(body); ok {
+					c.applyBatch(tick, frames, vanished)
+					return nil
+				}
+			}
+		}
+	}
+	var m clientpb.ServerMessage
+	if err := proto.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("sim: undecodable server message: %w", err)
+	}
+	switch body := m.Body.(type) {
+	case *clientpb.ServerMessage_Welcome:
+		c.welcome = body.Welcome
+		if w := body.Welcome.World; w != nil {
+			c.geo, _ = torus.New(torus.Config{Width: int(w.SizeX), Height: int(w.SizeY), ChunkEdge: int(w.ChunkEdge)})
+		}
+	case *clientpb.ServerMessage_You:
+		c.master, c.pet = body.You.Master, body.You.Pet
+		if c.lean {
+			// From now on a lean client keeps only these two.
+			for id := range c.entities {
+				if id != c.master && id != c.pet {
+					delete(c.entities, id)
+				}
+			}
+		}
+	case *clientpb.ServerMessage_Error:
+		c.errs = append(c.errs, body.Error)
+	case *clientpb.ServerMessage_Terrain:
+		c.stats.ByKind.Terrain += len(b)
+		if ch, err := terrain.DecodeChunk(body.Terrain.Chunk); err == nil {
+			c.terrain[[2]int32{ch.X, ch.Y}] = body.Terrain.Chunk
+		} else {
+			c.closeErr = fmt.Errorf("sim: malformed terrain: %w", err)
+		}
+	case *clientpb.ServerMessage_Batch:
+		c.applyBatch(body.Batch.Tick, body.Batch.Frames, vanished)
+	}
+	return nil
+}
+
+// parseBatch reads a Batch message's fields (proto3: each at most once
+// from this server, but the last wins, as in protobuf; unknown ones are
+// skipped).
+func parseBatch(b []byte) (tick uint64, frames []byte, ok bool) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return 0, nil, false
+		}
+		b = b[n:]
+		switch {
+		case num == fieldBatchTick && typ == protowire.VarintType:
+			tick, n = protowire.ConsumeVarint(b)
+		case num == fieldBatchFrames && typ == protowire.BytesType:
+			frames, n = protowire.ConsumeBytes(b)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return 0, nil, false
+		}
+		b = b[n:]
+	}
+	return tick, frames, true
 }
 
 // vanish is an entity gone out of sight: when, whether at the view's
@@ -338,34 +484,52 @@ func (c *Client) atEdge(id uint64) bool {
 	return c.geo.ChunkDistance(c.geo.ChunkOf(p), c.geo.ChunkOf(m)) >= c.view.Radius
 }
 
-func (c *Client) applyBatch(bt *clientpb.Batch, vanished map[uint64]vanish) {
+func (c *Client) applyBatch(tick uint64, frames []byte, vanished map[uint64]vanish) {
 	c.stats.Batches++
-	if bt.Tick <= c.lastTick {
+	if tick <= c.lastTick {
 		c.stats.OutOfOrder++
 	}
-	c.lastTick = bt.Tick
-	for id, v := range vanished {
-		if bt.Tick > v.tick+blinkTicks {
-			delete(vanished, id)
+	c.lastTick = tick
+	full := !c.lean
+	if full {
+		for id, v := range vanished {
+			if tick > v.tick+blinkTicks {
+				delete(vanished, id)
+			}
 		}
+	}
+	// keep says whether the client stores what it is told of id: a full
+	// client everything, a lean one its own two (everything until You).
+	keep := func(id uint64) bool {
+		return full || (c.master == 0 && c.pet == 0) || id == c.master || id == c.pet
 	}
 	var burst *Entity
 	left := 0
-	err := outbox.DecodeBatch(bt.Frames, func(m outbox.Message) error {
+	inBurst := 0 // component frames still owed to the last appear head, for ByKind
+	err := outbox.DecodeBatch(frames, func(m outbox.Message) error {
+		size := frameSize(m)
 		switch m.Kind {
 		case outbox.KindAppear:
 			c.stats.Appears++
-			if v, ok := vanished[m.Entity]; ok && bt.Tick <= v.tick+blinkTicks {
-				if v.edge {
-					c.stats.EdgeReturns++
-				} else {
-					c.stats.Blinks++
-					if len(c.stats.BlinkLog) < 16 {
-						c.stats.BlinkLog = append(c.stats.BlinkLog, Blink{Entity: m.Entity, Visual: v.visual, Vanished: v.tick, Appeared: bt.Tick})
+			c.stats.ByKind.Bursts += size
+			inBurst = m.BurstLen
+			if full {
+				if v, ok := vanished[m.Entity]; ok && tick <= v.tick+blinkTicks {
+					if v.edge {
+						c.stats.EdgeReturns++
+					} else {
+						c.stats.Blinks++
+						if len(c.stats.BlinkLog) < 16 {
+							c.stats.BlinkLog = append(c.stats.BlinkLog, Blink{Entity: m.Entity, Visual: v.visual, Vanished: v.tick, Appeared: tick})
+						}
 					}
 				}
+				delete(vanished, m.Entity)
 			}
-			delete(vanished, m.Entity)
+			if !keep(m.Entity) {
+				burst, left = nil, 0
+				return nil
+			}
 			// An entity known only by what its owner is sent out of sight
 			// (owner-only and party components, routed by account) keeps
 			// those: the burst carries the visible ones.
@@ -377,6 +541,15 @@ func (c *Client) applyBatch(bt *clientpb.Batch, vanished map[uint64]vanish) {
 			burst, left = e, m.BurstLen
 		case outbox.KindComponent:
 			c.stats.Updates++
+			if inBurst > 0 {
+				inBurst--
+				c.stats.ByKind.Bursts += size
+			} else {
+				c.stats.ByKind.Updates[min(int(m.Component), len(c.stats.ByKind.Updates)-1)] += size
+			}
+			if !keep(m.Entity) {
+				return nil
+			}
 			e := burst
 			if left == 0 || e == nil || e.ID != m.Entity {
 				e = c.entities[m.Entity]
@@ -390,8 +563,9 @@ func (c *Client) applyBatch(bt *clientpb.Batch, vanished map[uint64]vanish) {
 			e.Components[m.Component] = append([]byte(nil), m.Payload...)
 		case outbox.KindVanish:
 			c.stats.Vanishes++
-			if m.Reason == interest.OutOfSight {
-				v := vanish{tick: bt.Tick, edge: c.atEdge(m.Entity)}
+			c.stats.ByKind.Vanishes += size
+			if full && m.Reason == interest.OutOfSight {
+				v := vanish{tick: tick, edge: c.atEdge(m.Entity)}
 				if e := c.entities[m.Entity]; e != nil {
 					v.visual = e.Components[game.WireVisual]
 				}
@@ -402,6 +576,20 @@ func (c *Client) applyBatch(bt *clientpb.Batch, vanished map[uint64]vanish) {
 		return nil
 	})
 	if err != nil {
-		c.closeErr = fmt.Errorf("sim: malformed batch at tick %d: %w", bt.Tick, err)
+		c.closeErr = fmt.Errorf("sim: malformed batch at tick %d: %w", tick, err)
 	}
+}
+
+// frameSize is the bytes of m's frame on the wire (outbox's format).
+func frameSize(m outbox.Message) int {
+	body := 1 + 8 // kind, entity
+	switch m.Kind {
+	case outbox.KindComponent:
+		body += protowire.SizeVarint(uint64(m.Component)) + len(m.Payload)
+	case outbox.KindAppear:
+		body += protowire.SizeVarint(uint64(m.BurstLen))
+	case outbox.KindVanish:
+		body++
+	}
+	return protowire.SizeVarint(uint64(body)) + body
 }

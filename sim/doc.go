@@ -7,7 +7,10 @@
 // (entities and their last component payloads, its own master and pet,
 // terrain), kept by one reader goroutine per client, with counters of what
 // a player would notice (blinks: an entity that vanishes out of sight and
-// is back within two ticks; batches out of tick order); and Bots
+// is back within two ticks; batches out of tick order) and of where the
+// bytes went (ByteCounts); a lean Client (DialOptions.Lean) reads and
+// checks every message alike but keeps only its own master and pet, as a
+// bot that only walks needs (the gateway benchmark's clients); and Bots
 // (StartBots, RunBots): players on a seeded plan (BotPlan) that log in
 // round robin over gateways, walk legs across region borders, fight the
 // mobs they see, and log out and back in on the next gateway.
