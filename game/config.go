@@ -61,6 +61,9 @@ type Config struct {
 	// same node part mints ids above those of its previous run. nil means
 	// clock.Real(); tests inject a clock.Fake to get the same ids twice.
 	Clock clock.Clock
+	// Economy is the game's money and goods (econ.go): loot, shops and
+	// trades, recorded on an economy cluster. Its Ledger nil: none.
+	Economy EconomyConfig
 }
 
 // WithDefaults returns c with zero fields filled in.
@@ -106,6 +109,7 @@ func (c Config) WithDefaults() Config {
 		c.TickInterval = 50 * time.Millisecond
 	}
 	c.Clock = clock.OrReal(c.Clock)
+	c.Economy = c.Economy.withDefaults()
 	return c
 }
 
@@ -144,6 +148,9 @@ func (c Config) Validate() error {
 		return errcode.Config("MaterialiseBudget", c.MaterialiseBudget, "must be at least 1")
 	case c.TickInterval <= 0:
 		return errcode.Config("TickInterval", c.TickInterval, "must be positive")
+	}
+	if err := c.Economy.validate(); err != nil {
+		return err
 	}
 	return nil
 }

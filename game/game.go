@@ -51,6 +51,8 @@ type Game struct {
 	denQ    *ecs.Query2[Den, Position]
 	mobQ    *ecs.Query3[Mob, Position, Path]
 	moveQ   *ecs.Query4[Position, Path, Motion, Speed]
+
+	econ econState // econ.go
 }
 
 // NewModule returns the game as a module for a zone runtime (zone.New).
@@ -111,6 +113,9 @@ func (g *Game) Setup(r *zone.Runtime) error {
 		return err
 	}
 	g.r, g.geo, g.w, g.c = r, r.Geometry(), r.World(), c
+	if err := g.setupEconomy(r); err != nil {
+		return err
+	}
 	not := r.NotSimulated()
 	g.masterQ = ecs.NewQuery3(c.master, c.pos, c.path).Without(not...)
 	g.petQ = ecs.NewQuery3(c.pet, c.pos, c.path).Without(not...)
@@ -119,7 +124,7 @@ func (g *Game) Setup(r *zone.Runtime) error {
 	g.moveQ = ecs.NewQuery4(c.pos, c.path, c.motion, c.speed).Without(not...)
 	g.w.OnDestroy(g.onDestroy)
 	g.w.OnForget(g.onForget)
-	r.OnIntent(g.applyIntent)
+	r.OnIntent(g.onIntent)
 	r.OnReindex(g.reindexed)
 	r.OnColumns(zone.ColumnHooks{Materialise: g.spawnDen, Dematerialise: g.removeDen})
 	r.SetParty(g.appendParty)
@@ -240,6 +245,9 @@ func (g *Game) createPlayer(a account.ID, masterID, petID ecs.ID, home torus.Pos
 	g.w.MarkMoved(petID)
 	g.masters[a] = masterID
 	g.accountOf[masterID] = a
+	if err := g.joinEconomy(masterID); err != nil {
+		return fmt.Errorf("game: login %d: %w", a, err)
+	}
 	g.r.SetAnchor(masterID)
 	g.r.SetAnchor(petID)
 	return nil

@@ -43,6 +43,9 @@ func (g *Game) playerHooks() zone.Players {
 }
 
 func checkInput(in gateway.Input) error {
+	if isEconomyInput(in.Kind) {
+		return checkEconomyInput(in)
+	}
 	switch in.Kind {
 	case InputMove:
 		if !in.HasPoint {
@@ -64,6 +67,9 @@ func checkInput(in gateway.Input) error {
 }
 
 func (g *Game) applyInput(id ecs.ID, in gateway.Input) {
+	if g.economyInput(id, in) {
+		return
+	}
 	path, ok := g.c.path.Get(id)
 	if !ok {
 		return
@@ -162,6 +168,7 @@ func (g *Game) spawnClientPlayer(a account.ID, masterID, petID ecs.ID, home toru
 }
 
 func (g *Game) removePlayer(master ecs.ID) {
+	g.leaveTrades(master)
 	if m, ok := g.c.master.Get(master); ok && g.r.Simulated(m.Pet) {
 		_ = g.r.Destroy(m.Pet, interest.Gone)
 	}
