@@ -35,6 +35,9 @@ type EmbeddedConfig struct {
 	// 10 heartbeats. etcd refuses lease TTLs shorter than 1.5 elections
 	// (rounded up to a second), so a short Election allows short TTLs.
 	Election time.Duration
+	// ClientPort is the port clients connect to on 127.0.0.1. Default 0:
+	// a free port, chosen at start (the peer port is always chosen so).
+	ClientPort int
 	// UnsafeNoFsync skips fsync. Only for tests and throwaway demos: a crash
 	// can lose acknowledged writes. Default false.
 	UnsafeNoFsync bool
@@ -91,6 +94,9 @@ func (c EmbeddedConfig) Validate() error {
 	if c.Election > 50*time.Second {
 		return errcode.Config("EmbeddedConfig.Election", c.Election, "must be at most 50s (etcd's limit)")
 	}
+	if c.ClientPort < 0 || c.ClientPort > 65535 {
+		return errcode.Config("EmbeddedConfig.ClientPort", c.ClientPort, "must be a TCP port, 1 to 65535 (0: a free one)")
+	}
 	return nil
 }
 
@@ -111,6 +117,15 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if cfg.ClientPort != 0 {
+		// Say so plainly when the port asked for is taken, rather than
+		// retrying what cannot change.
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", cfg.ClientPort))
+		if err != nil {
+			return nil, fmt.Errorf("coord: start embedded etcd: client port %d: %w", cfg.ClientPort, err)
+		}
+		_ = l.Close()
+	}
 	var lastErr error
 	for range bindAttempts {
 		ports, err := freePorts(2)
@@ -118,6 +133,9 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 			return nil, err
 		}
 		spec := memberSpec{name: cfg.Name, dir: cfg.DataDir, clientPort: ports[0], peerPort: ports[1]}
+		if cfg.ClientPort != 0 {
+			spec.clientPort = cfg.ClientPort
+		}
 		e, err := startMember(cfg, spec, spec.initialCluster())
 		if err != nil {
 			if isAddrInUse(err) {

@@ -37,6 +37,7 @@ func newRootCmd() *cobra.Command {
 		newTokenCmd(),
 		newBotsCmd(),
 		newEconCmd(),
+		newDevCmd(),
 	)
 	return root
 }
