@@ -357,51 +357,76 @@ type econResult struct {
 }
 
 // econPool is the workers: a bounded channel of jobs, Workers goroutines,
-// answers posted to the world goroutine.
+// answers posted to the world goroutine. The goroutines start with the
+// first job, so a game whose Setup failed has none to leak.
 type econPool struct {
 	cfg    EconomyConfig
 	eco    Economy
 	reader EconomyReader
 	post   func(func())
+	done   func(econResult)
 	jobs   chan *econJob
 
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	once    sync.Once
 	retries atomic.Int64
+
+	mu      sync.Mutex // orders start and close
+	started bool
+	closed  bool
 }
 
 func newEconPool(cfg EconomyConfig, post func(func()), done func(econResult)) *econPool {
-	p := &econPool{cfg: cfg, eco: cfg.Ledger, post: post, jobs: make(chan *econJob, cfg.Workers*4)}
+	p := &econPool{cfg: cfg, eco: cfg.Ledger, post: post, done: done, jobs: make(chan *econJob, cfg.Workers*4)}
 	p.reader, _ = cfg.Ledger.(EconomyReader)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	for range cfg.Workers {
-		p.wg.Go(func() {
-			for {
-				select {
-				case <-p.ctx.Done():
-					return
-				case j := <-p.jobs:
-					res := p.do(j)
-					p.post(func() { done(res) })
-				}
-			}
-		})
-	}
 	return p
 }
 
+// start launches the workers once; it reports false after close.
+func (p *econPool) start() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	if !p.started {
+		p.started = true
+		for range p.cfg.Workers {
+			p.wg.Go(p.work)
+		}
+	}
+	return true
+}
+
+func (p *econPool) work() {
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case j := <-p.jobs:
+			res := p.do(j)
+			p.post(func() { p.done(res) })
+		}
+	}
+}
+
+// close stops the workers and waits for them. Idempotent.
 func (p *econPool) close() {
-	p.once.Do(func() {
-		p.cancel()
-		p.wg.Wait()
-	})
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait()
 }
 
 // offer hands j to a worker if one can take it now, never blocking the
 // world goroutine.
 func (p *econPool) offer(j *econJob) bool {
+	if !p.start() {
+		return false
+	}
 	select {
 	case p.jobs <- j:
 		return true
