@@ -22,8 +22,8 @@ const (
 )
 
 // Position is where an entity stands: the runtime's built-in store,
-// synced every 8th movement step and whenever a path starts or ends;
-// clients animate from Path and Speed in between.
+// synced whenever a path starts or ends and, while it walks, as
+// resendPosition says; clients animate from Path and Speed in between.
 type Position = zone.Position
 
 // Owner is the account that owns an entity (a player's master and pet):
@@ -65,10 +65,15 @@ type Exp struct{ Points int64 }
 
 // Motion is movement bookkeeping (not synced): steps taken, for the
 // every-8th-step position resend, and the chunk the entity was last
-// indexed in.
+// indexed in; the aim of its last step, whether it walked then, and
+// whether its walk was redirected since its position was last sent (see
+// resendPosition).
 type Motion struct {
-	Steps uint32
-	Chunk torus.ChunkPos
+	Steps   uint32
+	Chunk   torus.ChunkPos
+	Aim     torus.Pos
+	Walking bool
+	Steered bool
 }
 
 // Cooldown is how many ticks an entity still waits before it may act
@@ -247,6 +252,13 @@ func encodePath(dst []byte, v *Path) []byte {
 	}
 	return zone.AppendPos(append(dst, 1), v.Target)
 }
+
+// DecodePath reads a Path payload (WirePath), as a client in Go needs to
+// animate an entity; DecodeSpeed a Speed one.
+func DecodePath(b []byte) (Path, error) { return decodePath(b) }
+
+// DecodeSpeed reads a Speed payload (WireSpeed).
+func DecodeSpeed(b []byte) (Speed, error) { return decodeSpeed(b) }
 
 func decodePath(b []byte) (Path, error) {
 	if len(b) == 1 && b[0] == 0 {

@@ -3,6 +3,7 @@ package game
 import (
 	"math"
 
+	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/torus"
 )
@@ -67,7 +68,13 @@ func (g *Game) runPets(w *ecs.World, t ecs.Tick) {
 			return
 		}
 		if g.geo.DistanceSq(p.Pos, mp.Pos) > 3*3 {
-			g.walk(id, path, g.geo.Translate(mp.Pos, torus.Pos{X: -1.5, Y: -1.5}), 6)
+			// Re-path only when the point behind the master has moved off
+			// the path's end, as chasers do: a pet re-aimed at every
+			// perception sent five paths a second to everyone watching it.
+			follow := g.geo.Translate(mp.Pos, torus.Pos{X: -1.5, Y: -1.5})
+			if !path.Active || !g.geo.Within(path.Target, follow, chaseSlack) {
+				g.walk(id, path, follow, 6)
+			}
 		}
 		mh, ok := g.c.health.Get(pet.Master)
 		if ok && healReady && mh.HP < mh.Max*6/10 && g.geo.Within(p.Pos, mp.Pos, 10) {
@@ -155,23 +162,36 @@ func (g *Game) runMobs(w *ecs.World, t ecs.Tick) {
 			}
 			return
 		}
-		// Re-path only when the quarry has moved off the path's end: each
-		// redirect is a message to everyone watching the mob.
-		if !path.Active || (perceive && !g.geo.Within(path.Target, tp.Pos, chaseSlack)) {
+		// Re-path only when the quarry has moved off the path's end by
+		// more than the slack, which grows with the distance (an aim a few
+		// degrees off changes nothing far away, and the slack shrinks as
+		// the chaser closes in): each redirect is a message to everyone
+		// watching the mob.
+		slack := max(chaseSlack, math.Sqrt(d2)*chaseSlackPerMetre)
+		if !path.Active || (perceive && !g.geo.Within(path.Target, tp.Pos, slack)) {
 			g.walk(id, path, tp.Pos, 4)
 		}
 	})
 }
 
 // runMovement walks every entity on an active path, wrap-aware. The
-// position is marked for sending every 8th step and on arrival; a chunk
-// change is logged for reindexing.
+// position is marked for sending on arrival and as resendPosition says
+// (walk marks it at a start from standstill); a chunk change is logged for
+// reindexing.
 func (g *Game) runMovement(w *ecs.World, t ecs.Tick) {
 	dt := t.Seconds()
 	g.moveQ.Each(func(id ecs.ID, p *Position, path *Path, m *Motion, s *Speed) {
 		if !path.Active {
+			m.Walking = false
 			return
 		}
+		if path.Target != m.Aim {
+			// A new aim: a leg from standstill sent the position with its
+			// path (walk marks it), a redirect mid-walk did not.
+			m.Steered = m.Steered || m.Walking
+			m.Aim = path.Target
+		}
+		m.Walking = true
 		d := g.geo.Delta(p.Pos, path.Target)
 		dist := math.Hypot(d.X, d.Y)
 		step := s.MPS * dt
@@ -180,6 +200,7 @@ func (g *Game) runMovement(w *ecs.World, t ecs.Tick) {
 			path.Active = false
 			g.c.path.MarkDirty(id)
 			g.c.pos.MarkDirty(id)
+			m.Walking, m.Steered = false, false
 		} else {
 			f := step / dist
 			p.Pos = g.geo.Translate(p.Pos, torus.Pos{X: d.X * f, Y: d.Y * f})
@@ -187,8 +208,9 @@ func (g *Game) runMovement(w *ecs.World, t ecs.Tick) {
 		m.Steps++
 		// Every 8th step of this entity, at a phase set by its id: entities
 		// that started walking together must not all resend in one tick.
-		if (m.Steps+uint32(id))%PositionResendSteps == 0 {
+		if (m.Steps+uint32(id))%PositionResendSteps == 0 && g.resendPosition(id, p, m) {
 			g.c.pos.MarkDirty(id)
+			m.Steered = false
 		}
 		if g.geo.ChunkOf(p.Pos) != m.Chunk {
 			w.MarkMoved(id)
@@ -196,10 +218,41 @@ func (g *Game) runMovement(w *ecs.World, t ecs.Tick) {
 	})
 }
 
-// chaseSlack is how far, in metres, a chased entity may move from the end
-// of its chaser's path before the chaser is redirected.
-const chaseSlack = 1.5
+// resendPosition says whether a walking entity's position goes out at
+// this resend step (every PositionResendSteps-th step of its own). Clients
+// move an entity from its last position along its Path at its Speed, tick
+// by tick, so a leg walked straight from the position they were sent
+// needs no resend: they know where it is to the step. Nodes do not (a
+// ghost keeps the last position it was sent), and neither does the node
+// that holds a player's view while another simulates the player. So the
+// resend goes out every time for an entity another node may hold as a
+// ghost (another node's region within the ghost band) and for a player's
+// master and pet (what players watch, wherever their view is held);
+// otherwise only every CorrectionSteps-th step, and only once its walk
+// was redirected since its position was last sent (a client that
+// extrapolates through redirects by its own clock drifts by a tick's step
+// at each).
+func (g *Game) resendPosition(id ecs.ID, p *Position, m *Motion) bool {
+	if g.c.owner.Has(id) || g.r.Table().InForeignBand(p.Pos, cells.DefaultBands(g.r.Grid()).Ghost) {
+		return true
+	}
+	return m.Steered && (m.Steps+uint32(id))%CorrectionSteps == 0
+}
 
-// PositionResendSteps: the server resends a moving entity's position only
-// every 8th step; clients animate from Path and Speed in between.
+// chaseSlack is how far, in metres, a chased entity may move from the end
+// of its chaser's path before the chaser is redirected, at the least; the
+// slack grows by chaseSlackPerMetre of the distance between them (a
+// quarter: an aim at most about 14° off).
+const (
+	chaseSlack         = 1.5
+	chaseSlackPerMetre = 0.25
+)
+
+// PositionResendSteps: a walking entity's position is resent at most every
+// 8th step (resendPosition says to whom it matters); clients animate from
+// Path and Speed in between.
 const PositionResendSteps = 8
+
+// CorrectionSteps: an entity no other node watches, whose walk was
+// redirected, has its position resent every 64th step (3.2 s at 20 Hz).
+const CorrectionSteps = 8 * PositionResendSteps

@@ -710,7 +710,7 @@ func (b *bot) pickMob(v *View, p torus.Pos) uint64 {
 		if vis := e.Components[game.WireVisual]; len(vis) != 1 || game.Kind(vis[0]) != game.KindMob {
 			return
 		}
-		q, ok := v.Position(e.ID)
+		q, ok := v.Where(e.ID)
 		if !ok {
 			return
 		}

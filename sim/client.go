@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/coder/websocket"
@@ -26,6 +27,12 @@ import (
 type Entity struct {
 	ID         uint64
 	Components map[outbox.ComponentType][]byte
+	// anchor is where the entity stood at tick anchorAt (anchored: there
+	// is one): its last Position, or where it had walked to by the tick
+	// before its Path or Speed last changed. View.Where moves it on.
+	anchor   torus.Pos
+	anchorAt uint64
+	anchored bool
 }
 
 // Client is one player's client over the real protocol: a WebSocket to a
@@ -252,7 +259,20 @@ func (v *View) Each(fn func(*Entity)) {
 	}
 }
 
-// Position decodes id's last position, if the client knows it.
+// Where is where id stands at the last batch's tick as far as the client
+// can tell: its last Position moved along its Path at its Speed, a tick's
+// step at a time, as docs/protocol.md tells clients to animate (the server
+// does not resend the position of a straight walk to clients).
+func (v *View) Where(id uint64) (torus.Pos, bool) {
+	e, ok := v.c.entities[id]
+	if !ok || !e.anchored {
+		return torus.Pos{}, false
+	}
+	return v.c.reckon(e, v.c.lastTick), true
+}
+
+// Position decodes id's last position as the server sent it, if the
+// client knows it (Where is where it has walked since).
 func (v *View) Position(id uint64) (torus.Pos, bool) {
 	e, ok := v.c.entities[id]
 	if !ok {
@@ -476,8 +496,8 @@ func (c *Client) atEdge(id uint64) bool {
 		return true
 	}
 	v := View{c}
-	p, ok1 := v.Position(id)
-	m, ok2 := v.Position(c.master)
+	p, ok1 := v.Where(id)
+	m, ok2 := v.Where(c.master)
 	if !ok1 || !ok2 {
 		return true
 	}
@@ -560,6 +580,7 @@ func (c *Client) applyBatch(tick uint64, frames []byte, vanished map[uint64]vani
 			} else {
 				left--
 			}
+			c.anchor(e, m, tick)
 			e.Components[m.Component] = append([]byte(nil), m.Payload...)
 		case outbox.KindVanish:
 			c.stats.Vanishes++
@@ -578,6 +599,54 @@ func (c *Client) applyBatch(tick uint64, frames []byte, vanished map[uint64]vani
 	if err != nil {
 		c.closeErr = fmt.Errorf("sim: malformed batch at tick %d: %w", tick, err)
 	}
+}
+
+// anchor keeps e's dead-reckoning anchor as update m of tick arrives,
+// before its payload replaces the old one. A Position is where the entity
+// stood at the end of tick. A new Path or Speed took effect in tick (the
+// reference game moves entities after it decides where they go), so the
+// entity walked the old one until the tick before: anchor there.
+func (c *Client) anchor(e *Entity, m outbox.Message, tick uint64) {
+	switch m.Component {
+	case game.WirePosition:
+		if p, err := zone.DecodePos(m.Payload); err == nil {
+			e.anchor, e.anchorAt, e.anchored = p, tick, true
+		}
+	case game.WirePath, game.WireSpeed:
+		if e.anchored && e.anchorAt+1 < tick {
+			e.anchor, e.anchorAt = c.reckon(e, tick-1), tick-1
+		}
+	}
+}
+
+// reckon is where e stands at tick: from its anchor, the distance its
+// Speed covers in the ticks since, along its Path the shortest way on the
+// torus, stopping at the target (the server's steps add up to the same).
+func (c *Client) reckon(e *Entity, tick uint64) torus.Pos {
+	p := e.anchor
+	if tick <= e.anchorAt || c.geo == (torus.World{}) {
+		return p
+	}
+	path, err := game.DecodePath(e.Components[game.WirePath])
+	if err != nil || !path.Active {
+		return p
+	}
+	speed, err := game.DecodeSpeed(e.Components[game.WireSpeed])
+	if err != nil {
+		return p
+	}
+	hz := 20.0
+	if c.welcome != nil && c.welcome.TickHz > 0 {
+		hz = float64(c.welcome.TickHz)
+	}
+	travel := speed.MPS / hz * float64(tick-e.anchorAt)
+	d := c.geo.Delta(p, path.Target)
+	dist := math.Hypot(d.X, d.Y)
+	if dist <= travel {
+		return path.Target
+	}
+	f := travel / dist
+	return c.geo.Translate(p, torus.Pos{X: d.X * f, Y: d.Y * f})
 }
 
 // frameSize is the bytes of m's frame on the wire (outbox's format).

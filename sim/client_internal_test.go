@@ -1,11 +1,14 @@
 package sim
 
 import (
+	"encoding/binary"
+	"math"
 	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/interest"
 	"github.com/shardwise/shardwise/outbox"
@@ -115,4 +118,115 @@ func TestLeanAndFullClientsCountAlikeAndKeepWhatTheyShould(t *testing.T) {
 			t.Fatalf("lean=%v: terrain kept=%v", lean, ok)
 		}
 	}
+}
+
+// A client reckons where an entity walks from its last Position along its
+// Path at its Speed, tick by tick, through a redirect sent without a
+// Position (the new path took effect in the tick it arrived), as the
+// reference game moves it.
+func TestWhereFollowsPathAndSpeedThroughARedirect(t *testing.T) {
+	const mob = 9
+	geo, err := torus.New(torus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := socketless(false)
+	c.geo, c.welcome = geo, &clientpb.Welcome{TickHz: 20}
+	pathTo := func(x, y float64) []byte { return append([]byte{1}, zone.AppendPos(nil, torus.Pos{X: x, Y: y})...) }
+	speed := func(mps float32) []byte { return binary.LittleEndian.AppendUint32(nil, math.Float32bits(mps)) }
+	batch := func(tick uint64, frames ...[]byte) {
+		t.Helper()
+		b := serverBytes(t, &clientpb.ServerMessage{Body: &clientpb.ServerMessage_Batch{Batch: &clientpb.Batch{Tick: tick, Frames: slices.Concat(frames...)}}})
+		if err := c.apply(b, map[uint64]vanish{}); err != nil || c.closeErr != nil {
+			t.Fatal(err, c.closeErr)
+		}
+	}
+	where := func(tick uint64, want torus.Pos) {
+		t.Helper()
+		c.lastTick = tick
+		got, ok := (&View{c}).Where(mob)
+		if !ok || geo.Distance(got, want) > 1e-3 {
+			t.Fatalf("tick %d: where %v %v, want %v", tick, got, ok, want)
+		}
+	}
+	// Tick 1: it appears at (10, 20) walking east to (30, 20) at 2 m/s:
+	// 0.1 m a tick.
+	batch(1, outbox.AppendAppearFrame(nil, mob, 3),
+		outbox.AppendComponentFrame(nil, mob, game.WirePosition, zone.AppendPos(nil, torus.Pos{X: 10, Y: 20})),
+		outbox.AppendComponentFrame(nil, mob, game.WirePath, pathTo(30, 20)),
+		outbox.AppendComponentFrame(nil, mob, game.WireSpeed, speed(2)))
+	where(1, torus.Pos{X: 10, Y: 20})
+	where(11, torus.Pos{X: 11, Y: 20})
+	// Tick 21: redirected north to (12, 40) at 4 m/s, no Position: by tick
+	// 20 it had reached (11.9, 20); in tick 21 it stepped 0.2 m towards the
+	// new aim.
+	batch(21, outbox.AppendComponentFrame(nil, mob, game.WirePath, pathTo(11.9, 40)),
+		outbox.AppendComponentFrame(nil, mob, game.WireSpeed, speed(4)))
+	where(21, torus.Pos{X: 11.9, Y: 20.2})
+	where(31, torus.Pos{X: 11.9, Y: 22.2})
+	// Long after, it has stopped at the target.
+	where(1000, torus.Pos{X: 11.9, Y: 40})
+	// A Position replaces the reckoning.
+	batch(1001, outbox.AppendComponentFrame(nil, mob, game.WirePosition, zone.AppendPos(nil, torus.Pos{X: 5, Y: 5})))
+	where(1001, torus.Pos{X: 5, Y: 5})
+}
+
+// The reckoning agrees with the server: a client shown a world of walking
+// mobs (wandering, chasing the bots that fight them) and bots with pets,
+// whose straight walks the server no longer resends, knows at every tick
+// where each entity it sees stands, to a centimetre.
+func TestWhereMatchesTheServerEveryTick(t *testing.T) {
+	g, err := game.New(game.Config{Seed: 7, Players: 6, Area: 300, DenChance: 0.2, DenCapacity: 6, WanderChance: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	geo := g.Geometry()
+	c := socketless(false)
+	c.geo, c.welcome = geo, &clientpb.Welcome{TickHz: 20}
+	vanished := make(map[uint64]vanish)
+	redirects := 0 // path updates with no position in the batch
+	g.Attach(1, outbox.SinkFunc(func(tick uint64, frames [][]byte) {
+		fs := slices.Concat(frames...)
+		pos := map[uint64]bool{}
+		_ = outbox.DecodeBatch(fs, func(m outbox.Message) error {
+			if m.Kind == outbox.KindComponent && m.Component == game.WirePosition {
+				pos[m.Entity] = true
+			}
+			return nil
+		})
+		_ = outbox.DecodeBatch(fs, func(m outbox.Message) error {
+			if m.Kind == outbox.KindComponent && m.Component == game.WirePath && !pos[m.Entity] {
+				redirects++
+			}
+			return nil
+		})
+		b := serverBytes(t, &clientpb.ServerMessage{Body: &clientpb.ServerMessage_Batch{Batch: &clientpb.Batch{Tick: tick, Frames: fs}}})
+		if err := c.apply(b, vanished); err != nil || c.closeErr != nil {
+			t.Fatal(err, c.closeErr)
+		}
+	}))
+	positions := g.Runtime().Positions()
+	checked, worst := 0, 0.0
+	for range 600 {
+		c.lastTick = g.Step().Tick
+		v := &View{c}
+		for id := range c.entities {
+			where, ok := v.Where(id)
+			truth, ok2 := positions.Get(ecs.ID(id))
+			if !ok || !ok2 {
+				continue
+			}
+			d := geo.Delta(where, truth.Pos)
+			off := math.Hypot(d.X, d.Y)
+			worst = max(worst, off)
+			if off > 0.01 {
+				t.Fatalf("tick %d: entity %d reckoned at %v, stands at %v (%.3f m off)", c.lastTick, id, where, truth.Pos, off)
+			}
+			checked++
+		}
+	}
+	if checked < 10000 || redirects < 100 {
+		t.Fatalf("%d checks, %d redirects: the scene proves little", checked, redirects)
+	}
+	t.Logf("%d positions checked, %d redirects, worst %.2g m", checked, redirects, worst)
 }
