@@ -191,3 +191,52 @@ func testEconKill(t *testing.T, storeURL string) {
 	}
 	t.Logf("%d movements accepted, %d before the kill; audit:\n%s", n, killedAt, out)
 }
+
+// TestZoneEconomyPaysLoot runs a zone node of the reference game with
+// --economy against a "shardwise econ" process: the bots' kills are paid as
+// movements on the economy node (the zone node writes no money itself), and
+// after a graceful stop the audit finds the coins in wallets, the ledger
+// sound and everything settled.
+func TestZoneEconomyPaysLoot(t *testing.T) {
+	eps, _ := etcdForCmdTest(t)
+	storeURL := "sqlite://" + filepath.Join(t.TempDir(), "econ.db")
+	econProc := startShardwise(t, "econ", "--endpoints", eps, "--name", "econ-a", "--store", storeURL, "--epoch", "1s")
+	testenv.PollUntil(t, 30*time.Second, "econ-a's ready line", func() bool {
+		if econProc.exited() {
+			t.Fatalf("econ-a exited: %v\n%s", econProc.err, econProc.out.String())
+		}
+		return econReadyRE.MatchString(econProc.out.String())
+	})
+	certs := filepath.Join(t.TempDir(), "certs")
+	if _, err := runCmd(t, newRootCmd(), "", "certs", "--dir", certs, "--nodes", "zone-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, newRootCmd(), "", "regions", "apply", gameTableFile(t, "zone-a"), "--force", "--endpoints", eps); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCmd(t, newRootCmd(), "", "zone", "--endpoints", eps, "--name", "zone-a", "--certs", certs,
+		"--economy", "plaintext", "--ticks", "600", "--tick", "20ms", "--players", "64")
+	if err != nil {
+		t.Fatalf("zone: %v\n%s", err, out)
+	}
+	if err := econProc.stop(30 * time.Second); err != nil {
+		t.Fatalf("econ-a did not stop cleanly: %v", err)
+	}
+	ctx := t.Context()
+	store, err := sqlstore.Open(ctx, storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rep, err := econ.Audit(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.Problems(true); len(p) > 0 {
+		t.Fatalf("audit: %v", p)
+	}
+	if rep.Wallets <= 0 {
+		t.Fatalf("no loot reached a wallet in 600 ticks of 64 players fighting (wallets %d)", rep.Wallets)
+	}
+	t.Logf("wallets hold %d coins after 600 ticks", rep.Wallets)
+}

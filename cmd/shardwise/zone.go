@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardwise/shardwise/coord"
+	"github.com/shardwise/shardwise/econ"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/examples/wander"
 	"github.com/shardwise/shardwise/game"
@@ -34,6 +36,7 @@ func newZoneCmd() *cobra.Command {
 		verbose   bool
 		cluster   string
 		loginPub  string
+		economy   string
 	)
 	// The configuration fields the flags below set, and those flags.
 	flagOf := map[string]string{
@@ -104,15 +107,36 @@ func newZoneCmd() *cobra.Command {
 			"are kept between sessions; a node alone in its region table may leave both\n" +
 			"out (they are then in memory, gone when it stops). --no-bots starts the\n" +
 			"reference game without its bot players, so that only clients play; accounts\n" +
-			"1 to --players form parties of three.",
+			"1 to --players form parties of three.\n" +
+			"\n" +
+			"With --economy the reference game has money: a mob's killer is paid its loot,\n" +
+			"den keepers sell goods, and players trade across borders, every change a\n" +
+			"movement on the economy node that owns its scope (\"shardwise econ\", found\n" +
+			"in the same etcd); the zone node never writes money itself.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if ticks < 0 {
 				return withCode(errcode.Config("--ticks", ticks, "must not be negative (0 runs until interrupted)"))
 			}
+			if economy != "" {
+				if module != "game" {
+					return withCode(errcode.Config("--economy", economy, "is for --module game"))
+				}
+				ledger, closeEconomy, err := dialEconomy(cmd.Context(), etcd, economy, host.CertDir, host.Name)
+				if err != nil {
+					return withCode(err)
+				}
+				defer closeEconomy()
+				gc.Economy.Ledger = ledger
+			}
 			mod, err := zoneModule(cmd, module, gc, entities)
 			if err != nil {
 				return withCode(renameToFlags(err, flagOf))
+			}
+			if c, ok := mod.(io.Closer); ok {
+				// After the runtime's last Step: the game's economy
+				// workers stop (the runtime does not close its module).
+				defer c.Close()
 			}
 			level := slog.LevelWarn
 			if verbose {
@@ -172,10 +196,47 @@ func newZoneCmd() *cobra.Command {
 	f.StringVar(&loginPub, "login-pub", "", `--gateway: the login public key file ("shardwise token keygen --pub"); required with --gateway`)
 	f.StringVar(&host.DirectoryURL, "directory", "", "--gateway: the session directory every gateway shares, redis://HOST:PORT (default: in memory, for a node alone in its table)")
 	f.StringVar(&host.WorldStoreURL, "world-store", "", "--gateway: where players are kept, sqlite:///PATH or postgres://… (default: in memory, for a node alone in its table)")
+	f.StringVar(&economy, "economy", "", `--module game: money, loot, shops and trades through the economy nodes in etcd ("shardwise econ"): "tls" (mutual TLS with this node's --certs) or "plaintext" (to loopback nodes only); default: no economy`)
 	f.BoolVar(&gc.NoBots, "no-bots", false, "--module game: no bot players, only clients through the gateways (accounts 1 to --players still form parties)")
 	f.BoolVar(&noHandoff, "no-handoff", false, "never hand entities over: they stay with this node wherever they walk, and a region move leaves them here")
 	f.BoolVar(&verbose, "verbose", false, "log node events (joins, peers, table versions) to stderr")
 	return cmd
+}
+
+// dialEconomy connects the game's economy port to the economy nodes in
+// etcd: a coord connection for their membership and econ's client over it.
+// The returned func closes both.
+func dialEconomy(ctx context.Context, etcd etcdFlags, mode, certDir, name string) (game.Economy, func(), error) {
+	cfg := econ.ClientConfig{}
+	switch mode {
+	case "tls":
+		if certDir == "" {
+			return nil, nil, errcode.Config("--economy", mode, "needs --certs: this node's certificate is its identity to the economy nodes")
+		}
+		t, err := econ.ClientTLS(certDir, name)
+		if err != nil {
+			return nil, nil, errcode.Config("--certs", certDir, err.Error())
+		}
+		cfg.TLS = t
+	case "plaintext":
+		cfg.Insecure = true
+	default:
+		return nil, nil, errcode.Config("--economy", mode, `must be "tls" or "plaintext"`)
+	}
+	if len(etcd.endpoints) == 0 {
+		return nil, nil, errcode.Config("--endpoints", "", "required: the etcd cluster to talk to (for example --endpoints http://127.0.0.1:2379)")
+	}
+	cl, err := coord.Connect(ctx, coord.ClientConfig{Endpoints: etcd.endpoints, Prefix: etcd.prefix, DialTimeout: etcd.timeout})
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Members = cl
+	client, err := econ.NewClient(ctx, cfg)
+	if err != nil {
+		cl.Close()
+		return nil, nil, err
+	}
+	return game.ClientEconomy{Client: client}, func() { client.Close(); cl.Close() }, nil
 }
 
 // zoneModule builds the module --module names. The game's configuration

@@ -129,6 +129,8 @@ func TestZoneFlagErrorsNameTheFlag(t *testing.T) {
 		{append(base, "--module", "wander", "--entities", "-1"), "--entities = -1: must be positive"},
 		{append(base, "--module", "wander", "--area", "1e9"), "--area = 1e+09: must be positive and fit the torus"},
 		{append(base, "--module", "wander", "--no-bots"), "--no-bots = true: is for --module game"},
+		{append(base, "--module", "wander", "--economy", "plaintext"), `--economy = "plaintext": is for --module game`},
+		{append(base, "--economy", "yes"), `--economy = "yes": must be "tls" or "plaintext"`},
 		{append(base, "--gateway", "8080"), `--login-pub = "": required with --gateway`},
 		{append(base, "--gateway", "8080", "--login-pub", "/nonexistent/login.pub"), `--login-pub = "/nonexistent/login.pub": open /nonexistent/login.pub`},
 		{append(base, "--login-pub", "/nonexistent/login.pub"), `--login-pub = "/nonexistent/login.pub": open`},
