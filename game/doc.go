@@ -19,6 +19,12 @@
 //     applied by the target's own system on the next tick: no system writes
 //     another entity's health or experience (so the code keeps working when
 //     the target lives on another node);
+//   - with an economy (Config.Economy: econ's client, or in-process
+//     economy nodes), money and goods: loot paid to a mob's killer, shops
+//     at the dens' keepers, trades across borders as escrow movements; every
+//     change is a movement on the economy node owning its scope, recorded
+//     off the tick by the game's own workers (econ.go, shop.go, trade.go),
+//     and each player sees its own purse (owner only);
 //   - death with a vanish (reason death), paths and speeds sent to clients,
 //     and the position itself resent only every 8th movement step.
 //
