@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,7 +135,7 @@ func benchFailoverOnce(b *testing.B, eps string, ttl time.Duration, names []stri
 	procs := map[string]*shardwiseProcess{}
 	for _, name := range names {
 		procs[name] = startEconProcess(b, "econ", "--endpoints", eps, "--prefix", prefix, "--name", name,
-			"--store", "sqlite://"+path, "--ttl", ttl.String())
+			"--store", "sqlite://"+path, "--ttl", ttl.String(), "--verbose")
 	}
 	cl, err := coord.Connect(ctx, coord.ClientConfig{Endpoints: strings.Split(eps, ","), Prefix: prefix})
 	if err != nil {
@@ -166,11 +167,15 @@ func benchFailoverOnce(b *testing.B, eps string, ttl time.Duration, names []stri
 		return true
 	})
 
-	// The victim's scope, and the one it moves to.
+	// The victim's scope: its (op/3)-th, so that the ops that kill the
+	// same name probe different scopes, which move to either survivor.
 	scope := ""
-	for i := 0; scope == ""; i++ {
+	for i, skip := 0, op/len(names); scope == ""; i++ {
 		if s := fmt.Sprintf("market-%d", i); ownerOf(b, client, s) == victim {
-			scope = s
+			if skip == 0 {
+				scope = s
+			}
+			skip--
 		}
 	}
 	var survivors []string
@@ -294,7 +299,7 @@ func benchFailoverOnce(b *testing.B, eps string, ttl time.Duration, names []stri
 	select {
 	case mk = <-watched:
 	case <-time.After(30 * time.Second):
-		b.Fatal("the watch saw no re-formed view within 30s of the accept")
+		b.Fatalf("the watch saw no re-formed view of %v within 30s of the accept; now: %s", survivors, clusterState(ctx, cl, client, names))
 	}
 	if mk.adopted.IsZero() {
 		b.Fatal("the membership watch ended before the survivors re-formed")
@@ -324,6 +329,26 @@ func benchFailoverOnce(b *testing.B, eps string, ttl time.Duration, names []stri
 		b.Fatalf("audit: %v", p)
 	}
 	return ft
+}
+
+// clusterState describes the econ members etcd lists and what each node
+// says of itself, for a failure message.
+func clusterState(ctx context.Context, cl *coord.Client, client *econ.Client, names []string) string {
+	var parts []string
+	ms, err := cl.Members(ctx)
+	if err != nil {
+		parts = append(parts, fmt.Sprintf("members: %v", err))
+	}
+	for _, m := range ms {
+		parts = append(parts, fmt.Sprintf("member %s (incarnation %d) view %q", m.Name, m.Incarnation, m.Meta[econ.ViewMetaKey]))
+	}
+	for _, n := range names {
+		hctx, cancel := context.WithTimeout(ctx, time.Second)
+		st, err := client.Health(hctx, n)
+		cancel()
+		parts = append(parts, fmt.Sprintf("health %s: %+v %v", n, st, err))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func ownerOf(b *testing.B, c *econ.Client, scope string) string {
@@ -412,6 +437,15 @@ func startEconProcess(b *testing.B, args ...string) *shardwiseProcess {
 		close(p.done)
 	}()
 	b.Cleanup(func() {
+		if b.Failed() && !p.exited() {
+			// A process still running when the benchmark failed may be
+			// the reason: SIGQUIT makes it print every goroutine's stack.
+			_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-p.done:
+			case <-time.After(5 * time.Second):
+			}
+		}
 		if !p.exited() {
 			_ = p.stop(10 * time.Second)
 		}
