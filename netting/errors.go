@@ -24,6 +24,10 @@ const (
 	CodeClosed          = "NODE.CLOSED"
 )
 
+// CodeLedgerChainBroken is VerifyLedger's finding: a tampered, missing or
+// reordered posting, or a balance the postings do not give.
+const CodeLedgerChainBroken = "LEDGER.CHAIN_BROKEN"
+
 var (
 	// ErrMisrouted matches *MisroutedError: a scope reached a node that does
 	// not own it.
@@ -42,6 +46,8 @@ var (
 	ErrSessionInvalid = errcode.New(CodeSessionInvalid, "netting: invalid session metadata")
 	// ErrChainBroken matches *ChainBrokenError.
 	ErrChainBroken = errcode.New(CodeChainBroken, "netting: journal hash chain broken")
+	// ErrLedgerChainBroken matches *LedgerChainBrokenError.
+	ErrLedgerChainBroken = errcode.New(CodeLedgerChainBroken, "netting: ledger hash chain broken")
 	// ErrKeyConflict matches *KeyConflictError: an appended key is already
 	// journaled (in this or any other session).
 	ErrKeyConflict = errcode.New(CodeKeyConflict, "netting: idempotency key already journaled")

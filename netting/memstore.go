@@ -29,11 +29,18 @@ type MemStore struct {
 
 	mu       sync.Mutex
 	closed   bool
-	book     *ledger.Book
 	journals map[string][]JournalRecord
 	keys     map[string]JournalRecord
 	sessions map[string]*memSession
 	pending  map[string]int64
+
+	// The ledger, kept as the SQL stores keep their tables: the chain of
+	// postings in commit order (chain[i].Seq == i unless a test tampered
+	// with it), its head, the ids posted and the balances.
+	chain     []ChainedPosting
+	chainHead LedgerHead
+	posted    map[string]bool
+	balances  map[string]int64
 }
 
 type memSession struct {
@@ -46,6 +53,7 @@ type memSession struct {
 
 var _ SharedStore = (*MemStore)(nil)
 var _ BatchStore = (*MemStore)(nil)
+var _ PostingLog = (*MemStore)(nil)
 
 // NewMemStore returns an empty store on the wall clock.
 func NewMemStore() *MemStore { return NewMemStoreWithClock(nil) }
@@ -58,12 +66,14 @@ func NewMemStoreWithClock(c Clock) *MemStore {
 		c = wallClock{}
 	}
 	return &MemStore{
-		clock:    c,
-		book:     ledger.NewBook(),
-		journals: map[string][]JournalRecord{},
-		keys:     map[string]JournalRecord{},
-		sessions: map[string]*memSession{},
-		pending:  map[string]int64{},
+		clock:     c,
+		chainHead: LedgerHead{Hash: GenesisHash},
+		posted:    map[string]bool{},
+		balances:  map[string]int64{},
+		journals:  map[string][]JournalRecord{},
+		keys:      map[string]JournalRecord{},
+		sessions:  map[string]*memSession{},
+		pending:   map[string]int64{},
 	}
 }
 
@@ -107,8 +117,68 @@ func (m *MemStore) Post(ctx context.Context, p ledger.Posting) error {
 		return err
 	}
 	defer m.mu.Unlock()
-	_, err := m.book.Post(p)
+	_, err := m.postLocked(p)
 	return err
+}
+
+// postLocked applies p with mu held, as ledger.Book.Post does (the rules
+// are package ledger's), and chains it. posted is false for an id already
+// posted, which changes nothing.
+func (m *MemStore) postLocked(p ledger.Posting) (posted bool, err error) {
+	if err := ledger.Validate(p); err != nil {
+		return false, err
+	}
+	if m.posted[p.ID] {
+		return false, nil
+	}
+	if err := ledger.CheckOverdraft(p.Legs, func(a string) int64 { return m.balances[a] }); err != nil {
+		return false, err
+	}
+	for _, l := range p.Legs {
+		m.balances[l.Account] += l.BalanceDelta()
+	}
+	c := ChainedPosting{Seq: m.chainHead.Len, Posting: clonePosting(p), PostedAt: m.now(), PrevHash: m.chainHead.Hash}
+	c.Hash = PostingHash(c.PrevHash, c.Posting, c.PostedAt)
+	m.chain = append(m.chain, c)
+	m.posted[p.ID] = true
+	m.chainHead = LedgerHead{Len: c.Seq + 1, Hash: c.Hash}
+	return true, nil
+}
+
+func clonePosting(p ledger.Posting) ledger.Posting {
+	c := ledger.Posting{ID: p.ID, Legs: slices.Clone(p.Legs)}
+	if len(p.Meta) > 0 {
+		c.Meta = maps.Clone(p.Meta)
+	}
+	return c
+}
+
+// ReadPostings implements PostingLog.
+func (m *MemStore) ReadPostings(ctx context.Context, from int64, limit int) ([]ChainedPosting, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	// Sorted by Seq even when a test has tampered with it (export_test.go).
+	i := sort.Search(len(m.chain), func(i int) bool { return m.chain[i].Seq >= from })
+	end := min(len(m.chain), i+max(limit, 0))
+	out := make([]ChainedPosting, 0, end-i)
+	for _, c := range m.chain[i:end] {
+		c.Posting = clonePosting(c.Posting)
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// LedgerHead implements PostingLog.
+func (m *MemStore) LedgerHead(ctx context.Context) (LedgerHead, error) {
+	if err := m.lock(ctx); err != nil {
+		return LedgerHead{}, err
+	}
+	defer m.mu.Unlock()
+	h := m.chainHead
+	h.Postings = int64(len(m.posted))
+	return h, nil
 }
 
 // HasPosting implements LedgerStore.
@@ -117,7 +187,7 @@ func (m *MemStore) HasPosting(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	defer m.mu.Unlock()
-	return m.book.Has(id), nil
+	return m.posted[id], nil
 }
 
 // Balance implements LedgerStore.
@@ -126,7 +196,7 @@ func (m *MemStore) Balance(ctx context.Context, account string) (int64, error) {
 		return 0, err
 	}
 	defer m.mu.Unlock()
-	return m.book.Balance(account), nil
+	return m.balances[account], nil
 }
 
 // Balances implements LedgerStore.
@@ -135,7 +205,7 @@ func (m *MemStore) Balances(ctx context.Context) (map[string]int64, error) {
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	return m.book.Balances(), nil
+	return maps.Clone(m.balances), nil
 }
 
 // Append implements JournalStore.
@@ -327,7 +397,7 @@ func (m *MemStore) postFenced(ctx context.Context, f Fence, p ledger.Posting, re
 	if err != nil {
 		return err
 	}
-	posted, err := m.book.Post(p)
+	posted, err := m.postLocked(p)
 	if err != nil || !posted || ses.released {
 		return err
 	}
@@ -419,7 +489,7 @@ func (m *MemStore) reserveLocked(reqs [][]ledger.AccountDelta) []bool {
 		granted[i] = true
 		for j, d := range req {
 			m.pending[d.Account] += d.Delta
-			if d.Delta < 0 && m.book.Balance(d.Account)+m.pending[d.Account] < 0 {
+			if d.Delta < 0 && m.balances[d.Account]+m.pending[d.Account] < 0 {
 				for k := j; k >= 0; k-- {
 					m.addPending(req[k].Account, -req[k].Delta)
 				}

@@ -1,0 +1,20 @@
+package netting
+
+import "sort"
+
+// TamperLedger runs fn on the store's ledger as stored, for tests that
+// rewrite it behind the store's back as an attacker or a broken disk
+// would (storetest's tamper cases): fn may change, drop or reorder the
+// chain it is given and returns the chain to keep, which is then sorted
+// by Seq, and it may change the balances in place. The ids posted follow
+// the chain kept; the head is left alone.
+func (m *MemStore) TamperLedger(fn func(chain []ChainedPosting, balances map[string]int64) []ChainedPosting) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.chain = fn(m.chain, m.balances)
+	sort.SliceStable(m.chain, func(i, j int) bool { return m.chain[i].Seq < m.chain[j].Seq })
+	m.posted = make(map[string]bool, len(m.chain))
+	for _, c := range m.chain {
+		m.posted[c.Posting.ID] = true
+	}
+}
