@@ -6,8 +6,9 @@
 //
 // It owns the schema and its versioned migrations (table schema_migrations,
 // applied on open, serialised across concurrent openers), the ledger tables
-// (postings, entries, a balances table kept in each posting's transaction),
-// the hash-chained journal, the session table (chunk width, settle claim and
+// (postings, entries, a balances table kept in each posting's transaction,
+// and the postings' hash chain with its head, ledger_chain), the
+// hash-chained journal, the session table (chunk width, settle claim and
 // fencing token, release mark, settle mode) and the shared reservation
 // counters. It does not own the netting rules — settle, replay, recovery,
 // the sweep live in package netting — nor the ledger rules, which it takes
@@ -20,6 +21,16 @@
 //   - A posting is written with its entries and its balance changes in one
 //     transaction that refuses (LEDGER.OVERDRAFT) a wallet decrease ending
 //     below zero, so the sum of all balances is zero after every commit.
+//   - Every posting's transaction ends by chaining it (chainTx): it locks
+//     the one head row, stamps the posting's time, hashes it after the head
+//     (netting.PostingHash) and moves the head. Postings from any number of
+//     connections and processes therefore chain one at a time, in commit
+//     order. The head is the last lock a posting takes, held for two
+//     statements and the commit; a transaction holding it waits for no
+//     other row. ReadPostings reads a page of the chain with its entries in
+//     one statement, LedgerHead the head with the posting count in
+//     another. Schema version 6 chained the postings an older database
+//     held, in (posted_at, id) order.
 //   - Every settle write (PostFenced, MarkReplaying, ReleaseSession,
 //     FinishSettle) first locks the session row and checks its fencing
 //     token; ClaimSettle takes the same lock to issue a newer token, so a

@@ -89,3 +89,11 @@ func (s *Store) TableRelTuples(ctx context.Context, table string) (float64, erro
 func (s *Store) CounterAccountsInLockOrder(ctx context.Context) ([]string, error) {
 	return queryStrings(ctx, s.rdb, `SELECT account FROM netting_reservations ORDER BY account`)
 }
+
+// ExecForTest runs a statement on the writer, written with '?'
+// placeholders, as an operator's (or an attacker's) SQL would: for the
+// tests that tamper with stored rows behind the store.
+func (s *Store) ExecForTest(ctx context.Context, query string, args ...any) error {
+	_, err := s.db.ExecContext(ctx, s.d.q(query), args...)
+	return err
+}

@@ -10,13 +10,14 @@ import (
 	"strings"
 
 	"github.com/shardwise/shardwise/ledger"
+	"github.com/shardwise/shardwise/netting"
 )
 
-// Post applies p atomically: the posting row, its entries, and every touched
-// account's balance, in one transaction that fails with LEDGER.OVERDRAFT (and
-// writes nothing) when a wallet account would end below zero. Posting an id
-// that is already posted does nothing and returns nil: ids are idempotency
-// keys.
+// Post applies p atomically: the posting row, its entries, every touched
+// account's balance and the posting's link in the chain, in one
+// transaction that fails with LEDGER.OVERDRAFT (and writes nothing) when a
+// wallet account would end below zero. Posting an id that is already
+// posted does nothing and returns nil: ids are idempotency keys.
 func (s *Store) Post(ctx context.Context, p ledger.Posting) error {
 	if err := ledger.Validate(p); err != nil {
 		return err
@@ -26,14 +27,17 @@ func (s *Store) Post(ctx context.Context, p ledger.Posting) error {
 		return err
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := s.postTx(ctx, tx, p, meta)
+		_, err := s.postTx(ctx, tx, p, meta, nil)
 		return err
 	})
 }
 
-// postTx writes a validated posting inside tx. posted is false when the id
-// was already posted, in which case nothing is written.
-func (s *Store) postTx(ctx context.Context, tx *sql.Tx, p ledger.Posting, meta string) (posted bool, err error) {
+// postTx writes a validated posting inside tx: its row, entries and
+// balances; then runs also, if not nil (the rest of the caller's
+// transaction: a settle posting's release); then chains the posting
+// (chainTx), last. posted is false when the id was already posted, in
+// which case nothing is written and also does not run.
+func (s *Store) postTx(ctx context.Context, tx *sql.Tx, p ledger.Posting, meta string, also func() error) (posted bool, err error) {
 	res, err := tx.ExecContext(ctx, s.d.q(`INSERT INTO ledger_postings (id, meta, posted_at) VALUES (?, ?, {now}) ON CONFLICT (id) DO NOTHING`), p.ID, meta)
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: post %s: %w", p.ID, err)
@@ -56,11 +60,30 @@ func (s *Store) postTx(ctx context.Context, tx *sql.Tx, p ledger.Posting, meta s
 	if _, err := tx.ExecContext(ctx, s.d.q(q.String()), args...); err != nil {
 		return false, fmt.Errorf("sqlstore: post %s entries: %w", p.ID, err)
 	}
+	if err := s.postBalancesTx(ctx, tx, p); err != nil {
+		return false, err
+	}
+	if also != nil {
+		if err := also(); err != nil {
+			return false, err
+		}
+	}
+	if s.schema >= chainSchema {
+		if err := s.chainTx(ctx, tx, p, meta); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// postBalancesTx adds a posting's deltas to the balances and applies the
+// overdraft rule to the result.
+func (s *Store) postBalancesTx(ctx context.Context, tx *sql.Tx, p ledger.Posting) error {
 	// One upsert for every touched account, in account order (the lock
 	// order of every posting), returning the balances the rows now hold.
 	deltas := sortedDeltas(p.Legs)
 	if len(deltas) == 0 {
-		return true, nil
+		return nil
 	}
 	bargs := make([]any, 0, 2*len(deltas))
 	for _, d := range deltas {
@@ -70,21 +93,51 @@ func (s *Store) postTx(ctx context.Context, tx *sql.Tx, p ledger.Posting, meta s
 		ON CONFLICT (account) DO UPDATE SET balance = ledger_balances.balance + excluded.balance
 		RETURNING account, balance`), bargs...)
 	if err != nil {
-		return false, fmt.Errorf("sqlstore: post %s balances: %w", p.ID, err)
+		return fmt.Errorf("sqlstore: post %s balances: %w", p.ID, err)
 	}
 	after := make(map[string]int64, len(deltas))
 	if err := scanAccountValues(rs, after); err != nil {
-		return false, fmt.Errorf("sqlstore: post %s balances: %w", p.ID, err)
+		return fmt.Errorf("sqlstore: post %s balances: %w", p.ID, err)
 	}
 	// The ledger's rule (ledger.CheckOverdraft), applied to the balances the
 	// rows now hold: only a decrease of a wallet is refused, and the whole
 	// transaction rolls back with it.
 	for _, d := range deltas {
 		if b := after[d.Account]; d.Delta < 0 && b < 0 && ledger.IsWallet(d.Account) {
-			return false, ledger.OverdraftError(d.Account, b)
+			return ledger.OverdraftError(d.Account, b)
 		}
 	}
-	return true, nil
+	return nil
+}
+
+// chainTx chains the posting p, just written in tx, after the chain's
+// head: it locks the head row (ledger_chain) — so postings chain one at a
+// time, in the order they commit, even from many processes — stamps the
+// posting's time from the database's clock, hashes it after the head
+// (netting.PostingHash) and moves the head to it. It runs last in the
+// posting's transaction, so the head is held for two statements and the
+// commit. The posting is hashed with its meta as stored (decoded back from
+// meta), so the hash always matches what ReadPostings returns.
+func (s *Store) chainTx(ctx context.Context, tx *sql.Tx, p ledger.Posting, meta string) error {
+	var (
+		seq       int64
+		prev      string
+		postedAt  int64
+		stored, _ = decodeMeta(meta) // encodeMeta's own output: it decodes
+	)
+	if err := tx.QueryRowContext(ctx, s.d.q(`SELECT chain_len, head_hash, {now} FROM ledger_chain WHERE id = 1{forUpdate}`)).
+		Scan(&seq, &prev, &postedAt); err != nil {
+		return fmt.Errorf("sqlstore: post %s: chain head: %w", p.ID, err)
+	}
+	hash := netting.PostingHash(prev, ledger.Posting{ID: p.ID, Legs: p.Legs, Meta: stored}, fromMicros(postedAt))
+	if _, err := tx.ExecContext(ctx, s.d.q(`UPDATE ledger_postings SET chain_seq = ?, prev_hash = ?, hash = ?, posted_at = ? WHERE id = ?`),
+		seq, prev, hash, postedAt, p.ID); err != nil {
+		return fmt.Errorf("sqlstore: post %s: chain: %w", p.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, s.d.q(`UPDATE ledger_chain SET chain_len = ?, head_hash = ? WHERE id = 1`), seq+1, hash); err != nil {
+		return fmt.Errorf("sqlstore: post %s: chain head: %w", p.ID, err)
+	}
+	return nil
 }
 
 // sortedDeltas is ledger.NetDeltas without zero changes, sorted by account:
@@ -111,6 +164,21 @@ func encodeMeta(m map[string]string) (string, error) {
 		return "", fmt.Errorf("sqlstore: encode meta: %w", err)
 	}
 	return string(b), nil
+}
+
+// decodeMeta is the inverse of encodeMeta; an empty meta is nil.
+func decodeMeta(s string) (map[string]string, error) {
+	if s == "{}" {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, err
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
 }
 
 // Balance returns account's credits minus debits; an account never posted to

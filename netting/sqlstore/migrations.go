@@ -19,6 +19,9 @@ type migration struct {
 	// SQLite only; elsewhere the version is recorded with stmts alone.
 	postgresStmts []string
 	sqliteStmts   []string
+	// run, if not nil, runs last, in the same transaction: a step that SQL
+	// alone cannot do on both engines.
+	run func(ctx context.Context, s *Store, tx *sql.Tx) error
 }
 
 // migrations is the schema history. Column types are the common subset of
@@ -265,6 +268,36 @@ var migrations = []migration{
 			$$`,
 		},
 	},
+	{
+		version: 6,
+		name:    "the ledger's hash chain",
+		// Every posting is chained (netting.PostingHash): chain_seq is its
+		// position in the store's one chain, prev_hash the hash of the
+		// posting before it, hash its own. ledger_chain is the head — one
+		// row, locked by every posting's transaction as its last step
+		// (chainTx), so the chain's order is the commit order even with
+		// many posters, and a posting removed from the end is missed
+		// against it. The postings already present are chained in the
+		// order they were posted (posted_at, then id) by a Go step
+		// (chainExistingPostings: SQLite has no SHA-256), so an upgraded
+		// database proves itself. Adding the columns rewrites nothing on
+		// either engine; the step rewrites every posting row once (on
+		// PostgreSQL a new row version each) and builds the unique index
+		// of positions after it. The columns stay nullable (SQLite cannot
+		// add NOT NULL to a column), and a posting outside the chain is
+		// found by VerifyLedger against the head's count.
+		stmts: []string{
+			`ALTER TABLE ledger_postings ADD COLUMN chain_seq BIGINT`,
+			`ALTER TABLE ledger_postings ADD COLUMN prev_hash TEXT`,
+			`ALTER TABLE ledger_postings ADD COLUMN hash TEXT`,
+			`CREATE TABLE ledger_chain (
+				id        INTEGER PRIMARY KEY CHECK (id = 1),
+				chain_len BIGINT NOT NULL,
+				head_hash TEXT NOT NULL
+			)`,
+		},
+		run: chainExistingPostings,
+	},
 }
 
 const createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -285,9 +318,13 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 		if err := s.applyMigration(ctx, m); err != nil {
 			return fmt.Errorf("sqlstore: migration %d (%s): %w", m.version, m.name, err)
 		}
+		s.schema = m.version
 	}
 	return nil
 }
+
+// chainSchema is the first schema with the ledger's chain (version 6).
+const chainSchema = 6
 
 func (s *Store) applyMigration(ctx context.Context, m migration) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
@@ -318,6 +355,11 @@ func (s *Store) applyMigration(ctx context.Context, m migration) error {
 		}
 		for _, stmt := range stmts {
 			if _, err := tx.ExecContext(ctx, s.d.q(stmt)); err != nil {
+				return err
+			}
+		}
+		if m.run != nil {
+			if err := m.run(ctx, s, tx); err != nil {
 				return err
 			}
 		}

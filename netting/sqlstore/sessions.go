@@ -190,11 +190,12 @@ func (s *Store) postFenced(ctx context.Context, f netting.Fence, p ledger.Postin
 		if err != nil {
 			return err
 		}
-		posted, err := s.postTx(ctx, tx, p, meta)
-		if err != nil || !posted || r.released || len(release) == 0 {
-			return err
+		var also func() error
+		if !r.released && len(release) > 0 {
+			also = func() error { return s.subtractPending(ctx, tx, release) }
 		}
-		return s.subtractPending(ctx, tx, release)
+		_, err = s.postTx(ctx, tx, p, meta, also)
+		return err
 	})
 }
 

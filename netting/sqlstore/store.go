@@ -45,6 +45,10 @@ type Store struct {
 	// trip.
 	commitPool *pgxpool.Pool
 	d          dialect
+	// schema is the version the store was migrated to on open:
+	// LatestSchemaVersion, except for the old stores of the upgrade
+	// tests, which write as that version did (unchained before 6).
+	schema int
 	// stmts caches the SQLite writer's hot statements (stmtcache.go).
 	stmts stmtCache
 	// singleCommits and declinedCommits count PostgreSQL group commits

@@ -58,6 +58,17 @@ func TestPostgres(t *testing.T) {
 	t.Run("Contract", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) netting.Store { return openPostgres(t, pg) })
 	})
+	t.Run("Chain", func(t *testing.T) {
+		testChainSQL(t, func(t *testing.T) *sqlstore.Store { return openPostgres(t, pg) })
+	})
+	t.Run("UpgradeChains", func(t *testing.T) {
+		url := pg.NewDatabase(t)
+		testUpgradeChains(t,
+			func(ctx context.Context, version int) (*sqlstore.Store, error) {
+				return sqlstore.OpenPostgresAtVersion(ctx, url, version)
+			},
+			func(ctx context.Context) (*sqlstore.Store, error) { return sqlstore.OpenPostgres(ctx, url) })
+	})
 	t.Run("Migrations", func(t *testing.T) {
 		url := pg.NewDatabase(t)
 		testMigrations(t, func(t *testing.T) *sqlstore.Store {
