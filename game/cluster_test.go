@@ -329,3 +329,70 @@ func TestAPartyOnThreeNodesCostsOneMessagePerNode(t *testing.T) {
 		}
 	}
 }
+
+// TestAWalkerNearAnotherNodeIsResentEveryEighthStep: nodes do not animate
+// the ghosts they keep, so a mob within the ghost band of another node's
+// region has its position resent every 8th step of a straight walk, while
+// one farther in, seen only by its own node's clients (which animate), is
+// not resent at all. A client of zone-0 sees both.
+func TestAWalkerNearAnotherNodeIsResentEveryEighthStep(t *testing.T) {
+	c, a, _ := twoNodes(t, Config{Seed: 11, DenChance: noDens, Roam: 0.1, WanderChance: 1})
+	border := 4096.0
+	band := cells.DefaultBands(a.r.Grid()).Ghost
+	near, ok1 := a.spawnMob(a.w, 0, torus.Pos{X: 1000, Y: border - band/4})
+	far, ok2 := a.spawnMob(a.w, 0, torus.Pos{X: 1000, Y: border - band - 40})
+	if !ok1 || !ok2 {
+		t.Fatal("mobs not spawned")
+	}
+	a.player(t, 101, torus.Pos{X: 1000, Y: border - band*5/8 - 20}) // about 3 columns from each
+	seen := &tickSink{}
+	a.Attach(101, seen)
+	c.StepSync(1000)
+	resends, legs := map[uint64]int{}, map[uint64]int{}
+	for _, b := range seen.batches {
+		pos, path := map[uint64]bool{}, map[uint64]bool{}
+		for _, m := range b {
+			if m.Kind == outbox.KindComponent && m.Component == WirePosition {
+				pos[m.Entity] = true
+			}
+			if m.Kind == outbox.KindComponent && m.Component == WirePath {
+				path[m.Entity] = true
+			}
+		}
+		for e := range pos {
+			if !path[e] {
+				resends[e]++
+			}
+		}
+		for e := range path {
+			legs[e]++
+		}
+	}
+	if legs[uint64(near)] < 4 || legs[uint64(far)] < 4 {
+		t.Fatalf("paths of the near mob %d, of the far one %d: they hardly walked", legs[uint64(near)], legs[uint64(far)])
+	}
+	t.Logf("near: %d paths, %d resends; far: %d paths, %d resends", legs[uint64(near)], resends[uint64(near)], legs[uint64(far)], resends[uint64(far)])
+	// 1,000 ticks of walking at 2 m/s: over 100 resends at every 8th step.
+	if n := resends[uint64(near)]; n < 80 {
+		t.Errorf("the mob %.0f m from zone-1's region was resent %d times, want every 8th step", band/4, n)
+	}
+	if n := resends[uint64(far)]; n != 0 {
+		t.Errorf("the mob %.0f m from zone-1's region was resent %d times, want none", band+40, n)
+	}
+}
+
+// tickSink keeps each batch's frames apart.
+type tickSink struct{ batches [][]outbox.Message }
+
+func (s *tickSink) Deliver(_ uint64, frames [][]byte) {
+	var batch []byte
+	for _, f := range frames {
+		batch = append(batch, f...)
+	}
+	var b []outbox.Message
+	_ = outbox.DecodeBatch(batch, func(m outbox.Message) error {
+		b = append(b, m)
+		return nil
+	})
+	s.batches = append(s.batches, b)
+}

@@ -167,15 +167,16 @@ func TestOwnerOnlyNeverLeaks(t *testing.T) {
 	}
 }
 
-// TestPositionResentEveryEighthStep: while a master walks one path, its
-// owner gets its position only every 8th step; between two position
-// frames with no path change in between, exactly 8 ticks pass.
-func TestPositionResentEveryEighthStep(t *testing.T) {
+// TestAMastersPositionIsResentEvery16thStep: while a master walks one path
+// on a node alone, its owner gets its position only every 16th step
+// (game.OwnedResendSteps); between two position frames with no path change
+// in between, exactly 16 ticks pass.
+func TestAMastersPositionIsResentEvery16thStep(t *testing.T) {
 	g, recs, _ := run(t, game.Config{Seed: 5, Players: 1, Roam: 400}, 600, true)
 	me, _ := g.Master(1)
 	var lastPos uint64
 	pathSince := true
-	gaps8, posFrames := 0, 0
+	gaps, posFrames := 0, 0
 	r := recs[0]
 	for i, m := range r.msgs {
 		if m.Entity != uint64(me) || m.Kind != outbox.KindComponent {
@@ -188,17 +189,95 @@ func TestPositionResentEveryEighthStep(t *testing.T) {
 		case game.WirePosition:
 			posFrames++
 			if !pathSince && lastPos != 0 {
-				if gap := tick - lastPos; gap != game.PositionResendSteps {
+				if gap := tick - lastPos; gap != game.OwnedResendSteps {
 					t.Fatalf("position frames at ticks %d and %d with no path change between", lastPos, tick)
 				}
-				gaps8++
+				gaps++
 			}
 			lastPos, pathSince = tick, false
 		}
 	}
-	if gaps8 < 10 || posFrames > 600/4 {
-		t.Fatalf("%d position frames, %d eight-step gaps: not the every-8th-step pattern", posFrames, gaps8)
+	if gaps < 10 || posFrames > 600/8 {
+		t.Fatalf("%d position frames, %d %d-step gaps: not the every-%dth-step pattern", posFrames, gaps, game.OwnedResendSteps, game.OwnedResendSteps)
 	}
+}
+
+// A mob's position is resent to clients only as a correction of a walk
+// that was redirected: each position frame of a mob that comes with no
+// path frame of it in the same batch (a resend, not a start, an arrival
+// or a stop) follows a redirect (a path frame with no position) since its
+// last position frame, and two resends with no start or arrival between
+// are at least game.CorrectionSteps ticks apart. A node alone has no
+// other node's ghosts to keep fresh.
+func TestAMobsStraightWalkIsNotResent(t *testing.T) {
+	_, recs, _ := run(t, game.Config{Seed: 3, Players: 20, Area: 300, DenChance: 0.2, DenCapacity: 8, WanderChance: 1}, 600, true)
+	resends, legs := 0, 0
+	for _, r := range recs {
+		type state struct {
+			lastPos    uint64
+			redirected bool
+			resent     bool // the last position frame was a resend
+		}
+		mobs := map[uint64]*state{}
+		isMob := map[uint64]bool{}
+		for i := 0; i < len(r.msgs); {
+			// One batch's frames at a time.
+			tick := r.ticks[i]
+			j := i
+			pos, path := map[uint64]bool{}, map[uint64]bool{}
+			for ; j < len(r.msgs) && r.ticks[j] == tick; j++ {
+				m := r.msgs[j]
+				if m.Kind == outbox.KindComponent && m.Component == game.WireVisual && len(m.Payload) == 1 && game.Kind(m.Payload[0]) == game.KindMob {
+					isMob[m.Entity] = true
+				}
+				if m.Kind == outbox.KindAppear {
+					// Seen anew: whether its walk was redirected before, the
+					// client cannot tell.
+					mobs[m.Entity] = &state{redirected: true}
+				}
+				if m.Kind != outbox.KindComponent {
+					continue
+				}
+				switch m.Component {
+				case game.WirePosition:
+					pos[m.Entity] = true
+				case game.WirePath:
+					path[m.Entity] = true
+				}
+			}
+			for e := range pos {
+				if !isMob[e] {
+					continue
+				}
+				s := mobs[e]
+				switch {
+				case s == nil || s.lastPos == 0:
+					// Its appear burst (or a first sight): what came before
+					// is unknown, so a correction may follow.
+					mobs[e] = &state{lastPos: tick, redirected: true}
+					continue
+				case !path[e]:
+					resends++
+					if !s.redirected || (s.resent && tick-s.lastPos < game.CorrectionSteps) {
+						t.Fatalf("account %d tick %d: mob %d resent %d ticks after its last position (a resend: %v), redirected=%v", r.account, tick, e, tick-s.lastPos, s.resent, s.redirected)
+					}
+				default:
+					legs++
+				}
+				s.lastPos, s.redirected, s.resent = tick, false, !path[e]
+			}
+			for e := range path {
+				if s := mobs[e]; s != nil && !pos[e] {
+					s.redirected = true
+				}
+			}
+			i = j
+		}
+	}
+	if legs < 100 {
+		t.Fatalf("%d legs started or ended, %d corrections: the scene proves little", legs, resends)
+	}
+	t.Logf("%d legs started or ended, %d corrections", legs, resends)
 }
 
 func TestSmoke(t *testing.T) {

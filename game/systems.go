@@ -185,13 +185,13 @@ func (g *Game) runMovement(w *ecs.World, t ecs.Tick) {
 			m.Walking = false
 			return
 		}
-		if path.Target != m.Aim {
-			// A new aim: a leg from standstill sent the position with its
-			// path (walk marks it), a redirect mid-walk did not.
-			m.Steered = m.Steered || m.Walking
-			m.Aim = path.Target
+		switch {
+		case !m.Walking:
+			m.Steered = false // a leg from standstill: walk sent the position with its path
+		case path.Target != m.Aim:
+			m.Steered = true // a redirect mid-walk: a new path and no position
 		}
-		m.Walking = true
+		m.Aim, m.Walking = path.Target, true
 		d := g.geo.Delta(p.Pos, path.Target)
 		dist := math.Hypot(d.X, d.Y)
 		step := s.MPS * dt
@@ -223,20 +223,28 @@ func (g *Game) runMovement(w *ecs.World, t ecs.Tick) {
 // move an entity from its last position along its Path at its Speed, tick
 // by tick, so a leg walked straight from the position they were sent
 // needs no resend: they know where it is to the step. Nodes do not (a
-// ghost keeps the last position it was sent), and neither does the node
-// that holds a player's view while another simulates the player. So the
-// resend goes out every time for an entity another node may hold as a
-// ghost (another node's region within the ghost band) and for a player's
-// master and pet (what players watch, wherever their view is held);
-// otherwise only every CorrectionSteps-th step, and only once its walk
-// was redirected since its position was last sent (a client that
-// extrapolates through redirects by its own clock drifts by a tick's step
-// at each).
+// ghost keeps the last position it was sent), and neither does a node
+// that holds a player's view while another simulates the player, nor a
+// client that only draws positions. So the resend goes out:
+//   - every time for an entity another node may hold as a ghost (another
+//     node's region within the ghost band: perception and reach there
+//     read the ghost's position);
+//   - every OwnedResendSteps-th step for a player's master and pet (a
+//     view held on another node follows the master's ghost; players watch
+//     these most);
+//   - for any other entity every CorrectionSteps-th step, and only once
+//     its walk was redirected since its position was last sent (a client
+//     that extrapolates through redirects by its own clock drifts by up to
+//     a tick's step at each).
 func (g *Game) resendPosition(id ecs.ID, p *Position, m *Motion) bool {
-	if g.c.owner.Has(id) || g.r.Table().InForeignBand(p.Pos, cells.DefaultBands(g.r.Grid()).Ghost) {
+	phase := m.Steps + uint32(id)
+	switch {
+	case g.c.owner.Has(id) && phase%OwnedResendSteps == 0:
+		return true
+	case m.Steered && phase%CorrectionSteps == 0:
 		return true
 	}
-	return m.Steered && (m.Steps+uint32(id))%CorrectionSteps == 0
+	return g.r.Table().InForeignBand(p.Pos, cells.DefaultBands(g.r.Grid()).Ghost)
 }
 
 // chaseSlack is how far, in metres, a chased entity may move from the end
@@ -253,6 +261,11 @@ const (
 // Path and Speed in between.
 const PositionResendSteps = 8
 
-// CorrectionSteps: an entity no other node watches, whose walk was
+// OwnedResendSteps: a player's master or pet no other node holds as a
+// ghost has its position resent every 16th step (0.8 s, 4 m at a
+// master's walk).
+const OwnedResendSteps = 2 * PositionResendSteps
+
+// CorrectionSteps: any other entity no other node watches, whose walk was
 // redirected, has its position resent every 64th step (3.2 s at 20 Hz).
 const CorrectionSteps = 8 * PositionResendSteps
