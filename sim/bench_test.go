@@ -88,6 +88,8 @@ var (
 		"BenchmarkGatewayClients: full sim.Clients, which keep every entity they are shown, instead of lean ones")
 	windowProfile = flag.String("sim.window-cpuprofile", "",
 		"BenchmarkGatewayClients: write a CPU profile of each case's measured window (the server process) to this file, suffixed with the case's name")
+	clientProfile = flag.String("sim.client-cpuprofile", "",
+		"BenchmarkGatewayClients: write a CPU profile of the client process over each sockets case's measured window to this file, suffixed with the case's name")
 )
 
 // benchLimits: the benchmarks' gateways keep idle clients for long: a
@@ -152,11 +154,24 @@ const (
 // bytes went (sim.ByteCounts: bursts, vanishes, updates by component,
 // terrain); in both, the outbox's bytes delivered per account per second
 // (the frames alone).
+//
+// Last, default/clients=1000/sockets is the game's default scene with the
+// same clients (defaultScene): what the reference game sends a client
+// when its mobs are not all walking all the time, for the bytes goal.
 func BenchmarkGatewayClients(b *testing.B) {
 	for _, n := range []int{250, 500, 1000} {
 		b.Run(fmt.Sprintf("clients=%d/sinks", n), func(b *testing.B) { benchSinks(b, n) })
-		b.Run(fmt.Sprintf("clients=%d/sockets", n), func(b *testing.B) { benchSockets(b, n) })
+		b.Run(fmt.Sprintf("clients=%d/sockets", n), func(b *testing.B) { benchSockets(b, gatewayWorld(n)) })
 	}
+	b.Run("default/clients=1000/sockets", func(b *testing.B) { benchSockets(b, defaultScene(1000)) })
+}
+
+// defaultScene is the reference game's own scene for n players on
+// gatewayWorld's square: the game's default dens (in 4 % of the columns,
+// 4 mobs each: about 2,500 mobs around 1,000 players) and wandering (a
+// pause of 2 s on average between legs).
+func defaultScene(n int) game.Config {
+	return game.Config{Seed: 1, Players: n, Area: 4000, MaterialiseBudget: 100_000}
 }
 
 // tickLoop steps the world on a 20 Hz ticker on a goroutine locked to its
@@ -277,10 +292,10 @@ type discardSink struct{}
 
 func (discardSink) Deliver(uint64, [][]byte) {}
 
-func benchSockets(b *testing.B, n int) {
+func benchSockets(b *testing.B, cfg game.Config) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cfg := gatewayWorld(n)
+	n := cfg.Players
 	cfg.NoBots = true
 	g, err := game.NewModule(cfg)
 	if err != nil {
@@ -293,6 +308,9 @@ func benchSockets(b *testing.B, n int) {
 	b.Cleanup(func() { _ = rt.Close() })
 	bc := newWorld(b)
 	job := clientJob{URL: bc.serveWith(rt, 0, benchLimits), Seed: 1, Roam: clientRoam, Every: clientMoveEvery, Full: *fullClients}
+	if *clientProfile != "" {
+		job.Profile = *clientProfile + "." + strings.NewReplacer("/", "-", "=", "").Replace(b.Name())
+	}
 	for a := account.ID(1); a <= account.ID(n); a++ {
 		job.Tokens = append(job.Tokens, bc.token(a))
 	}
@@ -355,7 +373,10 @@ type clientJob struct {
 	Seed   uint64
 	Roam   float64
 	Every  time.Duration
-	Full   bool // full sim.Clients, not lean ones
+	Full   bool   // full sim.Clients, not lean ones
+	// Profile, if set, is where the client process writes a CPU profile of
+	// the measured window (from the first mark to the second).
+	Profile string
 }
 
 // clientMark is the client process's answer to "mark": its counters so
@@ -555,9 +576,13 @@ func clientProcess(r io.Reader, w io.Writer) error {
 		close(stop)
 		driver.Wait()
 	}()
+	var prof windowProf
 	for sc.Scan() {
 		switch sc.Text() {
 		case "mark":
+			if err := prof.toggle(job.Profile); err != nil {
+				return err
+			}
 			m := clientMark{Wall: time.Now(), CPU: processCPU(), Inputs: int(inputs.Load())}
 			for _, c := range clients {
 				c.Look(func(v *sim.View) {
@@ -586,6 +611,29 @@ func clientProcess(r io.Reader, w io.Writer) error {
 		}
 	}
 	return sc.Err()
+}
+
+// windowProf is the client process's CPU profile of the measured window:
+// toggle starts it into file at the first mark and stops it at the second
+// (nothing when file is empty).
+type windowProf struct{ f *os.File }
+
+func (p *windowProf) toggle(file string) error {
+	if file == "" {
+		return nil
+	}
+	if p.f != nil {
+		pprof.StopCPUProfile()
+		err := p.f.Close()
+		p.f = nil
+		return err
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	p.f = f
+	return pprof.StartCPUProfile(f)
 }
 
 // ---- BenchmarkForwardedHop ----
