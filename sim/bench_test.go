@@ -373,7 +373,7 @@ type clientJob struct {
 	Seed   uint64
 	Roam   float64
 	Every  time.Duration
-	Full   bool   // full sim.Clients, not lean ones
+	Full   bool // full sim.Clients, not lean ones
 	// Profile, if set, is where the client process writes a CPU profile of
 	// the measured window (from the first mark to the second).
 	Profile string
