@@ -274,6 +274,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("econ: watch members: %w", err)
 	}
 	n.wg.Go(func() { n.membership(events) })
+	// The fence has its own goroutine, so a lost lease stops recording at
+	// once even while the membership loop is busy re-forming.
+	n.wg.Go(func() {
+		select {
+		case <-n.ctx.Done():
+		case <-reg.Lost():
+			n.fence()
+		}
+	})
 	n.wg.Go(func() { n.every(cfg.RotateEvery, n.rotate) })
 	n.wg.Go(func() { n.every(cfg.SweepEvery, n.sweep) })
 	return n, nil
@@ -443,11 +452,13 @@ func (n *Node) Close() error {
 		n.wg.Wait()
 		n.gate.Lock()
 		n.closed = true
-		g := n.cur
+		g, fenced := n.cur, n.fenced
 		n.gate.Unlock()
 		n.signal()
 		var errs []error
-		if g != nil {
+		if g != nil && !fenced {
+			// After a lost lease the fence has settled what it could;
+			// the rest is the sweep's.
 			errs = append(errs, n.retire(g, true))
 		}
 		if err := n.reg.Close(); err != nil && !errors.Is(err, coord.ErrLeaseLost) {
@@ -495,7 +506,14 @@ func (n *Node) Halt() {
 // must form now, and the sweep finishes what a claim holder leaves.
 func (n *Node) retire(g *generation, final bool) error {
 	_ = g.node.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CloseTimeout)
+	// A view change's or a fence's settle ends with the node (Close
+	// cancels n.ctx first: what it cuts short, Close's own leftovers pass
+	// settles); Close's final one runs to CloseTimeout.
+	base := n.ctx
+	if final {
+		base = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(base, n.cfg.CloseTimeout)
 	defer cancel()
 	reps, err := g.node.SettleAll(ctx)
 	n.met.settled.Add(float64(len(reps)))

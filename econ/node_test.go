@@ -18,6 +18,8 @@ import (
 	"github.com/shardwise/shardwise/internal/testseed"
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // grant is a movement from the platform to a user's wallet: it can never be
@@ -483,4 +485,55 @@ func TestHaltedNodesOrphansAreSwept(t *testing.T) {
 		t.Fatalf("wallets hold %d, want 180", rep.Wallets)
 	}
 	checkJournal(t, path, &accepted)
+}
+
+// TestLostLeaseFencesTheNode: a node whose lease is revoked behind its back
+// (as etcd does when renewals stop getting through) stops recording at
+// once, answers ECON.LEASE_LOST, and the others re-form without it.
+func TestLostLeaseFencesTheNode(t *testing.T) {
+	prefix := testPrefix(t)
+	store, _ := newSQLite(t)
+	a := startNode(t, prefix, "econ-a", store, Config{})
+	b := startNode(t, prefix, "econ-b", store, Config{})
+	waitView(t, []string{"econ-a", "econ-b"}, a, b)
+	ctx := testCtx(t)
+	owner, _ := netting.ScopeRouter([]string{"econ-a", "econ-b"})
+	scope := ""
+	for i := 0; scope == ""; i++ {
+		if s := fmt.Sprintf("scope-%d", i); owner(s) == "econ-b" {
+			scope = s
+		}
+	}
+	if out, err := b.Record(ctx, scope, grant("before", "u1", 1)); err != nil || out.Status != netting.Accepted {
+		t.Fatalf("before the revoke: %+v, %v", out, err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: sharedEtcd.Endpoints(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Revoke(ctx, clientv3.LeaseID(b.Registration().LeaseID())); err != nil {
+		t.Fatal(err)
+	}
+	testenv.PollUntil(t, 20*time.Second, "econ-b fenced", func() bool { return b.Status().Fenced })
+	_, err = b.Record(ctx, scope, grant("after", "u1", 1))
+	wantCode(t, err, CodeLeaseLost)
+	waitView(t, []string{"econ-a"}, a)
+	out, err := a.Record(ctx, scope, grant("after", "u1", 1))
+	if err != nil || out.Status != netting.Accepted {
+		t.Fatalf("econ-a after econ-b's lease ended: %+v, %v", out, err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close of a fenced node: %v", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Audit(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.Problems(true); len(p) > 0 {
+		t.Fatalf("audit: %v", p)
+	}
 }

@@ -74,8 +74,7 @@ func (n *Node) membership(events <-chan coord.MembershipEvent) {
 		case <-n.ctx.Done():
 			return
 		case <-n.reg.Lost():
-			n.fence()
-			return
+			return // the fence goroutine stops the node
 		case ev, ok := <-events:
 			if !ok {
 				return
