@@ -4,8 +4,10 @@
 // It owns: sessions (one scope, one epoch, one writer), the hash-chained
 // journal, reservations against the shared counter, settle (net in chunks
 // with a clearing leg; on a refusal compensate and replay each movement),
-// recovery, and the ClusterNode (ownership by rendezvous placement, epoch
-// rotation, the orphan sweep, ReconcileReservations). It does not own
+// recovery, the ClusterNode (ownership by rendezvous placement, epoch
+// rotation, the orphan sweep, ReconcileReservations), and the provable
+// ledger: the hash of a chained posting (PostingHash) and the proof of a
+// store's ledger (VerifyLedger, ledgerchain.go). It does not own
 // storage: everything durable goes through the small Store port (store.go),
 // implemented by MemStore here and by netting/sqlstore on SQLite and
 // PostgreSQL, all checked by the one contract suite in netting/storetest.
@@ -42,6 +44,23 @@
 //     deltas as it landed (a compensation put its chunk's back), so the
 //     release returns only what no posting took: the refused movements.
 //
+// # The provable ledger
+//
+// Every posting a store writes (Post, PostFenced, PostFencedReleasing) is
+// chained, in the store's transaction: it takes the next position (Seq) of
+// the store's one chain, PrevHash = the head's hash, Hash =
+// PostingHash(PrevHash, posting, PostedAt), and the head moves to it. The
+// store chains one posting at a time, so the chain's order is the commit
+// order; a repeat of an id or a refusal chains nothing. VerifyLedger walks
+// the chain (PostingLog, part of LedgerStore) and reports it intact — its
+// head: the number of postings and the last one's hash — or the first
+// break as a *LedgerChainBrokenError (LEDGER.CHAIN_BROKEN): a posting
+// tampered with (its hash, legs, meta or time changed, or the head or the
+// count disagreeing), missing (a gap, a truncated end), reordered, or a
+// stored balance that the chained postings' legs do not give. It proves
+// the store consistent with itself: a writer who can rebuild the whole
+// chain and its head is caught only against a head kept elsewhere.
+//
 // # Caller obligations
 //
 //  1. Give every node of a cluster the same node list; route each scope to
@@ -71,4 +90,7 @@
 //     settled. With SettlePoster no posted amount is also still pending.
 //   - Two settlers of one session never interleave writes: the store's
 //     claim and fencing token admit one at a time.
+//   - A store's postings form one hash chain in commit order, from
+//     GenesisHash to the head the store keeps; every balance is the sum of
+//     the chained postings' legs.
 package netting

@@ -48,8 +48,9 @@ type LedgerHead struct {
 	Postings int64
 }
 
-// PostingLog is the read side of a store's chain: what VerifyLedger walks.
-// A store returns what it has stored, without checking it.
+// PostingLog is the read side of a store's chain, part of LedgerStore:
+// what VerifyLedger walks. A store returns what it has stored, without
+// checking it.
 type PostingLog interface {
 	// ReadPostings returns the chained postings with Seq ≥ from, in Seq
 	// order, at most limit (≥ 1) of them; fewer than limit means none
@@ -196,10 +197,7 @@ const verifyRounds = 32
 // again, and walks the new postings, until no posting landed in between).
 // Its cost is one pass over the chain (a second one to classify a broken
 // link) and memory for one balance per account.
-func VerifyLedger(ctx context.Context, s interface {
-	LedgerStore
-	PostingLog
-}) (LedgerProof, error) {
+func VerifyLedger(ctx context.Context, s LedgerStore) (LedgerProof, error) {
 	w := newLedgerWalk()
 	// walk reads and checks every posting from w.next on.
 	walk := func() error {

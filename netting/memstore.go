@@ -53,7 +53,6 @@ type memSession struct {
 
 var _ SharedStore = (*MemStore)(nil)
 var _ BatchStore = (*MemStore)(nil)
-var _ PostingLog = (*MemStore)(nil)
 
 // NewMemStore returns an empty store on the wall clock.
 func NewMemStore() *MemStore { return NewMemStoreWithClock(nil) }

@@ -20,6 +20,15 @@ package netting
 //     credit is never counted in the balance and in pending at once. A
 //     session uses it when its store implements it; its final
 //     ReleaseSession then returns only what no posting moved.
+//   - v1.3 (LedgerStore, so Store and SharedStore, gain two methods;
+//     callers are unchanged, implementations must add them): PostingLog,
+//     the ledger's hash chain. Every posting a store writes (Post,
+//     PostFenced, PostFencedReleasing) is chained in commit order
+//     (PostingHash) and ReadPostings and LedgerHead read the chain back,
+//     so that VerifyLedger proves any store's ledger. In the port, not an
+//     optional extension: every store must chain, and every wrapper keeps
+//     the reads. storetest checks the chain on every store, and
+//     VerifyLedger's findings on stores whose test offers a Tamperer.
 
 import (
 	"context"
@@ -99,13 +108,19 @@ type Fence struct {
 	Token int64
 }
 
-// LedgerStore holds postings and balances under the rules of package ledger.
+// LedgerStore holds postings and balances under the rules of package
+// ledger, and the hash chain of the postings (PostingLog).
 type LedgerStore interface {
 	// Post applies p atomically after ledger.Validate: on a refusal
 	// (OP.MALFORMED, LEDGER.UNBALANCED, LEDGER.OVERDRAFT per
 	// ledger.CheckOverdraft against the balances inside the same
 	// transaction) nothing is written. An id already posted is a no-op that
-	// returns nil, whatever the legs: ids are idempotency keys.
+	// returns nil, whatever the legs: ids are idempotency keys. A posting
+	// written is chained in the same transaction (ledgerchain.go): the
+	// next Seq, PostedAt from the store's clock, PrevHash the head's hash,
+	// Hash = PostingHash(PrevHash, p, PostedAt), and the head moved to it,
+	// one posting at a time, so the chain's order is the commit order. A
+	// repeat or a refusal chains nothing.
 	Post(ctx context.Context, p ledger.Posting) error
 	// HasPosting reports whether a posting with id exists.
 	HasPosting(ctx context.Context, id string) (bool, error)
@@ -115,6 +130,8 @@ type LedgerStore interface {
 	// Balances returns the balance of every account ever posted to
 	// (accounts whose balance is back at zero may be included).
 	Balances(ctx context.Context) (map[string]int64, error)
+	// PostingLog reads the chain back.
+	PostingLog
 }
 
 // JournalStore holds the hash-chained journals of all sessions.
@@ -165,7 +182,8 @@ type SessionStore interface {
 	ClaimSettle(ctx context.Context, sessionID, owner string, lease time.Duration) (Fence, error)
 	// PostFenced is Post executed only if f.Token is still the session's
 	// current claim token (checked in the same transaction as the posting);
-	// otherwise *FencedError (errors.Is ErrFenced) and nothing is written.
+	// otherwise *FencedError (errors.Is ErrFenced) and nothing is written
+	// or chained.
 	// An expired claim that nobody replaced still fences nothing.
 	PostFenced(ctx context.Context, f Fence, p ledger.Posting) error
 	// MarkReplaying durably sets SessionMeta.Replaying, fenced like

@@ -15,8 +15,6 @@ import (
 // 6. The write side is chainTx (ledger.go), the last step of every
 // posting's transaction.
 
-var _ netting.PostingLog = (*Store)(nil)
-
 // ReadPostings implements netting.PostingLog: one statement, so the page is
 // one snapshot of the postings and their entries.
 func (s *Store) ReadPostings(ctx context.Context, from int64, limit int) ([]netting.ChainedPosting, error) {

@@ -48,7 +48,7 @@ func openPostgres(t testing.TB, pg *testenv.PostgresServer) *sqlstore.Store {
 }
 
 func TestContractSQLite(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) netting.Store { return openSQLite(t) })
+	storetest.Run(t, func(t *testing.T) netting.Store { return tamperable{openSQLite(t)} })
 }
 
 // TestPostgres runs everything that needs PostgreSQL under one throwaway
@@ -56,7 +56,7 @@ func TestContractSQLite(t *testing.T) {
 func TestPostgres(t *testing.T) {
 	pg := testenv.StartPostgres(t)
 	t.Run("Contract", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) netting.Store { return openPostgres(t, pg) })
+		storetest.Run(t, func(t *testing.T) netting.Store { return tamperable{openPostgres(t, pg)} })
 	})
 	t.Run("Chain", func(t *testing.T) {
 		testChainSQL(t, func(t *testing.T) *sqlstore.Store { return openPostgres(t, pg) })

@@ -28,6 +28,7 @@ func Run(t *testing.T, open func(t *testing.T) netting.Store) {
 	for _, c := range contractCases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, shared(t)) })
 	}
+	runLedgerChain(t, open, shared)
 	// The optional BatchStore extension: its own contract when implemented.
 	_, batched := open(t).(netting.BatchStore)
 	if batched {

@@ -13,7 +13,10 @@
 // Run holds three kinds of test:
 //   - one per method semantic of the port (the hashicorp/raft lesson: an
 //     in-memory store that disagrees with the real one must fail here, not
-//     in production);
+//     in production), the ledger's hash chain among them (LedgerChain/…),
+//     and, when the store under test also implements Tamperer (a way to
+//     rewrite its stored ledger behind its back), VerifyLedger's finding
+//     for each kind of tampering (LedgerTamper/…; a loud skip without one);
 //   - the behaviours of the netting specification the project was created
 //     from (restated from seed 000) and its store-generic "Ours" items (the
 //     gaps of the original that we close, listed in ours.go), driven
@@ -22,6 +25,10 @@
 //     crashes mid-commit, mid-settle and mid-replay;
 //   - the netting invariants as property tests over randomized schedules
 //     (SHARDWISE_PROPERTY_SEEDS sets how many; default 4).
+//
+// Every behaviour and property test ends with the money audit, which
+// includes netting.VerifyLedger: every settle path must leave a ledger that
+// proves itself.
 //
 // It owns no production code and imports only netting, ledger,
 // internal/testenv (for its polling helper, PollUntil) and the standard

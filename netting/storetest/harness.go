@@ -364,8 +364,9 @@ func has(t *testing.T, s netting.Store, id string) bool {
 }
 
 // checkMoney asserts the global money invariants: the sum of all balances
-// is zero, the clearing account is at zero, no wallet is negative, and (if
-// settledAll) every pending counter is back at zero.
+// is zero, the clearing account is at zero, no wallet is negative, the
+// ledger proves itself (VerifyLedger), and (if settledAll) every pending
+// counter is back at zero.
 func checkMoney(t *testing.T, s netting.SharedStore, settledAll bool) map[string]int64 {
 	t.Helper()
 	ctx := ctxT(t)
@@ -383,6 +384,9 @@ func checkMoney(t *testing.T, s netting.SharedStore, settledAll bool) map[string
 	}
 	if c := bal[ledger.NettingClearing]; c != 0 {
 		t.Errorf("clearing account = %d, want 0", c)
+	}
+	if _, err := netting.VerifyLedger(ctx, s); err != nil {
+		t.Errorf("the ledger does not prove itself: %v", err)
 	}
 	if settledAll {
 		p, err := s.PendingAll(ctx)
