@@ -111,6 +111,7 @@ func newEconCmd() *cobra.Command {
 	f.DurationVar(&host.Node.CloseTimeout, "close-timeout", 0, "bound on settling the open sessions at stop (0: 30s)")
 	f.BoolVar(&verbose, "verbose", false, "log the node's events (views formed and ready, sweeps, settles that failed) to stderr")
 	cmd.AddCommand(newEconAuditCmd())
+	cmd.AddCommand(newEconVerifyCmd())
 	return cmd
 }
 
