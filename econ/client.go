@@ -91,7 +91,9 @@ type ClientConfig struct {
 	// 10s.
 	AttemptTimeout time.Duration
 	// MaxAttempts bounds the attempts of one call (a retry follows a
-	// not-ready node, an unreachable one, or a lost reply). Default 10.
+	// not-ready node, an unreachable one, or a lost reply). Default 30:
+	// with the default backoff, about 25 s of waiting, enough to ride out a
+	// node's death (its lease TTL, 10 s by default, then the re-form).
 	MaxAttempts int
 	// MaxRedirects bounds the misroutes one attempt follows before it waits
 	// and starts over from the client's own view. Default 3.
@@ -143,7 +145,7 @@ func (c ClientConfig) WithDefaults() ClientConfig {
 		c.AttemptTimeout = 10 * time.Second
 	}
 	if c.MaxAttempts == 0 {
-		c.MaxAttempts = 10
+		c.MaxAttempts = 30
 	}
 	if c.MaxRedirects == 0 {
 		c.MaxRedirects = 3
@@ -177,6 +179,10 @@ type Client struct {
 
 	mu     sync.Mutex
 	view   clientView                  // guarded by mu
+	// changed is closed (and replaced) on every change the member watch
+	// reports: a retry waiting out its backoff goes at once, since a node
+	// that joined, left or adopted a view is what it was waiting for.
+	changed chan struct{} // guarded by mu
 	conns  map[string]*grpc.ClientConn // by address; guarded by mu
 	closed bool                        // guarded by mu
 
@@ -215,7 +221,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	c := &Client{cfg: cfg, log: cfg.Logger, conns: map[string]*grpc.ClientConn{}}
+	c := &Client{cfg: cfg, log: cfg.Logger, conns: map[string]*grpc.ClientConn{}, changed: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	events, stop, err := c.watch(ctx)
 	if err != nil {
@@ -310,6 +316,8 @@ func (c *Client) setView(members map[coord.NodeID]coord.Member) {
 // member has any more (a call still on one fails and is retried).
 func (c *Client) setViewLocked(members map[coord.NodeID]coord.Member) {
 	c.view = newClientView(members)
+	close(c.changed)
+	c.changed = make(chan struct{})
 	live := map[string]bool{}
 	for _, a := range c.view.addrs {
 		live[a] = true
@@ -459,7 +467,7 @@ func (c *Client) Record(ctx context.Context, scope string, m netting.Movement) (
 	attempts := 0
 	for attempts < c.cfg.MaxAttempts {
 		if attempts > 0 {
-			if clock.Sleep(ctx, c.cfg.Clock, c.backoffDelay(m.Key, attempts)) != nil {
+			if c.backoff(ctx, c.backoffDelay(m.Key, attempts)) != nil {
 				break
 			}
 		}
@@ -714,6 +722,23 @@ func (c *Client) Sweep(ctx context.Context, member string) (netting.SweepSummary
 // attempt up to BackoffMax, the upper half jittered by a hash of salt and
 // attempt (deterministic, so a test's fake clock knows what to expect within
 // bounds, and callers retrying different keys spread out).
+// backoff waits d, or until the member watch reports a change, or ctx ends.
+func (c *Client) backoff(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	changed := c.changed
+	c.mu.Unlock()
+	t := c.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-changed:
+		return nil
+	case <-t.C():
+		return nil
+	}
+}
+
 func (c *Client) backoffDelay(salt string, attempt int) time.Duration {
 	d := c.cfg.BackoffMin
 	for i := 1; i < attempt && d < c.cfg.BackoffMax; i++ {

@@ -506,14 +506,10 @@ func (n *Node) Halt() {
 // must form now, and the sweep finishes what a claim holder leaves.
 func (n *Node) retire(g *generation, final bool) error {
 	_ = g.node.Close()
-	// A view change's or a fence's settle ends with the node (Close
-	// cancels n.ctx first: what it cuts short, Close's own leftovers pass
-	// settles); Close's final one runs to CloseTimeout.
-	base := n.ctx
-	if final {
-		base = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(base, n.cfg.CloseTimeout)
+	// Not cut short by Close: a settle abandoned mid-way leaves its claim
+	// held until the claim's lease lapses, blocking every other settler of
+	// the session that long. CloseTimeout bounds it.
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CloseTimeout)
 	defer cancel()
 	reps, err := g.node.SettleAll(ctx)
 	n.met.settled.Add(float64(len(reps)))
