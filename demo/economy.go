@@ -165,6 +165,10 @@ type EconomyReport struct {
 	NettingRatio    float64
 	// Audit is the money audit of the store after the run.
 	Audit econ.AuditReport
+	// Ledger is what netting.VerifyLedger proved of the posting chain
+	// (LedgerErr the break it found instead, if any).
+	Ledger    netting.LedgerProof
+	LedgerErr error
 
 	Killed string
 	// Orphans are the killed node's journaled, unsettled sessions at the
@@ -673,6 +677,11 @@ func (d *economyDemo) report(ctx context.Context, postingsBefore, funding int64)
 	if r.Audit, err = econ.Audit(ctx, d.store); err != nil {
 		return r, err
 	}
+	r.Ledger, r.LedgerErr = netting.VerifyLedger(ctx, d.store)
+	var broken *netting.LedgerChainBrokenError
+	if r.LedgerErr != nil && !errors.As(r.LedgerErr, &broken) {
+		return r, r.LedgerErr
+	}
 	d.mu.Lock()
 	r.Orphans, r.OrphansSettled = len(d.orphans), len(d.orphanDone)
 	if !d.lastSwept.IsZero() {
@@ -683,6 +692,9 @@ func (d *economyDemo) report(ctx context.Context, postingsBefore, funding int64)
 
 	r.Failures = append(r.Failures, r.Audit.Problems(true)...)
 	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
+	if r.LedgerErr != nil {
+		fail("the ledger does not prove itself: %v", r.LedgerErr)
+	}
 	if r.Errors > 0 {
 		fail("%d movements failed with an error", r.Errors)
 	}
@@ -709,6 +721,9 @@ func (r EconomyReport) Print(w io.Writer) {
 		fmt.Fprintf(w, "  sum of entries            %d\n", a.SumEntries)
 	}
 	fmt.Fprintf(w, "  clearing account          %d\n", a.Clearing)
+	if r.LedgerErr == nil {
+		fmt.Fprintf(w, "  ledger chain              %d postings proved, %d balances checked\n", r.Ledger.Head.Len, r.Ledger.Accounts)
+	}
 	fmt.Fprintf(w, "  wallets below zero        %d\n", len(a.NegativeWallets))
 	fmt.Fprintf(w, "  reservations pending      %d accounts\n", len(a.Pending))
 	fmt.Fprintf(w, "  sessions unsettled        %d\n", len(a.Unsettled))

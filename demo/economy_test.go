@@ -84,7 +84,7 @@ func testDemoShort(t *testing.T, store *sqlstore.Store) {
 	if rep.NettingRatio <= 1 {
 		t.Errorf("netting ratio %.2f: settles wrote as many postings as movements", rep.NettingRatio)
 	}
-	for _, want := range []string{"accepted=", "killed ", "swept ", "money conserved           yes"} {
+	for _, want := range []string{"accepted=", "killed ", "swept ", "postings proved", "money conserved           yes"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}

@@ -94,7 +94,8 @@ func newEconCmd() *cobra.Command {
 			return withCode(renameToFlags(err, flagOf))
 		},
 	}
-	etcd.register(cmd)
+	// Local, not persistent: audit and verify read a store and never etcd.
+	etcd.registerLocal(cmd)
 	f := cmd.Flags()
 	f.StringVar(&host.Name, "name", "", "this node's member name; scopes are placed on these names (required)")
 	f.StringVar(&host.StoreURL, "store", "", "the store every economy node shares: sqlite:///PATH or postgres://… (required)")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/coord"
@@ -24,12 +25,17 @@ type etcdFlags struct {
 	timeout   time.Duration
 }
 
-func (f *etcdFlags) register(cmd *cobra.Command) {
-	cmd.PersistentFlags().StringSliceVar(&f.endpoints, "endpoints", nil,
+func (f *etcdFlags) register(cmd *cobra.Command) { f.registerOn(cmd.PersistentFlags()) }
+
+// registerLocal registers the flags on cmd alone, not its subcommands.
+func (f *etcdFlags) registerLocal(cmd *cobra.Command) { f.registerOn(cmd.Flags()) }
+
+func (f *etcdFlags) registerOn(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&f.endpoints, "endpoints", nil,
 		"etcd client URLs, comma-separated (for example http://127.0.0.1:2379); required")
-	cmd.PersistentFlags().StringVar(&f.prefix, "prefix", coord.DefaultPrefix,
+	fs.StringVar(&f.prefix, "prefix", coord.DefaultPrefix,
 		"key prefix of the shardwise cluster in etcd")
-	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", 10*time.Second,
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second,
 		"give up on etcd after this long")
 }
 
