@@ -177,14 +177,14 @@ type Client struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	view   clientView                  // guarded by mu
+	mu   sync.Mutex
+	view clientView // guarded by mu
 	// changed is closed (and replaced) on every change the member watch
 	// reports: a retry waiting out its backoff goes at once, since a node
 	// that joined, left or adopted a view is what it was waiting for.
-	changed chan struct{} // guarded by mu
-	conns  map[string]*grpc.ClientConn // by address; guarded by mu
-	closed bool                        // guarded by mu
+	changed chan struct{}               // guarded by mu
+	conns   map[string]*grpc.ClientConn // by address; guarded by mu
+	closed  bool                        // guarded by mu
 
 	closeOnce sync.Once
 	closeErr  error
