@@ -55,6 +55,8 @@ var (
 type scriptWorld struct {
 	chunk     []byte
 	tickEvery time.Duration
+	script    func(tick uint64) [][]byte // the frames of tick (none: no batch)
+	ticks     uint64                     // the script's last tick; 0 for none
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -66,10 +68,10 @@ type scriptWorld struct {
 	stops  map[*gateway.Session]context.CancelFunc
 }
 
-func newScriptWorld(chunk []byte) *scriptWorld {
+func newScriptWorld(chunk []byte, script func(tick uint64) [][]byte, ticks uint64) *scriptWorld {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &scriptWorld{chunk: chunk, tickEvery: 50 * time.Millisecond, ctx: ctx, cancel: cancel,
-		stops: make(map[*gateway.Session]context.CancelFunc)}
+	return &scriptWorld{chunk: chunk, tickEvery: 50 * time.Millisecond, script: script, ticks: ticks,
+		ctx: ctx, cancel: cancel, stops: make(map[*gateway.Session]context.CancelFunc)}
 }
 
 func (w *scriptWorld) Join(s *gateway.Session) error {
@@ -88,7 +90,7 @@ func (w *scriptWorld) play(ctx context.Context, s *gateway.Session) {
 	defer w.wg.Done()
 	t := time.NewTicker(w.tickEvery)
 	defer t.Stop()
-	for tick := uint64(1); ; tick++ {
+	for tick := uint64(1); w.ticks == 0 || tick <= w.ticks; tick++ {
 		select {
 		case <-ctx.Done():
 			return
@@ -96,7 +98,7 @@ func (w *scriptWorld) play(ctx context.Context, s *gateway.Session) {
 			return
 		case <-t.C:
 		}
-		s.Deliver(tick, scriptBatch(tick))
+		s.Deliver(tick, w.script(tick))
 	}
 }
 
@@ -207,6 +209,12 @@ type stack struct {
 
 func newStack(t *testing.T, chunk []byte) *stack {
 	t.Helper()
+	return newScriptStack(t, newScriptWorld(chunk, scriptBatch, 0))
+}
+
+// newScriptStack is newStack with world's script.
+func newScriptStack(t *testing.T, world *scriptWorld) *stack {
+	t.Helper()
 	dir, err := directory.NewMemory(directory.MemoryConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +234,6 @@ func newStack(t *testing.T, chunk []byte) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	world := newScriptWorld(chunk)
 	gw, err := gateway.New(gateway.Config{
 		Name: "web-1", Node: 1, Directory: dir, Verifier: v, World: world, Geometry: torus.Default(),
 	})

@@ -11,8 +11,12 @@
 
 import { ProtoError, decodeServerMessage, encodeClientMessage } from "./proto.js";
 import {
-  FrameError, KIND_APPEAR, KIND_COMPONENT, KIND_VANISH, decodeBatch, decodeChunk, decodeComponent,
+  FrameError, KIND_APPEAR, KIND_COMPONENT, KIND_VANISH, WIRE_PATH, WIRE_POSITION, WIRE_SPEED,
+  decodeBatch, decodeChunk, decodeComponent, decodePosition,
 } from "./frames.js";
+
+// now is the clock Client stamps batches with, for World.tickAt.
+const now = () => globalThis.performance?.now() ?? Date.now();
 
 /** SUBPROTOCOL is the WebSocket subprotocol of the client protocol. */
 export const SUBPROTOCOL = "shardwise.v1";
@@ -26,6 +30,42 @@ export const SUBPROTOCOL = "shardwise.v1";
  * numbers its kinds otherwise changes this line.
  */
 export const InputKind = Object.freeze({ MOVE: 1, ATTACK: 2, STOP: 3, MARK: 4 });
+
+/** DEFAULT_TICK_HZ is the tick rate assumed before a Welcome names one. */
+export const DEFAULT_TICK_HZ = 20;
+
+// Torus arithmetic as torus.World does it: x and y wrap, z does not.
+const f64 = new Float64Array(1);
+const i64 = new BigInt64Array(f64.buffer);
+
+// floorMod is torus's floorMod: v mod n in [0, n).
+function floorMod(v, n) {
+  let r = v % n; // JavaScript's % is Go's math.Mod
+  if (r < 0) {
+    r += n;
+    if (r >= n) {
+      f64[0] = n; // the largest float below n (Go's math.Nextafter(n, 0))
+      i64[0] -= 1n;
+      r = f64[0];
+    }
+  }
+  return r;
+}
+
+// shortestDelta is torus.World.DeltaX (or DeltaY): the shortest signed
+// distance from a to b on an axis of size n, in (−n/2, n/2].
+function shortestDelta(a, b, n) {
+  const d = b - a;
+  const h = n * 0.5;
+  if (d > -h && d <= h) return d;
+  const r = floorMod(d, n);
+  return r > n / 2 ? r - n : r;
+}
+
+// normalise is torus.World.NormaliseX (or NormaliseY): x in [0, n).
+function normalise(x, n) {
+  return x >= 0 && x < n ? x : floorMod(x, n);
+}
 
 /** The close status a client uses for a server message it cannot decode. */
 export const CLOSE_MALFORMED = 4000;
@@ -43,13 +83,19 @@ function toId(v) {
 /**
  * Entity is one entity the client knows: its raw component payloads by
  * wire type (the last sent of each) and the decoded ones by name
- * (position, path, speed, visual, health, exp).
+ * (position, path, speed, visual, health, exp). components.position is
+ * the last Position as sent; World.where is where the entity has walked
+ * since.
  */
 export class Entity {
   constructor(id) {
     this.id = id;
     this.raw = new Map(); // wire type → Uint8Array (a copy)
     this.components = {}; // name → decoded value
+    // The dead-reckoning anchor (World.where): where the entity stood at
+    // the end of tick anchorAt. Null until a Position arrives.
+    this.anchor = null;
+    this.anchorAt = 0;
   }
 
   set(type, payload) {
@@ -77,16 +123,83 @@ export class World {
     this.pet = 0n;
     this.geometry = null;
     this.tick = 0n;
+    this.tickHz = 0; // from Welcome; 0 until then (DEFAULT_TICK_HZ is assumed)
+    this.receivedAt = null; // the caller's clock (ms) when the last batch arrived
     this.terrain = new Map(); // "x,y" → decoded chunk
+  }
+
+  /**
+   * where is where entity id stands at tick `at` (a Number, fractional
+   * for a point between ticks, or a BigInt; default the last batch's
+   * tick) as far as the client can tell: {x, y, z} metres, or null for
+   * an entity not known or never sent a Position. It animates as
+   * docs/protocol.md ("Animating") says and sim's View.Where does: from
+   * the last Position, towards the Path target at Speed / tickHz metres a
+   * tick, the shortest way on the torus, stopping at the target. The
+   * server does not resend the position of a straight walk, so a page
+   * draws this, not components.position. For a tick from the wall clock
+   * between batches, pass tickAt(now).
+   */
+  where(id, at = this.tick) {
+    const e = this.entities.get(toId(id));
+    if (!e || !e.anchor) return null;
+    return this.reckon(e, Number(at));
+  }
+
+  /**
+   * tickAt is the tick (fractional) at time now, by the caller's clock in
+   * milliseconds (the one it passed to applyBatch, performance.now() for
+   * Client): the last batch's tick plus the ticks elapsed since it
+   * arrived, at tickHz. Before any batch it is the world's tick.
+   */
+  tickAt(now) {
+    const t = Number(this.tick);
+    if (this.receivedAt === null || !(now > this.receivedAt)) return t;
+    return t + ((now - this.receivedAt) * (this.tickHz || DEFAULT_TICK_HZ)) / 1000;
+  }
+
+  // anchor keeps e's dead-reckoning anchor as a component of tick arrives,
+  // before its payload replaces the old one (sim's Client.anchor). A
+  // Position is where the entity stood at the end of tick. A new Path or
+  // Speed took effect in tick (the reference game moves entities after it
+  // decides where they go), so the entity walked the old one until the
+  // tick before: anchor there.
+  anchor(e, type, payload, tick) {
+    if (type === WIRE_POSITION) {
+      e.anchor = decodePosition(payload);
+      e.anchorAt = tick;
+    } else if ((type === WIRE_PATH || type === WIRE_SPEED) && e.anchor && e.anchorAt + 1 < tick) {
+      e.anchor = this.reckon(e, tick - 1);
+      e.anchorAt = tick - 1;
+    }
+  }
+
+  // reckon is where e stands at tick (sim's Client.reckon): from its
+  // anchor, the distance its Speed covers in the ticks since, along its
+  // Path the shortest way on the torus, stopping at the target.
+  reckon(e, tick) {
+    const p = e.anchor;
+    const g = this.geometry;
+    if (!(tick > e.anchorAt) || !g || !g.sizeX || !g.sizeY) return { ...p };
+    const { path, speed } = e.components;
+    if (!path?.active || !speed) return { ...p };
+    const travel = (speed.mps / (this.tickHz || DEFAULT_TICK_HZ)) * (tick - e.anchorAt);
+    const dx = shortestDelta(p.x, path.target.x, g.sizeX);
+    const dy = shortestDelta(p.y, path.target.y, g.sizeY);
+    const dist = Math.hypot(dx, dy);
+    if (dist <= travel) return { ...path.target };
+    const f = travel / dist;
+    return { x: normalise(p.x + dx * f, g.sizeX), y: normalise(p.y + dy * f, g.sizeY), z: p.z };
   }
 
   /**
    * applyBatch applies one Batch's frames and returns what changed:
    * {tick, appeared, updated, vanished} (arrays of ids; updated lists
-   * each entity once). Throws FrameError, changing nothing, for a
-   * malformed batch.
+   * each entity once). receivedAt is the caller's clock in milliseconds
+   * when the batch arrived, for tickAt (optional). Throws FrameError,
+   * changing nothing, for a malformed batch.
    */
-  applyBatch(tick, frames) {
+  applyBatch(tick, frames, receivedAt = null) {
     const decoded = decodeBatch(frames);
     // Decode every payload first, so a malformed one refuses the batch
     // before anything is applied.
@@ -113,6 +226,7 @@ export class World {
             e = new Entity(f.entity);
             this.entities.set(f.entity, e);
           }
+          this.anchor(e, f.type, f.payload, Number(tick));
           e.set(f.type, f.payload);
           updated.add(f.entity);
           break;
@@ -126,6 +240,7 @@ export class World {
     }
     for (const id of appeared) updated.delete(id);
     this.tick = tick;
+    if (receivedAt !== null) this.receivedAt = receivedAt;
     return { tick, appeared, updated: [...updated], vanished };
   }
 
@@ -142,7 +257,7 @@ export class World {
   snapshot() {
     const entities = [];
     for (const e of this.entities.values()) {
-      entities.push({ id: e.id.toString(), ...e.components });
+      entities.push({ id: e.id.toString(), ...e.components, where: this.where(e.id) });
     }
     return {
       tick: this.tick.toString(),
@@ -321,6 +436,7 @@ export class Client {
       case "welcome":
         this.welcome = value;
         this.world.geometry = value.world;
+        this.world.tickHz = value.tickHz;
         this.emit("welcome", value);
         return;
       case "you":
@@ -329,7 +445,7 @@ export class Client {
         this.emit("you", value);
         return;
       case "batch":
-        this.emit("batch", this.world.applyBatch(value.tick, value.frames));
+        this.emit("batch", this.world.applyBatch(value.tick, value.frames, now()));
         return;
       case "terrain":
         this.emit("terrain", this.world.applyTerrain(value.chunk));

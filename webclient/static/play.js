@@ -1,7 +1,10 @@
 // The demo page: log in with a token, draw the entities the client knows
 // as dots around the player's master (the master highlighted), click to
-// move the master there. The page exposes window.shardwise = {client,
-// log} for tests and the console.
+// move the master there. Each animation frame draws every entity where
+// it has walked by now (World.where at World.tickAt: the server does not
+// resend the position of a straight walk). The page exposes
+// window.shardwise = {client, log, drawn} for tests and the console;
+// drawn maps each entity id drawn in the last frame to its {x, y, z}.
 
 import { Client } from "./client.js";
 import { VISUAL_DEN, VISUAL_MOB, VISUAL_PET } from "./frames.js";
@@ -16,7 +19,7 @@ const params = new URLSearchParams(location.search);
 const scheme = location.protocol === "https:" ? "wss:" : "ws:";
 form.url.value = params.get("gateway") ?? `${scheme}//${location.host}/ws`;
 
-const state = { client: null, log: [] };
+const state = { client: null, log: [], drawn: new Map() };
 window.shardwise = state;
 
 function note(line) {
@@ -24,11 +27,10 @@ function note(line) {
   status.textContent = state.log.slice(-6).join("\n");
 }
 
-// The view is centred on the master; the torus wraps, so each offset is
-// taken the short way round.
-function centre(world) {
-  const m = world.entities.get(world.master)?.components.position;
-  return m ?? { x: 0, y: 0 };
+// The view is centred on the master where it has walked to by tick; the
+// torus wraps, so each offset is taken the short way round.
+function centre(world, tick) {
+  return (world.master && world.where(world.master, tick)) ?? { x: 0, y: 0 };
 }
 
 function wrapDelta(d, size) {
@@ -45,11 +47,14 @@ function draw() {
   if (!c) return;
   const w = c.world;
   const g = w.geometry ?? {};
-  const at = centre(w);
+  const tick = w.tickAt(performance.now());
+  const at = centre(w, tick);
   const scale = canvas.width / VIEW_METRES;
+  state.drawn.clear();
   for (const e of w.entities.values()) {
-    const p = e.components.position;
+    const p = w.where(e.id, tick);
     if (!p) continue;
+    state.drawn.set(e.id, p);
     const sx = canvas.width / 2 + wrapDelta(p.x - at.x, g.sizeX) * scale;
     const sy = canvas.height / 2 - wrapDelta(p.y - at.y, g.sizeY) * scale; // y grows north, up the screen
     const kind = e.components.visual?.kind;
@@ -99,7 +104,7 @@ canvas.addEventListener("click", (ev) => {
   if (!c?.welcome || !c.world.master) return;
   const r = canvas.getBoundingClientRect();
   const scale = canvas.width / VIEW_METRES;
-  const at = centre(c.world);
+  const at = centre(c.world, c.world.tickAt(performance.now()));
   const x = at.x + (ev.clientX - r.left - canvas.width / 2) / scale;
   const y = at.y - (ev.clientY - r.top - canvas.height / 2) / scale;
   const seq = c.move(c.world.master, x, y); // the server normalises onto the torus
