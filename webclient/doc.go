@@ -13,10 +13,15 @@
 //     game/components.go) and the terrain chunk decoder (terrain/doc.go).
 //   - client.js: Client (connect, login, events, move, attack, stop,
 //     ping, logout) and World (the entities the client knows, its own
-//     master and pet, the terrain it was sent). InputKind holds the input
-//     kinds the client sends (move 1, attack 2, stop 3), in one place.
+//     master and pet, the terrain it was sent, and where each has walked:
+//     where(id, tick) animates from the last Position along the Path at
+//     the Speed as docs/protocol.md "Animating" says, the same estimate
+//     as sim's View.Where; tickAt(now) is the fractional tick between
+//     batches by the clock). InputKind holds the input kinds the client
+//     sends (move 1, attack 2, stop 3), in one place.
 //   - index.html and play.js: a demo page (token, connect, a canvas of
-//     the known entities around the master, click to move).
+//     the known entities around the master, drawn each animation frame
+//     where they have walked by then, click to move).
 //
 // What it does not own: the protocol (proto/client.proto and
 // docs/protocol.md are the contract; the gateway is the server side), the
@@ -36,4 +41,8 @@
 //     or a browser would refuse the modules.
 //  4. The package imports only the standard library; the JavaScript
 //     imports nothing but its own modules.
+//  5. World.where and sim's View.Where agree on the same frames (the
+//     server resends a walker's Position only as a correction, so a page
+//     that drew positions as sent would show walkers standing still);
+//     TestPageAnimatesWalkersAsSimDoes checks every case of "Animating".
 package webclient
