@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"time"
 
@@ -13,9 +12,6 @@ import (
 
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/econ"
-	"github.com/shardwise/shardwise/errcode"
-	"github.com/shardwise/shardwise/internal/dburl"
-	"github.com/shardwise/shardwise/netting/sqlstore"
 )
 
 // newEconCmd is "shardwise econ": one economy node as its own process
@@ -136,23 +132,11 @@ func newEconAuditCmd() *cobra.Command {
 			"account is not 0 or reservations or sessions are left.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if storeURL == "" {
-				return withCode(errcode.Config("--store", storeURL, "required: sqlite:///PATH or postgres://…"))
-			}
-			kind, path, err := dburl.Parse("--store", storeURL)
+			ctx := cmd.Context()
+			// Not created if missing: an empty database would audit clean.
+			store, err := openExistingStore(ctx, storeURL)
 			if err != nil {
 				return withCode(err)
-			}
-			if kind == dburl.SQLite {
-				// Opening would create an empty database and audit that.
-				if _, err := os.Stat(path); err != nil {
-					return withCode(errcode.Config("--store", storeURL, "names no SQLite database: "+err.Error()))
-				}
-			}
-			ctx := cmd.Context()
-			store, err := sqlstore.Open(ctx, storeURL)
-			if err != nil {
-				return withCode(renameToFlags(err, map[string]string{"url": "--store"}))
 			}
 			defer store.Close()
 			rep, err := econ.Audit(ctx, store)
