@@ -11,6 +11,7 @@ import (
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/directory"
+	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/econ"
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/ledger"
@@ -166,6 +167,24 @@ func TestTradeOverTheClientProtocol(t *testing.T) {
 	wantPurse(cb, potions(0, 4), "b's purse at login")
 	if err := cb.Wait(ctx, func(v *sim.View) bool { _, ok := v.Position(ma); return ok }); err != nil {
 		t.Fatal(err)
+	}
+	// A trade needs each node to hold the other's master as a simulation
+	// ghost (perception by area): an offer made before that finds its
+	// partner out of range. Read on each node's world goroutine.
+	seesGhost := func(n *zonetest.Node, id uint64) bool {
+		got := make(chan bool, 1)
+		n.Runtime.Post(func() { got <- n.Runtime.Ghosts().Has(ecs.ID(id)) })
+		select {
+		case v := <-got:
+			return v
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if !zonetest.Poll(20*time.Second, func() bool {
+		return seesGhost(c.Node("zone-0"), mb) && seesGhost(c.Node("zone-1"), ma)
+	}) {
+		t.Fatal("the nodes never held each other's player as a simulation ghost")
 	}
 
 	// a gives 20 coins, b three potions.
