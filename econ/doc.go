@@ -49,9 +49,12 @@
 //
 // # Goroutines
 //
-// Start launches three, all joined by Close: the membership loop (the only
-// writer of the view), the rotator (RotateDue every RotateEvery) and the
-// sweeper (SweepOrphans every SweepEvery). Close is graceful: it stops
-// recording, settles the node's open sessions and ends its registration, so
-// the others re-form without it at once rather than after its lease expires.
+// Start launches four, all joined by Close (and Halt): the membership loop
+// (the only writer of the view), the fence (it waits for a lost lease and
+// stops the node at once, even while the loop is re-forming), the rotator
+// (RotateDue every RotateEvery) and the sweeper (SweepOrphans every
+// SweepEvery). Close is graceful: it stops recording, settles the node's
+// open sessions and ends its registration, so the others re-form without it
+// at once rather than after its lease expires. Halt stops as a crash would:
+// nothing settled, the registration revoked.
 package econ
