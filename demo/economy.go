@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 
+	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/econ"
 	"github.com/shardwise/shardwise/errcode"
@@ -327,7 +328,7 @@ func (d *economyDemo) waitReady(ctx context.Context, names []string, limit time.
 		if time.Now().After(deadline) {
 			return fmt.Errorf("demo: economy nodes not ready with view %v after %s", want, limit)
 		}
-		if err := wait(ctx, 10*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, clock.Real(), 10*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -512,22 +513,15 @@ func (d *economyDemo) killAt(ctx, load context.Context, at time.Time) error {
 	victim := d.nodes[d.killed]
 	// Die mid-epoch: wait (briefly, polling) until the victim has an open
 	// epoch with journaled movements.
-	var open []netting.UnsettledSession
 	for {
-		list, err := d.store.ListUnsettled(ctx, 0)
+		open, err := d.victimSessions(ctx)
 		if err != nil {
 			return err
-		}
-		open = open[:0]
-		for _, u := range list {
-			if u.NodeID == d.killed && u.Records > 0 {
-				open = append(open, u)
-			}
 		}
 		if len(open) > 0 || load.Err() != nil {
 			break
 		}
-		if err := wait(ctx, 10*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, clock.Real(), 10*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -536,15 +530,9 @@ func (d *economyDemo) killAt(ctx, load context.Context, at time.Time) error {
 	killedAt := time.Now()
 	// What it left: listed once it is fully stopped (a Record in flight as
 	// it died may still have settled a rotated epoch).
-	list, err := d.store.ListUnsettled(ctx, 0)
+	open, err := d.victimSessions(ctx)
 	if err != nil {
 		return err
-	}
-	open = open[:0]
-	for _, u := range list {
-		if u.NodeID == d.killed && u.Records > 0 {
-			open = append(open, u)
-		}
 	}
 	d.mu.Lock()
 	d.killedAt = killedAt
@@ -560,6 +548,21 @@ func (d *economyDemo) killAt(ctx, load context.Context, at time.Time) error {
 	}
 	fmt.Fprintf(d.out, "killed %s with %d open epochs; %s re-form and serve every scope\n", d.killed, len(open), strings.Join(survivors, " and "))
 	return nil
+}
+
+// victimSessions lists the killed node's unsettled sessions that hold rows.
+func (d *economyDemo) victimSessions(ctx context.Context) ([]netting.UnsettledSession, error) {
+	list, err := d.store.ListUnsettled(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	var open []netting.UnsettledSession
+	for _, u := range list {
+		if u.NodeID == d.killed && u.Records > 0 {
+			open = append(open, u)
+		}
+	}
+	return open, nil
 }
 
 // checkOrphans marks the orphans the store shows settled and prints them.
@@ -613,7 +616,7 @@ func (d *economyDemo) waitOrphans(ctx context.Context, limit time.Duration) erro
 		if time.Now().After(deadline) {
 			return fmt.Errorf("demo: %d orphans still unsettled after %s", left, limit)
 		}
-		if err := wait(ctx, d.cfg.EpochMaxAge/4); err != nil {
+		if err := clock.Sleep(ctx, clock.Real(), d.cfg.EpochMaxAge/4); err != nil {
 			return err
 		}
 	}
@@ -736,17 +739,5 @@ func (r EconomyReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "  INVARIANTS FAILED:\n")
 	for _, f := range r.Failures {
 		fmt.Fprintf(w, "    - %s\n", f)
-	}
-}
-
-// wait waits d or until ctx ends.
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

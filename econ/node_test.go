@@ -108,13 +108,7 @@ func TestNodesFormOneViewAndRouteByScope(t *testing.T) {
 			t.Fatalf("Record after Close: %v, want ECON.CLOSED", err)
 		}
 	}
-	rep, err := Audit(ctx, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := rep.Problems(true); len(p) > 0 {
-		t.Fatalf("audit after a graceful close: %v", p)
-	}
+	rep := auditSettled(t, store, "audit after a graceful close")
 	if got := rep.Wallets; got != 30 {
 		t.Fatalf("wallets hold %d, want the 30 grants", got)
 	}
@@ -300,13 +294,7 @@ func TestChurnKeepsOneWriterPerScope(t *testing.T) {
 		}
 	}
 
-	rep, err := Audit(ctx, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := rep.Problems(true); len(p) > 0 {
-		t.Fatalf("audit after the churn: %v", p)
-	}
+	auditSettled(t, store, "audit after the churn")
 	checkJournal(t, path, &accepted)
 }
 
@@ -474,13 +462,7 @@ func TestHaltedNodesOrphansAreSwept(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := Audit(ctx, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := rep.Problems(true); len(p) > 0 {
-		t.Fatalf("audit: %v", p)
-	}
+	rep := auditSettled(t, store, "audit")
 	if rep.Wallets != 180 {
 		t.Fatalf("wallets hold %d, want 180", rep.Wallets)
 	}
@@ -529,11 +511,19 @@ func TestLostLeaseFencesTheNode(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Audit(ctx, store)
+	auditSettled(t, store, "audit")
+}
+
+// auditSettled reads the money audit of a quiesced store and fails the
+// test, saying when, unless it finds nothing wrong.
+func auditSettled(t *testing.T, store AuditStore, when string) AuditReport {
+	t.Helper()
+	rep, err := Audit(testCtx(t), store)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p := rep.Problems(true); len(p) > 0 {
-		t.Fatalf("audit: %v", p)
+		t.Fatalf("%s: %v", when, p)
 	}
+	return rep
 }

@@ -273,7 +273,14 @@ func benchFailoverOnce(b *testing.B, eps string, ttl time.Duration, names []stri
 	// The victim renews its lease every TTL/3; an op's start-up takes
 	// about the same time each op, so without this wait the kill would
 	// land at the same moment of the renewal cycle every time.
-	time.Sleep(rand.N(ttl))
+	// A randomised delay, not a wait for anything; bounded by the op.
+	delay := time.NewTimer(rand.N(ttl))
+	select {
+	case <-delay.C:
+	case <-ctx.Done():
+		delay.Stop()
+		b.Fatal(ctx.Err())
+	}
 
 	key := fmt.Sprintf("probe-after-%d", op)
 	t0 := time.Now()
