@@ -100,6 +100,16 @@ type HostConfig struct {
 	// another node (a player saved on one node would be unknown to the
 	// others).
 	WorldStoreURL string
+	// Directory, if set, is the session directory the gateway uses, given
+	// by a caller that runs several nodes in one process (package demo)
+	// and shares one instance among them; it must also be the token
+	// single-use store (logintoken.SingleUse), as both directory
+	// implementations are. Host neither opens nor closes it. Exclusive
+	// with DirectoryURL; with it set, the table may name other nodes.
+	Directory SharedDirectory
+	// WorldStore, if set, is the world store, given and shared the same
+	// way; Host does not close it. Exclusive with WorldStoreURL.
+	WorldStore worldstore.Store
 	// TTL is the lease's time to live, whole seconds (JoinConfig.TTL).
 	// Default 0: coord's default (10s).
 	TTL time.Duration
@@ -187,6 +197,22 @@ type HostReport struct {
 	Peers, Connected int
 	// Cluster is the runtime's link counters since it started.
 	Cluster ClusterStats
+	// Took is the wall time of the tick's Step.
+	Took time.Duration
+	// Sessions is how many client sessions the node's gateway serves (0
+	// without a gateway).
+	Sessions int
+	// Runtime is the node's runtime, for an observer that reads more than
+	// the report (package demo's census). It may be used only during the
+	// OnTick call, which runs on the runtime's goroutine.
+	Runtime *Runtime
+}
+
+// SharedDirectory is a session directory that is also the login tokens'
+// single-use store (HostConfig.Directory).
+type SharedDirectory interface {
+	directory.Directory
+	logintoken.SingleUse
 }
 
 func (c HostConfig) withDefaults() HostConfig {
@@ -291,6 +317,10 @@ func (c HostConfig) validateGateway() error {
 			return errcode.Config("HostConfig.DirectoryURL", redactURL(c.DirectoryURL), "is for the gateway: set HostConfig.GatewayAddr too")
 		case c.WorldStoreURL != "":
 			return errcode.Config("HostConfig.WorldStoreURL", redactURL(c.WorldStoreURL), "is for the gateway: set HostConfig.GatewayAddr too")
+		case c.Directory != nil:
+			return errcode.Config("HostConfig.Directory", "set", "is for the gateway: set HostConfig.GatewayAddr too")
+		case c.WorldStore != nil:
+			return errcode.Config("HostConfig.WorldStore", "set", "is for the gateway: set HostConfig.GatewayAddr too")
 		}
 		return nil
 	}
@@ -307,6 +337,12 @@ func (c HostConfig) validateGateway() error {
 		if len(k) != ed25519.PublicKeySize {
 			return errcode.Config("HostConfig.LoginKeys", len(k), "a key is not an Ed25519 public key (32 bytes)")
 		}
+	}
+	if c.Directory != nil && c.DirectoryURL != "" {
+		return errcode.Config("HostConfig.Directory", "set", "is exclusive with HostConfig.DirectoryURL: set one")
+	}
+	if c.WorldStore != nil && c.WorldStoreURL != "" {
+		return errcode.Config("HostConfig.WorldStore", "set", "is exclusive with HostConfig.WorldStoreURL: set one")
 	}
 	if c.DirectoryURL != "" {
 		if _, err := redis.ParseURL(c.DirectoryURL); err != nil {
@@ -533,14 +569,14 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	if cfg.OnReady != nil {
 		cfg.OnReady(ready)
 	}
-	return tick(ctx, cfg, rt, own, l, hm)
+	return tick(ctx, cfg, rt, own, l, hm, hg)
 }
 
 // tick runs the tick loop: fixed steps on cfg.Clock, scheduled from the
 // first, so a slow tick is caught up on by the next ones, down to one
 // interval behind. After each tick it reports to OnTick and sets hm (nil:
 // no metrics).
-func tick(ctx context.Context, cfg HostConfig, rt *Runtime, own *Ownership, l *link.Node, hm *hostMetrics) error {
+func tick(ctx context.Context, cfg HostConfig, rt *Runtime, own *Ownership, l *link.Node, hm *hostMetrics, hg *hostGateway) error {
 	interval := rt.World().TickInterval()
 	perRegion := map[cells.RegionID]int{}
 	next := cfg.Clock.Now().Add(interval)
@@ -554,14 +590,19 @@ func tick(ctx context.Context, cfg HostConfig, rt *Runtime, own *Ownership, l *l
 			return fencedErr(own)
 		case <-t.C():
 		}
+		began := time.Now()
 		rep := rt.Step()
+		took := time.Since(began)
 		if rt.Fenced() {
 			return fencedErr(own)
 		}
 		if cfg.OnTick != nil || hm != nil {
 			hr := HostReport{Report: rep, RenderGhosts: rt.RenderGhosts(), OwnedRegions: len(own.OwnedRegions()),
-				TableVersion: own.Version(), Cluster: rt.ClusterStats(), Handoff: rt.HandoffStats()}
+				TableVersion: own.Version(), Cluster: rt.ClusterStats(), Handoff: rt.HandoffStats(), Took: took}
 			hr.Simulated, hr.Frozen = census(rt, perRegion)
+			if hg != nil && hg.g != nil {
+				hr.Sessions = hg.g.Sessions()
+			}
 			for _, p := range l.Peers() {
 				hr.Peers++
 				if l.Connected(p) {
@@ -572,6 +613,7 @@ func tick(ctx context.Context, cfg HostConfig, rt *Runtime, own *Ownership, l *l
 				hm.update(hr, perRegion)
 			}
 			if cfg.OnTick != nil {
+				hr.Runtime = rt
 				cfg.OnTick(hr)
 			}
 		}
@@ -649,8 +691,10 @@ type hostGateway struct {
 
 	dir      directory.Directory
 	closeDir func() error
-	shared   bool // dir and store are shared with other processes
+	shared   bool // dir and store are shared with other processes or nodes
 	store    worldstore.Store
+	// keepStore: store is HostConfig.WorldStore, the caller's to close.
+	keepStore bool
 
 	g    *gateway.Gateway
 	srv  *http.Server
@@ -671,7 +715,9 @@ func openGateway(ctx context.Context, cfg HostConfig) (_ *hostGateway, err error
 		return nil, errcode.Config("HostConfig.GatewayAddr", cfg.GatewayAddr, err.Error())
 	}
 	h.addr = h.lis.Addr().String()
-	if cfg.WorldStoreURL != "" {
+	if cfg.WorldStore != nil {
+		h.store, h.keepStore = cfg.WorldStore, true
+	} else if cfg.WorldStoreURL != "" {
 		st, err := sqlworld.Open(ctx, cfg.WorldStoreURL)
 		if err != nil {
 			return nil, errcode.Config("HostConfig.WorldStoreURL", redactURL(cfg.WorldStoreURL), err.Error())
@@ -680,7 +726,9 @@ func openGateway(ctx context.Context, cfg HostConfig) (_ *hostGateway, err error
 	} else {
 		h.store = worldstore.NewMemory(nil)
 	}
-	if cfg.DirectoryURL != "" {
+	if cfg.Directory != nil {
+		h.dir = cfg.Directory
+	} else if cfg.DirectoryURL != "" {
 		opts, err := redis.ParseURL(cfg.DirectoryURL)
 		if err != nil {
 			return nil, errcode.Config("HostConfig.DirectoryURL", redactURL(cfg.DirectoryURL), err.Error())
@@ -696,7 +744,7 @@ func openGateway(ctx context.Context, cfg HostConfig) (_ *hostGateway, err error
 	} else if h.dir, err = directory.NewMemory(directory.MemoryConfig{}); err != nil {
 		return nil, err
 	}
-	h.shared = cfg.DirectoryURL != "" && cfg.WorldStoreURL != ""
+	h.shared = (cfg.DirectoryURL != "" || cfg.Directory != nil) && (cfg.WorldStoreURL != "" || cfg.WorldStore != nil)
 	return h, nil
 }
 
@@ -716,7 +764,7 @@ func (h *hostGateway) checkShared(cfg HostConfig, nodes []string) error {
 		return nil
 	}
 	why := fmt.Sprintf("required: the region table names other nodes (%s), whose gateways must share ", strings.Join(others, ", "))
-	if cfg.DirectoryURL == "" {
+	if cfg.DirectoryURL == "" && cfg.Directory == nil {
 		return errcode.Config("HostConfig.DirectoryURL", "", why+"the session directory (redis://host:port)")
 	}
 	return errcode.Config("HostConfig.WorldStoreURL", "", why+"the world store (sqlite:///path/world.db or postgres://…)")
@@ -777,10 +825,10 @@ func (h *hostGateway) stop() {
 
 // closeStores closes what openGateway opened.
 func (h *hostGateway) closeStores() {
-	if h.store != nil {
+	if h.store != nil && !h.keepStore {
 		_ = h.store.Close()
-		h.store = nil
 	}
+	h.store = nil
 	if h.closeDir != nil {
 		_ = h.closeDir()
 		h.closeDir = nil

@@ -18,6 +18,7 @@ import (
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/coord"
+	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/examples/wander"
 	"github.com/shardwise/shardwise/game"
@@ -499,6 +500,10 @@ func TestHostConfigValidateNamesTheField(t *testing.T) {
 		{"HostConfig.LoginKeys", func(c *zone.HostConfig) { gw(c); c.LoginKeys = []ed25519.PublicKey{{1, 2}} }},
 		{"HostConfig.DirectoryURL", func(c *zone.HostConfig) { gw(c); c.DirectoryURL = "valkey:/x" }},
 		{"HostConfig.WorldStoreURL", func(c *zone.HostConfig) { gw(c); c.WorldStoreURL = "mysql://x" }},
+		{"HostConfig.Directory", func(c *zone.HostConfig) { c.Directory = sharedDir(t) }},
+		{"HostConfig.WorldStore", func(c *zone.HostConfig) { c.WorldStore = worldstore.NewMemory(nil) }},
+		{"HostConfig.Directory", func(c *zone.HostConfig) { gw(c); c.Directory = sharedDir(t) }},
+		{"HostConfig.WorldStore", func(c *zone.HostConfig) { gw(c); c.WorldStore = worldstore.NewMemory(nil) }},
 	}
 	for _, c := range cases {
 		cfg := good
@@ -684,4 +689,14 @@ func TestHostRefusesUnsharedStoresWithPeers(t *testing.T) {
 		cfg.DirectoryURL = "redis://" + testenv.StartRedis(t).Addr
 		refuses(t, cfg, "HostConfig.WorldStoreURL")
 	})
+}
+
+// sharedDir is an in-process directory, as HostConfig.Directory takes.
+func sharedDir(t *testing.T) zone.SharedDirectory {
+	t.Helper()
+	d, err := directory.NewMemory(directory.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
