@@ -124,6 +124,7 @@ type outgoing struct {
 	target   string
 	epoch    uint64 // the epoch it has on the target
 	deadline uint64 // the tick after which the source asks to abort
+	sent     uint64 // the tick it was sent
 	aborting bool
 	intents  []Intent      // arrived while frozen: sent after the snapshot, or applied here if it stays
 	early    []earlyUpdate // the target's updates that overtook its ack
@@ -149,6 +150,34 @@ type HandoffStats struct {
 	// Stale counts handoff messages that named an epoch this node does not
 	// expect (a late ack, a repeated transfer).
 	Stale int
+	// AckTicks is the acked handoffs by the ticks from send to ack on the
+	// source's tick counter: AckTicks[k] were acked k ticks after they
+	// were sent; the last element also counts every longer one.
+	AckTicks [AckTickBuckets]int
+}
+
+// AckTickBuckets is the length of HandoffStats.AckTicks.
+const AckTickBuckets = handoffTimeout + 1
+
+// AckQuantile returns the smallest k such that at least q (0 < q ≤ 1) of
+// the acked handoffs took at most k ticks, and false when none was acked.
+// A k of AckTickBuckets-1 means that many or more.
+func (s HandoffStats) AckQuantile(q float64) (int, bool) {
+	total := 0
+	for _, n := range s.AckTicks {
+		total += n
+	}
+	if total == 0 {
+		return 0, false
+	}
+	need, seen := q*float64(total), 0
+	for k, n := range s.AckTicks {
+		seen += n
+		if float64(seen) >= need {
+			return k, true
+		}
+	}
+	return len(s.AckTicks) - 1, true
 }
 
 // Plus returns the sum of s and o, counter by counter (for totals over
@@ -158,7 +187,15 @@ func (s HandoffStats) Plus(o HandoffStats) HandoffStats {
 		Sent: s.Sent + o.Sent, Acked: s.Acked + o.Acked, Refused: s.Refused + o.Refused,
 		Aborted: s.Aborted + o.Aborted, Adopted: s.Adopted + o.Adopted,
 		Companions: s.Companions + o.Companions, Asked: s.Asked + o.Asked, Stale: s.Stale + o.Stale,
+		AckTicks: addBuckets(s.AckTicks, o.AckTicks),
 	}
+}
+
+func addBuckets(a, b [AckTickBuckets]int) [AckTickBuckets]int {
+	for i := range a {
+		a[i] += b[i]
+	}
+	return a
 }
 
 // HandoffStats returns the handoff counters.
@@ -247,7 +284,7 @@ func (c *cluster) sendHandoffs(tick uint64) {
 			return
 		}
 		_ = r.frozen.Add(id, Frozen{})
-		c.pending[id] = &outgoing{target: target, epoch: epoch, deadline: tick + handoffTimeout}
+		c.pending[id] = &outgoing{target: target, epoch: epoch, deadline: tick + handoffTimeout, sent: tick}
 		t := batch[target]
 		if t == nil {
 			t = &handoff.Transfer{}
@@ -584,6 +621,7 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		}
 		delete(c.pending, id)
 		delete(c.epochs, id)
+		c.hstats.AckTicks[min(c.r.w.CurrentTick().N-o.sent, uint64(len(c.hstats.AckTicks)-1))]++
 		// What arrived for it meanwhile follows it, after the snapshot on
 		// the same ordered stream; so does what arrives for a while yet.
 		for _, in := range o.intents {

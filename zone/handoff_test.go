@@ -303,6 +303,15 @@ func TestNoBlinkOnThreeNodes(t *testing.T) {
 	if st.Acked < 15 || st.Refused+st.Aborted+st.Stale > 0 {
 		t.Fatalf("handoffs %+v: want at least 15 acked, none refused, aborted or stale", st)
 	}
+	// Every ack is in the latency histogram; in lockstep an ack comes
+	// back within a few ticks, never at the abort deadline.
+	inHist := 0
+	for _, n := range st.AckTicks {
+		inHist += n
+	}
+	if p99, ok := st.AckQuantile(0.99); inHist != st.Acked || !ok || p99 < 1 || p99 >= zone.AckTickBuckets-1 {
+		t.Fatalf("ack latency: %d in the histogram for %d acked, p99 %d ticks (ok %v): want all, between 1 and %d", inHist, st.Acked, p99, ok, zone.AckTickBuckets-2)
+	}
 	for a := 1; a <= 3; a++ {
 		if logs[a].bad != nil {
 			t.Fatalf("account %d: %v", a, logs[a].bad)
