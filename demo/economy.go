@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -17,9 +16,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-	"google.golang.org/grpc"
 
-	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/econ"
 	"github.com/shardwise/shardwise/errcode"
@@ -200,29 +197,13 @@ type economyDemo struct {
 	out   io.Writer
 	runID string
 
-	etcd    *coord.Embedded
-	prefix  string
-	nodes   map[string]*demoNode
-	client  *econ.Client
-	clCoord *coord.Client
+	etcd   *coord.Embedded
+	prefix string
+	ec     *econCluster
+	watch  *orphanWatch
+	killed string
 
 	accepted, rejected, errs atomic.Int64
-
-	mu         sync.Mutex
-	killed     string
-	orphans    map[string]time.Time // the killed node's unsettled sessions with rows → last row
-	orphanDone map[string]bool      // ... that a sweep settled
-	killedAt   time.Time
-	lastSwept  time.Time
-	youngest   time.Duration // smallest idle age of an orphan seen settled
-}
-
-// demoNode is one economy node of the demo with its gRPC server.
-type demoNode struct {
-	node  *econ.Node
-	coord *coord.Client
-	grpc  *grpc.Server
-	done  chan struct{} // closed when Serve returned
 }
 
 // RunEconomy runs the economy demo on store: an embedded etcd, the nodes
@@ -238,10 +219,7 @@ func RunEconomy(ctx context.Context, cfg EconomyConfig, store *sqlstore.Store, o
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
 	d := &economyDemo{
 		cfg: cfg, store: store, log: cfg.Logger, out: out, runID: runID,
-		prefix:     "/shardwise-demo/" + runID + "/",
-		nodes:      map[string]*demoNode{},
-		orphans:    map[string]time.Time{},
-		orphanDone: map[string]bool{},
+		prefix: "/shardwise-demo/" + runID + "/",
 	}
 	return d.run(ctx)
 }
@@ -250,106 +228,27 @@ func (d *economyDemo) scope(i int) string  { return fmt.Sprintf("market-%02d", i
 func (d *economyDemo) buyer(i int) string  { return fmt.Sprintf("buyer-%03d", i) }
 func (d *economyDemo) seller(i int) string { return fmt.Sprintf("seller-%03d", i) }
 
-// startCluster starts the embedded etcd, the nodes and the client, and
-// waits until every node is ready with the full view.
+// startCluster starts the embedded etcd and the economy cluster.
 func (d *economyDemo) startCluster(ctx context.Context, etcdDir string) error {
-	e, err := coord.StartEmbedded(ctx, coord.EmbeddedConfig{
-		DataDir: etcdDir, Heartbeat: 50 * time.Millisecond, Election: 500 * time.Millisecond,
-		// A throwaway cluster: its etcd lives and dies with the run.
-		UnsafeNoFsync: true,
-	})
+	e, err := startEtcd(ctx, etcdDir)
 	if err != nil {
 		return err
 	}
 	d.etcd = e
-	connect := func() (*coord.Client, error) {
-		return coord.Connect(ctx, coord.ClientConfig{Endpoints: e.Endpoints(), Prefix: d.prefix})
-	}
-	for _, name := range d.cfg.Nodes {
-		cl, err := connect()
-		if err != nil {
-			return err
-		}
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			cl.Close()
-			return err
-		}
-		node, err := econ.Start(ctx, econ.Config{
-			Name: name, Coord: cl, Store: d.store, Addr: lis.Addr().String(),
-			TTL:          time.Second,
-			EpochMaxAge:  d.cfg.EpochMaxAge,
-			MaxMovements: d.cfg.MaxMovements,
-			SweepBound:   d.cfg.SweepBound,
-			SweepEvery:   max(d.cfg.EpochMaxAge/4, 10*time.Millisecond),
-			// A settle cut short (the kill) holds its claim this long; the
-			// sweep can finish it afterwards.
-			SettleLease: d.cfg.EpochMaxAge,
-			Logger:      d.log,
-		})
-		if err != nil {
-			lis.Close()
-			cl.Close()
-			return err
-		}
-		gs := grpc.NewServer()
-		econ.NewServer(node, econ.WithServerLogger(d.log)).Register(gs)
-		dn := &demoNode{node: node, coord: cl, grpc: gs, done: make(chan struct{})}
-		go func() {
-			defer close(dn.done)
-			_ = gs.Serve(lis)
-		}()
-		d.nodes[name] = dn
-	}
-	if d.clCoord, err = connect(); err != nil {
+	d.ec, err = startEcon(ctx, e.Endpoints(), d.prefix, d.store, d.cfg.Nodes,
+		econOptions{EpochMaxAge: d.cfg.EpochMaxAge, SweepBound: d.cfg.SweepBound, MaxMovements: d.cfg.MaxMovements}, d.log)
+	if err != nil {
 		return err
 	}
-	if d.client, err = econ.NewClient(ctx, econ.ClientConfig{Members: d.clCoord, Insecure: true, Logger: d.log}); err != nil {
-		return err
-	}
-	return d.waitReady(ctx, d.cfg.Nodes, 30*time.Second)
+	d.watch = newOrphanWatch(d.ec, d.out, d.cfg.EpochMaxAge)
+	return nil
 }
 
-// waitReady polls until every named node is ready with exactly names.
-func (d *economyDemo) waitReady(ctx context.Context, names []string, limit time.Duration) error {
-	want := slices.Sorted(slices.Values(names))
-	deadline := time.Now().Add(limit)
-	for {
-		ready := true
-		for _, n := range names {
-			st := d.nodes[n].node.Status()
-			if !st.Ready || !slices.Equal(st.View, want) {
-				ready = false
-			}
-		}
-		if ready {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("demo: economy nodes not ready with view %v after %s", want, limit)
-		}
-		if err := clock.Sleep(ctx, clock.Real(), 10*time.Millisecond); err != nil {
-			return err
-		}
-	}
-}
-
-// stopCluster stops everything startCluster started: the survivors
-// gracefully (their sessions settled), the halted node's server, the client,
-// etcd.
+// stopCluster stops everything startCluster started.
 func (d *economyDemo) stopCluster() error {
 	var errs []error
-	if d.client != nil {
-		errs = append(errs, d.client.Close())
-	}
-	for _, dn := range d.nodes {
-		errs = append(errs, dn.node.Close())
-		dn.grpc.Stop()
-		<-dn.done
-		errs = append(errs, dn.coord.Close())
-	}
-	if d.clCoord != nil {
-		errs = append(errs, d.clCoord.Close())
+	if d.ec != nil {
+		errs = append(errs, d.ec.stop())
 	}
 	if d.etcd != nil {
 		errs = append(errs, d.etcd.Close())
@@ -394,22 +293,17 @@ func (d *economyDemo) run(ctx context.Context) (EconomyReport, error) {
 		load.Go(func() { d.purchaser(ctx, loadCtx, limiter, w) })
 	}
 	background.Go(func() { d.progress(bgCtx, start) })
-	background.Go(func() { d.watchOrphans(bgCtx) })
+	background.Go(func() { d.watch.watch(bgCtx, d.log) })
 
 	killErr := d.killAt(ctx, loadCtx, start.Add(d.cfg.KillAfter))
 	load.Wait()
 	stopLoad()
 	// The survivors' sweep settles the dead node's epochs once they are
 	// idle past the bound; wait for it (generously) before stopping.
-	endErr := d.waitOrphans(ctx, 3*d.cfg.SweepBound+5*time.Second)
+	endErr := d.watch.wait(ctx, 3*d.cfg.SweepBound+5*time.Second)
 	stopBackground()
 	background.Wait()
-	var closeErr error
-	for name, dn := range d.nodes {
-		if name != d.killed {
-			closeErr = errors.Join(closeErr, dn.node.Close())
-		}
-	}
+	closeErr := d.ec.closeExcept(d.killed)
 	if err := errors.Join(killErr, endErr, closeErr); err != nil && ctx.Err() == nil {
 		// Not fatal by itself: the report says whether money and work were
 		// left in a bad state.
@@ -480,9 +374,9 @@ func (d *economyDemo) purchaser(ctx, load context.Context, limiter *rate.Limiter
 			Key:  fmt.Sprintf("buy-%s-%d-%d", d.runID, w, n),
 			Legs: []ledger.Leg{ledger.Debit(ledger.Spendable(buyer), amount), ledger.Credit(ledger.Earned(seller), amount)},
 		}
-		out, err := d.client.Record(ctx, scope, m)
+		out, err := d.ec.client.Record(ctx, scope, m)
 		for err != nil && (errors.Is(err, econ.ErrOutcomeUnknown) || errors.Is(err, econ.ErrNotReady)) && ctx.Err() == nil {
-			out, err = d.client.Record(ctx, scope, m)
+			out, err = d.ec.client.Record(ctx, scope, m)
 		}
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -498,10 +392,7 @@ func (d *economyDemo) purchaser(ctx, load context.Context, limiter *rate.Limiter
 	}
 }
 
-// killAt halts one node at the given time, as a crash would: its open
-// epochs are left unsettled (orphans) and its service stops answering. The
-// survivors re-form without it at once (econ's barrier), take its scopes,
-// and their sweep settles the orphans once idle past the bound.
+// killAt kills the chosen node at the given time (orphanWatch.kill).
 func (d *economyDemo) killAt(ctx, load context.Context, at time.Time) error {
 	t := time.NewTimer(time.Until(at))
 	defer t.Stop()
@@ -510,133 +401,17 @@ func (d *economyDemo) killAt(ctx, load context.Context, at time.Time) error {
 		return nil
 	case <-t.C:
 	}
-	victim := d.nodes[d.killed]
-	// Die mid-epoch: wait (briefly, polling) until the victim has an open
-	// epoch with journaled movements.
-	for {
-		open, err := d.victimSessions(ctx)
-		if err != nil {
-			return err
-		}
-		if len(open) > 0 || load.Err() != nil {
-			break
-		}
-		if err := clock.Sleep(ctx, clock.Real(), 10*time.Millisecond); err != nil {
-			return err
-		}
-	}
-	victim.node.Halt()
-	victim.grpc.Stop()
-	killedAt := time.Now()
-	// What it left: listed once it is fully stopped (a Record in flight as
-	// it died may still have settled a rotated epoch).
-	open, err := d.victimSessions(ctx)
-	if err != nil {
+	if err := d.watch.kill(ctx, load, d.killed); err != nil {
 		return err
 	}
-	d.mu.Lock()
-	d.killedAt = killedAt
-	for _, u := range open {
-		d.orphans[u.ID] = u.LastRecordedAt
-	}
-	d.mu.Unlock()
 	var survivors []string
 	for _, n := range d.cfg.Nodes {
 		if n != d.killed {
 			survivors = append(survivors, n)
 		}
 	}
-	fmt.Fprintf(d.out, "killed %s with %d open epochs; %s re-form and serve every scope\n", d.killed, len(open), strings.Join(survivors, " and "))
+	fmt.Fprintf(d.out, "killed %s with %d open epochs; %s re-form and serve every scope\n", d.killed, d.watch.counts().Orphans, strings.Join(survivors, " and "))
 	return nil
-}
-
-// victimSessions lists the killed node's unsettled sessions that hold rows.
-func (d *economyDemo) victimSessions(ctx context.Context) ([]netting.UnsettledSession, error) {
-	list, err := d.store.ListUnsettled(ctx, 0)
-	if err != nil {
-		return nil, err
-	}
-	var open []netting.UnsettledSession
-	for _, u := range list {
-		if u.NodeID == d.killed && u.Records > 0 {
-			open = append(open, u)
-		}
-	}
-	return open, nil
-}
-
-// checkOrphans marks the orphans the store shows settled and prints them.
-func (d *economyDemo) checkOrphans(ctx context.Context) (left int, err error) {
-	d.mu.Lock()
-	pending := len(d.orphans) - len(d.orphanDone)
-	d.mu.Unlock()
-	if pending == 0 {
-		return 0, nil
-	}
-	now, err := d.store.Now(ctx)
-	if err != nil {
-		return 0, err
-	}
-	list, err := d.store.ListUnsettled(ctx, 0)
-	if err != nil {
-		return 0, err
-	}
-	unsettled := map[string]bool{}
-	for _, u := range list {
-		unsettled[u.ID] = true
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for id, last := range d.orphans {
-		if d.orphanDone[id] || unsettled[id] {
-			continue
-		}
-		d.orphanDone[id] = true
-		d.lastSwept = time.Now()
-		age := now.Sub(last)
-		if d.youngest == 0 || age < d.youngest {
-			d.youngest = age
-		}
-		fmt.Fprintf(d.out, "swept %s (%s) after %s idle, %s after the kill\n", id, d.killed, age.Round(time.Millisecond), d.lastSwept.Sub(d.killedAt).Round(time.Millisecond))
-	}
-	return len(d.orphans) - len(d.orphanDone), nil
-}
-
-// waitOrphans polls until the sweep has settled every orphan, or limit.
-func (d *economyDemo) waitOrphans(ctx context.Context, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		left, err := d.checkOrphans(ctx)
-		if err != nil {
-			return err
-		}
-		if left == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("demo: %d orphans still unsettled after %s", left, limit)
-		}
-		if err := clock.Sleep(ctx, clock.Real(), d.cfg.EpochMaxAge/4); err != nil {
-			return err
-		}
-	}
-}
-
-// watchOrphans checks the orphans every eighth of an epoch, so that a
-// settle is seen soon after it happens.
-func (d *economyDemo) watchOrphans(ctx context.Context) {
-	t := time.NewTicker(max(d.cfg.EpochMaxAge/8, 5*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if _, err := d.checkOrphans(ctx); err != nil && ctx.Err() == nil {
-			d.log.Warn("demo: orphan check", "err", err)
-		}
-	}
 }
 
 func (d *economyDemo) progress(ctx context.Context, start time.Time) {
@@ -651,17 +426,9 @@ func (d *economyDemo) progress(ctx context.Context, start time.Time) {
 			return
 		case <-t.C:
 		}
-		ready := 0
-		for _, dn := range d.nodes {
-			if dn.node.Status().Ready {
-				ready++
-			}
-		}
-		d.mu.Lock()
-		orphans, done := len(d.orphans), len(d.orphanDone)
-		d.mu.Unlock()
+		o := d.watch.counts()
 		fmt.Fprintf(d.out, "[%5.1fs] nodes ready=%d accepted=%d rejected=%d errors=%d orphans settled=%d/%d\n",
-			time.Since(start).Seconds(), ready, d.accepted.Load(), d.rejected.Load(), d.errs.Load(), done, orphans)
+			time.Since(start).Seconds(), d.ec.ready(), d.accepted.Load(), d.rejected.Load(), d.errs.Load(), o.Settled, o.Orphans)
 	}
 }
 
@@ -685,13 +452,8 @@ func (d *economyDemo) report(ctx context.Context, postingsBefore, funding int64)
 	if r.LedgerErr != nil && !errors.As(r.LedgerErr, &broken) {
 		return r, r.LedgerErr
 	}
-	d.mu.Lock()
-	r.Orphans, r.OrphansSettled = len(d.orphans), len(d.orphanDone)
-	if !d.lastSwept.IsZero() {
-		r.OrphansSettledAfter = d.lastSwept.Sub(d.killedAt)
-	}
-	r.YoungestSweptAge = d.youngest
-	d.mu.Unlock()
+	o := d.watch.counts()
+	r.Orphans, r.OrphansSettled, r.OrphansSettledAfter, r.YoungestSweptAge = o.Orphans, o.Settled, o.SettledAfter, o.YoungestSweptAge
 
 	r.Failures = append(r.Failures, r.Audit.Problems(true)...)
 	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }

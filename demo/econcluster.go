@@ -1,0 +1,355 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/coord"
+	"github.com/shardwise/shardwise/econ"
+	"github.com/shardwise/shardwise/netting"
+	"github.com/shardwise/shardwise/netting/sqlstore"
+)
+
+// econCluster is the economy nodes of a demo, each an econ.Node serving the
+// economy service on a loopback gRPC address, over one shared store, and a
+// client of them routed through the same etcd. Both demos run one.
+type econCluster struct {
+	store *sqlstore.Store
+	log   *slog.Logger
+	names []string
+
+	nodes   map[string]*demoNode
+	client  *econ.Client
+	clCoord *coord.Client
+}
+
+// demoNode is one economy node of the demo with its gRPC server.
+type demoNode struct {
+	node  *econ.Node
+	coord *coord.Client
+	grpc  *grpc.Server
+	done  chan struct{} // closed when Serve returned
+}
+
+// econOptions are the nodes' timing.
+type econOptions struct {
+	EpochMaxAge, SweepBound time.Duration
+	MaxMovements            int
+}
+
+// startEcon starts the named nodes registered under prefix in the etcd at
+// endpoints, and the client, and waits until every node is ready with the
+// full view. On an error what it started is stopped.
+func startEcon(ctx context.Context, endpoints []string, prefix string, store *sqlstore.Store, names []string, o econOptions, log *slog.Logger) (_ *econCluster, err error) {
+	c := &econCluster{store: store, log: log, names: names, nodes: map[string]*demoNode{}}
+	defer func() {
+		if err != nil {
+			_ = c.stop()
+		}
+	}()
+	connect := func() (*coord.Client, error) {
+		return coord.Connect(ctx, coord.ClientConfig{Endpoints: endpoints, Prefix: prefix})
+	}
+	for _, name := range names {
+		cl, err := connect()
+		if err != nil {
+			return nil, err
+		}
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			cl.Close()
+			return nil, err
+		}
+		node, err := econ.Start(ctx, econ.Config{
+			Name: name, Coord: cl, Store: store, Addr: lis.Addr().String(),
+			TTL:          time.Second,
+			EpochMaxAge:  o.EpochMaxAge,
+			MaxMovements: o.MaxMovements,
+			SweepBound:   o.SweepBound,
+			SweepEvery:   max(o.EpochMaxAge/4, 10*time.Millisecond),
+			// A settle cut short (the kill) holds its claim this long; the
+			// sweep can finish it afterwards.
+			SettleLease: o.EpochMaxAge,
+			Logger:      log,
+		})
+		if err != nil {
+			lis.Close()
+			cl.Close()
+			return nil, err
+		}
+		gs := grpc.NewServer()
+		econ.NewServer(node, econ.WithServerLogger(log)).Register(gs)
+		dn := &demoNode{node: node, coord: cl, grpc: gs, done: make(chan struct{})}
+		go func() {
+			defer close(dn.done)
+			_ = gs.Serve(lis)
+		}()
+		c.nodes[name] = dn
+	}
+	if c.clCoord, err = connect(); err != nil {
+		return nil, err
+	}
+	if c.client, err = econ.NewClient(ctx, econ.ClientConfig{Members: c.clCoord, Insecure: true, Logger: log}); err != nil {
+		return nil, err
+	}
+	if err := c.waitReady(ctx, names, 30*time.Second); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// waitReady polls until every named node is ready with exactly names.
+func (c *econCluster) waitReady(ctx context.Context, names []string, limit time.Duration) error {
+	want := slices.Sorted(slices.Values(names))
+	deadline := time.Now().Add(limit)
+	for {
+		ready := true
+		for _, n := range names {
+			st := c.nodes[n].node.Status()
+			if !st.Ready || !slices.Equal(st.View, want) {
+				ready = false
+			}
+		}
+		if ready {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("demo: economy nodes not ready with view %v after %s", want, limit)
+		}
+		if err := clock.Sleep(ctx, clock.Real(), 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// ready counts the nodes recording under their view.
+func (c *econCluster) ready() int {
+	n := 0
+	for _, dn := range c.nodes {
+		if dn.node.Status().Ready {
+			n++
+		}
+	}
+	return n
+}
+
+// closeExcept closes every node but the named one gracefully: their
+// sessions settle.
+func (c *econCluster) closeExcept(killed string) error {
+	var err error
+	for name, dn := range c.nodes {
+		if name != killed {
+			err = errors.Join(err, dn.node.Close())
+		}
+	}
+	return err
+}
+
+// stop stops everything startEcon started: the nodes (the survivors
+// gracefully, their sessions settled; Close of a halted node only releases
+// it), their servers, the client and the coord clients. Safe on a partly
+// started cluster.
+func (c *econCluster) stop() error {
+	var errs []error
+	if c.client != nil {
+		errs = append(errs, c.client.Close())
+	}
+	for _, dn := range c.nodes {
+		errs = append(errs, dn.node.Close())
+		dn.grpc.Stop()
+		<-dn.done
+		errs = append(errs, dn.coord.Close())
+	}
+	if c.clCoord != nil {
+		errs = append(errs, c.clCoord.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// orphanWatch kills one economy node mid-epoch, as a crash would, and
+// follows its orphans (its unsettled sessions with rows) until the
+// survivors' sweep has settled them.
+type orphanWatch struct {
+	c     *econCluster
+	out   io.Writer
+	epoch time.Duration // the nodes' epoch age: how often to look
+
+	mu         sync.Mutex
+	killed     string
+	orphans    map[string]time.Time // the killed node's unsettled sessions with rows → last row
+	orphanDone map[string]bool      // ... that a sweep settled
+	killedAt   time.Time
+	lastSwept  time.Time
+	youngest   time.Duration // smallest idle age of an orphan seen settled
+}
+
+func newOrphanWatch(c *econCluster, out io.Writer, epoch time.Duration) *orphanWatch {
+	return &orphanWatch{c: c, out: out, epoch: epoch, orphans: map[string]time.Time{}, orphanDone: map[string]bool{}}
+}
+
+// kill halts the named node once it has an open epoch with journaled
+// movements (polling briefly; at once if load ends first): its open epochs
+// are left unsettled (orphans) and its service stops answering. The
+// survivors re-form without it at once (econ's barrier), take its scopes,
+// and their sweep settles the orphans once idle past the bound.
+func (w *orphanWatch) kill(ctx, load context.Context, name string) error {
+	victim := w.c.nodes[name]
+	w.mu.Lock()
+	w.killed = name
+	w.mu.Unlock()
+	for {
+		open, err := w.victimSessions(ctx)
+		if err != nil {
+			return err
+		}
+		if len(open) > 0 || load.Err() != nil {
+			break
+		}
+		if err := clock.Sleep(ctx, clock.Real(), 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	victim.node.Halt()
+	victim.grpc.Stop()
+	killedAt := time.Now()
+	// What it left: listed once it is fully stopped (a Record in flight as
+	// it died may still have settled a rotated epoch).
+	open, err := w.victimSessions(ctx)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.killedAt = killedAt
+	for _, u := range open {
+		w.orphans[u.ID] = u.LastRecordedAt
+	}
+	w.mu.Unlock()
+	return nil
+}
+
+// victimSessions lists the killed node's unsettled sessions that hold rows.
+func (w *orphanWatch) victimSessions(ctx context.Context) ([]netting.UnsettledSession, error) {
+	list, err := w.c.store.ListUnsettled(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	var open []netting.UnsettledSession
+	for _, u := range list {
+		if u.NodeID == w.killed && u.Records > 0 {
+			open = append(open, u)
+		}
+	}
+	return open, nil
+}
+
+// check marks the orphans the store shows settled and prints them.
+func (w *orphanWatch) check(ctx context.Context) (left int, err error) {
+	w.mu.Lock()
+	pending := len(w.orphans) - len(w.orphanDone)
+	w.mu.Unlock()
+	if pending == 0 {
+		return 0, nil
+	}
+	now, err := w.c.store.Now(ctx)
+	if err != nil {
+		return 0, err
+	}
+	list, err := w.c.store.ListUnsettled(ctx, 0)
+	if err != nil {
+		return 0, err
+	}
+	unsettled := map[string]bool{}
+	for _, u := range list {
+		unsettled[u.ID] = true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, last := range w.orphans {
+		if w.orphanDone[id] || unsettled[id] {
+			continue
+		}
+		w.orphanDone[id] = true
+		w.lastSwept = time.Now()
+		age := now.Sub(last)
+		if w.youngest == 0 || age < w.youngest {
+			w.youngest = age
+		}
+		fmt.Fprintf(w.out, "swept %s (%s) after %s idle, %s after the kill\n", id, w.killed, age.Round(time.Millisecond), w.lastSwept.Sub(w.killedAt).Round(time.Millisecond))
+	}
+	return len(w.orphans) - len(w.orphanDone), nil
+}
+
+// wait polls until the sweep has settled every orphan, or limit.
+func (w *orphanWatch) wait(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		left, err := w.check(ctx)
+		if err != nil {
+			return err
+		}
+		if left == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("demo: %d orphans still unsettled after %s", left, limit)
+		}
+		if err := clock.Sleep(ctx, clock.Real(), w.epoch/4); err != nil {
+			return err
+		}
+	}
+}
+
+// watch checks the orphans every eighth of an epoch until ctx ends, so
+// that a settle is seen soon after it happens.
+func (w *orphanWatch) watch(ctx context.Context, log *slog.Logger) {
+	t := time.NewTicker(max(w.epoch/8, 5*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := w.check(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("demo: orphan check", "err", err)
+		}
+	}
+}
+
+// orphanCounts is what the watch found.
+type orphanCounts struct {
+	Killed              string
+	Orphans, Settled    int
+	SettledAfter        time.Duration // from the kill to the last seen settled
+	YoungestSweptAge    time.Duration
+	KilledAt, LastSwept time.Time
+}
+
+func (w *orphanWatch) counts() orphanCounts {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	o := orphanCounts{Killed: w.killed, Orphans: len(w.orphans), Settled: len(w.orphanDone), YoungestSweptAge: w.youngest, KilledAt: w.killedAt, LastSwept: w.lastSwept}
+	if !w.lastSwept.IsZero() {
+		o.SettledAfter = w.lastSwept.Sub(w.killedAt)
+	}
+	return o
+}
+
+// startEtcd starts the demo's embedded etcd in dir: a throwaway cluster,
+// living and dying with the run, so without fsync.
+func startEtcd(ctx context.Context, dir string) (*coord.Embedded, error) {
+	return coord.StartEmbedded(ctx, coord.EmbeddedConfig{
+		DataDir: dir, Heartbeat: 50 * time.Millisecond, Election: 500 * time.Millisecond,
+		UnsafeNoFsync: true,
+	})
+}
