@@ -108,16 +108,6 @@ func reservationDeltas(legs []ledger.Leg) []ledger.AccountDelta {
 	return out
 }
 
-// sessionDeltas sums the reservation deltas of every journaled movement: what
-// the session's release must subtract.
-func sessionDeltas(recs []JournalRecord) []ledger.AccountDelta {
-	var legs []ledger.Leg
-	for _, r := range recs {
-		legs = append(legs, r.Legs...)
-	}
-	return reservationDeltas(legs)
-}
-
 // netPositions nets every journaled leg per account (raw, debit-positive),
 // in first-touch order, dropping accounts that net to zero.
 func netPositions(recs []JournalRecord) []ledger.Leg {

@@ -52,7 +52,6 @@ type memSession struct {
 }
 
 var _ SharedStore = (*MemStore)(nil)
-var _ BatchStore = (*MemStore)(nil)
 
 // NewMemStore returns an empty store on the wall clock.
 func NewMemStore() *MemStore { return NewMemStoreWithClock(nil) }
@@ -380,7 +379,7 @@ func (m *MemStore) PostFenced(ctx context.Context, f Fence, p ledger.Posting) er
 	return m.postFenced(ctx, f, p, nil)
 }
 
-// PostFencedReleasing implements SettlePoster.
+// PostFencedReleasing implements SharedStore.
 func (m *MemStore) PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ledger.AccountDelta) error {
 	return m.postFenced(ctx, f, p, release)
 }
@@ -450,7 +449,7 @@ func (m *MemStore) Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) ([
 	return m.reserveLocked(reqs), nil
 }
 
-// ReserveAndAppend implements BatchStore: Reserve and Append under one
+// ReserveAndAppend implements SharedStore: Reserve and Append under one
 // hold of the lock, the counters put back if the append refuses.
 func (m *MemStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) ([]bool, error) {
 	if err := m.lock(ctx); err != nil {

@@ -231,15 +231,10 @@ func (s *Session) handOff(own *proposal) bool {
 	return false
 }
 
-// commit is one group commit: through BatchStore.ReserveAndAppend when the
-// store has it (one transaction), else one Reserve for the batch and one
-// Append for the granted part.
+// commit is one group commit: one SharedStore.ReserveAndAppend (one
+// transaction) for the batch.
 func (s *Session) commit(ctx context.Context, batch []*proposal) {
-	if bs, ok := s.store.(BatchStore); ok {
-		s.commitOneTx(ctx, bs, batch)
-		return
-	}
-	s.commitTwoTx(ctx, batch)
+	s.commitOneTx(ctx, s.store, batch)
 }
 
 // commitOneTx is a group commit as one store transaction. Every error of
@@ -668,10 +663,7 @@ func (s *Session) Settle(ctx context.Context) (SettleReport, error) {
 	// alone; with a SettlePoster each posting moved its own deltas as it
 	// landed (a compensation moved its chunk's back), so only the movements
 	// replay refused are left.
-	release := sessionDeltas(recs)
-	if _, ok := s.store.(SettlePoster); ok {
-		release = reservationDeltas(rejectedLegs)
-	}
+	release := reservationDeltas(rejectedLegs)
 	if _, err := s.store.ReleaseSession(ctx, claim.fence, release); err != nil {
 		return SettleReport{}, fmt.Errorf("netting: settle %s: release reservations: %w", s.meta.ID, err)
 	}
@@ -803,8 +795,5 @@ func (c *settleClaim) post(ctx context.Context, p ledger.Posting) error {
 	if err := c.renew(ctx); err != nil {
 		return err
 	}
-	if sp, ok := c.s.store.(SettlePoster); ok {
-		return sp.PostFencedReleasing(ctx, c.fence, p, reservationDeltas(p.Legs))
-	}
-	return c.s.store.PostFenced(ctx, c.fence, p)
+	return c.s.store.PostFencedReleasing(ctx, c.fence, p, reservationDeltas(p.Legs))
 }

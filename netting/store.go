@@ -29,6 +29,17 @@ package netting
 //     optional extension: every store must chain, and every wrapper keeps
 //     the reads. storetest checks the chain on every store, and
 //     VerifyLedger's findings on stores whose test offers a Tamperer.
+//   - v2 (SharedStore gains two methods; implementations of v1.3 that had
+//     both extensions are unchanged): ReserveAndAppend (was BatchStore) and
+//     PostFencedReleasing (was SettlePoster) are methods of SharedStore.
+//     A session has one path: every group commit is one ReserveAndAppend,
+//     every settle posting one PostFencedReleasing, on every store and
+//     through every wrapper; the Reserve-then-Append and PostFenced
+//     fallbacks are gone from the session. BatchStore and SettlePoster
+//     remain as deprecated names every SharedStore satisfies. Reserve,
+//     Append, Unreserve and PostFenced stay in the port (operators and
+//     tools call them, storetest checks them, and they are the parts the
+//     two calls are specified by), but no session calls them.
 
 import (
 	"context"
@@ -244,17 +255,16 @@ type Store interface {
 }
 
 // SharedStore is a Store with the shared reservation counter, which
-// OpenClusterNode requires.
+// OpenClusterNode requires, and the two calls a session's writes go
+// through: every group commit is one ReserveAndAppend and every settle
+// posting one PostFencedReleasing. They are methods of the port, not
+// optional extensions found by type assertion, so that every store, wrapper
+// and fake runs the one path the session takes (a decorator cannot lose a
+// fast path by forgetting a method: it does not compile).
 type SharedStore interface {
 	Store
 	ReservationStore
-}
 
-// BatchStore is an optional extension of SharedStore: a group commit's
-// reservation and journal append as one store transaction (one commit, one
-// flush, one set of round trips) instead of two. A Session uses it when its
-// store implements it; otherwise it calls Reserve and then Append.
-type BatchStore interface {
 	// ReserveAndAppend does, atomically in one transaction: Reserve(reqs)
 	// exactly as ReservationStore.Reserve specifies; then recs :=
 	// build(granted); then, if recs is non-empty, Append(recs) exactly as
@@ -272,16 +282,7 @@ type BatchStore interface {
 	// than once when the store retries its transaction, and only the last
 	// call's rows are committed. The transaction is durable like Append's.
 	ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) (granted []bool, err error)
-}
 
-// SettlePoster is an optional extension of SharedStore. A settle that
-// posts its chunks with PostFenced and releases the session's reservations
-// only at the end leaves each posted chunk counted twice in between: in the
-// balance, and still in pending. For a credit that is headroom another
-// session can promise a second time, and a settle that crashed between
-// chunks keeps it open until the sweep. With this extension every settle
-// posting moves its own wallet deltas out of pending as it lands.
-type SettlePoster interface {
 	// PostFencedReleasing is PostFenced that, in the same transaction, also
 	// subtracts release from the pending counters (as
 	// ReservationStore.Unreserve does) — only when it writes the posting
@@ -291,5 +292,34 @@ type SettlePoster interface {
 	// settler replaying a movement the first one had to refuse) has
 	// nothing left to move. A refusal, a fence error or any other error
 	// writes neither.
+	//
+	// A settle that posted with PostFenced and released only at the end
+	// would leave each posted chunk counted twice in between: in the
+	// balance, and still in pending (for a credit, headroom another session
+	// could promise again). Every settle posting therefore moves its own
+	// wallet deltas out of pending as it lands.
 	PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ledger.AccountDelta) error
 }
+
+// BatchStore was the optional group-commit extension of port v1.1.
+//
+// Deprecated: since port v2 ReserveAndAppend is a method of SharedStore;
+// every SharedStore satisfies BatchStore. The name stays so that code
+// asserting it keeps compiling.
+type BatchStore interface {
+	ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) (granted []bool, err error)
+}
+
+// SettlePoster was the optional settle-posting extension of port v1.2.
+//
+// Deprecated: since port v2 PostFencedReleasing is a method of
+// SharedStore; every SharedStore satisfies SettlePoster. The name stays so
+// that code asserting it keeps compiling.
+type SettlePoster interface {
+	PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ledger.AccountDelta) error
+}
+
+var (
+	_ BatchStore   = SharedStore(nil)
+	_ SettlePoster = SharedStore(nil)
+)

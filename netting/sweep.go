@@ -117,11 +117,10 @@ type ReconcileResult struct {
 }
 
 // ReconcileReservations rebuilds the shared reservation counters from the
-// journals of unsettled, unreleased sessions (on a SettlePoster store, less
-// what a half-settled session's postings already released: its chunks
-// posted and not compensated, and its replayed movements). It is an
-// operator action for
-// a quiesced cluster (no node recording or settling), never a scheduled
+// journals of unsettled, unreleased sessions, less what a half-settled
+// session's postings already released (its chunks posted and not
+// compensated, and its replayed movements). It is an operator action for a
+// quiesced cluster (no node recording or settling), never a scheduled
 // job: a live node's in-flight movements would race the rebuild.
 func ReconcileReservations(ctx context.Context, store Store) (ReconcileResult, error) {
 	shared, ok := store.(SharedStore)
@@ -146,16 +145,14 @@ func ReconcileReservations(ctx context.Context, store Store) (ReconcileResult, e
 				want[d.Account] += d.Delta
 			}
 		}
-		if _, ok := store.(SettlePoster); ok {
-			// A half-settled session's postings already moved their
-			// deltas out of pending as they landed.
-			moved, err := settledSoFar(ctx, shared, u.SessionMeta, recs)
-			if err != nil {
-				return ReconcileResult{}, fmt.Errorf("netting: reconcile %s: %w", u.ID, err)
-			}
-			for _, d := range moved {
-				want[d.Account] -= d.Delta
-			}
+		// A half-settled session's postings already moved their deltas
+		// out of pending as they landed (PostFencedReleasing).
+		moved, err := settledSoFar(ctx, shared, u.SessionMeta, recs)
+		if err != nil {
+			return ReconcileResult{}, fmt.Errorf("netting: reconcile %s: %w", u.ID, err)
+		}
+		for _, d := range moved {
+			want[d.Account] -= d.Delta
 		}
 	}
 	for a, v := range want {
@@ -171,7 +168,7 @@ func ReconcileReservations(ctx context.Context, store Store) (ReconcileResult, e
 }
 
 // settledSoFar is what the settle postings of a session in the ledger have
-// moved out of pending (SettlePoster): each chunk posted and not
+// moved out of pending (PostFencedReleasing): each chunk posted and not
 // compensated, and each replayed movement.
 func settledSoFar(ctx context.Context, store Store, meta SessionMeta, recs []JournalRecord) ([]ledger.AccountDelta, error) {
 	var legs []ledger.Leg

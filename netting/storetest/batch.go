@@ -12,23 +12,14 @@ import (
 	"github.com/shardwise/shardwise/netting"
 )
 
-// batchCases check the optional netting.BatchStore extension, on every store
-// that implements it: ReserveAndAppend is Reserve and Append in one
-// transaction, and any refusal applies nothing.
+// batchCases check SharedStore.ReserveAndAppend (the group commit's one
+// call): Reserve and Append in one transaction, and any refusal applies
+// nothing.
 var batchCases = []contractCase{
 	{"Batch/ReserveAndAppend", testBatchReserveAndAppend},
 	{"Batch/AllRefusedAppendsNothing", testBatchAllRefused},
 	{"Batch/RefusalAppliesNothing", testBatchRefusalAppliesNothing},
 	{"Batch/ConcurrentNeverOverpromise", testBatchConcurrent},
-}
-
-func batchStore(t *testing.T, s netting.SharedStore) netting.BatchStore {
-	t.Helper()
-	bs, ok := s.(netting.BatchStore)
-	if !ok {
-		t.Fatalf("store %T does not implement netting.BatchStore", s)
-	}
-	return bs
 }
 
 // chainGranted is the build function a session passes: the granted
@@ -51,7 +42,7 @@ func chainGranted(session string, start int64, prev string, keys []string, calls
 
 func testBatchReserveAndAppend(t *testing.T, s netting.SharedStore) {
 	ctx := ctxT(t)
-	bs := batchStore(t, s)
+	bs := s
 	fund(t, s, "fa", "alice", 100)
 	createSession(t, s, "s", 16)
 	before := mustNow(t, s)
@@ -105,7 +96,7 @@ func testBatchReserveAndAppend(t *testing.T, s netting.SharedStore) {
 
 func testBatchAllRefused(t *testing.T, s netting.SharedStore) {
 	ctx := ctxT(t)
-	bs := batchStore(t, s)
+	bs := s
 	createSession(t, s, "s", 16)
 	var calls [][]bool
 	granted, err := bs.ReserveAndAppend(ctx, [][]ledger.AccountDelta{deltas(purchase("nobody", "bob", 1)...)},
@@ -125,7 +116,7 @@ func testBatchAllRefused(t *testing.T, s netting.SharedStore) {
 // Every append refusal rolls the reservations back with the rows.
 func testBatchRefusalAppliesNothing(t *testing.T, s netting.SharedStore) {
 	ctx := ctxT(t)
-	bs := batchStore(t, s)
+	bs := s
 	fund(t, s, "fa", "alice", 100)
 	createSession(t, s, "a", 16)
 	createSession(t, s, "b", 16)
@@ -175,7 +166,7 @@ func testBatchRefusalAppliesNothing(t *testing.T, s netting.SharedStore) {
 // Concurrent ReserveAndAppends on different sessions never promise more
 // than the balance, and every granted request has its row.
 func testBatchConcurrent(t *testing.T, s netting.SharedStore) {
-	bs := batchStore(t, s)
+	bs := s
 	fund(t, s, "fa", "alice", 10)
 	const workers = 8
 	var wg sync.WaitGroup

@@ -29,34 +29,16 @@ func Run(t *testing.T, open func(t *testing.T) netting.Store) {
 		t.Run(c.name, func(t *testing.T) { c.run(t, shared(t)) })
 	}
 	runLedgerChain(t, open, shared)
-	// The optional BatchStore extension: its own contract when implemented.
-	_, batched := open(t).(netting.BatchStore)
-	if batched {
-		for _, c := range batchCases {
-			t.Run(c.name, func(t *testing.T) { c.run(t, shared(t)) })
-		}
+	for _, c := range batchCases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, shared(t)) })
 	}
-	// The optional SettlePoster extension: its own cases when implemented
-	// (the behaviour and property suites below use it too).
-	if _, ok := open(t).(netting.SettlePoster); ok {
-		for _, c := range settleCases {
-			t.Run(c.name, func(t *testing.T) { c.run(t, shared(t)) })
-		}
+	for _, c := range settleCases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, shared(t)) })
 	}
-	// The behaviours run through ReserveAndAppend when the store has it;
-	// then again through Reserve-then-Append, the path of a store without
-	// it, which the core keeps.
 	for _, c := range behaviourCases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, shared(t)) })
 	}
 	t.Run("Properties", func(t *testing.T) { runProperties(t, shared) })
-	if batched {
-		twoStep := func(t *testing.T) netting.SharedStore { return twoStepStore{shared(t)} }
-		for _, c := range behaviourCases {
-			t.Run("TwoStep/"+c.name, func(t *testing.T) { c.run(t, twoStep(t)) })
-		}
-		t.Run("TwoStep/Properties", func(t *testing.T) { runProperties(t, twoStep) })
-	}
 }
 
 type contractCase struct {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,18 +23,23 @@ import (
 var errInjected = errors.New("storetest: injected store failure")
 
 // faultStore wraps a real store and lets a test fail, block or tamper with
-// chosen calls. Every call not intercepted goes to the real store.
+// chosen calls. Every call not intercepted goes to the real store. It
+// intercepts the session's two write paths, ReserveAndAppend (every group
+// commit) and PostFencedReleasing (every settle posting), so one wrapper
+// serves every store: the port has no optional extension to mirror.
 type faultStore struct {
 	netting.SharedStore
 
 	mu sync.Mutex
-	// appendHook runs before a real Append; a non-nil error is returned
-	// instead of appending.
+	// appendHook runs before a real ReserveAndAppend (blocking it there
+	// holds no store lock), with the rows as if every request were
+	// granted; a non-nil error is returned instead of committing.
 	appendHook func(recs []netting.JournalRecord) error
-	// appendAfterHook runs after a successful real Append; a non-nil error
-	// is returned although the rows are committed (a lost COMMIT reply).
+	// appendAfterHook runs after a successful real ReserveAndAppend that
+	// wrote rows; a non-nil error is returned although the transaction is
+	// committed (a lost COMMIT reply).
 	appendAfterHook func(recs []netting.JournalRecord) error
-	// postFencedHook runs before a real PostFenced.
+	// postFencedHook runs before a real PostFencedReleasing.
 	postFencedHook func(f netting.Fence, p ledger.Posting) error
 	// claimHook runs before a real ClaimSettle.
 	claimHook func(sessionID, owner string) error
@@ -52,6 +58,12 @@ type faultStore struct {
 func (f *faultStore) setAppendHook(h func([]netting.JournalRecord) error) {
 	f.mu.Lock()
 	f.appendHook = h
+	f.mu.Unlock()
+}
+
+func (f *faultStore) setAppendAfterHook(h func([]netting.JournalRecord) error) {
+	f.mu.Lock()
+	f.appendAfterHook = h
 	f.mu.Unlock()
 }
 
@@ -84,52 +96,45 @@ func (f *faultStore) setReadHook(h func([]netting.JournalRecord) []netting.Journ
 	f.mu.Unlock()
 }
 
-func (f *faultStore) Append(ctx context.Context, recs []netting.JournalRecord) error {
+// ReserveAndAppend is the real one under the append hooks and counters
+// (it counts as one reserve call and one append).
+func (f *faultStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
 	f.mu.Lock()
 	h := f.appendHook
 	f.mu.Unlock()
 	if h != nil {
-		if err := h(recs); err != nil {
-			return err
+		all := make([]bool, len(reqs))
+		for i := range all {
+			all[i] = true
+		}
+		if err := h(build(all)); err != nil {
+			return nil, err
 		}
 	}
+	f.reserves.Add(1)
 	f.appends.Add(1)
-	if err := f.SharedStore.Append(ctx, recs); err != nil {
-		return err
+	var recs []netting.JournalRecord
+	granted, err := f.SharedStore.ReserveAndAppend(ctx, reqs, func(g []bool) []netting.JournalRecord {
+		recs = build(g)
+		return recs
+	})
+	if err != nil {
+		return nil, err
 	}
 	f.mu.Lock()
 	after := f.appendAfterHook
 	f.mu.Unlock()
-	if after != nil {
-		return after(recs)
+	if after != nil && len(recs) > 0 {
+		if err := after(recs); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return granted, nil
 }
 
-func (f *faultStore) setAppendAfterHook(h func([]netting.JournalRecord) error) {
-	f.mu.Lock()
-	f.appendAfterHook = h
-	f.mu.Unlock()
-}
-
-func (f *faultStore) Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) ([]bool, error) {
-	f.reserves.Add(1)
-	return f.SharedStore.Reserve(ctx, reqs)
-}
-
-func (f *faultStore) PostFenced(ctx context.Context, fe netting.Fence, p ledger.Posting) error {
-	return f.aroundPostFenced(fe, p, func() error { return f.SharedStore.PostFenced(ctx, fe, p) })
-}
-
-// postFencedReleasing is PostFenced's hooks and counters around the
-// store's PostFencedReleasing (netting.SettlePoster).
-func (f *faultStore) postFencedReleasing(ctx context.Context, sp netting.SettlePoster, fe netting.Fence, p ledger.Posting, release []ledger.AccountDelta) error {
-	return f.aroundPostFenced(fe, p, func() error { return sp.PostFencedReleasing(ctx, fe, p, release) })
-}
-
-// aroundPostFenced runs post (a settle posting) under the PostFenced hook
-// and counters.
-func (f *faultStore) aroundPostFenced(fe netting.Fence, p ledger.Posting, post func() error) error {
+// PostFencedReleasing is the real one under the settle-posting hook and
+// counters.
+func (f *faultStore) PostFencedReleasing(ctx context.Context, fe netting.Fence, p ledger.Posting, release []ledger.AccountDelta) error {
 	f.mu.Lock()
 	h := f.postFencedHook
 	f.mu.Unlock()
@@ -139,31 +144,11 @@ func (f *faultStore) aroundPostFenced(fe netting.Fence, p ledger.Posting, post f
 		}
 	}
 	f.postFenced.Add(1)
-	err := post()
-	if err == nil && len(p.ID) > 5 && p.ID[len(p.ID)-5:] == "_comp" {
+	err := f.SharedStore.PostFencedReleasing(ctx, fe, p, release)
+	if err == nil && strings.HasSuffix(p.ID, "_comp") {
 		f.compensated.Add(1)
 	}
 	return err
-}
-
-// settleFaultStore and batchSettleFaultStore add netting.SettlePoster to
-// faultStore and batchFaultStore, for a store under test that has it.
-type settleFaultStore struct {
-	*faultStore
-	settle netting.SettlePoster
-}
-
-func (f *settleFaultStore) PostFencedReleasing(ctx context.Context, fe netting.Fence, p ledger.Posting, release []ledger.AccountDelta) error {
-	return f.postFencedReleasing(ctx, f.settle, fe, p, release)
-}
-
-type batchSettleFaultStore struct {
-	*batchFaultStore
-	settle netting.SettlePoster
-}
-
-func (f *batchSettleFaultStore) PostFencedReleasing(ctx context.Context, fe netting.Fence, p ledger.Posting, release []ledger.AccountDelta) error {
-	return f.postFencedReleasing(ctx, f.settle, fe, p, release)
 }
 
 func (f *faultStore) setClaimHook(h func(sessionID, owner string) error) {
@@ -213,81 +198,19 @@ func (f *faultStore) ReadJournal(ctx context.Context, id string) ([]netting.Jour
 	return recs, err
 }
 
-// batchFaultStore is faultStore for a store that implements
-// netting.BatchStore: its ReserveAndAppend goes to the real one, under the
-// same hooks and counters as Append (and Reserve). The before-append hook
-// runs before the transaction (blocking it there holds no store lock) with
-// the rows as if every request were granted; the after-append hook turns a
-// committed transaction into an error (a lost COMMIT reply).
-type batchFaultStore struct {
-	*faultStore
-	batch netting.BatchStore
-}
-
-func (f *batchFaultStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
-	f.mu.Lock()
-	h := f.appendHook
-	f.mu.Unlock()
-	if h != nil {
-		all := make([]bool, len(reqs))
-		for i := range all {
-			all[i] = true
-		}
-		if err := h(build(all)); err != nil {
-			return nil, err
-		}
-	}
-	f.reserves.Add(1)
-	f.appends.Add(1)
-	var recs []netting.JournalRecord
-	granted, err := f.batch.ReserveAndAppend(ctx, reqs, func(g []bool) []netting.JournalRecord {
-		recs = build(g)
-		return recs
-	})
-	if err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	after := f.appendAfterHook
-	f.mu.Unlock()
-	if after != nil && len(recs) > 0 {
-		if err := after(recs); err != nil {
-			return nil, err
-		}
-	}
-	return granted, nil
-}
-
-// twoStepStore hides a store's BatchStore extension, so sessions on it take
-// the Reserve-then-Append path (the path of every store without it).
-type twoStepStore struct{ netting.SharedStore }
-
 // cluster is a set of ClusterNodes sharing one (fault-wrapped) store.
 type cluster struct {
 	t     *testing.T
 	store *faultStore
-	// nodeStore is what the nodes are opened on: store, or store with
-	// ReserveAndAppend when the store under test implements it.
-	nodeStore netting.SharedStore
-	ids       []string
-	nodes     map[string]*netting.ClusterNode
-	cfg       func(*netting.ClusterConfig)
+	ids   []string
+	nodes map[string]*netting.ClusterNode
+	cfg   func(*netting.ClusterConfig)
 }
 
 func newCluster(t *testing.T, s netting.SharedStore, ids []string, cfg func(*netting.ClusterConfig)) *cluster {
 	t.Helper()
 	fs := &faultStore{SharedStore: s}
-	c := &cluster{t: t, store: fs, nodeStore: fs, ids: ids, nodes: map[string]*netting.ClusterNode{}, cfg: cfg}
-	bs, batch := s.(netting.BatchStore)
-	sp, settle := s.(netting.SettlePoster)
-	switch {
-	case batch && settle:
-		c.nodeStore = &batchSettleFaultStore{batchFaultStore: &batchFaultStore{faultStore: fs, batch: bs}, settle: sp}
-	case batch:
-		c.nodeStore = &batchFaultStore{faultStore: fs, batch: bs}
-	case settle:
-		c.nodeStore = &settleFaultStore{faultStore: fs, settle: sp}
-	}
+	c := &cluster{t: t, store: fs, ids: ids, nodes: map[string]*netting.ClusterNode{}, cfg: cfg}
 	for _, id := range ids {
 		c.restart(id)
 	}
@@ -302,7 +225,7 @@ func (c *cluster) restart(id string) *netting.ClusterNode {
 	if c.cfg != nil {
 		c.cfg(&cfg)
 	}
-	n, err := netting.OpenClusterNode(c.nodeStore, cfg)
+	n, err := netting.OpenClusterNode(c.store, cfg)
 	must(c.t, err)
 	c.nodes[id] = n
 	return n

@@ -223,13 +223,11 @@ func testChainFenced(t *testing.T, s netting.SharedStore) {
 	if h := head(t, s); h.Len != 2 {
 		t.Errorf("head after a fenced posting and a refused one = %+v, want 2 postings", h)
 	}
-	if sp, ok := s.(netting.SettlePoster); ok {
-		f2 := netting.Fence{SessionID: "s", Owner: "settler-1", Token: f.Token + 1}
-		must(t, sp.PostFencedReleasing(ctx, f2, stale, nil))
-		must(t, sp.PostFencedReleasing(ctx, f2, stale, nil))
-		if h := head(t, s); h.Len != 3 {
-			t.Errorf("head after PostFencedReleasing and its repeat = %+v, want 3 postings", h)
-		}
+	f2 := netting.Fence{SessionID: "s", Owner: "settler-1", Token: f.Token + 1}
+	must(t, s.PostFencedReleasing(ctx, f2, stale, nil))
+	must(t, s.PostFencedReleasing(ctx, f2, stale, nil))
+	if h := head(t, s); h.Len != 3 {
+		t.Errorf("head after PostFencedReleasing and its repeat = %+v, want 3 postings", h)
 	}
 	ids := []string{}
 	for _, c := range readChain(t, s) {

@@ -502,8 +502,8 @@ func testOursOneClock(t *testing.T, s netting.SharedStore) {
 	}
 }
 
-// settleCases check the optional netting.SettlePoster extension, on every
-// store that implements it.
+// settleCases check SharedStore.PostFencedReleasing (every settle
+// posting's one call).
 var settleCases = []contractCase{
 	{"Settle/CreditsNotCountedTwice", testSettleCreditsNotCountedTwice},
 	{"Settle/ReconcileHalfSettled", testSettleReconcileHalfSettled},
