@@ -231,17 +231,12 @@ func (s *Session) handOff(own *proposal) bool {
 	return false
 }
 
-// commit is one group commit: one SharedStore.ReserveAndAppend (one
-// transaction) for the batch.
+// commit is one group commit: one SharedStore.ReserveAndAppend (one store
+// transaction) for the batch. Every error of ReserveAndAppend means nothing
+// was applied, so no failure path unreserves anything; only an error that
+// leaves the outcome unknown (a lost commit reply) needs the journal read
+// back.
 func (s *Session) commit(ctx context.Context, batch []*proposal) {
-	s.commitOneTx(ctx, s.store, batch)
-}
-
-// commitOneTx is a group commit as one store transaction. Every error of
-// ReserveAndAppend means nothing was applied, so unlike commitTwoTx no
-// failure path here unreserves anything; only an error that leaves the
-// outcome unknown (a lost commit reply) needs the journal read back.
-func (s *Session) commitOneTx(ctx context.Context, bs BatchStore, batch []*proposal) {
 	for len(batch) > 0 {
 		reqs := make([][]ledger.AccountDelta, len(batch))
 		for i, p := range batch {
@@ -267,7 +262,7 @@ func (s *Session) commitOneTx(ctx context.Context, bs BatchStore, batch []*propo
 			}
 			return recs
 		}
-		granted, err := bs.ReserveAndAppend(ctx, reqs, build)
+		granted, err := s.store.ReserveAndAppend(ctx, reqs, build)
 		if err == nil && (len(granted) != len(batch) || !built) {
 			err = fmt.Errorf("netting: store granted %d of %d reservation requests", len(granted), len(batch))
 		}
@@ -285,7 +280,7 @@ func (s *Session) commitOneTx(ctx context.Context, bs BatchStore, batch []*propo
 			return
 		case errors.As(err, &kc):
 			// Nothing applied: answer the keys journaled elsewhere, retry the rest.
-			batch = s.answerConflicts(ctx, batch, kc.Keys)
+			batch = s.resolveConflicts(ctx, batch, kc.Keys)
 		case errors.Is(err, ErrSessionSettled):
 			s.mu.Lock()
 			s.st.closedForRecords = true
@@ -294,7 +289,7 @@ func (s *Session) commitOneTx(ctx context.Context, bs BatchStore, batch []*propo
 			return
 		case errors.Is(err, ErrSeqConflict):
 			// Another writer extended this session's journal: stop, do not
-			// guess (as commitTwoTx does when the journal moved under it).
+			// guess.
 			s.mu.Lock()
 			s.st.closedForRecords = true
 			s.mu.Unlock()
@@ -304,16 +299,16 @@ func (s *Session) commitOneTx(ctx context.Context, bs BatchStore, batch []*propo
 			s.failAll(batch, fmt.Errorf("netting: reserve and append: %w", err))
 			return
 		default:
-			s.resolveUnknownOneTx(ctx, batch, ok, recs, err)
+			s.resolveUnknown(ctx, batch, ok, recs, err)
 			return
 		}
 	}
 }
 
-// answerConflicts answers the proposals whose keys another row already
+// resolveConflicts answers the proposals whose keys another row already
 // holds with that row's outcome and returns the rest. Nothing was reserved
 // for them (the transaction that found the conflict applied nothing).
-func (s *Session) answerConflicts(ctx context.Context, ps []*proposal, keys []string) []*proposal {
+func (s *Session) resolveConflicts(ctx context.Context, ps []*proposal, keys []string) []*proposal {
 	dup, rest := splitConflicts(ps, keys)
 	if len(dup) == 0 {
 		// The store named keys we did not send: do not loop.
@@ -359,13 +354,14 @@ func (s *Session) answerFromJournal(ctx context.Context, dup []*proposal) {
 	}
 }
 
-// resolveUnknownOneTx is resolveUnknown for a one-transaction commit: ok and
-// recs are what the last build produced. Rows present mean the whole
+// resolveUnknown handles a commit error that does not say whether the
+// transaction committed (a dropped connection around COMMIT): ok and recs
+// are what the last build produced. Rows present mean the whole
 // transaction committed (reservations included); rows absent mean none of
 // it did, so nothing is unreserved. If the journal cannot be read, the
 // session stops accepting (a committed reservation may be left: overstated
 // pending is safe and ReconcileReservations repairs it).
-func (s *Session) resolveUnknownOneTx(ctx context.Context, batch, ok []*proposal, recs []JournalRecord, cause error) {
+func (s *Session) resolveUnknown(ctx context.Context, batch, ok []*proposal, recs []JournalRecord, cause error) {
 	if len(recs) == 0 {
 		// Nothing granted or nothing built: no row to look for, no
 		// reservation that could have been added.
@@ -403,128 +399,6 @@ func (s *Session) resolveUnknownOneTx(ctx context.Context, batch, ok []*proposal
 		s.mu.Unlock()
 	}
 	s.failAll(batch, fmt.Errorf("netting: append: %w", cause))
-}
-
-// commitTwoTx is a group commit for a store without BatchStore.
-func (s *Session) commitTwoTx(ctx context.Context, batch []*proposal) {
-	reqs := make([][]ledger.AccountDelta, len(batch))
-	for i, p := range batch {
-		reqs[i] = p.deltas
-	}
-	granted, err := s.store.Reserve(ctx, reqs)
-	if err == nil && len(granted) != len(batch) {
-		err = fmt.Errorf("netting: store granted %d of %d reservation requests", len(granted), len(batch))
-	}
-	if err != nil {
-		// Fail closed: nothing is accepted.
-		s.failAll(batch, fmt.Errorf("netting: reserve: %w", err))
-		return
-	}
-	var ok []*proposal
-	s.mu.Lock()
-	for i, p := range batch {
-		if granted[i] {
-			ok = append(ok, p)
-		} else {
-			s.st.decide(p, Outcome{Status: Rejected, Seq: -1, Reason: ReasonInsufficientFunds}, nil)
-		}
-	}
-	s.mu.Unlock()
-	for len(ok) > 0 {
-		// Proposals queued before a settle began are still committed here
-		// (the settle flushes first); the store's seal, not local state, is
-		// what refuses rows a settler has not read.
-		s.mu.Lock()
-		recs := s.st.chain(ok)
-		s.mu.Unlock()
-		err := s.store.Append(ctx, recs)
-		if err == nil {
-			s.mu.Lock()
-			s.st.commit(ok, recs)
-			s.mu.Unlock()
-			return
-		}
-		var kc *KeyConflictError
-		switch {
-		case errors.As(err, &kc):
-			ok = s.resolveConflicts(ctx, ok, kc.Keys)
-		case errors.Is(err, ErrSessionSettled):
-			s.mu.Lock()
-			s.st.closedForRecords = true
-			s.mu.Unlock()
-			s.unreserveAndFail(ctx, ok, err)
-			return
-		default:
-			s.resolveUnknown(ctx, ok, recs, err)
-			return
-		}
-	}
-}
-
-// resolveConflicts answers the proposals whose keys another row already
-// holds with that row's outcome, undoes their reservations, and returns the
-// rest to append again.
-func (s *Session) resolveConflicts(ctx context.Context, ps []*proposal, keys []string) []*proposal {
-	dup, rest := splitConflicts(ps, keys)
-	if len(dup) == 0 {
-		// The store named keys we did not send: do not loop.
-		s.unreserveAndFail(ctx, ps, fmt.Errorf("netting: append: key conflict on unknown keys %v", keys))
-		return nil
-	}
-	var undo []ledger.AccountDelta
-	for _, p := range dup {
-		undo = append(undo, p.deltas...)
-	}
-	if err := s.store.Unreserve(ctx, undo); err != nil {
-		s.log.Warn("netting: unreserve after key conflict failed; pending overstated until ReconcileReservations", "session", s.meta.ID, "err", err)
-	}
-	s.answerFromJournal(ctx, dup)
-	return rest
-}
-
-// resolveUnknown handles an append error that does not say whether the rows
-// were written (a dropped connection around COMMIT). It reads the journal
-// back: rows present are accepted; rows absent are unreserved and failed.
-// If even that read fails, the reservations are kept (overstated pending is
-// safe; ReconcileReservations repairs it) and the session stops accepting.
-func (s *Session) resolveUnknown(ctx context.Context, ps []*proposal, recs []JournalRecord, appendErr error) {
-	journal, err := s.store.ReadJournal(ctx, s.meta.ID)
-	if err != nil {
-		s.mu.Lock()
-		s.st.closedForRecords = true
-		for _, p := range ps {
-			s.st.decide(p, Outcome{}, fmt.Errorf("netting: append outcome unknown (%v): %w", err, appendErr))
-		}
-		s.mu.Unlock()
-		return
-	}
-	first := recs[0].Seq
-	if int64(len(journal)) >= first+int64(len(recs)) && journal[first+int64(len(recs))-1].Hash == recs[len(recs)-1].Hash {
-		s.mu.Lock()
-		s.st.commit(ps, recs)
-		s.mu.Unlock()
-		return
-	}
-	if int64(len(journal)) != first {
-		// Someone else wrote this session's journal: stop, do not guess.
-		s.mu.Lock()
-		s.st.closedForRecords = true
-		s.mu.Unlock()
-	}
-	s.unreserveAndFail(ctx, ps, fmt.Errorf("netting: append: %w", appendErr))
-}
-
-func (s *Session) unreserveAndFail(ctx context.Context, ps []*proposal, cause error) {
-	var undo []ledger.AccountDelta
-	for _, p := range ps {
-		undo = append(undo, p.deltas...)
-	}
-	if len(undo) > 0 {
-		if err := s.store.Unreserve(ctx, undo); err != nil {
-			s.log.Warn("netting: unreserve failed; pending overstated until ReconcileReservations", "session", s.meta.ID, "err", err)
-		}
-	}
-	s.failAll(ps, cause)
 }
 
 func (s *Session) failAll(ps []*proposal, err error) {
