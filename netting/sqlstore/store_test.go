@@ -3,9 +3,12 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
+	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,19 +50,104 @@ func openPostgres(t testing.TB, pg *testenv.PostgresServer) *sqlstore.Store {
 	return s
 }
 
+// sqliteTemplate opens SQLite stores on copies of one database file that
+// a store migrated once: the contract suite opens a store for every case,
+// and the copy skips the migrations' six durable commits (34 ms a store
+// against 6 ms, measured). The copy is the file a fresh open leaves:
+// closing the store checkpointed its WAL into it. Migrations themselves
+// are tested from empty files (migrations_test.go).
+type sqliteTemplate struct{ image []byte }
+
+func newSQLiteTemplate(t testing.TB) *sqliteTemplate {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "template.db")
+	s, err := sqlstore.OpenSQLite(testCtx(t), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	image, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &sqliteTemplate{image: image}
+}
+
+// open opens a store on a new copy of the template, closed at cleanup.
+func (tm *sqliteTemplate) open(t testing.TB) *sqlstore.Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "netting.db")
+	if err := os.WriteFile(path, tm.image, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlstore.OpenSQLite(testCtx(t), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// postgresTemplate opens PostgreSQL stores on databases copied from one a
+// store migrated once (CREATE DATABASE … TEMPLATE, a file copy): 0.27 s a
+// store against 0.52 s for an empty database and its migrations,
+// measured. Migrations, upgrades and the fresh-database checks open empty
+// databases (openPostgres).
+type postgresTemplate struct {
+	pg   *testenv.PostgresServer
+	name string
+}
+
+func newPostgresTemplate(t testing.TB, pg *testenv.PostgresServer) *postgresTemplate {
+	t.Helper()
+	raw := pg.NewDatabase(t)
+	s, err := sqlstore.OpenPostgres(testCtx(t), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A template must have no connections while it is copied.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &postgresTemplate{pg: pg, name: strings.TrimPrefix(u.Path, "/")}
+}
+
+// open opens a store on a new copy of the template, closed at cleanup.
+func (tm *postgresTemplate) open(t testing.TB) *sqlstore.Store {
+	t.Helper()
+	s, err := sqlstore.OpenPostgres(testCtx(t), tm.pg.NewDatabaseWith(t, "TEMPLATE "+tm.name+" STRATEGY FILE_COPY"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// The two contract runs are independent (their own files, their own
+// server) and mostly wait on the database, so they run side by side.
 func TestContractSQLite(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) netting.Store { return tamperable{openSQLite(t)} })
+	t.Parallel()
+	tm := newSQLiteTemplate(t)
+	storetest.Run(t, func(t *testing.T) netting.Store { return tamperable{tm.open(t)} })
 }
 
 // TestPostgres runs everything that needs PostgreSQL under one throwaway
 // server per test binary: the contract suite and the PostgreSQL-only tests.
 func TestPostgres(t *testing.T) {
+	t.Parallel()
 	pg := testenv.StartPostgres(t)
+	tm := newPostgresTemplate(t, pg)
 	t.Run("Contract", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) netting.Store { return tamperable{openPostgres(t, pg)} })
+		storetest.Run(t, func(t *testing.T) netting.Store { return tamperable{tm.open(t)} })
 	})
 	t.Run("Chain", func(t *testing.T) {
-		testChainSQL(t, func(t *testing.T) *sqlstore.Store { return openPostgres(t, pg) })
+		testChainSQL(t, func(t *testing.T) *sqlstore.Store { return tm.open(t) })
 	})
 	t.Run("UpgradeChains", func(t *testing.T) {
 		url := pg.NewDatabase(t)
@@ -103,7 +191,7 @@ func TestPostgres(t *testing.T) {
 		testConcurrentOpen(t, pg.NewDatabase(t))
 	})
 	t.Run("GroupCommitPaths", func(t *testing.T) {
-		testGroupCommitPathsPostgres(t, openPostgres(t, pg))
+		testGroupCommitPathsPostgres(t, tm.open(t))
 	})
 	t.Run("ReserveSeesSettlePosting", func(t *testing.T) {
 		testReserveSeesSettlePostingPostgres(t, pg)
