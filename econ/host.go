@@ -46,7 +46,8 @@ type HostConfig struct {
 	// loopback address.
 	CertDir string
 	// MetricsAddr, if set, is where Host serves Prometheus metrics at
-	// /metrics (the node's shardwise_econ_* series).
+	// /metrics (the node's shardwise_econ_* series); the address listened
+	// on is published in the member record as Addrs["metrics"].
 	MetricsAddr string
 	// Node holds the netting settings (TTL, EpochMaxAge, MaxMovements,
 	// SweepBound, RotateEvery, SweepEvery, ReadyWait, SettleLease,
@@ -167,11 +168,28 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		advertised = lis.Addr().String()
 	}
 
+	// The metrics listen before the node registers, so that its member
+	// record names their address (Addrs["metrics"]) from the start.
+	var (
+		ml          net.Listener
+		metricsAddr string
+	)
+	if cfg.MetricsAddr != "" {
+		if ml, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			lis.Close()
+			return fmt.Errorf("econ: metrics listen on %s: %w", cfg.MetricsAddr, err)
+		}
+		metricsAddr = ml.Addr().String()
+	}
+
 	ncfg := cfg.Node
-	ncfg.Name, ncfg.Coord, ncfg.Store, ncfg.Addr, ncfg.Logger = cfg.Name, cl, store, advertised, log
+	ncfg.Name, ncfg.Coord, ncfg.Store, ncfg.Addr, ncfg.MetricsAddr, ncfg.Logger = cfg.Name, cl, store, advertised, metricsAddr, log
 	node, err := Start(ctx, ncfg)
 	if err != nil {
 		lis.Close()
+		if ml != nil {
+			ml.Close()
+		}
 		return err
 	}
 	gs := grpc.NewServer(grpc.Creds(creds))
@@ -181,17 +199,9 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 
 	var metricsSrv *http.Server
 	metricsErr := make(chan error, 1)
-	metricsAddr := ""
-	if cfg.MetricsAddr != "" {
+	if ml != nil {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(node.Collectors()...)
-		ml, err := net.Listen("tcp", cfg.MetricsAddr)
-		if err != nil {
-			gs.Stop()
-			<-served
-			return errors.Join(fmt.Errorf("econ: metrics listen on %s: %w", cfg.MetricsAddr, err), node.Close())
-		}
-		metricsAddr = ml.Addr().String()
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}

@@ -17,7 +17,12 @@ type metrics struct {
 	members prometheus.Gauge
 	views   prometheus.Counter
 	settled prometheus.Counter
-	swept   prometheus.Counter
+	// postings and netted are what this node's settles wrote and settled
+	// (netted / postings is its netting ratio); the sweep's settles of
+	// orphans are not in them (the sweep reports no counts).
+	postings prometheus.Counter
+	netted   prometheus.Counter
+	swept    prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -43,6 +48,14 @@ func newMetrics() *metrics {
 			Namespace: ns, Subsystem: sub, Name: "settled_sessions_total",
 			Help: "Sessions this node settled: rotations, view changes, close, operator calls.",
 		}),
+		postings: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "settle_postings_total",
+			Help: "Ledger postings this node's settles wrote (sweeps of orphans excluded).",
+		}),
+		netted: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "settled_movements_total",
+			Help: "Journaled movements this node's settles settled (sweeps of orphans excluded); divided by settle_postings_total, the netting ratio.",
+		}),
 		swept: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "swept_orphans_total",
 			Help: "Orphan sessions (of dead nodes) this node's sweep settled.",
@@ -54,7 +67,19 @@ func newMetrics() *metrics {
 // register.
 func (n *Node) Collectors() []prometheus.Collector {
 	m := n.met
-	return []prometheus.Collector{m.records, m.ready, m.members, m.views, m.settled, m.swept}
+	return []prometheus.Collector{m.records, m.ready, m.members, m.views, m.settled, m.postings, m.netted, m.swept}
+}
+
+// settledAll counts settles: every report a session, and what a settle
+// that did the work (not one that found it done) wrote and settled.
+func (m *metrics) settledAll(reps []netting.SettleReport) {
+	m.settled.Add(float64(len(reps)))
+	for _, r := range reps {
+		if !r.AlreadySettled {
+			m.postings.Add(float64(r.Postings))
+			m.netted.Add(float64(r.Netted))
+		}
+	}
 }
 
 func (m *metrics) record(err error) {

@@ -20,6 +20,9 @@ const (
 	Role = "econ"
 	// AddrKey is the key of a node's service address in coord.Member.Addrs.
 	AddrKey = "econ"
+	// MetricsAddrKey is the key of a node's metrics address in
+	// coord.Member.Addrs (the key zone nodes use too).
+	MetricsAddrKey = "metrics"
 	// ViewMetaKey is the key, in coord.Member.Meta, of the id of the view
 	// the node has adopted (see the package doc's barrier).
 	ViewMetaKey = "econ.view"
@@ -58,6 +61,10 @@ type Config struct {
 	// Addr is the node's service address, published as Addrs[AddrKey] so
 	// callers can reach it. Optional (a node nobody calls over the network).
 	Addr string
+	// MetricsAddr is where the node's Prometheus metrics are served
+	// (host:port, path /metrics), published as Addrs[MetricsAddrKey] so
+	// "shardwise top" finds them. Optional.
+	MetricsAddr string
 	// TTL is the membership lease's time to live: how long a crashed node
 	// keeps its scopes before the others re-form without it. Default 10s.
 	TTL time.Duration
@@ -249,9 +256,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}).Validate(); err != nil {
 		return nil, err
 	}
-	var addrs map[string]string
+	addrs := map[string]string{}
 	if cfg.Addr != "" {
-		addrs = map[string]string{AddrKey: cfg.Addr}
+		addrs[AddrKey] = cfg.Addr
+	}
+	if cfg.MetricsAddr != "" {
+		addrs[MetricsAddrKey] = cfg.MetricsAddr
 	}
 	reg, err := cfg.Coord.Register(ctx, coord.RegisterConfig{Name: cfg.Name, Role: Role, Addrs: addrs, TTL: cfg.TTL})
 	if err != nil {
@@ -394,7 +404,7 @@ func (n *Node) SettleAll(ctx context.Context) ([]netting.SettleReport, error) {
 	if gerr := n.withCurrent(func(g *generation) { reps, err = g.node.SettleAll(ctx) }); gerr != nil {
 		return nil, gerr
 	}
-	n.met.settled.Add(float64(len(reps)))
+	n.met.settledAll(reps)
 	return reps, err
 }
 
@@ -413,7 +423,7 @@ func (n *Node) Recover(ctx context.Context, sessionID string) (netting.SettleRep
 		return rep, gerr
 	}
 	if err == nil && !rep.AlreadySettled {
-		n.met.settled.Inc()
+		n.met.settledAll([]netting.SettleReport{rep})
 	}
 	return rep, err
 }
@@ -512,7 +522,7 @@ func (n *Node) retire(g *generation, final bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CloseTimeout)
 	defer cancel()
 	reps, err := g.node.SettleAll(ctx)
-	n.met.settled.Add(float64(len(reps)))
+	n.met.settledAll(reps)
 	if err == nil {
 		err = n.settleLeftovers(ctx, g, final)
 	}
@@ -555,8 +565,9 @@ func (n *Node) settleWaitingOutClaims(ctx context.Context, g *generation, id str
 	for {
 		s, err := g.node.Recover(ctx, id)
 		if err == nil {
-			if _, err = s.Settle(ctx); err == nil {
-				n.met.settled.Inc()
+			var rep netting.SettleReport
+			if rep, err = s.Settle(ctx); err == nil {
+				n.met.settledAll([]netting.SettleReport{rep})
 				return nil
 			}
 		}
@@ -601,7 +612,7 @@ func (n *Node) rotate() {
 	if n.withCurrent(func(g *generation) { reps, err = g.node.RotateDue(n.work) }) != nil {
 		return
 	}
-	n.met.settled.Add(float64(len(reps)))
+	n.met.settledAll(reps)
 	if err != nil && n.work.Err() == nil {
 		n.log.Warn("econ: rotation", "err", err)
 	}

@@ -64,8 +64,9 @@ type HostConfig struct {
 	// "simulated"|"frozen"}) and the simulated ones by region
 	// (_region_entities{region="17"}), its render ghosts (_render_ghosts),
 	// its handoffs (_handoffs_total{event="sent"|"acked"|"refused"|
-	// "aborted"|"adopted"|"stale"}), and the Go runtime's and the
-	// process's. They are set after every tick. The address served is
+	// "aborted"|"adopted"|"stale"}), the link's (shardwise_link_*, per
+	// peer and stream), the gateway's with GatewayAddr (shardwise_gateway_*)
+	// and the Go runtime's and the process's. They are set after every tick. The address served is
 	// published in coord as Addrs["metrics"] and reported in HostReady.
 	// Port 0 picks a free one. Default "": not served.
 	MetricsAddr string
@@ -496,6 +497,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	if cfg.MetricsAddr != "" {
 		hm, reg = newHostMetrics(), prometheus.NewRegistry()
 		reg.MustRegister(hm.collectors()...)
+		reg.MustRegister(l.Metrics()) // the link's frames per peer and stream
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		if ms, err = serveMetrics(cfg.MetricsAddr, reg, log); err != nil {
 			return err
