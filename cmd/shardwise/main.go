@@ -38,6 +38,7 @@ func newRootCmd() *cobra.Command {
 		newBotsCmd(),
 		newEconCmd(),
 		newDevCmd(),
+		newTopCmd(),
 	)
 	return root
 }
