@@ -162,7 +162,7 @@ func (n *ClusterNode) Recover(ctx context.Context, sessionID string) (*Session, 
 		if err != nil {
 			return nil, err
 		}
-		s.finish(rep)
+		s.st.finish(rep)
 	}
 	return s, nil
 }

@@ -234,20 +234,32 @@ func (st *sessionState) restore(recs []JournalRecord, head string) {
 	st.head = head
 }
 
-// chain assigns seqs and hashes to granted proposals, continuing from the
-// committed head. Nothing changes until commit.
-func (st *sessionState) chain(ps []*proposal) []JournalRecord {
-	recs := make([]JournalRecord, len(ps))
-	prev := st.head
-	for i, p := range ps {
-		h := ChainHash(prev, p.key, p.legs)
-		recs[i] = JournalRecord{SessionID: st.id, Seq: st.nextSeq + int64(i), Key: p.key, Legs: p.legs, PrevHash: prev, Hash: h}
-		prev = h
+// apply applies a finished group commit's decisions to the state: its
+// answers, its accepted rows (the journal head moves to the last), and
+// whether the session stops accepting. batch[i] is the step's item i.
+func (st *sessionState) apply(c *commitStep, batch []*proposal) {
+	if c.closeRecords {
+		st.closedForRecords = true
 	}
-	return recs
+	for _, a := range c.answers {
+		st.decide(batch[a.item], a.out, a.err)
+	}
+	ps := make([]*proposal, len(c.accepted))
+	for i, it := range c.accepted {
+		ps[i] = batch[it]
+	}
+	st.commit(ps, c.rows)
 }
 
-// commit records that recs (from chain(ps)) are durably journaled.
+// finish records the session's settle report and closes it.
+func (st *sessionState) finish(rep SettleReport) {
+	st.settled = true
+	st.closedForRecords = true
+	r := rep
+	st.report = &r
+}
+
+// commit records that recs (rows of ps, in order) are durably journaled.
 func (st *sessionState) commit(ps []*proposal, recs []JournalRecord) {
 	for i, p := range ps {
 		st.decide(p, Outcome{Status: Accepted, Seq: recs[i].Seq}, nil)

@@ -95,3 +95,61 @@ func TestNetPositionsOrderAndZeros(t *testing.T) {
 		t.Errorf("reservation deltas %s", got)
 	}
 }
+
+// The session state the driver applies the cores' decisions to, with no
+// store: a finished commit step's answers and rows, restore from a
+// journal, takeBatch's bound, finish.
+func TestSessionStateApply(t *testing.T) {
+	st := newSessionState("s")
+	recs := settleJournal(3, 4)
+	st.restore(recs, recs[1].Hash)
+	if st.accepted() != 2 || st.head != recs[1].Hash || st.outcomes["k1"].Seq != 1 {
+		t.Fatalf("restore: %+v", st)
+	}
+	var batch []*proposal
+	for i := range maxGroupCommit + 3 {
+		p := &proposal{key: fmt.Sprintf("p%d", i), done: make(chan struct{})}
+		st.inflight[p.key] = p
+		st.queue = append(st.queue, p)
+	}
+	batch = st.takeBatch()
+	if len(batch) != maxGroupCommit || len(st.queue) != 3 {
+		t.Fatalf("takeBatch: %d taken, %d left", len(batch), len(st.queue))
+	}
+	if rest := st.takeBatch(); len(rest) != 3 || st.queue != nil {
+		t.Fatalf("second takeBatch: %d, queue %v", len(rest), st.queue)
+	}
+	items := make([]commitItem, 3)
+	for i := range items {
+		items[i] = commitItem{key: batch[i].key, legs: recs[0].Legs}
+	}
+	c := newCommitStep("s", st.nextSeq, st.head, items)
+	c.build([]bool{true, false, true})
+	c.wrote([]bool{true, false, true}, nil)
+	c.closeRecords = true
+	st.apply(c, batch[:3])
+	if st.nextSeq != 4 || st.head != c.rows[1].Hash || !st.closedForRecords {
+		t.Errorf("after apply: next %d head %s closed %v", st.nextSeq, st.head, st.closedForRecords)
+	}
+	if o := st.outcomes["p0"]; o.Status != Accepted || o.Seq != 2 {
+		t.Errorf("p0 %+v", o)
+	}
+	if o := st.outcomes["p1"]; o.Status != Rejected {
+		t.Errorf("p1 %+v", o)
+	}
+	if _, ok := st.inflight["p2"]; ok {
+		t.Errorf("p2 still in flight")
+	}
+	select {
+	case <-batch[2].done:
+	default:
+		t.Errorf("p2 not answered")
+	}
+	st.finish(SettleReport{Mode: ModeNetted})
+	if !st.settled || st.report.Mode != ModeNetted {
+		t.Errorf("finish: %+v", st)
+	}
+	if Accepted.String() != "accepted" || Rejected.String() != "rejected" || Status(9).String() != "Status(9)" {
+		t.Errorf("status strings")
+	}
+}

@@ -17,10 +17,28 @@
 //
 // # Structure
 //
-// core.go is the session core: state and pure decisions (chain a batch,
-// net positions, cut chunks, compensations, replay postings), no I/O, no
-// clock, no goroutines. session.go drives it against the Store; cluster.go
-// and sweep.go compose sessions into a node. The node starts no goroutines.
+// The session core is pure, in the style of etcd-io/raft's Ready/Advance:
+// it decides, the caller does the I/O and reports the results back. It
+// does no I/O, reads no clock (time is an input), takes no lock and starts
+// no goroutine, and table tests cover every branch of it with no store.
+//
+//   - core.go: the state a session keeps between calls (sessionState) and
+//     the pure functions of netting (positions, chunks, compensations,
+//     replay postings, reservation deltas).
+//   - commitcore.go: one group commit (commitStep). It asks for one
+//     ReserveAndAppend with the rows its build function chains; on a key
+//     conflict for the lookups of the keys journaled elsewhere and a
+//     rewrite of the rest; on an error that leaves the outcome unknown for
+//     a read-back of the journal (do not guess). It ends with the answers
+//     to give, the rows committed and whether the session closes.
+//   - settlecore.go: one Settle call (settleStep): flush, read, claim,
+//     post chunks or fall back to replay, renew the claim once half its
+//     lease has passed, release, finish — one named call at a time.
+//
+// session.go is the driver: it makes the calls the steps name against the
+// Store and applies their results (and owns the group commit's queue and
+// the committer hand-off). cluster.go and sweep.go compose sessions into a
+// node. The node starts no goroutines.
 //
 // # Settle
 //
@@ -39,10 +57,10 @@
 //     compensate every posted chunk newest first (…_c<i>_comp), and post
 //     each movement alone as mv_<session>_<seq>, collecting refusals.
 //  6. Release the session's reservations exactly once (a durable claim in
-//     the store), mark the session settled, report. On a store with
-//     SettlePoster each posting of steps 4–5 already released its own
-//     deltas as it landed (a compensation put its chunk's back), so the
-//     release returns only what no posting took: the refused movements.
+//     the store), mark the session settled, report. Each posting of steps
+//     4–5 (PostFencedReleasing) already released its own deltas as it
+//     landed (a compensation put its chunk's back), so the release returns
+//     only what no posting took: the refused movements.
 //
 // # The provable ledger
 //
@@ -78,16 +96,18 @@
 // # Invariants
 //
 //   - Accepted means the journal row is committed (group commit: concurrent
-//     Records share one store transaction, BatchStore.ReserveAndAppend, or
-//     on a store without it one reservation call and one append).
+//     Records share one store transaction, SharedStore.ReserveAndAppend).
+//     A commit whose reply is lost is resolved by reading the journal back,
+//     never guessed: rows present are accepted, rows absent failed, and a
+//     journal that cannot be read closes the session.
 //   - Every accepted movement ends in exactly one posting path: a netted
 //     chunk, or its own replay posting, or a replay rejection.
 //   - The clearing account returns to zero after every complete settle;
 //     the sum of all balances is always zero.
 //   - A session's reservations are added once (at accept) and released
-//     once (at settle; with SettlePoster, each part as its posting lands
-//     and the rest at the end); pending totals return to zero when all is
-//     settled. With SettlePoster no posted amount is also still pending.
+//     once (at settle: each part as its posting lands, the rest at the
+//     end); pending totals return to zero when all is settled. No posted
+//     amount is also still pending.
 //   - Two settlers of one session never interleave writes: the store's
 //     claim and fencing token admit one at a time.
 //   - A store's postings form one hash chain in commit order, from
