@@ -1,16 +1,31 @@
 package sqlstore
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/shardwise/shardwise/ledger"
+	"github.com/shardwise/shardwise/netting"
 )
 
-// dialect is everything that differs between SQLite and PostgreSQL. The
-// queries themselves are written once, with '?' placeholders, in the subset
-// of SQL both engines accept (INSERT ... ON CONFLICT, RETURNING, CTE-free).
+// dialect is everything that differs between SQLite and PostgreSQL, in two
+// parts, so that the store's logic never asks which engine it runs on.
+//
+// The SQL text: queries are written once, with '?' placeholders and the
+// {now} and {forUpdate} macros, in the subset of SQL both engines accept
+// (INSERT ... ON CONFLICT, RETURNING, CTE-free), and q rewrites them.
+//
+// The steps whose best form differs are the engine's (sqlite.go,
+// postgres.go): how a transaction commits without a flush of its own, how
+// reservation counters are locked and written, how a batch of journal rows
+// goes in, and the group commit. PostgreSQL passes a batch as one array per
+// column; SQLite, which has no array parameters, uses multi-row statements
+// prepared once.
 type dialect struct {
 	name string
 	// nowMicros is an expression for the database's current time in unix
@@ -22,10 +37,40 @@ type dialect struct {
 	forUpdate string
 	// numbered placeholders ($1, $2, ...) instead of '?'.
 	numbered bool
-	// arrays: the engine takes array parameters (PostgreSQL), so a batch
-	// statement passes one array per column to unnest instead of one
-	// parameter per row and column.
-	arrays bool
+	// migrationLock runs first in every migration's transaction, to
+	// serialise concurrent openers; "" where BEGIN IMMEDIATE already does.
+	migrationLock string
+	// ownStmts picks a migration's statements for this engine alone.
+	ownStmts func(m migration) []string
+	engine
+}
+
+// engine is the steps of the store whose form differs between the engines.
+// Each runs inside the caller's transaction (except relaxedTx and
+// reserveAndAppend, which own theirs) and keeps the invariants of the
+// package doc: rows of one kind locked in account order, nothing written
+// on an error.
+type engine interface {
+	// relaxedTx runs one attempt of fn in a write transaction whose commit
+	// is ordered in the log but not flushed on its own (relaxed).
+	relaxedTx(ctx context.Context, s *Store, fn func(tx *sql.Tx) error) error
+	// lockPending returns the pending counters and the balances of
+	// accounts (distinct, sorted), the counters held against every other
+	// writer until tx ends; an account without a counter or a balance
+	// reads 0. The balances are read after the counters are held (see
+	// Reserve).
+	lockPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string) (pending, balances map[string]int64, err error)
+	// setPending writes absolute counter values: accounts sorted, vals
+	// beside them.
+	setPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string, vals []int64) error
+	// insertJournal inserts recs — one session's contiguous rows, whose
+	// seqs the session row has just granted — stamped now. complete
+	// reports that every row went in; otherwise wrote lists the keys of
+	// the rows that did (the others hit a taken key or seq) and the
+	// caller builds the refusal.
+	insertJournal(ctx context.Context, s *Store, tx *sql.Tx, recs []netting.JournalRecord, encoded []string, now int64) (wrote []string, complete bool, err error)
+	// reserveAndAppend is netting.BatchStore.ReserveAndAppend.
+	reserveAndAppend(ctx context.Context, s *Store, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error)
 }
 
 var (
@@ -35,6 +80,8 @@ var (
 		// clock has no finer grain.
 		nowMicros: "CAST(unixepoch('subsec') * 1000000 AS INTEGER)",
 		forUpdate: "",
+		ownStmts:  func(m migration) []string { return m.sqliteStmts },
+		engine:    sqliteEngine{},
 	}
 	postgresDialect = dialect{
 		name: "postgres",
@@ -43,7 +90,10 @@ var (
 		nowMicros: "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT",
 		forUpdate: " FOR UPDATE",
 		numbered:  true,
-		arrays:    true,
+		// An arbitrary constant key naming "shardwise sqlstore migrations".
+		migrationLock: `SELECT pg_advisory_xact_lock(7305114)`,
+		ownStmts:      func(m migration) []string { return m.postgresStmts },
+		engine:        postgresEngine{},
 	}
 )
 

@@ -1,8 +1,12 @@
 // Package sqlstore is the netting Store (netting.SharedStore) on SQL: SQLite
 // through modernc.org/sqlite (pure Go, the embedded default) and PostgreSQL
-// through pgx/v5's pgxpool. One code base serves both; the differences (the
-// database clock, row locks, placeholders, transient error codes) live in a
-// small dialect value.
+// through pgx/v5's pgxpool. One code base serves both; everything that
+// differs lives in the dialect (dialect.go), and the store's logic never
+// asks which engine it runs on: the SQL text's pieces (the database clock,
+// row locks, placeholders, the migration lock, transient error codes) and
+// an engine (sqlite.go, postgres.go) for the steps whose best form differs
+// — a commit without a flush of its own, locking and writing reservation
+// counters, inserting a batch of journal rows, the group commit.
 //
 // It owns the schema and its versioned migrations (table schema_migrations,
 // applied on open, serialised across concurrent openers), the ledger tables
@@ -61,7 +65,11 @@
 // IMMEDIATE (writers queue in Go, not on SQLITE_BUSY), a busy timeout for
 // other processes sharing the file, a separate read-only pool, the group
 // commit's statements prepared once at open (stmtcache.go), and the hot
-// tables clustered on their keys (WITHOUT ROWID, schema version 3).
+// tables clustered on their keys (WITHOUT ROWID, schema version 3). The
+// group commit adds each account's sum to its counter in one row of a
+// multi-row upsert, reading back the counter and the balance only of the
+// accounts the batch debits (the rule checks no other), and corrects the
+// counters by the refused requests' deltas afterwards.
 //
 // PostgreSQL specifics: a group commit whose requests are all granted is one
 // statement, its own implicit transaction at REPEATABLE READ (a second pool

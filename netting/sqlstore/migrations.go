@@ -328,9 +328,8 @@ const chainSchema = 6
 
 func (s *Store) applyMigration(ctx context.Context, m migration) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		if s.d.name == postgresDialect.name {
-			// An arbitrary constant key naming "shardwise sqlstore migrations".
-			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7305114)`); err != nil {
+		if s.d.migrationLock != "" {
+			if _, err := tx.ExecContext(ctx, s.d.migrationLock); err != nil {
 				return err
 			}
 		}
@@ -346,13 +345,7 @@ func (s *Store) applyMigration(ctx context.Context, m migration) error {
 		if applied > 0 {
 			return nil
 		}
-		stmts := m.stmts
-		switch s.d.name {
-		case postgresDialect.name:
-			stmts = append(slices.Clip(stmts), m.postgresStmts...)
-		case sqliteDialect.name:
-			stmts = append(slices.Clip(stmts), m.sqliteStmts...)
-		}
+		stmts := append(slices.Clip(m.stmts), s.d.ownStmts(m)...)
 		for _, stmt := range stmts {
 			if _, err := tx.ExecContext(ctx, s.d.q(stmt)); err != nil {
 				return err

@@ -61,7 +61,7 @@ func (s *Store) decideReserve(ctx context.Context, tx *sql.Tx, reqs [][]ledger.A
 		}
 		return nil, nil
 	}
-	pending, balances, err := s.lockPending(ctx, tx, accounts)
+	pending, balances, err := s.d.lockPending(ctx, s, tx, accounts)
 	if err != nil {
 		return nil, err
 	}
@@ -164,116 +164,6 @@ func distinctAccounts(reqs [][]ledger.AccountDelta) []string {
 	return out
 }
 
-// lockPending locks the reservation rows of accounts (creating missing ones
-// at zero) and returns their pending values with the accounts' current
-// balances. On PostgreSQL the rows are locked in the array's order, which
-// is account order (a no-op DO UPDATE locks rows it has to create: they
-// must exist before they can be locked, or two transactions that both saw
-// "no row" would both write), and the balances are read afterwards, in a
-// statement of their own (see Reserve). On SQLite the transaction's
-// database write lock already excludes every other writer, so it only
-// reads, in one statement.
-func (s *Store) lockPending(ctx context.Context, tx *sql.Tx, accounts []string) (pending, balances map[string]int64, err error) {
-	pending = make(map[string]int64, len(accounts))
-	balances = make(map[string]int64, len(accounts))
-	if s.d.arrays {
-		// Common path: every row exists, so a plain row lock (in the array's
-		// account order) is enough, and each counter gets one new row
-		// version per group commit (its write) instead of two (a no-op
-		// upsert to lock it, then the write).
-		rs, err := tx.QueryContext(ctx, `SELECT r.account, r.pending
-			FROM unnest($1::text[]) WITH ORDINALITY AS u(a, n)
-			JOIN netting_reservations r ON r.account = u.a
-			ORDER BY u.n FOR UPDATE OF r`, accounts)
-		if err != nil {
-			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
-		}
-		if err := scanAccountValues(rs, pending); err != nil {
-			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
-		}
-		if len(pending) != len(accounts) {
-			// Some row is missing (an account's first reservation, or a row
-			// ReplacePending dropped): create and lock them all with the
-			// upsert below. It locks in account order too; rows this
-			// transaction already holds are simply re-locked. A transaction
-			// that locked a higher account above and now waits for a lower
-			// one can deadlock with another doing the same; PostgreSQL
-			// breaks it and inTx reruns the loser.
-			clear(pending)
-			// One array parameter instead of one per account: the
-			// statement's text and parameter count no longer grow with the
-			// batch. unnest WITH ORDINALITY keeps the array's (account)
-			// order, so the no-op DO UPDATE takes the row locks in account
-			// order as above.
-			rs, err = tx.QueryContext(ctx, `INSERT INTO netting_reservations (account, pending)
-				SELECT a, 0 FROM unnest($1::text[]) WITH ORDINALITY AS u(a, n) ORDER BY n
-				ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending
-				RETURNING account, pending`, accounts)
-			if err != nil {
-				return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
-			}
-			if err := scanAccountValues(rs, pending); err != nil {
-				return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
-			}
-		}
-		// The balances, in a statement started after the locks were
-		// granted (see Reserve).
-		rs, err = tx.QueryContext(ctx, `SELECT account, balance FROM ledger_balances WHERE account = ANY($1::text[])`, accounts)
-		if err != nil {
-			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
-		}
-		if err := scanAccountValues(rs, balances); err != nil {
-			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
-		}
-		return pending, balances, nil
-	}
-	for start := 0; start < len(accounts); start += inChunk {
-		chunk := accounts[start:min(start+inChunk, len(accounts))]
-		args := make([]any, len(chunk))
-		for i, a := range chunk {
-			args[i] = a
-		}
-		if s.d.name == sqliteDialect.name {
-			// SQLite has no row locks to take: this transaction began
-			// IMMEDIATE and holds the database's write lock, so nothing can
-			// change the counters until it commits. A read is enough, and
-			// each counter is written once (setPending), not twice.
-			rs, err := tx.QueryContext(ctx, `WITH a(account) AS (VALUES `+repeatJoin("(?)", len(chunk))+`)
-				SELECT a.account, COALESCE(r.pending, 0), COALESCE(b.balance, 0) FROM a
-				LEFT JOIN netting_reservations r ON r.account = a.account
-				LEFT JOIN ledger_balances b ON b.account = a.account`, args...)
-			if err != nil {
-				return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
-			}
-			if err := scanPendingBalances(rs, pending, balances); err != nil {
-				return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
-			}
-			continue
-		}
-		rs, err := tx.QueryContext(ctx, s.d.q(`INSERT INTO netting_reservations (account, pending) VALUES `+repeatJoin("(?, 0)", len(chunk))+`
-			ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending
-			RETURNING account, pending, COALESCE((SELECT b.balance FROM ledger_balances b WHERE b.account = netting_reservations.account), 0)`), args...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
-		}
-		for rs.Next() {
-			var a string
-			var p, b int64
-			if err := rs.Scan(&a, &p, &b); err != nil {
-				rs.Close()
-				return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
-			}
-			pending[a], balances[a] = p, b
-		}
-		err = rs.Err()
-		rs.Close()
-		if err != nil {
-			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
-		}
-	}
-	return pending, balances, nil
-}
-
 func scanPendingBalances(rs *sql.Rows, pending, balances map[string]int64) error {
 	defer rs.Close()
 	for rs.Next() {
@@ -302,37 +192,19 @@ func scanAccountValues(rs *sql.Rows, into map[string]int64) error {
 
 // setPending writes absolute counter values, in account order.
 func (s *Store) setPending(ctx context.Context, tx *sql.Tx, values map[string]int64) error {
+	if len(values) == 0 {
+		return nil
+	}
 	accounts := make([]string, 0, len(values))
 	for a := range values {
 		accounts = append(accounts, a)
 	}
 	sort.Strings(accounts)
-	if len(accounts) == 0 {
-		return nil
+	vals := make([]int64, len(accounts))
+	for i, a := range accounts {
+		vals[i] = values[a]
 	}
-	if s.d.arrays {
-		vals := make([]int64, len(accounts))
-		for i, a := range accounts {
-			vals[i] = values[a]
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO netting_reservations (account, pending) SELECT a, p FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS u(a, p, n) ORDER BY n
-			ON CONFLICT (account) DO UPDATE SET pending = excluded.pending`, accounts, vals); err != nil {
-			return fmt.Errorf("sqlstore: set pending: %w", err)
-		}
-		return nil
-	}
-	for start := 0; start < len(accounts); start += inChunk / 2 {
-		chunk := accounts[start:min(start+inChunk/2, len(accounts))]
-		args := make([]any, 0, 2*len(chunk))
-		for _, a := range chunk {
-			args = append(args, a, values[a])
-		}
-		if _, err := tx.ExecContext(ctx, s.d.q(`INSERT INTO netting_reservations (account, pending) VALUES `+
-			repeatJoin("(?, ?)", len(chunk))+` ON CONFLICT (account) DO UPDATE SET pending = excluded.pending`), args...); err != nil {
-			return fmt.Errorf("sqlstore: set pending: %w", err)
-		}
-	}
-	return nil
+	return s.d.setPending(ctx, s, tx, accounts, vals)
 }
 
 // subtractPending subtracts deltas from the counters (summed per account,
@@ -470,59 +342,4 @@ func (s *Store) ReplacePending(ctx context.Context, want map[string]int64) (int,
 		return 0, err
 	}
 	return adjusted, nil
-}
-
-// addAndDecideSQLite is decideReserve and setPending for SQLite in one
-// statement per chunk of accounts instead of two: it adds every request's
-// deltas to the counters as if all were granted (creating missing rows),
-// reading back each counter's new value and its account's balance; from
-// those it knows the counters before the add, decides the requests exactly
-// as decideReserve does, and writes back only the counters whose decided
-// value differs from the speculative one — none when every request is
-// granted, the common case. Nothing else can write between the add and the
-// correction: the transaction holds SQLite's write lock.
-func (s *Store) addAndDecideSQLite(ctx context.Context, tx *sql.Tx, reqs [][]ledger.AccountDelta, granted []bool) error {
-	b := sumBatch(reqs)
-	if len(b.accounts) == 0 {
-		for i := range granted {
-			granted[i] = true
-		}
-		return nil
-	}
-	after := make(map[string]int64, len(b.accounts))
-	balances := make(map[string]int64, len(b.accounts))
-	start := 0
-	for _, n := range rowChunks(len(b.accounts)) {
-		end := start + n
-		args := make([]any, 0, 2*n)
-		for i := start; i < end; i++ {
-			args = append(args, b.accounts[i], b.sums[i])
-		}
-		start = end
-		rs, err := s.queryTx(ctx, tx, sqliteReserveAddText(n), args...)
-		if err != nil {
-			return fmt.Errorf("sqlstore: reserve: %w", err)
-		}
-		if err := scanPendingBalances(rs, after, balances); err != nil {
-			return fmt.Errorf("sqlstore: reserve: %w", err)
-		}
-	}
-	if len(after) != len(b.accounts) {
-		return fmt.Errorf("sqlstore: reserve: read back %d of %d counters", len(after), len(b.accounts))
-	}
-	pending := make(map[string]int64, len(b.accounts))
-	for i, a := range b.accounts {
-		pending[a] = after[a] - b.sums[i]
-	}
-	decideRequests(reqs, pending, balances, granted)
-	var fix map[string]int64
-	for a, v := range pending {
-		if v != after[a] {
-			if fix == nil {
-				fix = map[string]int64{}
-			}
-			fix[a] = v
-		}
-	}
-	return s.setPending(ctx, tx, fix)
 }

@@ -88,35 +88,6 @@ func rowChunks(n int) []int {
 	return out
 }
 
-// The SQLite hot statements, by row count.
-
-func sqliteReserveAddText(rows int) string {
-	return `INSERT INTO netting_reservations (account, pending) VALUES ` + repeatJoin("(?, ?)", rows) + `
-			ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending + excluded.pending
-			RETURNING account, pending, COALESCE((SELECT b.balance FROM ledger_balances b WHERE b.account = netting_reservations.account), 0)`
-}
-
-func sqliteJournalInsertText(rows int) string {
-	return `INSERT INTO netting_journal (session_id, seq, key, legs, prev_hash, hash, recorded_at) VALUES ` +
-		repeatJoin("(?, ?, ?, ?, ?, ?, ?)", rows)
-}
-
-// appendSessionText claims the next seqs on an open, unsealed session row
-// whose journal length is the first seq (see Append).
-const appendSessionText = `UPDATE netting_sessions
-			SET journal_len = journal_len + ?, last_recorded_at = {now}
-			WHERE id = ? AND journal_len = ? AND claim_token = 0 AND settled_at IS NULL
-			RETURNING last_recorded_at`
-
-// sqliteHotTexts is every statement the SQLite store prepares at open.
-func sqliteHotTexts() []string {
-	texts := []string{sqliteDialect.q(appendSessionText)}
-	for rows := 1; rows <= maxChunkRows; rows *= 2 {
-		texts = append(texts, sqliteReserveAddText(rows), sqliteJournalInsertText(rows))
-	}
-	return texts
-}
-
 // queryTx, execTx and queryRowTx run a statement in tx, prepared when the
 // store has it cached.
 func (s *Store) queryTx(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {

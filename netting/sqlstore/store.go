@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,11 +20,7 @@ import (
 	"github.com/shardwise/shardwise/netting"
 )
 
-var (
-	_ netting.SharedStore  = (*Store)(nil)
-	_ netting.BatchStore   = (*Store)(nil)
-	_ netting.SettlePoster = (*Store)(nil)
-)
+var _ netting.SharedStore = (*Store)(nil)
 
 // Store is the netting store on one SQL database. It is safe for concurrent
 // use by many goroutines and, on PostgreSQL, by many processes.
@@ -261,52 +256,30 @@ func (s *Store) inTxWith(ctx context.Context, dur durability, fn func(tx *sql.Tx
 }
 
 func (s *Store) tryTx(ctx context.Context, dur durability, fn func(tx *sql.Tx) error) error {
-	if dur == relaxed && s.d.name == sqliteDialect.name {
-		return s.tryRelaxedSQLiteTx(ctx, fn)
+	if dur == relaxed {
+		return s.d.relaxedTx(ctx, s, fn)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	return commitTx(ctx, s.db, "", fn)
+}
+
+// commitTx runs fn in a transaction begun on db (a pool or one connection),
+// after prelude if it is not "", committing when fn returns nil and rolling
+// back otherwise.
+func commitTx(ctx context.Context, db interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}, prelude string, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if dur == relaxed {
-		// PostgreSQL: asynchronous commit for this transaction only.
-		if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit TO OFF`); err != nil {
+	if prelude != "" {
+		if _, err := tx.ExecContext(ctx, prelude); err != nil {
 			_ = tx.Rollback()
 			return err
 		}
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback() // the transaction's own error is the one to report
-		return err
-	}
-	return tx.Commit()
-}
-
-// tryRelaxedSQLiteTx runs fn with synchronous=NORMAL on the writer
-// connection (in WAL mode: no fsync at commit) and puts FULL back before the
-// connection serves anyone else. If FULL cannot be restored the connection
-// is discarded rather than left relaxed.
-func (s *Store) tryRelaxedSQLiteTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`); rerr != nil {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-			err = errors.Join(err, rerr)
-		}
-		conn.Close()
-	}()
-	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
-		return err
-	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
 		return err
 	}
 	return tx.Commit()

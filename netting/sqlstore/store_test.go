@@ -190,6 +190,9 @@ func TestPostgres(t *testing.T) {
 	t.Run("ConcurrentOpen", func(t *testing.T) {
 		testConcurrentOpen(t, pg.NewDatabase(t))
 	})
+	t.Run("ReserveAndAppendMatchesReserve", func(t *testing.T) {
+		testReserveAndAppendMatchesReserve(t, tm.open)
+	})
 	t.Run("GroupCommitPaths", func(t *testing.T) {
 		testGroupCommitPathsPostgres(t, tm.open(t))
 	})

@@ -1,0 +1,279 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/shardwise/shardwise/ledger"
+	"github.com/shardwise/shardwise/netting"
+)
+
+// sqliteEngine is the engine (dialect.go) on SQLite. It has no array
+// parameters, so a batch is a multi-row statement; the hot ones are
+// prepared once per store in power-of-two row counts (stmtcache.go). It
+// has no row locks either: a write transaction begins IMMEDIATE and holds
+// the database's write lock, so nothing else writes until it commits, and
+// the engine reads and writes rows without locking them.
+type sqliteEngine struct{}
+
+// relaxedTx runs fn with synchronous=NORMAL on the writer connection (in
+// WAL mode: no fsync at commit) and puts FULL back before the connection
+// serves anyone else. If FULL cannot be restored the connection is
+// discarded rather than left relaxed.
+func (sqliteEngine) relaxedTx(ctx context.Context, s *Store, fn func(tx *sql.Tx) error) (err error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`); rerr != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			err = errors.Join(err, rerr)
+		}
+		conn.Close()
+	}()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		return err
+	}
+	return commitTx(ctx, conn, "", fn)
+}
+
+// lockPending only reads, in one statement per chunk of accounts: the
+// transaction's write lock already excludes every other writer.
+func (sqliteEngine) lockPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string) (pending, balances map[string]int64, err error) {
+	pending = make(map[string]int64, len(accounts))
+	balances = make(map[string]int64, len(accounts))
+	for start := 0; start < len(accounts); start += inChunk {
+		chunk := accounts[start:min(start+inChunk, len(accounts))]
+		args := make([]any, len(chunk))
+		for i, a := range chunk {
+			args[i] = a
+		}
+		rs, err := tx.QueryContext(ctx, `WITH a(account) AS (VALUES `+repeatJoin("(?)", len(chunk))+`)
+			SELECT a.account, COALESCE(r.pending, 0), COALESCE(b.balance, 0) FROM a
+			LEFT JOIN netting_reservations r ON r.account = a.account
+			LEFT JOIN ledger_balances b ON b.account = a.account`, args...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+		if err := scanPendingBalances(rs, pending, balances); err != nil {
+			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+	}
+	return pending, balances, nil
+}
+
+func (sqliteEngine) setPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string, vals []int64) error {
+	for start := 0; start < len(accounts); start += inChunk / 2 {
+		end := min(start+inChunk/2, len(accounts))
+		args := make([]any, 0, 2*(end-start))
+		for i := start; i < end; i++ {
+			args = append(args, accounts[i], vals[i])
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO netting_reservations (account, pending) VALUES `+
+			repeatJoin("(?, ?)", end-start)+` ON CONFLICT (account) DO UPDATE SET pending = excluded.pending`, args...); err != nil {
+			return fmt.Errorf("sqlstore: set pending: %w", err)
+		}
+	}
+	return nil
+}
+
+// insertJournal inserts the rows with the cached multi-row statements. A
+// taken key or seq fails its statement, which SQLite undoes on its own
+// while the transaction stays usable. From that chunk on, the rows go in
+// with the statement that skips such rows and names the ones it wrote, so
+// the refusal lists every colliding key of the batch, not just the first
+// chunk's (the transaction is rolled back either way).
+func (sqliteEngine) insertJournal(ctx context.Context, s *Store, tx *sql.Tx, recs []netting.JournalRecord, encoded []string, now int64) ([]string, bool, error) {
+	sid := recs[0].SessionID
+	start := 0
+	explain := false
+	var wrote []string
+	for _, n := range rowChunks(len(recs)) {
+		chunk, enc := recs[start:start+n], encoded[start:start+n]
+		start += n
+		text := sqliteJournalInsertText(n)
+		args := make([]any, 0, 7*n)
+		for i, r := range chunk {
+			args = append(args, sid, r.Seq, r.Key, enc[i], r.PrevHash, r.Hash, now)
+		}
+		if !explain {
+			_, err := s.execTx(ctx, tx, text, args...)
+			if err == nil {
+				for _, r := range chunk {
+					wrote = append(wrote, r.Key)
+				}
+				continue
+			}
+			if !isSQLiteConstraint(err) {
+				return nil, false, err
+			}
+			explain = true
+		}
+		keys, err := queryStrings(ctx, tx, text+` ON CONFLICT DO NOTHING RETURNING key`, args...)
+		if err != nil {
+			return nil, false, err
+		}
+		wrote = append(wrote, keys...)
+	}
+	return wrote, len(wrote) == len(recs), nil
+}
+
+// isSQLiteConstraint reports a SQLite constraint violation (SQLITE_CONSTRAINT,
+// primary code 19).
+func isSQLiteConstraint(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 19
+}
+
+// reserveAndAppend is one transaction: the counters in one statement per
+// chunk of accounts (addAndDecide), then the rows (appendTx).
+func (sqliteEngine) reserveAndAppend(ctx context.Context, s *Store, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
+	granted := make([]bool, len(reqs))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		clear(granted)
+		if err := s.addAndDecideSQLite(ctx, tx, reqs, granted); err != nil {
+			return err
+		}
+		recs := build(slices.Clone(granted))
+		if len(recs) == 0 {
+			return nil
+		}
+		encoded, err := encodeAll(recs)
+		if err != nil {
+			return err
+		}
+		return s.appendTx(ctx, tx, recs, encoded)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return granted, nil
+}
+
+// addAndDecideSQLite is decideReserve and setPending for SQLite in one
+// statement per chunk of accounts instead of two: it adds every request's
+// deltas to the counters as if all were granted (creating missing rows);
+// for the accounts with a negative delta — the only ones a request is
+// checked against — it reads back the counter's new value and the
+// account's balance, so it knows the counters before the add. It decides
+// the requests exactly as decideReserve does, and adds back to each counter
+// the difference between the decided sum and the speculative one — nothing
+// when every request is granted, the common case. An account with only
+// credits is written blind (no read back): the rule never checks it, and
+// its correction is relative. Nothing else can write between the add and
+// the correction: the transaction holds SQLite's write lock.
+func (s *Store) addAndDecideSQLite(ctx context.Context, tx *sql.Tx, reqs [][]ledger.AccountDelta, granted []bool) error {
+	b := sumBatch(reqs)
+	if len(b.accounts) == 0 {
+		for i := range granted {
+			granted[i] = true
+		}
+		return nil
+	}
+	var checked, blind []int // indexes into b.accounts
+	for i := range b.accounts {
+		if b.hasLow[i] {
+			checked = append(checked, i)
+		} else {
+			blind = append(blind, i)
+		}
+	}
+	after := make(map[string]int64, len(checked))
+	balances := make(map[string]int64, len(checked))
+	if err := s.addPendingSQLite(ctx, tx, b, checked, after, balances); err != nil {
+		return err
+	}
+	if len(after) != len(checked) {
+		return fmt.Errorf("sqlstore: reserve: read back %d of %d counters", len(after), len(checked))
+	}
+	if err := s.addPendingSQLite(ctx, tx, b, blind, nil, nil); err != nil {
+		return err
+	}
+	// before[a] is the counter before this batch for a checked account; a
+	// blind account starts at 0, as only its change matters.
+	before := make(map[string]int64, len(b.accounts))
+	for _, i := range checked {
+		before[b.accounts[i]] = after[b.accounts[i]] - b.sums[i]
+	}
+	pending := make(map[string]int64, len(b.accounts))
+	for a, v := range before {
+		pending[a] = v
+	}
+	decideRequests(reqs, pending, balances, granted)
+	fix := batchSums{}
+	var fixes []int
+	for i, a := range b.accounts {
+		if d := pending[a] - before[a] - b.sums[i]; d != 0 {
+			fix.accounts = append(fix.accounts, a)
+			fix.sums = append(fix.sums, d)
+			fixes = append(fixes, len(fixes))
+		}
+	}
+	return s.addPendingSQLite(ctx, tx, fix, fixes, nil, nil)
+}
+
+// addPendingSQLite adds b.sums[i] to the counter of b.accounts[i] for each
+// i of idx (ascending, so in account order), creating missing rows, with
+// the cached statements. With after non-nil it reads back each counter's
+// new value into after and its account's balance into balances.
+func (s *Store) addPendingSQLite(ctx context.Context, tx *sql.Tx, b batchSums, idx []int, after, balances map[string]int64) error {
+	start := 0
+	for _, n := range rowChunks(len(idx)) {
+		args := make([]any, 0, 2*n)
+		for _, i := range idx[start : start+n] {
+			args = append(args, b.accounts[i], b.sums[i])
+		}
+		start += n
+		if after == nil {
+			if _, err := s.execTx(ctx, tx, sqliteReserveAddText(n, false), args...); err != nil {
+				return fmt.Errorf("sqlstore: reserve: %w", err)
+			}
+			continue
+		}
+		rs, err := s.queryTx(ctx, tx, sqliteReserveAddText(n, true), args...)
+		if err != nil {
+			return fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+		if err := scanPendingBalances(rs, after, balances); err != nil {
+			return fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+	}
+	return nil
+}
+
+// The SQLite hot statements, by row count.
+
+// sqliteReserveAddText adds to rows counters, creating missing ones; with
+// readBack it returns each counter's new value and its account's balance.
+func sqliteReserveAddText(rows int, readBack bool) string {
+	text := `INSERT INTO netting_reservations (account, pending) VALUES ` + repeatJoin("(?, ?)", rows) + `
+			ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending + excluded.pending`
+	if readBack {
+		text += `
+			RETURNING account, pending, COALESCE((SELECT b.balance FROM ledger_balances b WHERE b.account = netting_reservations.account), 0)`
+	}
+	return text
+}
+
+// sqliteJournalInsertText inserts rows journal rows. (Binding what the
+// rows share once, with numbered parameters, cost more than it saved: the
+// driver looks each ?NNN parameter's name up, and SQLite finds a name by a
+// linear search, so a statement of n parameters binds in n² steps.)
+func sqliteJournalInsertText(rows int) string {
+	return `INSERT INTO netting_journal (session_id, seq, key, legs, prev_hash, hash, recorded_at) VALUES ` +
+		repeatJoin("(?, ?, ?, ?, ?, ?, ?)", rows)
+}
+
+// sqliteHotTexts is every statement the SQLite store prepares at open.
+func sqliteHotTexts() []string {
+	texts := []string{sqliteDialect.q(appendSessionText)}
+	for rows := 1; rows <= maxChunkRows; rows *= 2 {
+		texts = append(texts, sqliteReserveAddText(rows, true), sqliteReserveAddText(rows, false), sqliteJournalInsertText(rows))
+	}
+	return texts
+}
