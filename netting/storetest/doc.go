@@ -22,7 +22,15 @@
 //     gaps of the original that we close, listed in ours.go), driven
 //     through real netting.ClusterNodes on the store, with a
 //     fault-injecting wrapper (fail, block or tamper with a chosen call) for
-//     crashes mid-commit, mid-settle and mid-replay;
+//     crashes mid-commit, mid-settle and mid-replay. The wrapper intercepts
+//     the session's two write calls, ReserveAndAppend and
+//     PostFencedReleasing, which every store has (port v2);
+//   - the "outcome unknown, do not guess" paths (unknown.go): every store
+//     call of a group commit or a settle whose reply is lost, the write
+//     having landed or not (faultStore.failReply fails the reply after or
+//     before the real call), each resolved from the store — the journal
+//     read back, the settle resumed with its idempotent postings and
+//     once-only release — never guessed;
 //   - the netting invariants as property tests over randomized schedules
 //     (SHARDWISE_PROPERTY_SEEDS sets how many; default 4).
 //

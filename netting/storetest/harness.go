@@ -49,10 +49,58 @@ type faultStore struct {
 	// readHook may rewrite what ReadJournal returns (a tampered row).
 	readHook func(recs []netting.JournalRecord) []netting.JournalRecord
 
+	// faults are armed reply faults (failReply): a call that fails before
+	// or after the real one, a given number of times.
+	faults map[faultPoint]int
+
 	appends     atomic.Int64
 	reserves    atomic.Int64
 	postFenced  atomic.Int64
 	compensated atomic.Int64
+}
+
+// faultPoint names where a reply fault strikes: a call of the store (one
+// of the fault* constants), the posting id for PostFencedReleasing ("" for
+// any), and whether after the real call (the write landed and its reply
+// was lost) or before it (it never reached the store, and the caller cannot
+// tell the difference).
+type faultPoint struct {
+	call  string
+	id    string
+	after bool
+}
+
+// The calls failReply can strike.
+const (
+	faultCommit  = "ReserveAndAppend"
+	faultPost    = "PostFencedReleasing"
+	faultRelease = "ReleaseSession"
+	faultFinish  = "FinishSettle"
+	faultRead    = "ReadJournal"
+)
+
+// failReply arms a reply fault: the next times calls at p return
+// errInjected — for an after-fault, once the real call has succeeded.
+func (f *faultStore) failReply(p faultPoint, times int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.faults == nil {
+		f.faults = map[faultPoint]int{}
+	}
+	f.faults[p] = times
+}
+
+// injected consumes one armed fault at (call, id, after), if any.
+func (f *faultStore) injected(call, id string, after bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range []faultPoint{{call, id, after}, {call, "", after}} {
+		if f.faults[p] > 0 {
+			f.faults[p]--
+			return errInjected
+		}
+	}
+	return nil
 }
 
 func (f *faultStore) setAppendHook(h func([]netting.JournalRecord) error) {
@@ -111,6 +159,16 @@ func (f *faultStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.Accou
 			return nil, err
 		}
 	}
+	if err := f.injected(faultCommit, "", false); err != nil {
+		// The transaction built its rows and never committed: the session
+		// has rows to look for, and must not find them.
+		all := make([]bool, len(reqs))
+		for i := range all {
+			all[i] = true
+		}
+		build(all)
+		return nil, err
+	}
 	f.reserves.Add(1)
 	f.appends.Add(1)
 	var recs []netting.JournalRecord
@@ -129,6 +187,9 @@ func (f *faultStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.Accou
 			return nil, err
 		}
 	}
+	if err := f.injected(faultCommit, "", true); err != nil {
+		return nil, err
+	}
 	return granted, nil
 }
 
@@ -143,12 +204,29 @@ func (f *faultStore) PostFencedReleasing(ctx context.Context, fe netting.Fence, 
 			return err
 		}
 	}
+	if err := f.injected(faultPost, p.ID, false); err != nil {
+		return err
+	}
 	f.postFenced.Add(1)
 	err := f.SharedStore.PostFencedReleasing(ctx, fe, p, release)
 	if err == nil && strings.HasSuffix(p.ID, "_comp") {
 		f.compensated.Add(1)
 	}
+	if err == nil {
+		err = f.injected(faultPost, p.ID, true)
+	}
 	return err
+}
+
+func (f *faultStore) ReleaseSession(ctx context.Context, fe netting.Fence, deltas []ledger.AccountDelta) (bool, error) {
+	if err := f.injected(faultRelease, "", false); err != nil {
+		return false, err
+	}
+	released, err := f.SharedStore.ReleaseSession(ctx, fe, deltas)
+	if err == nil {
+		err = f.injected(faultRelease, "", true)
+	}
+	return released, err
 }
 
 func (f *faultStore) setClaimHook(h func(sessionID, owner string) error) {
@@ -184,10 +262,19 @@ func (f *faultStore) FinishSettle(ctx context.Context, fe netting.Fence, mode st
 			return err
 		}
 	}
-	return f.SharedStore.FinishSettle(ctx, fe, mode)
+	if err := f.injected(faultFinish, "", false); err != nil {
+		return err
+	}
+	if err := f.SharedStore.FinishSettle(ctx, fe, mode); err != nil {
+		return err
+	}
+	return f.injected(faultFinish, "", true)
 }
 
 func (f *faultStore) ReadJournal(ctx context.Context, id string) ([]netting.JournalRecord, error) {
+	if err := f.injected(faultRead, "", false); err != nil {
+		return nil, err
+	}
 	recs, err := f.SharedStore.ReadJournal(ctx, id)
 	f.mu.Lock()
 	h := f.readHook
