@@ -1,7 +1,9 @@
 package game
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/cells"
@@ -199,6 +201,71 @@ func TestRegionMoveMovesDens(t *testing.T) {
 			t.Errorf("den %d stays on the node that lost its region", id)
 		}
 		if !b.c.den.Has(id) {
+			t.Errorf("den %d was not set up by the node that gained its region", id)
+		}
+	}
+}
+
+// TestAMovedRegionsDensNeverRunOnTwoNodes: the node that gains a region
+// sets up its dens only once the node that lost it shows (in its fences)
+// that it follows the new table, so it has torn them down: a den, whose id
+// its column derives, is never simulated by both. The gaining node steps
+// first and alone, several times, before the losing node takes the new
+// table into its columns: without the wait it would set the dens up at once.
+func TestAMovedRegionsDensNeverRunOnTwoNodes(t *testing.T) {
+	c, a, b := twoNodes(t, Config{Seed: 5, DenChance: 0.5, Roam: 20})
+	border := 4096.0
+	at := torus.Pos{X: 3000, Y: border - 40}
+	a.player(t, 101, at)
+	b.player(t, 102, torus.Pos{X: 3000, Y: border + 40})
+	c.StepSync(20)
+	moved := c.Grid.RegionOf(at)
+	dens := func(g *Game) map[ecs.ID]bool {
+		m := map[ecs.ID]bool{}
+		g.c.den.Each(func(id ecs.ID, d *Den) {
+			col := torus.ChunkPos{X: d.Column.X, Y: d.Column.Y}
+			if c.Grid.RegionOfChunk(col) == moved && g.r.Simulated(id) {
+				m[id] = true
+			}
+		})
+		return m
+	}
+	before := dens(a)
+	if len(before) == 0 {
+		t.Fatal("no den in the region to move: the test exercises nothing")
+	}
+	check := func(when string) {
+		t.Helper()
+		onB := dens(b)
+		for id := range dens(a) {
+			if onB[id] {
+				t.Fatalf("%s: den %d is simulated by both nodes", when, id)
+			}
+		}
+	}
+	next, err := a.r.Table().WithOwners(2, map[cells.RegionID]string{moved: b.r.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Apply(next) // both hold it; neither has stepped with it
+	for i := range 5 {
+		b.r.Step()
+		c.Sync(10 * time.Second)
+		check(fmt.Sprintf("gainer's step %d", i+1))
+	}
+	if len(dens(b)) != 0 {
+		t.Fatal("the gaining node set up the dens before the losing node let go")
+	}
+	for i := range 3 {
+		a.r.Step()
+		c.Sync(10 * time.Second)
+		check(fmt.Sprintf("loser's step %d", i+1))
+		b.r.Step()
+		c.Sync(10 * time.Second)
+		check(fmt.Sprintf("gainer's step %d after the loser's", i+1))
+	}
+	for id := range before {
+		if !dens(b)[id] {
 			t.Errorf("den %d was not set up by the node that gained its region", id)
 		}
 	}

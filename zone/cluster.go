@@ -393,8 +393,14 @@ func (c *cluster) close() {
 	})
 }
 
+// fence is what every message carries. Its table version is the one the
+// node's column hooks follow (columnsAt), which is the held table's once a
+// tick's residency commit has applied it: a peer that reads version v in a
+// fence knows this node has torn down the columns v took from it
+// (Runtime.columnsReleased) and holds the table v (a handoff waits for
+// it).
 func (c *cluster) fence() wire.Fence {
-	return wire.Fence{Node: uint64(c.r.cfg.Node), Lease: c.r.lease(), Table: c.r.terr.Table().Version()}
+	return wire.Fence{Node: uint64(c.r.cfg.Node), Lease: c.r.lease(), Table: c.r.columnsAt}
 }
 
 // queue hands a control message to the sender without blocking the

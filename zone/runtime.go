@@ -264,7 +264,14 @@ type Runtime struct {
 	resident     map[interest.Column]struct{}
 	columnsAt    uint64
 	columnsTable *cells.Table
-	onReindex    []func(id ecs.ID, chunk torus.ChunkPos)
+	// unreleased is every region this node gained from another node whose
+	// columns it may not set up yet: the region's previous owner has not
+	// shown it follows the table that moved it (its fences name a lower
+	// version), so it may still run the region's columns (a den under
+	// the id its column derives). Released once that node's fence names
+	// the version, or the node is fenced (columnsReleased).
+	unreleased map[cells.RegionID]release
+	onReindex  []func(id ecs.ID, chunk torus.ChunkPos)
 
 	cluster *cluster // nil when the node is alone
 	fenced  bool
@@ -745,13 +752,13 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 	table := r.terr.Table()
 	for _, col := range changes.Dematerialised {
 		delete(r.resident, col)
-		if r.ownsColumn(table, col) {
+		if r.ownsColumn(table, col) && !r.isUnreleased(col) {
 			r.dematerialise(col)
 		}
 	}
 	for _, col := range changes.Materialised {
 		r.resident[col] = struct{}{}
-		if r.ownsColumn(table, col) {
+		if r.ownsColumn(table, col) && !r.isUnreleased(col) {
 			r.materialise(col)
 		}
 	}
@@ -775,14 +782,17 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 			for _, col := range cols {
 				was, is := r.ownsColumn(old, col), r.ownsColumn(table, col)
 				switch {
-				case was && !is:
+				case was && !is && !r.isUnreleased(col):
 					r.dematerialise(col)
 				case is && !was:
-					r.materialise(col)
+					// Set up once the previous owner has let go
+					// (columnsReleased), unless it already has.
 				}
 			}
+			r.noteGains(old, table)
 		}
 	}
+	r.columnsReleased(table)
 
 	if r.cluster != nil {
 		r.cluster.updateWants()
@@ -901,6 +911,94 @@ func (r *Runtime) dematerialise(col interest.Column) {
 
 func (r *Runtime) ownsColumn(t *cells.Table, col interest.Column) bool {
 	return t.OwnerOfChunk(torus.ChunkPos{X: col.X, Y: col.Y}) == r.cfg.Name
+}
+
+// release is a gained region's previous owner and the table version that
+// moved the region here.
+type release struct {
+	from    string
+	version uint64
+}
+
+// isUnreleased reports whether col lies in a region this node gained and
+// may not run the columns of yet.
+func (r *Runtime) isUnreleased(col interest.Column) bool {
+	if len(r.unreleased) == 0 {
+		return false
+	}
+	_, ok := r.unreleased[r.grid.RegionOfChunk(torus.ChunkPos{X: col.X, Y: col.Y})]
+	return ok
+}
+
+// noteGains records the regions the change from old to table gives this
+// node from another node: their columns wait for that node to let go. A
+// region that moves on again before it was released is forgotten (this
+// node does not own it) or keeps waiting for its first owner.
+func (r *Runtime) noteGains(old, table *cells.Table) {
+	for reg, rel := range r.unreleased {
+		if table.Owner(reg) != r.cfg.Name {
+			delete(r.unreleased, reg)
+		} else {
+			rel.version = table.Version()
+			r.unreleased[reg] = rel
+		}
+	}
+	if r.cluster == nil || old.Grid() != table.Grid() {
+		return
+	}
+	for reg := range table.Grid().Regions() {
+		id := cells.RegionID(reg)
+		from := old.Owner(id)
+		if table.Owner(id) != r.cfg.Name || from == r.cfg.Name || from == "" {
+			continue
+		}
+		if _, waiting := r.unreleased[id]; waiting {
+			continue
+		}
+		if r.unreleased == nil {
+			r.unreleased = map[cells.RegionID]release{}
+		}
+		r.unreleased[id] = release{from: from, version: table.Version()}
+	}
+}
+
+// columnsReleased sets up the resident columns of every gained region
+// whose previous owner has let go: its fences name the version that moved
+// the region (a node's fence names the table its columns follow, so it has
+// torn them down), or it lost its lease (it may write nothing).
+func (r *Runtime) columnsReleased(table *cells.Table) {
+	if len(r.unreleased) == 0 {
+		return
+	}
+	var freed []cells.RegionID
+	for reg, rel := range r.unreleased {
+		_, fenced := r.cluster.fenced[rel.from]
+		if r.cluster.peerTable[rel.from] >= rel.version || fenced {
+			freed = append(freed, reg)
+		}
+	}
+	if len(freed) == 0 {
+		return
+	}
+	for _, reg := range freed {
+		delete(r.unreleased, reg)
+	}
+	cols := make([]interest.Column, 0, len(r.resident))
+	for col := range r.resident {
+		reg := r.grid.RegionOfChunk(torus.ChunkPos{X: col.X, Y: col.Y})
+		if slices.Contains(freed, reg) && r.ownsColumn(table, col) {
+			cols = append(cols, col)
+		}
+	}
+	slices.SortFunc(cols, func(a, b interest.Column) int {
+		if a.Y != b.Y {
+			return int(a.Y) - int(b.Y)
+		}
+		return int(a.X) - int(b.X)
+	})
+	for _, col := range cols {
+		r.materialise(col)
+	}
 }
 
 // Reindex files id under the chunk of its position now, instead of at the
