@@ -15,13 +15,14 @@ import (
 	"github.com/shardwise/shardwise/netting/sqlstore"
 )
 
-// errDemoInvariant is returned (exit status 1) when the demo's final checks
-// find money not conserved or work left undone.
-var errDemoInvariant = errcode.New("DEMO.INVARIANT", "economy demo: invariant failed")
+// errDemoInvariant is returned (exit status 1) when a demo's final checks
+// find an invariant broken: money not conserved, an entity simulated by two
+// nodes, a blink, work left undone.
+var errDemoInvariant = errcode.New("DEMO.INVARIANT", "demo: invariant failed")
 
-// newDemoCmd is "shardwise demo": the economy netting cluster in one
-// process, on SQLite by default.
-func newDemoCmd() *cobra.Command {
+// newEconomyDemoCmd is "shardwise demo economy": the economy netting
+// cluster alone in one process, on SQLite by default.
+func newEconomyDemoCmd() *cobra.Command {
 	var (
 		cfg      demo.EconomyConfig
 		dataDir  string
@@ -30,9 +31,9 @@ func newDemoCmd() *cobra.Command {
 		nodeList []string
 	)
 	cmd := &cobra.Command{
-		Use:   "demo",
-		Short: "Run three economy nodes netting simulated purchases, kill one, sweep its orphans",
-		Long: "demo runs an economy cluster in one process: an embedded etcd and three\n" +
+		Use:   "economy",
+		Short: "Run three economy nodes alone netting simulated purchases, kill one, sweep its orphans",
+		Long: "demo economy runs an economy cluster alone in one process: an embedded etcd and three\n" +
 			"economy nodes (membership in etcd, each serving the economy service on a\n" +
 			"loopback gRPC address) over one shared store (SQLite in --data or a temporary\n" +
 			"directory; PostgreSQL with --postgres). Buyers, funded first, purchase from\n" +

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shardwise/shardwise/demo"
+	"github.com/shardwise/shardwise/errcode"
+)
+
+// newDemoCmd is "shardwise demo": the whole cluster in one process (package
+// demo's RunWorld); "shardwise demo economy" is the economy alone.
+func newDemoCmd() *cobra.Command {
+	var (
+		cfg      demo.WorldConfig
+		jsonFile string
+		verbose  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run a whole cluster in one process: four zone nodes, three economy nodes, bots, a region move and a node failure",
+		Long: "demo runs a whole shardwise cluster in one process, with nothing to set up: an\n" +
+			"embedded etcd; four zone nodes (--zones) splitting the reference game's torus\n" +
+			"in quadrants that meet where the players start, each serving players (the\n" +
+			"WebSocket client protocol and the browser client) and Prometheus metrics; three\n" +
+			"economy nodes (--econs) on loopback gRPC; the world store and the ledger on\n" +
+			"SQLite in --data or a temporary directory (PostgreSQL with --postgres); and\n" +
+			"--bots bots logging in round robin over the gateways, walking across the\n" +
+			"borders and the seam, fighting mobs (a kill pays loot), buying from the dens'\n" +
+			"keepers and trading with each other across borders, every coin a movement on\n" +
+			"the economy node that owns its scope.\n" +
+			"\n" +
+			"At --move-at the region where most players stand moves to another node (an\n" +
+			"online region move: its entities are handed over), and at --kill-at one\n" +
+			"economy node is killed mid-epoch: the survivors serve its scopes and sweep its\n" +
+			"orphans. A progress line comes every second. After --duration the bots log\n" +
+			"out and a report follows: entities never simulated by two nodes (a census at\n" +
+			"every tick end), the players' entities conserved, handoffs and their p99 in\n" +
+			"ticks, blinks seen by clients (0), movements accepted and rejected, the\n" +
+			"netting ratio, the money audit and the ledger's hash chain. The exit status is\n" +
+			"1 if an invariant fails. --json FILE writes the report as JSON too.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// An explicit 0 means what a person means by it, never the
+			// default the zero value stands for in WorldConfig.
+			changed := cmd.Flags().Changed
+			for flag, v := range map[string]*time.Duration{"move-at": &cfg.MoveAt, "kill-at": &cfg.KillAt, "duration": &cfg.Duration, "epoch": &cfg.EpochMaxAge} {
+				if changed(flag) && *v == 0 {
+					return errcode.Config("--"+flag, *v, "must be positive (see --help)")
+				}
+			}
+			for flag, v := range map[string]*float64{"shop-chance": &cfg.ShopChance, "trade-chance": &cfg.TradeChance} {
+				if changed(flag) && *v == 0 {
+					*v = -1 // never
+				}
+			}
+			if changed("bots") && cfg.Bots == 0 {
+				return errcode.Config("--bots", cfg.Bots, "must be at least 1")
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			level := slog.LevelError
+			if verbose {
+				level = slog.LevelInfo
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			cfg.OnStart = func(st demo.WorldStart) {
+				fmt.Fprintf(out, "  etcd %s (shardwise members --endpoints %s --prefix %s)\n", st.Etcd, st.Etcd, st.Prefix)
+			}
+			rep, err := demo.RunWorld(cmd.Context(), cfg, out)
+			if err != nil {
+				return withCode(err)
+			}
+			rep.Print(out)
+			if jsonFile != "" {
+				b, err := json.MarshalIndent(rep, "", "  ")
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(jsonFile, append(b, '\n'), 0o644); err != nil {
+					return withCode(errcode.Config("--json", jsonFile, err.Error()))
+				}
+			}
+			if !rep.OK() {
+				return errDemoInvariant.Wrap("%d checks failed", len(rep.Failures))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long the bots play")
+	f.IntVar(&cfg.Bots, "bots", 40, "bots playing through the gateways")
+	f.StringSliceVar(&cfg.Zones, "zones", []string{"zone-1", "zone-2", "zone-3", "zone-4"}, "zone node names (four split the torus in quadrants; another number in bands)")
+	f.StringSliceVar(&cfg.Econs, "econs", []string{"econ-1", "econ-2", "econ-3"}, "economy node names")
+	f.DurationVar(&cfg.MoveAt, "move-at", 0, "when the busiest region moves to another node (default: 35% of --duration; negative: no move)")
+	f.DurationVar(&cfg.KillAt, "kill-at", 0, "when an economy node is killed (default: 55% of --duration; negative: no kill)")
+	f.Float64Var(&cfg.ShopChance, "shop-chance", 0.3, "chance that a bot goes shopping after a leg (0: never)")
+	f.Float64Var(&cfg.TradeChance, "trade-chance", 0.3, "chance that a bot trades with its partner after a leg (0: never)")
+	f.DurationVar(&cfg.EpochMaxAge, "epoch", 2*time.Second, "the economy nodes' epoch max age (the sweep bound is twice this)")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the world and the bots")
+	f.StringVar(&cfg.DataDir, "data", "", "keep the SQLite world store and ledger in this directory (default: a temporary directory, removed at exit)")
+	f.StringVar(&cfg.PostgresURL, "postgres", "", "put the world store and the ledger on this PostgreSQL database URL instead of SQLite")
+	f.StringVar(&jsonFile, "json", "", "also write the report as JSON to this file")
+	f.BoolVar(&verbose, "verbose", false, "log the nodes' events to stderr")
+	cmd.AddCommand(newEconomyDemoCmd())
+	return cmd
+}

@@ -1,0 +1,198 @@
+package demo
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/zone"
+)
+
+// census watches every zone node's entities at every tick end and checks
+// that no entity is ever simulated by two nodes: the single-writer law of
+// the world, checked from outside the runtime.
+//
+// Each node's observations are taken on its own goroutine (OnTick) and
+// applied under one lock, so they are totally ordered. An entity's history
+// is a sequence of segments, each one node simulating it at an epoch
+// (zone.Runtime.Epoch: it grows by one with every handoff), open from the
+// node's first observation until the node is seen not simulating it any
+// more. When node X sees entity e simulated at epoch n:
+//   - no segment, or the current one closed: a new segment (an entity
+//     created, or set up again, as a den is on its column's new owner);
+//   - the current segment is X's: it goes on (its epoch may only grow);
+//   - the current segment is another node's and still open: legitimate only
+//     if n is above that segment's epoch, a handoff whose source has not
+//     been seen letting go yet (it froze the entity in the tick it sent it,
+//     but its next observation may come after the target's first); anything
+//     else is two nodes simulating one entity, a violation.
+//
+// It also keeps, per node, the accounts' entities (masters and pets: an
+// Owner) held there at the last tick, simulated or frozen in a handoff,
+// for the end-of-run count.
+type census struct {
+	mu         sync.Mutex
+	segs       map[ecs.ID]*segment
+	held       map[string]map[ecs.ID]bool // per node: simulated at its last observation
+	owned      map[string]map[ecs.ID]account.ID
+	regions    map[string]map[cells.RegionID]int // per node: the players' entities it holds, by region
+	violations int
+	examples   []string // the first violations, for the report
+	observed   int64    // observations applied
+
+	scratch map[string][]observed // per node, reused under mu
+}
+
+type segment struct {
+	node  string
+	epoch uint64
+	open  bool
+}
+
+type observed struct {
+	id    ecs.ID
+	epoch uint64
+}
+
+func newCensus() *census {
+	return &census{
+		segs: map[ecs.ID]*segment{}, held: map[string]map[ecs.ID]bool{},
+		owned: map[string]map[ecs.ID]account.ID{}, regions: map[string]map[cells.RegionID]int{}, scratch: map[string][]observed{},
+	}
+}
+
+// observe records what node's runtime simulates now. It must run on the
+// runtime's goroutine (OnTick).
+func (c *census) observe(node string, rt *zone.Runtime) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sims := c.scratch[node][:0]
+	owned := c.owned[node]
+	if owned == nil {
+		owned = map[ecs.ID]account.ID{}
+		c.owned[node] = owned
+	}
+	clear(owned)
+	regions := c.regions[node]
+	if regions == nil {
+		regions = map[cells.RegionID]int{}
+		c.regions[node] = regions
+	}
+	clear(regions)
+	owners := rt.Owners()
+	grid := rt.Grid()
+	rt.Positions().Each(func(id ecs.ID, p *zone.Position) {
+		if rt.Ghosts().Has(id) {
+			return
+		}
+		simulated := rt.Simulated(id)
+		if simulated {
+			ep, _ := rt.Epoch(id)
+			sims = append(sims, observed{id, ep})
+		}
+		if o, ok := owners.Get(id); ok && o.Account != account.None && (simulated || rt.Frozen().Has(id)) {
+			owned[id] = o.Account
+			regions[grid.RegionOf(p.Pos)]++
+		}
+	})
+	c.scratch[node] = sims
+
+	prev := c.held[node]
+	now := make(map[ecs.ID]bool, len(sims))
+	for _, o := range sims {
+		now[o.id] = true
+		c.apply(node, o)
+	}
+	for id := range prev {
+		if !now[id] {
+			if s := c.segs[id]; s != nil && s.node == node {
+				s.open = false
+			}
+		}
+	}
+	c.held[node] = now
+	c.observed++
+}
+
+func (c *census) apply(node string, o observed) {
+	s := c.segs[o.id]
+	switch {
+	case s == nil:
+		c.segs[o.id] = &segment{node: node, epoch: o.epoch, open: true}
+	case !s.open:
+		*s = segment{node: node, epoch: o.epoch, open: true}
+	case s.node == node:
+		if o.epoch < s.epoch {
+			c.violate("%v simulated by %s at epoch %d after epoch %d", o.id, node, o.epoch, s.epoch)
+		}
+		s.epoch = o.epoch
+	case o.epoch > s.epoch:
+		*s = segment{node: node, epoch: o.epoch, open: true} // a handoff
+	default:
+		c.violate("%v simulated by %s at epoch %d while %s simulates it at epoch %d", o.id, node, o.epoch, s.node, s.epoch)
+	}
+}
+
+func (c *census) violate(format string, args ...any) {
+	c.violations++
+	if len(c.examples) < 8 {
+		c.examples = append(c.examples, fmt.Sprintf(format, args...))
+	}
+}
+
+// doubles returns the violations seen and the first few.
+func (c *census) doubles() (int, []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.violations, slices.Clone(c.examples)
+}
+
+// players counts, over every node's last observation, the distinct
+// entities of each account (an entity in a handoff, frozen on its source
+// and adopted on its target, counts once).
+func (c *census) players() map[account.ID]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := map[ecs.ID]account.ID{}
+	for _, m := range c.owned {
+		for id, a := range m {
+			ids[id] = a
+		}
+	}
+	per := map[account.ID]int{}
+	for _, a := range ids {
+		per[a]++
+	}
+	return per
+}
+
+// busiestRegion returns the region where the nodes held the most players'
+// entities at their last ticks, and how many (0: none seen).
+func (c *census) busiestRegion() (cells.RegionID, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sum := map[cells.RegionID]int{}
+	for _, m := range c.regions {
+		for r, n := range m {
+			sum[r] += n
+		}
+	}
+	best, most := cells.RegionID(0), 0
+	for r, n := range sum {
+		if n > most || (n == most && r < best) {
+			best, most = r, n
+		}
+	}
+	return best, most
+}
+
+// playersIn returns how many players' entities node held in region at its
+// last tick, simulated or frozen in a handoff.
+func (c *census) playersIn(node string, region cells.RegionID) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.regions[node][region]
+}

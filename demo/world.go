@@ -1,0 +1,666 @@
+package demo
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/coord"
+	"github.com/shardwise/shardwise/directory"
+	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/game"
+	"github.com/shardwise/shardwise/gateway"
+	"github.com/shardwise/shardwise/internal/dburl"
+	"github.com/shardwise/shardwise/ledger"
+	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/logintoken"
+	"github.com/shardwise/shardwise/netting/sqlstore"
+	"github.com/shardwise/shardwise/nodename"
+	"github.com/shardwise/shardwise/sim"
+	"github.com/shardwise/shardwise/worldstore/sqlworld"
+	"github.com/shardwise/shardwise/zone"
+)
+
+// WorldConfig is the whole-cluster demo's shape (RunWorld). Zero fields take
+// the defaults documented on them (WithDefaults). A field a flag of
+// "shardwise demo" sets is reported under that flag in errors.
+type WorldConfig struct {
+	// Duration is how long the bots play. Default 30s.
+	Duration time.Duration
+	// Zones are the zone nodes' names; they split the torus in quadrants
+	// (with four) or in bands of rows around the start square, so that the
+	// start square, where the bots play, touches every node. Default
+	// zone-1 … zone-4.
+	Zones []string
+	// Econs are the economy nodes' names. Default econ-1, econ-2, econ-3.
+	Econs []string
+	// Bots is how many bots play, logging in round robin over the zone
+	// nodes' gateways. Default 40.
+	Bots int
+	// MoveAt is when the region most bots stand in moves to another node
+	// (an online region move: a mass handoff). Default 35% of Duration.
+	// Negative: no move.
+	MoveAt time.Duration
+	// KillAt is when one economy node is killed mid-epoch (its orphans
+	// are swept by the survivors). Default 55% of Duration. Negative: no
+	// kill.
+	KillAt time.Duration
+	// ShopChance and TradeChance are the bots' (sim.BotsConfig). Defaults
+	// 0.3 and 0.3; negative: never.
+	ShopChance, TradeChance float64
+	// Allowance is the coins each bot's player is given before it logs
+	// in (a ledger posting from the game's loot account), so that the bots
+	// can shop and trade from the start. Default 100; negative: none.
+	Allowance int64
+	// EpochMaxAge is the economy nodes' epoch age bound. Default 2s.
+	EpochMaxAge time.Duration
+	// Seed is the world's and the bots'. Default 1.
+	Seed uint64
+	// DataDir keeps the SQLite databases (world.db, ledger.db) and the
+	// etcd data; "" is a temporary directory removed at the end.
+	DataDir string
+	// PostgresURL puts the world store and the ledger on PostgreSQL
+	// instead of SQLite. Exclusive with DataDir.
+	PostgresURL string
+	// Progress is the progress line's interval. Default 1s; negative:
+	// none.
+	Progress time.Duration
+	// Observe, if set, is called for every tick of every zone node, on
+	// the node's goroutine, after the demo's own census (the dashboard's
+	// collector). It holds back the node's next tick while it runs.
+	Observe func(zone.HostReport)
+	// OnEvent, if set, receives each announced moment's line (the region
+	// move, the kill), as printed.
+	OnEvent func(string)
+	// OnStart, if set, is called once every node is up and before the
+	// bots log in, with what a person needs to join (gateways, a token
+	// source).
+	OnStart func(WorldStart)
+	// Logger receives the nodes' records. Default discard.
+	Logger *slog.Logger
+}
+
+// WorldStart is the running cluster as the demo reports it at start.
+type WorldStart struct {
+	// Gateways are the zone nodes' gateway addresses (host:port; the
+	// client protocol at ws://ADDR/ws, the browser client at http://ADDR/),
+	// and Metrics their Prometheus addresses (http://ADDR/metrics), by node.
+	Gateways, Metrics map[string]string
+	// Etcd is the embedded etcd's client endpoint and Prefix the demo's key
+	// prefix in it (shardwise members --endpoints … --prefix …).
+	Etcd   string
+	Prefix string
+	// Token issues a login token for an account (accounts above the bots'
+	// are free for people: FirstFreeAccount).
+	Token            func(account.ID) (string, error)
+	FirstFreeAccount account.ID
+	// Where says where the world store and the ledger are.
+	Where string
+}
+
+// WithDefaults fills the zero fields.
+func (c WorldConfig) WithDefaults() WorldConfig {
+	if c.Duration == 0 {
+		c.Duration = 30 * time.Second
+	}
+	if len(c.Zones) == 0 {
+		c.Zones = []string{"zone-1", "zone-2", "zone-3", "zone-4"}
+	}
+	if len(c.Econs) == 0 {
+		c.Econs = []string{"econ-1", "econ-2", "econ-3"}
+	}
+	if c.Bots == 0 {
+		c.Bots = 40
+	}
+	if c.MoveAt == 0 {
+		c.MoveAt = c.Duration * 35 / 100
+	}
+	if c.KillAt == 0 {
+		c.KillAt = c.Duration * 55 / 100
+	}
+	if c.ShopChance == 0 {
+		c.ShopChance = 0.3
+	}
+	if c.TradeChance == 0 {
+		c.TradeChance = 0.3
+	}
+	if c.EpochMaxAge == 0 {
+		c.EpochMaxAge = 2 * time.Second
+	}
+	if c.Allowance == 0 {
+		c.Allowance = 100
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Progress == 0 {
+		c.Progress = time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate checks c after defaults.
+func (c WorldConfig) Validate() error {
+	c = c.WithDefaults()
+	switch {
+	case c.Duration < 0:
+		return errcode.Config("--duration", c.Duration, "must be positive")
+	case len(c.Zones) < 2:
+		return errcode.Config("--zones", strings.Join(c.Zones, ","), "need at least two zone nodes: one world on several nodes is the point")
+	case len(c.Econs) < 2:
+		return errcode.Config("--econs", strings.Join(c.Econs, ","), "need at least two economy nodes: one is killed")
+	case c.Bots < 1:
+		return errcode.Config("--bots", c.Bots, "must be at least 1")
+	case c.MoveAt >= c.Duration:
+		return errcode.Config("--move-at", c.MoveAt, "must be inside --duration (negative: no region move)")
+	case c.KillAt >= c.Duration:
+		return errcode.Config("--kill-at", c.KillAt, "must be inside --duration (negative: no economy node killed)")
+	case c.ShopChance > 1:
+		return errcode.Config("--shop-chance", c.ShopChance, "is a chance: at most 1 (0: never)")
+	case c.TradeChance > 1:
+		return errcode.Config("--trade-chance", c.TradeChance, "is a chance: at most 1 (0: never)")
+	case c.EpochMaxAge < 0:
+		return errcode.Config("--epoch", c.EpochMaxAge, "must be positive")
+	case c.Bots > maxBots:
+		return errcode.Config("--bots", c.Bots, fmt.Sprintf("at most %d: every bot is a WebSocket client in this process", maxBots))
+	case c.DataDir != "" && c.PostgresURL != "":
+		return errcode.Config("--data", c.DataDir, "cannot be combined with --postgres")
+	}
+	for _, l := range []struct {
+		flag  string
+		names []string
+	}{{"--zones", c.Zones}, {"--econs", c.Econs}} {
+		for i, n := range l.names {
+			if err := nodename.Check(l.flag, n); err != nil {
+				return err
+			}
+			if slices.Contains(l.names[:i], n) {
+				return errcode.Config(l.flag, strings.Join(l.names, ","), "lists "+strconv.Quote(n)+" twice")
+			}
+		}
+	}
+	for _, z := range c.Zones {
+		if slices.Contains(c.Econs, z) {
+			return errcode.Config("--econs", strings.Join(c.Econs, ","), "names "+strconv.Quote(z)+", a zone node too")
+		}
+	}
+	if c.PostgresURL != "" {
+		if k, _, err := dburl.Parse("--postgres", c.PostgresURL); err != nil {
+			return err
+		} else if k != dburl.Postgres {
+			return errcode.Config("--postgres", dburl.Redact(c.PostgresURL), `must be a "postgres://…" URL`)
+		}
+	}
+	return nil
+}
+
+// The bots play close to the seams' crossing, the corner of four regions
+// (and, with four nodes, of every node's quadrant): the players start in a
+// square of startArea metres centred on it, and every leg goes to another
+// quadrant around it between botReach/2 and botReach metres out, so that a
+// walker at 5 m/s crosses a border every few seconds.
+const (
+	startArea = 100.0
+	botReach  = 80.0
+)
+
+// maxBots bounds WorldConfig.Bots.
+const maxBots = 2000
+
+// cluster is what the world demo runs: the token fixes the cluster id the
+// gateways check.
+const demoCluster = "shardwise-demo"
+
+// worldDemo is one run of the world demo. Every goroutine it starts is
+// joined by run.
+type worldDemo struct {
+	cfg WorldConfig
+	out io.Writer
+	log *slog.Logger
+
+	etcd     *coord.Embedded
+	prefix   string
+	admin    *coord.Client
+	ledger   *sqlstore.Store
+	world    *sqlworld.Store
+	dir      *directory.Memory
+	issuer   *logintoken.Issuer
+	loginPub ed25519.PublicKey
+	ec       *econCluster
+	watch    *orphanWatch
+	census   *census
+	grid     cells.Grid
+
+	mu    sync.Mutex
+	nodes map[string]*zoneNode // by name
+	// moved is the region move that was announced (zero before).
+	moved regionMove
+	// postingsBefore is the ledger's postings before the bots played.
+	postingsBefore int64
+}
+
+// zoneNode is one zone node of the demo and what its ticks reported last.
+type zoneNode struct {
+	name  string
+	ready zone.HostReady
+	game  *game.Game
+	done  chan error // Host's result, once
+
+	// Under worldDemo.mu:
+	last  zone.HostReport
+	econ  game.EconomyStats
+	ticks []time.Duration // the last tickWindow ticks' step times, a ring
+	next  int
+}
+
+const tickWindow = 40 // two seconds of ticks at 20 Hz
+
+// regionMove is the announced region move.
+type regionMove struct {
+	Region   cells.RegionID
+	From, To string
+	Version  uint64
+	At       time.Duration // since start
+}
+
+// RunWorld runs the whole-cluster demo: an embedded etcd; the zone nodes
+// (zone.Host each, with its gateway and metrics, the reference game with an
+// economy) splitting the torus; the economy nodes (econ, on loopback gRPC);
+// the world store and the ledger on SQLite in DataDir or a temporary
+// directory, or on PostgreSQL; bots playing through the real client
+// protocol over WebSocket (walking across borders and the seam, fighting,
+// looting, shopping, trading); at MoveAt an online region move, at KillAt an
+// economy node killed and its orphans swept. It prints a progress line every
+// Progress and returns the report; the error is for failures to run at all,
+// invariant failures are in the report.
+func RunWorld(ctx context.Context, cfg WorldConfig, out io.Writer) (WorldReport, error) {
+	if err := cfg.Validate(); err != nil {
+		return WorldReport{}, err
+	}
+	cfg = cfg.WithDefaults()
+	d := &worldDemo{
+		cfg: cfg, out: out, log: cfg.Logger,
+		prefix: "/shardwise-demo/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/",
+		nodes:  map[string]*zoneNode{},
+		census: newCensus(),
+	}
+	return d.run(ctx)
+}
+
+func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
+	start := time.Now()
+	dataDir, cleanup, err := d.dataDir()
+	if err != nil {
+		return rep, err
+	}
+	defer cleanup()
+	// Everything below is stopped in reverse order of starting, whatever
+	// happens.
+	var stops []func() error
+	defer func() {
+		var errs []error
+		for i := len(stops) - 1; i >= 0; i-- {
+			errs = append(errs, stops[i]())
+		}
+		if e := errors.Join(errs...); e != nil && ctx.Err() == nil {
+			fmt.Fprintf(d.out, "warning: stopping the cluster: %v\n", e)
+		}
+	}()
+
+	where, err := d.openStores(ctx, dataDir)
+	if err != nil {
+		return rep, err
+	}
+	stops = append(stops, d.closeStores)
+	if d.etcd, err = startEtcd(ctx, filepath.Join(dataDir, "etcd")); err != nil {
+		return rep, err
+	}
+	stops = append(stops, d.etcd.Close)
+	if d.admin, err = coord.Connect(ctx, coord.ClientConfig{Endpoints: d.etcd.Endpoints(), Prefix: d.prefix}); err != nil {
+		return rep, err
+	}
+	stops = append(stops, d.admin.Close)
+	if err := d.applyTable(ctx); err != nil {
+		return rep, err
+	}
+	if err := d.fund(ctx); err != nil {
+		return rep, err
+	}
+	if d.postingsBefore, err = d.ledger.PostingCount(ctx); err != nil {
+		return rep, err
+	}
+	if d.ec, err = startEcon(ctx, d.etcd.Endpoints(), d.prefix, d.ledger, d.cfg.Econs,
+		econOptions{EpochMaxAge: d.cfg.EpochMaxAge, SweepBound: 2 * d.cfg.EpochMaxAge, MaxMovements: 256}, d.log); err != nil {
+		return rep, err
+	}
+	stops = append(stops, d.ec.stop)
+	d.watch = newOrphanWatch(d.ec, d.out, d.cfg.EpochMaxAge)
+
+	hostsCtx, stopHosts := context.WithCancel(context.WithoutCancel(ctx))
+	stops = append(stops, func() error { stopHosts(); return d.joinHosts() })
+	if err := d.startZones(ctx, hostsCtx, dataDir); err != nil {
+		return rep, err
+	}
+	st := d.startInfo(where)
+	fmt.Fprintf(d.out, "world demo: %d zone nodes (%s), %d economy nodes (%s), %d bots for %s; world store and ledger on %s\n",
+		len(d.cfg.Zones), strings.Join(d.cfg.Zones, " "), len(d.cfg.Econs), strings.Join(d.cfg.Econs, " "), d.cfg.Bots, d.cfg.Duration, where)
+	for _, n := range d.cfg.Zones {
+		fmt.Fprintf(d.out, "  %s: gateway ws://%s/ws  metrics http://%s/metrics\n", n, st.Gateways[n], st.Metrics[n])
+	}
+	if d.cfg.OnStart != nil {
+		d.cfg.OnStart(st)
+	}
+
+	bots, err := sim.StartBots(ctx, d.botsConfig(st))
+	if err != nil {
+		return rep, err
+	}
+	playStart := time.Now()
+	loadCtx, stopLoad := context.WithTimeout(ctx, d.cfg.Duration)
+	defer stopLoad()
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	background.Go(func() { d.progress(bgCtx, playStart, bots) })
+	background.Go(func() { d.watch.watch(bgCtx, d.log) })
+	var moveErr, killErr error
+	var moments sync.WaitGroup
+	if d.cfg.MoveAt >= 0 {
+		moments.Go(func() { moveErr = d.moveAt(loadCtx, playStart) })
+	}
+	if d.cfg.KillAt >= 0 {
+		moments.Go(func() { killErr = d.killAt(ctx, loadCtx, playStart) })
+	}
+	<-loadCtx.Done()
+	moments.Wait()
+
+	// The end: the players are counted while still logged in, then the
+	// bots log out, the sweep finishes the killed node's orphans and the
+	// economy settles.
+	players := d.countPlayers(ctx, bots)
+	botStats, botErr := bots.Stop()
+	orphanErr := d.watch.wait(ctx, 3*2*d.cfg.EpochMaxAge+10*time.Second)
+	stopBackground()
+	background.Wait()
+	if ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
+	stopHosts()
+	hostErr := d.joinHosts()
+	settleErr := d.ec.closeExcept(d.watch.counts().Killed)
+	for _, e := range []error{moveErr, killErr, orphanErr, botErr, hostErr, settleErr} {
+		if e != nil {
+			fmt.Fprintf(d.out, "warning: %v\n", e)
+		}
+	}
+	rep, err = d.report(ctx, botStats, players, errors.Join(moveErr, killErr, orphanErr, hostErr, settleErr))
+	rep.Elapsed = time.Since(start)
+	return rep, err
+}
+
+// dataDir returns the directory the run keeps its files in, saying what it
+// found in one the user named.
+func (d *worldDemo) dataDir() (string, func(), error) {
+	if d.cfg.DataDir == "" {
+		tmp, err := os.MkdirTemp("", "shardwise-demo-")
+		if err != nil {
+			return "", nil, err
+		}
+		return tmp, func() { os.RemoveAll(tmp) }, nil
+	}
+	if err := os.MkdirAll(d.cfg.DataDir, 0o755); err != nil {
+		return "", nil, errcode.Config("--data", d.cfg.DataDir, err.Error())
+	}
+	var found []string
+	for _, f := range []string{"world.db", "ledger.db"} {
+		if _, err := os.Stat(filepath.Join(d.cfg.DataDir, f)); err == nil {
+			found = append(found, f)
+		}
+	}
+	if len(found) > 0 {
+		fmt.Fprintf(d.out, "--data %s: reusing %s from an earlier run (players resume where they were saved; the money audit covers every run's postings)\n",
+			d.cfg.DataDir, strings.Join(found, " and "))
+	}
+	// etcd is per run: an earlier run's members and table are not wanted.
+	if err := os.RemoveAll(filepath.Join(d.cfg.DataDir, "etcd")); err != nil {
+		return "", nil, err
+	}
+	return d.cfg.DataDir, func() {}, nil
+}
+
+// openStores opens the world store and the ledger.
+func (d *worldDemo) openStores(ctx context.Context, dir string) (where string, err error) {
+	if u := d.cfg.PostgresURL; u != "" {
+		if d.world, err = sqlworld.Open(ctx, u); err != nil {
+			return "", errcode.Config("--postgres", dburl.Redact(u), err.Error())
+		}
+		if d.ledger, err = sqlstore.Open(ctx, u); err != nil {
+			return "", errcode.Config("--postgres", dburl.Redact(u), err.Error())
+		}
+		return "PostgreSQL " + dburl.Redact(u), nil
+	}
+	if d.world, err = sqlworld.OpenSQLite(ctx, filepath.Join(dir, "world.db")); err != nil {
+		return "", err
+	}
+	if d.ledger, err = sqlstore.OpenSQLite(ctx, filepath.Join(dir, "ledger.db")); err != nil {
+		return "", err
+	}
+	return "SQLite in " + dir, nil
+}
+
+func (d *worldDemo) closeStores() error {
+	var errs []error
+	if d.world != nil {
+		errs = append(errs, d.world.Close())
+	}
+	if d.ledger != nil {
+		errs = append(errs, d.ledger.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// applyTable writes the first region table: the start square, centred on
+// the seams' crossing (a corner of four regions), touches every node.
+// With four nodes each owns a quadrant of the torus; with another number,
+// bands of columns, the first and the last meeting at the seam.
+func (d *worldDemo) applyTable(ctx context.Context) error {
+	grid, err := cells.NewGrid(game.Config{}.RuntimeConfig().Grid)
+	if err != nil {
+		return err
+	}
+	d.grid = grid
+	owners := make([]string, grid.Regions())
+	zones := d.cfg.Zones
+	for r := range owners {
+		col, row := grid.Coords(cells.RegionID(r))
+		if len(zones) == 4 {
+			q := 0
+			if col >= grid.Cols()/2 {
+				q++
+			}
+			if row >= grid.Rows()/2 {
+				q += 2
+			}
+			owners[r] = zones[q]
+			continue
+		}
+		// Bands of columns, shifted by half a band so that the seam (column
+		// 0 meets the last) lies inside a band's edge: the first node east
+		// of it, the last node west of it.
+		owners[r] = zones[col*len(zones)/grid.Cols()]
+	}
+	t, err := cells.NewTable(grid, 1, owners)
+	if err != nil {
+		return err
+	}
+	// Forced: the nodes it names join only once it is there.
+	return d.admin.ApplyRegions(ctx, t, coord.ApplyOptions{Force: true})
+}
+
+// fund posts every bot player's allowance, with a per-run id.
+func (d *worldDemo) fund(ctx context.Context) error {
+	if d.cfg.Allowance <= 0 {
+		return nil
+	}
+	run := strings.Trim(strings.TrimPrefix(d.prefix, "/shardwise-demo/"), "/")
+	for a := account.ID(1); a <= account.ID(d.cfg.Bots); a++ {
+		p := ledger.Posting{
+			ID:   "allowance-" + run + "-" + a.String(),
+			Legs: []ledger.Leg{ledger.Credit(game.CoinsAccount(a), d.cfg.Allowance), ledger.Debit(game.LootAccount, d.cfg.Allowance)},
+			Meta: map[string]string{"kind": "allowance"},
+		}
+		if err := d.ledger.Post(ctx, p); err != nil {
+			return fmt.Errorf("demo: allowance of account %v: %w", a, err)
+		}
+	}
+	return nil
+}
+
+// startZones writes the link certificates and starts every zone node, and
+// waits until all are ticking.
+func (d *worldDemo) startZones(ctx, hostsCtx context.Context, dataDir string) error {
+	certs := filepath.Join(dataDir, "certs-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err := link.WriteClusterCerts(certs, demoCluster, d.cfg.Zones, time.Now(), 24*time.Hour); err != nil {
+		return err
+	}
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		return err
+	}
+	d.loginPub = pub
+	if d.issuer, err = logintoken.NewIssuer(logintoken.IssuerConfig{Cluster: demoCluster, Key: priv}); err != nil {
+		return err
+	}
+	if d.dir, err = directory.NewMemory(directory.MemoryConfig{}); err != nil {
+		return err
+	}
+	gc := game.Config{
+		Seed: d.cfg.Seed, NoBots: true, Players: d.cfg.Bots, Area: startArea,
+		Economy: game.EconomyConfig{Ledger: game.ClientEconomy{Client: d.ec.client}},
+	}
+	readyCh := make(chan zone.HostReady, len(d.cfg.Zones))
+	for _, name := range d.cfg.Zones {
+		g, err := game.NewModule(gc)
+		if err != nil {
+			return err
+		}
+		zn := &zoneNode{name: name, game: g, done: make(chan error, 1), ticks: make([]time.Duration, 0, tickWindow)}
+		rc := gc.RuntimeConfig()
+		rc.WorldSeed = gc.Seed
+		hc := zone.HostConfig{
+			Coord: coord.ClientConfig{Endpoints: d.etcd.Endpoints(), Prefix: d.prefix},
+			Name:  name, CertDir: certs, Module: g, Runtime: rc,
+			MetricsAddr: "127.0.0.1:0", GatewayAddr: "127.0.0.1:0",
+			Cluster: demoCluster, LoginKeys: []ed25519.PublicKey{pub},
+			Directory: d.dir, WorldStore: d.world,
+			TTL:     2 * time.Second,
+			Logger:  d.log.With("node", name),
+			OnReady: func(r zone.HostReady) { zn.ready = r; readyCh <- r },
+			OnTick:  func(r zone.HostReport) { d.tick(zn, r) },
+		}
+		d.mu.Lock()
+		d.nodes[name] = zn
+		d.mu.Unlock()
+		go func() {
+			err := zone.Host(hostsCtx, hc)
+			g.Close() // after the last tick: the game's economy workers stop
+			zn.done <- err
+		}()
+	}
+	timeout := time.NewTimer(60 * time.Second)
+	defer timeout.Stop()
+	for range d.cfg.Zones {
+		select {
+		case <-readyCh:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout.C:
+			return errors.New("demo: the zone nodes did not all start within 60s")
+		}
+	}
+	return nil
+}
+
+// joinHosts waits for every zone node's Host to return; idempotent.
+func (d *worldDemo) joinHosts() error {
+	d.mu.Lock()
+	nodes := make([]*zoneNode, 0, len(d.nodes))
+	for _, n := range d.nodes {
+		nodes = append(nodes, n)
+	}
+	d.mu.Unlock()
+	var errs []error
+	for _, n := range nodes {
+		if n.done == nil {
+			continue
+		}
+		if err := <-n.done; err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", n.name, err))
+		}
+		n.done = nil
+	}
+	return errors.Join(errs...)
+}
+
+// tick is every zone node's OnTick: the census, the node's last report
+// and step time, the game's economy counters, then the caller's observer.
+func (d *worldDemo) tick(zn *zoneNode, r zone.HostReport) {
+	d.census.observe(zn.name, r.Runtime)
+	es := zn.game.EconomyStats()
+	kept := r
+	kept.Runtime = nil // valid only during the call
+	d.mu.Lock()
+	zn.last, zn.econ = kept, es
+	if len(zn.ticks) < tickWindow {
+		zn.ticks = append(zn.ticks, r.Took)
+	} else {
+		zn.ticks[zn.next] = r.Took
+		zn.next = (zn.next + 1) % tickWindow
+	}
+	d.mu.Unlock()
+	if d.cfg.Observe != nil {
+		d.cfg.Observe(r)
+	}
+}
+
+func (d *worldDemo) startInfo(where string) WorldStart {
+	st := WorldStart{
+		Gateways: map[string]string{}, Metrics: map[string]string{},
+		Etcd: d.etcd.Endpoints()[0], Prefix: d.prefix, Where: where,
+		FirstFreeAccount: account.ID(d.cfg.Bots + 1),
+		Token: func(a account.ID) (string, error) {
+			tok, _, err := d.issuer.Issue(a, gateway.Audience)
+			return tok, err
+		},
+	}
+	for _, n := range d.cfg.Zones {
+		r := d.nodes[n].ready
+		st.Gateways[n], st.Metrics[n] = r.GatewayAddr, r.MetricsAddr
+	}
+	return st
+}
+
+func (d *worldDemo) botsConfig(st WorldStart) sim.BotsConfig {
+	var urls []string
+	for _, n := range d.cfg.Zones {
+		urls = append(urls, "ws://"+st.Gateways[n]+"/ws")
+	}
+	return sim.BotsConfig{
+		Gateways: urls, Token: st.Token, Count: d.cfg.Bots, Seed: d.cfg.Seed,
+		Reach: botReach, LegTimeout: 20 * time.Second,
+	}
+}
