@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -280,10 +282,14 @@ func (n *ClusterNode) SettleAll(ctx context.Context) ([]SettleReport, error) {
 }
 
 func (n *ClusterNode) settleLanes(ctx context.Context, all bool) ([]SettleReport, error) {
+	// In scope order, not the map's: which of two sessions that spend the
+	// same credits settles first decides which one a refusal sends to
+	// replay, and a replayed schedule must see the same one.
 	n.mu.Lock()
-	lanes := make([]*lane, 0, len(n.lanes))
-	for _, l := range n.lanes {
-		lanes = append(lanes, l)
+	scopes := slices.Sorted(maps.Keys(n.lanes))
+	lanes := make([]*lane, 0, len(scopes))
+	for _, sc := range scopes {
+		lanes = append(lanes, n.lanes[sc])
 	}
 	n.mu.Unlock()
 	var reps []SettleReport

@@ -31,14 +31,20 @@
 //     before the real call), each resolved from the store — the journal
 //     read back, the settle resumed with its idempotent postings and
 //     once-only release — never guessed;
-//   - the netting invariants as property tests over randomized schedules
-//     (SHARDWISE_PROPERTY_SEEDS sets how many; default 4).
+//   - the netting invariants as property tests over randomized schedules:
+//     replayable ones (replay.go), a pure function of their seed — one
+//     goroutine, the nodes on a fake clock, every outcome that depends on
+//     the store's own clock waited out — that log their trace on failure,
+//     with one seed run twice and the traces compared; and stress ones
+//     with goroutine bursts and concurrent settles. Seeds come from
+//     internal/testseed (SHARDWISE_SEED replays a run);
+//     SHARDWISE_PROPERTY_SEEDS sets how many of each kind (default 2).
 //
 // Every behaviour and property test ends with the money audit, which
 // includes netting.VerifyLedger: every settle path must leave a ledger that
 // proves itself.
 //
-// It owns no production code and imports only netting, ledger,
-// internal/testenv (for its polling helper, PollUntil) and the standard
-// library.
+// It owns no production code and imports only netting, ledger, clock (the
+// fake clock of the replayable schedules), internal/testenv (for its
+// polling helper, PollUntil), internal/testseed and the standard library.
 package storetest
