@@ -5,7 +5,10 @@
 // journal, reservations against the shared counter, settle (net in chunks
 // with a clearing leg; on a refusal compensate and replay each movement),
 // recovery, the ClusterNode (ownership by rendezvous placement, epoch
-// rotation, the orphan sweep, ReconcileReservations), and the provable
+// rotation, the orphan sweep, ReconcileReservations), netting for a single
+// process outside a cluster (OpenLocalNode: a node of one over any Store,
+// its reservations a process-local registry, LocalReservations, rebuilt
+// from the store's unsettled journals when it opens; local.go), and the provable
 // ledger: the hash of a chained posting (PostingHash) and the proof of a
 // store's ledger (VerifyLedger, ledgerchain.go). It does not own
 // storage: everything durable goes through the small Store port (store.go),

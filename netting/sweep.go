@@ -127,38 +127,9 @@ func ReconcileReservations(ctx context.Context, store Store) (ReconcileResult, e
 	if !ok {
 		return ReconcileResult{}, errcode.Config("store", fmt.Sprintf("%T", store), "has no shared reservation counter (netting.ReservationStore)")
 	}
-	list, err := shared.ListUnsettled(ctx, 0)
+	want, err := unsettledReservations(ctx, shared, true)
 	if err != nil {
 		return ReconcileResult{}, fmt.Errorf("netting: reconcile: %w", err)
-	}
-	want := map[string]int64{}
-	for _, u := range list {
-		if u.Released {
-			continue
-		}
-		recs, err := shared.ReadJournal(ctx, u.ID)
-		if err != nil {
-			return ReconcileResult{}, fmt.Errorf("netting: reconcile %s: %w", u.ID, err)
-		}
-		for _, r := range recs {
-			for _, d := range reservationDeltas(r.Legs) {
-				want[d.Account] += d.Delta
-			}
-		}
-		// A half-settled session's postings already moved their deltas
-		// out of pending as they landed (PostFencedReleasing).
-		moved, err := settledSoFar(ctx, shared, u.SessionMeta, recs)
-		if err != nil {
-			return ReconcileResult{}, fmt.Errorf("netting: reconcile %s: %w", u.ID, err)
-		}
-		for _, d := range moved {
-			want[d.Account] -= d.Delta
-		}
-	}
-	for a, v := range want {
-		if v == 0 {
-			delete(want, a)
-		}
 	}
 	adjusted, err := shared.ReplacePending(ctx, want)
 	if err != nil {

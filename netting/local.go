@@ -1,0 +1,362 @@
+package netting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/shardwise/shardwise/ledger"
+)
+
+// LocalReservations is netting for a single process outside a cluster:
+// economy-lab's instance session, whose reservations live in a
+// process-local registry instead of a counter shared through the store. It
+// wraps a Store that has no shared reservation counter (any Store: a
+// SharedStore's own counter is simply not used) and is a SharedStore, so a
+// ClusterNode of one node (OpenLocalNode) runs on it with the same session
+// core, the same group commit and the same settle as a cluster.
+//
+// The registry is the only promise of credits, so only one process may
+// record against a store's accounts through it: two processes, each with
+// its own registry, could promise the same credits twice (use a
+// SharedStore and a cluster for that). It is rebuilt from the store at
+// construction (NewLocalReservations), as ReconcileReservations rebuilds a
+// shared counter, so a process restarted after a crash keeps the promises
+// of its unsettled sessions.
+//
+// What the store does atomically in one transaction for a SharedStore is
+// done here in two steps under the registry, in the order that errs
+// safely: ReserveAndAppend reserves and then appends, undoing the
+// reservation when the append is known not to have landed (a lost reply
+// is read back; an unreadable journal keeps the reservation, overstated
+// and safe); PostFencedReleasing posts and then releases, so between the
+// two a posted credit is in the balance and still pending (counted as
+// spent twice, never as available twice).
+type LocalReservations struct {
+	Store
+
+	mu       sync.Mutex
+	pending  map[string]int64
+	released map[string]bool
+	// tokens is the newest claim token granted to each session through
+	// this registry: the fence of ReleaseSession (the Store port has no
+	// fenced release of its own). Every claim of a single process goes
+	// through here.
+	tokens map[string]int64
+}
+
+var _ SharedStore = (*LocalReservations)(nil)
+
+// NewLocalReservations wraps store and rebuilds the registry from its
+// unsettled sessions: each session's journaled reservation deltas, less
+// what its settle postings already in the ledger moved (a settle that
+// crashed midway).
+func NewLocalReservations(ctx context.Context, store Store) (*LocalReservations, error) {
+	l := &LocalReservations{Store: store, pending: map[string]int64{}, released: map[string]bool{}, tokens: map[string]int64{}}
+	want, err := unsettledReservations(ctx, store, false)
+	if err != nil {
+		return nil, fmt.Errorf("netting: local reservations: %w", err)
+	}
+	l.pending = want
+	return l, nil
+}
+
+// OpenLocalNode opens a node for a single process outside a cluster: it
+// owns every scope, and its reservations are a LocalReservations registry
+// over store. cfg.NodeID defaults to "local" and cfg.Nodes to that one id;
+// the rest of cfg is a ClusterConfig's (epochs, chunk width, the sweep that
+// finishes the sessions a crash left).
+func OpenLocalNode(ctx context.Context, store Store, cfg ClusterConfig) (*ClusterNode, error) {
+	if cfg.NodeID == "" {
+		cfg.NodeID = "local"
+	}
+	if len(cfg.Nodes) == 0 {
+		cfg.Nodes = []string{cfg.NodeID}
+	}
+	local, err := NewLocalReservations(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	return OpenClusterNode(local, cfg)
+}
+
+// unsettledReservations is what the reservation counters should hold: the
+// journaled deltas of every unsettled session (skipping those the store
+// reports released, when skipReleased), less what their settle postings
+// already moved. Zeros are dropped.
+func unsettledReservations(ctx context.Context, store Store, skipReleased bool) (map[string]int64, error) {
+	list, err := store.ListUnsettled(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]int64{}
+	for _, u := range list {
+		if skipReleased && u.Released {
+			continue
+		}
+		recs, err := store.ReadJournal(ctx, u.ID)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", u.ID, err)
+		}
+		for _, r := range recs {
+			for _, d := range reservationDeltas(r.Legs) {
+				want[d.Account] += d.Delta
+			}
+		}
+		// A half-settled session's postings already moved their deltas
+		// out of pending as they landed (PostFencedReleasing).
+		moved, err := settledSoFar(ctx, store, u.SessionMeta, recs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", u.ID, err)
+		}
+		for _, d := range moved {
+			want[d.Account] -= d.Delta
+		}
+	}
+	for a, v := range want {
+		if v == 0 {
+			delete(want, a)
+		}
+	}
+	return want, nil
+}
+
+func (l *LocalReservations) add(account string, delta int64) {
+	v := l.pending[account] + delta
+	if v == 0 {
+		delete(l.pending, account)
+		return
+	}
+	l.pending[account] = v
+}
+
+// reserveLocked is ReservationStore.Reserve against the registry: the
+// balances are read from the store while the registry is held, so two
+// requests never promise the same credits.
+func (l *LocalReservations) reserveLocked(ctx context.Context, reqs [][]ledger.AccountDelta) ([]bool, error) {
+	balances := map[string]int64{}
+	for _, req := range reqs {
+		for _, d := range req {
+			if _, ok := balances[d.Account]; ok || d.Delta >= 0 {
+				continue
+			}
+			b, err := l.Store.Balance(ctx, d.Account)
+			if err != nil {
+				return nil, err
+			}
+			balances[d.Account] = b
+		}
+	}
+	granted := make([]bool, len(reqs))
+	for i, req := range reqs {
+		granted[i] = true
+		for j, d := range req {
+			l.add(d.Account, d.Delta)
+			if d.Delta < 0 && balances[d.Account]+l.pending[d.Account] < 0 {
+				for k := j; k >= 0; k-- {
+					l.add(req[k].Account, -req[k].Delta)
+				}
+				granted[i] = false
+				break
+			}
+		}
+	}
+	return granted, nil
+}
+
+// Reserve implements ReservationStore.
+func (l *LocalReservations) Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) ([]bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reserveLocked(ctx, reqs)
+}
+
+// Unreserve implements ReservationStore.
+func (l *LocalReservations) Unreserve(ctx context.Context, deltas []ledger.AccountDelta) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, d := range deltas {
+		l.add(d.Account, -d.Delta)
+	}
+	return nil
+}
+
+// Pending implements ReservationStore.
+func (l *LocalReservations) Pending(ctx context.Context, account string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pending[account], nil
+}
+
+// PendingAll implements ReservationStore.
+func (l *LocalReservations) PendingAll(ctx context.Context) (map[string]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.pending), nil
+}
+
+// ClaimSettle implements SessionStore: the store's claim, whose token the
+// registry remembers as the session's fence.
+func (l *LocalReservations) ClaimSettle(ctx context.Context, sessionID, owner string, lease time.Duration) (Fence, error) {
+	f, err := l.Store.ClaimSettle(ctx, sessionID, owner, lease)
+	if err != nil {
+		return f, err
+	}
+	l.mu.Lock()
+	l.tokens[sessionID] = max(l.tokens[sessionID], f.Token)
+	l.mu.Unlock()
+	return f, nil
+}
+
+// fencedLocked refuses a fence older than the newest claim seen.
+func (l *LocalReservations) fencedLocked(f Fence) error {
+	if cur := l.tokens[f.SessionID]; f.Token == 0 || f.Token < cur {
+		return &FencedError{SessionID: f.SessionID, Token: f.Token, Current: cur}
+	}
+	return nil
+}
+
+// ReleaseSession implements ReservationStore: once per session while this
+// registry lives (after a restart the rebuild counted only what was still
+// reserved, and the resumed settle releases that once).
+func (l *LocalReservations) ReleaseSession(ctx context.Context, f Fence, deltas []ledger.AccountDelta) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.fencedLocked(f); err != nil {
+		return false, err
+	}
+	if l.released[f.SessionID] {
+		return false, nil
+	}
+	for _, d := range deltas {
+		l.add(d.Account, -d.Delta)
+	}
+	l.released[f.SessionID] = true
+	return true, nil
+}
+
+// ListUnsettled implements SessionStore, with Released from the registry.
+func (l *LocalReservations) ListUnsettled(ctx context.Context, limit int) ([]UnsettledSession, error) {
+	list, err := l.Store.ListUnsettled(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range list {
+		list[i].Released = l.released[list[i].ID]
+	}
+	return list, nil
+}
+
+// ReplacePending implements ReservationStore.
+func (l *LocalReservations) ReplacePending(ctx context.Context, want map[string]int64) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	adjusted := 0
+	for a, v := range l.pending {
+		if want[a] != v {
+			adjusted++
+		}
+	}
+	for a, v := range want {
+		if _, ok := l.pending[a]; !ok && v != 0 {
+			adjusted++
+		}
+	}
+	l.pending = map[string]int64{}
+	for a, v := range want {
+		if v != 0 {
+			l.pending[a] = v
+		}
+	}
+	return adjusted, nil
+}
+
+// ReserveAndAppend implements SharedStore: reserve in the registry, then
+// append; a refused append undoes the reservation. A failed append whose
+// outcome is unknown is read back here: rows absent, the reservation is
+// undone; rows present or the journal unreadable, it is kept (the session
+// resolves the same question the same way).
+func (l *LocalReservations) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) ([]bool, error) {
+	l.mu.Lock()
+	granted, err := l.reserveLocked(ctx, reqs)
+	l.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	recs := build(append([]bool(nil), granted...))
+	if len(recs) == 0 {
+		return granted, nil
+	}
+	err = l.Store.Append(ctx, recs)
+	if err == nil {
+		return granted, nil
+	}
+	if !appendRefused(err) {
+		last := recs[len(recs)-1]
+		j, rerr := l.Store.ReadJournal(ctx, last.SessionID)
+		if rerr != nil || (int64(len(j)) > last.Seq && j[last.Seq].Hash == last.Hash) {
+			return nil, err
+		}
+	}
+	l.mu.Lock()
+	for i, req := range reqs {
+		if granted[i] {
+			for _, d := range req {
+				l.add(d.Account, -d.Delta)
+			}
+		}
+	}
+	l.mu.Unlock()
+	return nil, err
+}
+
+// appendRefused reports an Append error that says nothing was written.
+func appendRefused(err error) bool {
+	var kc *KeyConflictError
+	return errors.As(err, &kc) || errors.Is(err, ErrSessionSettled) || errors.Is(err, ErrSeqConflict) || errors.Is(err, ErrSessionNotFound)
+}
+
+// PostFencedReleasing implements SharedStore: PostFenced, then, if the
+// posting was new and the session is not released, the release from the
+// registry. Whether it was new is asked first: under the fence no other
+// settler writes the session's postings.
+func (l *LocalReservations) PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+	posted, err := l.Store.HasPosting(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	if err := l.Store.PostFenced(ctx, f, p); err != nil {
+		return err
+	}
+	if posted {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.released[f.SessionID] {
+		for _, d := range release {
+			l.add(d.Account, -d.Delta)
+		}
+	}
+	return nil
+}
