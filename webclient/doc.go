@@ -21,7 +21,9 @@
 //     sends (move 1, attack 2, stop 3), in one place.
 //   - index.html and play.js: a demo page (token, connect, a canvas of
 //     the known entities around the master, drawn each animation frame
-//     where they have walked by then, click to move).
+//     where they have walked by then, click to move); opened at
+//     /#token=… (the dashboard's play link) it logs in with that token at
+//     once and takes it out of the address bar.
 //
 // What it does not own: the protocol (proto/client.proto and
 // docs/protocol.md are the contract; the gateway is the server side), the

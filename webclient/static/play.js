@@ -110,3 +110,13 @@ canvas.addEventListener("click", (ev) => {
   const seq = c.move(c.world.master, x, y); // the server normalises onto the torus
   note(`move #${seq} to (${x.toFixed(1)}, ${y.toFixed(1)})`);
 });
+
+// A token in the URL's fragment (#token=…: the dashboard's play link; a
+// fragment is never sent to a server) logs in at once. Tokens are single
+// use, so it is taken out of the address bar before it is spent.
+const linked = new URLSearchParams(location.hash.slice(1)).get("token");
+if (linked) {
+  form.token.value = linked;
+  history.replaceState(null, "", location.pathname + location.search);
+  form.requestSubmit();
+}

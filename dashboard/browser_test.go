@@ -1,0 +1,270 @@
+package dashboard_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/shardwise/shardwise/dashboard"
+	"github.com/shardwise/shardwise/internal/testenv"
+	"github.com/shardwise/shardwise/zone/zonetest"
+)
+
+// screenshotTo, if set, is where TestPageShowsTheClusterLive also writes
+// its screenshot (for docs/dashboard.png):
+//
+//	go test ./dashboard -run TestPageShowsTheClusterLive -args -screenshot=$PWD/docs/dashboard.png
+var screenshotTo = flag.String("screenshot", "", "also write the dashboard test's screenshot to this path")
+
+// chromiumPath finds Debian's chromium, or skips the test (fails it under
+// SHARDWISE_REQUIRE_INTEGRATION=1), as webclient's browser tests do.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("SHARDWISE_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	testenv.Unavailable(t, "chromium is not installed", "apt-get install -y chromium, or set SHARDWISE_CHROMIUM to a Chrome binary")
+	return ""
+}
+
+// browser starts a headless Chromium for t and returns a context for its
+// first tab, stopped and waited for when t ends. The page's console and
+// uncaught exceptions go to t.Log.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox, // the tests run as root, where Chromium's sandbox will not start
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1400, 860),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	ctx, cancelTimeout := context.WithTimeout(context.Background(), 2*time.Minute)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	tabCtx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	var mu sync.Mutex
+	ended := false
+	t.Cleanup(func() {
+		mu.Lock()
+		ended = true
+		mu.Unlock()
+		cancelTab()
+		cancelAlloc() // waits for the browser process to exit
+		cancelTimeout()
+	})
+	err := chromedp.Listen(tabCtx, func(ev any) { // starts the browser
+		mu.Lock()
+		defer mu.Unlock()
+		if ended {
+			return
+		}
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			var args []string
+			for _, a := range ev.Args {
+				args = append(args, string(a.Value))
+			}
+			t.Logf("console.%s: %s", ev.Type, strings.Join(args, " "))
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			desc := d.Text
+			if d.Exception != nil {
+				desc += " " + d.Exception.Description
+			}
+			t.Errorf("page exception at %s:%d: %s", d.URL, d.LineNumber, desc)
+		}
+	})
+	if err != nil {
+		t.Fatalf("start chromium %s: %v", path, err)
+	}
+	return tabCtx
+}
+
+func evalJSON(t *testing.T, ctx context.Context, expr string, out any) {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		t.Fatalf("evaluate: %v\n%s", err, expr)
+	}
+	if err := json.Unmarshal([]byte(s), out); err != nil {
+		t.Fatalf("decode %q: %v", s, err)
+	}
+}
+
+// pageState is window.dashboard.state().
+type pageState struct {
+	Connected     bool           `json:"connected"`
+	Received      int            `json:"received"`
+	Version       uint64         `json:"version"`
+	TableVersion  uint64         `json:"tableVersion"`
+	Owners        []string       `json:"owners"`
+	Nodes         []string       `json:"nodes"`
+	RegionsDrawn  map[string]int `json:"regionsDrawn"`
+	EntitiesDrawn int            `json:"entitiesDrawn"`
+	KindsDrawn    map[string]int `json:"kindsDrawn"`
+	HandoffsDrawn int            `json:"handoffsDrawn"`
+	HandoffsSeen  int            `json:"handoffsSeen"`
+	Tiles         int            `json:"tiles"`
+	Play          bool           `json:"play"`
+}
+
+func state(t *testing.T, ctx context.Context) pageState {
+	t.Helper()
+	var s pageState
+	evalJSON(t, ctx, `JSON.stringify(window.dashboard ? window.dashboard.state() : {})`, &s)
+	return s
+}
+
+// waitPage polls the page's state until cond holds, at most limit.
+func waitPage(t *testing.T, ctx context.Context, limit time.Duration, what string, cond func(pageState) bool) pageState {
+	t.Helper()
+	var s pageState
+	if !zonetest.Poll(limit, func() bool { s = state(t, ctx); return cond(s) }) {
+		t.Fatalf("the page never showed %s; its state: %+v", what, s)
+	}
+	return s
+}
+
+// runCluster steps the rig on its own goroutine, a round every 20 ms
+// (the collector's clock moves 50 ms a round), until the test ends: the
+// cluster's clock, as a host's tick loop is. Only the stepper touches
+// the runtimes from then on.
+func runCluster(t *testing.T, r *rig) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tk := time.NewTicker(20 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+			}
+			for _, n := range r.c.Nodes {
+				began := time.Now()
+				rep := n.Runtime.Step()
+				r.col.Zone(report(n, rep, time.Since(began)))
+			}
+			if !zonetest.Poll(10*time.Second, r.c.Synced) {
+				t.Errorf("messages still in flight after 10s")
+				return
+			}
+			r.clk.Advance(tick)
+		}
+	})
+	t.Cleanup(func() {
+		close(stop)
+		wg.Wait()
+	})
+}
+
+// TestPageShowsTheClusterLive serves the dashboard of a 2-node game
+// cluster, stepped live, to headless Chromium: the page connects to the
+// stream, the map draws regions of every node and the entities, entities
+// move between two samples, and when zone-0's busiest region is given to
+// zone-1 the handoffs appear on the page (flashing on the map) with the
+// new table. The screenshot is saved as a test artifact.
+func TestPageShowsTheClusterLive(t *testing.T) {
+	r := startRig(t, dashboard.CollectorConfig{})
+	r.step(20)
+	reg := busiestRegion(t, r.col.Snapshot(), "zone-0")
+	r.col.Event("the cluster is up: zone-0 and zone-1")
+	// The streams end before the server closes (Close waits for them).
+	streams, endStreams := context.WithCancel(context.Background())
+	srv := httptest.NewServer(dashboard.Handler(r.col, dashboard.HandlerConfig{
+		Context: streams,
+		Play:    func(context.Context) (string, error) { return dashboard.PlayURL("127.0.0.1:1", "none"), nil },
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(endStreams)
+	runCluster(t, r)
+	ctx := browser(t)
+
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	s := waitPage(t, ctx, 20*time.Second, "regions of both nodes and entities", func(s pageState) bool {
+		return s.Connected && s.RegionsDrawn["zone-0"] > 0 && s.RegionsDrawn["zone-1"] > 0 && s.EntitiesDrawn > 0
+	})
+	if strings.Join(s.Nodes, ",") != "zone-0,zone-1" || !s.Play || s.KindsDrawn["player"] == 0 {
+		t.Fatalf("page state %+v: want both nodes, the play view and players drawn", s)
+	}
+	t.Logf("the page draws %d entities (%v) on %d tiles", s.EntitiesDrawn, s.KindsDrawn, s.Tiles)
+
+	// Entities move between two samples.
+	var before map[string][3]any
+	evalJSON(t, ctx, `JSON.stringify(window.dashboard.positions())`, &before)
+	moved := ""
+	if !zonetest.Poll(20*time.Second, func() bool {
+		var now map[string][3]any
+		evalJSON(t, ctx, `JSON.stringify(window.dashboard.positions())`, &now)
+		for id, p := range now {
+			if q, ok := before[id]; ok && (p[0] != q[0] || p[1] != q[1]) {
+				moved = fmt.Sprintf("%s from (%v, %v) to (%v, %v)", id, q[0], q[1], p[0], p[1])
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no entity of %d moved on the page; its state %+v, the collector's tick %d", len(before), state(t, ctx), r.col.Snapshot().Nodes[0].Tick)
+	}
+	t.Logf("moved: %s", moved)
+
+	// A region move: its entities are handed over, and the page shows it.
+	r.col.Event(fmt.Sprintf("moving region %d from zone-0 to zone-1", reg.ID))
+	r.moveRegion(reg.ID, "zone-1")
+	s = waitPage(t, ctx, 30*time.Second, "a handoff flashing and the new table", func(s pageState) bool {
+		return s.HandoffsSeen > 0 && s.HandoffsDrawn > 0 && s.TableVersion > 1
+	})
+	t.Logf("page after the move: %d handoffs seen, %d flashing, table v%d", s.HandoffsSeen, s.HandoffsDrawn, s.TableVersion)
+	saveScreenshot(t, ctx, "dashboard.png")
+}
+
+func saveScreenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Errorf("screenshot: %v", err)
+		return
+	}
+	dir := os.Getenv("SHARDWISE_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{filepath.Join(dir, name)}
+	if *screenshotTo != "" {
+		paths = append(paths, *screenshotTo)
+	}
+	for _, p := range paths {
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Errorf("screenshot: %v", err)
+			continue
+		}
+		t.Logf("screenshot: %s", p)
+	}
+}
