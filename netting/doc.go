@@ -95,6 +95,8 @@
 //  5. Run ReconcileReservations only on a quiesced cluster.
 //  6. Use one ClusterNode per node id per process; restarting a node means
 //     opening a new ClusterNode (its new nonce keeps session ids unique).
+//  7. Outside a cluster (OpenLocalNode), let only that one process record
+//     against the store's accounts: its reservations are its own.
 //
 // # Invariants
 //
