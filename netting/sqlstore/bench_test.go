@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +24,8 @@ const benchAccounts = 500
 type benchStore struct {
 	name string
 	open func(b *testing.B) *sqlstore.Store
+	// url gives a new empty database (PostgreSQL only).
+	url func(b *testing.B) string
 }
 
 // benchStores are SQLite in a temp dir and a durable (fsync on) PostgreSQL
@@ -29,9 +33,31 @@ type benchStore struct {
 func benchStores(b *testing.B) []benchStore {
 	pg := testenv.StartPostgresWith(b, testenv.PostgresOptions{Durable: true})
 	return []benchStore{
-		{"sqlite", func(b *testing.B) *sqlstore.Store { return openSQLite(b) }},
-		{"postgres", func(b *testing.B) *sqlstore.Store { return openPostgres(b, pg) }},
+		{"sqlite", func(b *testing.B) *sqlstore.Store { return openSQLite(b) }, nil},
+		{"postgres", func(b *testing.B) *sqlstore.Store { return openPostgres(b, pg) }, func(b *testing.B) string { return pg.NewDatabase(b) }},
 	}
+}
+
+// unchainedStore opens the same stores at schema 5, the last before the
+// ledger's hash chain: they post as the stores did before it (no head to
+// lock, no hash), the baseline the session's ratio was first measured
+// against (docs/decisions.md, "Cost, measured").
+func unchainedStore(b *testing.B, st benchStore) *sqlstore.Store {
+	b.Helper()
+	ctx := testCtx(b)
+	var s *sqlstore.Store
+	var err error
+	switch st.name {
+	case "sqlite":
+		s, err = sqlstore.OpenSQLiteAtVersion(ctx, filepath.Join(b.TempDir(), "unchained.db"), 5)
+	default:
+		s, err = sqlstore.OpenPostgresAtVersion(ctx, st.url(b), 5)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
 }
 
 // benchCallers are the concurrency levels of the throughput benchmark
@@ -46,15 +72,29 @@ var benchCallers = []int{16, 64, 256, 1024}
 // callers — a busy node serves many players at once, and group commit is
 // what turns concurrent callers into one journal transaction — at several
 // levels of concurrency. The session also reports movements/commit: how
-// many Records its group commits carried on average.
+// many Records its group commits carried on average. Every case reports
+// cpu-us/movement, the CPU time of this process (user + system) per
+// movement: on a shared machine it moves less than the rate does (a
+// PostgreSQL server's own CPU is in its processes, not counted).
+//
+// At the largest caller count two more cases run beside them: HotSeller,
+// the session with every credit to one seller (one hot counter), and
+// BaselineUnchained, the baseline on a store at schema 5, before postings
+// were hash-chained.
 //
 // scripts/bench-netting runs it and writes docs/bench/netting.md.
 func BenchmarkNettingThroughput(b *testing.B) {
 	for _, st := range benchStores(b) {
 		for _, callers := range benchCallers {
 			prefix := fmt.Sprintf("%s/callers=%d/", st.name, callers)
-			b.Run(prefix+"Session", func(b *testing.B) { benchSession(b, st.open(b), callers) })
+			b.Run(prefix+"Session", func(b *testing.B) { benchSession(b, st.open(b), callers, purchaseLegs) })
+			if callers == benchCallers[len(benchCallers)-1] {
+				b.Run(prefix+"HotSeller", func(b *testing.B) { benchSession(b, st.open(b), callers, hotSellerLegs) })
+			}
 			b.Run(prefix+"Baseline", func(b *testing.B) { benchBaseline(b, st.open(b), callers) })
+			if callers == benchCallers[len(benchCallers)-1] {
+				b.Run(prefix+"BaselineUnchained", func(b *testing.B) { benchBaseline(b, unchainedStore(b, st), callers) })
+			}
 		}
 	}
 }
@@ -95,6 +135,15 @@ func fundBuyers(b *testing.B, s *sqlstore.Store) {
 	}
 	if err := s.Post(testCtx(b), ledger.Posting{ID: "fund-buyers", Legs: legs}); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// hotSellerLegs are purchaseLegs with every credit to one seller.
+func hotSellerLegs(i int) []ledger.Leg {
+	amount := int64(1 + i%97)
+	return []ledger.Leg{
+		ledger.Debit(ledger.Spendable(fmt.Sprintf("buyer-%d", i%benchAccounts)), amount),
+		ledger.Credit(ledger.Earned("seller-hot"), amount),
 	}
 }
 
@@ -146,7 +195,7 @@ func (c *countingStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.Ac
 	return c.Store.ReserveAndAppend(ctx, reqs, build)
 }
 
-func benchSession(b *testing.B, s *sqlstore.Store, callers int) {
+func benchSession(b *testing.B, s *sqlstore.Store, callers int, legs func(i int) []ledger.Leg) {
 	ctx := testCtx(b)
 	fundBuyers(b, s)
 	counted := &countingStore{Store: s}
@@ -158,18 +207,29 @@ func benchSession(b *testing.B, s *sqlstore.Store, callers int) {
 	run := benchRun.Add(1)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := processCPU()
 	runCallers(b, callers, b.N, func(i int) error {
-		out, err := sess.Record(ctx, netting.Movement{Key: fmt.Sprintf("r%d-m%d", run, i), Legs: purchaseLegs(i)})
+		out, err := sess.Record(ctx, netting.Movement{Key: fmt.Sprintf("r%d-m%d", run, i), Legs: legs(i)})
 		if err == nil && out.Status != netting.Accepted {
 			err = fmt.Errorf("movement %d: %+v", i, out)
 		}
 		return err
 	})
 	b.StopTimer()
+	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-us/movement")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "movements/s")
 	if n := counted.commits.Load(); n > 0 {
 		b.ReportMetric(float64(b.N)/float64(n), "movements/commit")
 	}
+}
+
+// processCPU is this process's CPU time so far, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func benchBaseline(b *testing.B, s *sqlstore.Store, callers int) {
@@ -178,10 +238,12 @@ func benchBaseline(b *testing.B, s *sqlstore.Store, callers int) {
 	run := benchRun.Add(1)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := processCPU()
 	runCallers(b, callers, b.N, func(i int) error {
 		return s.Post(ctx, ledger.Posting{ID: fmt.Sprintf("r%d-p%d", run, i), Legs: purchaseLegs(i)})
 	})
 	b.StopTimer()
+	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-us/movement")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "movements/s")
 }
 
@@ -223,4 +285,115 @@ func benchSettle(b *testing.B, s *sqlstore.Store) {
 	}
 	b.ReportMetric(float64(settling.Milliseconds())/float64(b.N), "settle-ms")
 	b.ReportMetric(1000*float64(postings)/float64(movements), "postings/1k-movements")
+}
+
+// BenchmarkNettingSettleMillion times settling one session of 1,000,000
+// movements over 10,000 accounts (5,000 buyers paying 5,000 sellers), at
+// the default chunk width (16: 625 postings) and a wide one (1,024: 10
+// postings). The journal and its reservations are written straight through
+// the store as setup (ReserveAndAppend in batches of 4,096 rows), not
+// through Record: recording is what BenchmarkNettingThroughput measures.
+// The timer covers Settle on the recovered session — read the journal
+// back, verify its chain, net, post the chunks, release, finish. Two of
+// its parts are then timed again on their own, on the same rows: the read
+// (read-ms, ReadJournal) and the chain check (verify-ms, VerifyChain);
+// each also as this process's CPU time (…-cpu-ms; a PostgreSQL server's
+// is not in it).
+func BenchmarkNettingSettleMillion(b *testing.B) {
+	const movements, buyers = 1_000_000, 5_000
+	legs := func(i int) []ledger.Leg {
+		amount := int64(1 + i%97)
+		return []ledger.Leg{
+			ledger.Debit(ledger.Spendable(fmt.Sprintf("buyer-%d", i%buyers)), amount),
+			ledger.Credit(ledger.Earned(fmt.Sprintf("seller-%d", (i/buyers+i)%buyers)), amount),
+		}
+	}
+	for _, st := range benchStores(b) {
+		for _, width := range []int{netting.DefaultChunkWidth, 1024} {
+			b.Run(fmt.Sprintf("%s/width=%d", st.name, width), func(b *testing.B) {
+				// Writing a million rows outlasts testCtx on a loaded machine.
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+				defer cancel()
+				s := st.open(b)
+				fund := []ledger.Leg{ledger.Debit(ledger.Revenue, buyers<<40)}
+				for i := range buyers {
+					fund = append(fund, ledger.Credit(ledger.Spendable(fmt.Sprintf("buyer-%d", i)), 1<<40))
+				}
+				if err := s.Post(ctx, ledger.Posting{ID: "fund-buyers", Legs: fund}); err != nil {
+					b.Fatal(err)
+				}
+				node := benchNode(b, s)
+				var settling, reading, verifying, settleCPU, readCPU, verifyCPU time.Duration
+				var postings int
+				for range b.N {
+					b.StopTimer()
+					id := fmt.Sprintf("million-%d", benchRun.Add(1))
+					if _, err := s.CreateSession(ctx, netting.SessionMeta{ID: id, Scope: "settle-scope", NodeID: "bench", ChunkWidth: width}); err != nil {
+						b.Fatal(err)
+					}
+					head := netting.GenesisHash
+					for start := 0; start < movements; start += 4096 {
+						n := min(4096, movements-start)
+						reqs := make([][]ledger.AccountDelta, n)
+						recs := make([]netting.JournalRecord, n)
+						for k := range n {
+							i := start + k
+							l := legs(i)
+							reqs[k] = ledger.NetDeltas(l)
+							key := fmt.Sprintf("%s-m%d", id, i)
+							h := netting.ChainHash(head, key, l)
+							recs[k] = netting.JournalRecord{SessionID: id, Seq: int64(i), Key: key, Legs: l, PrevHash: head, Hash: h}
+							head = h
+						}
+						granted, err := s.ReserveAndAppend(ctx, reqs, func([]bool) []netting.JournalRecord { return recs })
+						if err != nil {
+							b.Fatal(err)
+						}
+						for _, g := range granted {
+							if !g {
+								b.Fatal("a setup reservation was refused")
+							}
+						}
+					}
+					sess, err := node.Recover(ctx, id)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					start, cpu := time.Now(), processCPU()
+					rep, err := sess.Settle(ctx)
+					settling, settleCPU = settling+time.Since(start), settleCPU+processCPU()-cpu
+					b.StopTimer()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if rep.Mode != netting.ModeNetted || rep.Netted != movements {
+						b.Fatalf("settle report %+v", rep)
+					}
+					postings += rep.Postings
+					start, cpu = time.Now(), processCPU()
+					recs, err := s.ReadJournal(ctx, id)
+					reading, readCPU = reading+time.Since(start), readCPU+processCPU()-cpu
+					if err != nil || len(recs) != movements {
+						b.Fatalf("read back %d rows, %v", len(recs), err)
+					}
+					start, cpu = time.Now(), processCPU()
+					if _, err := netting.VerifyChain(id, recs); err != nil {
+						b.Fatal(err)
+					}
+					verifying, verifyCPU = verifying+time.Since(start), verifyCPU+processCPU()-cpu
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(settling.Milliseconds())/float64(b.N), "settle-ms")
+				b.ReportMetric(float64(reading.Milliseconds())/float64(b.N), "read-ms")
+				b.ReportMetric(float64(verifying.Milliseconds())/float64(b.N), "verify-ms")
+				b.ReportMetric(float64(postings)/float64(b.N), "postings")
+				// This process's CPU in each: on a shared machine the wall
+				// times above stretch with the load, these less.
+				b.ReportMetric(float64(settleCPU.Milliseconds())/float64(b.N), "settle-cpu-ms")
+				b.ReportMetric(float64(readCPU.Milliseconds())/float64(b.N), "read-cpu-ms")
+				b.ReportMetric(float64(verifyCPU.Milliseconds())/float64(b.N), "verify-cpu-ms")
+			})
+		}
+	}
 }

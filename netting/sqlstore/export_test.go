@@ -97,3 +97,7 @@ func (s *Store) ExecForTest(ctx context.Context, query string, args ...any) erro
 	_, err := s.db.ExecContext(ctx, s.d.q(query), args...)
 	return err
 }
+
+// SetJournalReadPart sets ReadJournal's fewest rows to a part, so that a
+// short journal is read in parts.
+func (s *Store) SetJournalReadPart(rows int64) { s.journalReadPart = rows }

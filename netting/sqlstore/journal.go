@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
+	"sync"
 	"time"
 
 	"github.com/shardwise/shardwise/ledger"
@@ -161,14 +163,68 @@ func queryStrings(ctx context.Context, q interface {
 	return out, rs.Err()
 }
 
-// ReadJournal implements netting.JournalStore.
+// ReadJournal implements netting.JournalStore. A long journal is read in
+// up to journalReadParts seq ranges at once, each on its own connection of
+// the read pool, into slices sized from the session row's journal length:
+// a settle reads its whole journal back, and one statement decodes its
+// rows on one core. The parts need not share a snapshot: every row below
+// the length read first was committed with that length (the append's one
+// transaction), so each range finds all of its rows, and the last range
+// is open-ended, as one statement would be.
 func (s *Store) ReadJournal(ctx context.Context, sessionID string) ([]netting.JournalRecord, error) {
-	rs, err := s.rdb.QueryContext(ctx, s.d.q(`SELECT seq, key, legs, prev_hash, hash, recorded_at FROM netting_journal WHERE session_id = ? ORDER BY seq`), sessionID)
+	var n sql.NullInt64
+	err := s.rdb.QueryRowContext(ctx, s.d.q(`SELECT journal_len FROM netting_sessions WHERE id = ?`), sessionID).Scan(&n)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlstore: read journal %s: %w", sessionID, err)
+	}
+	parts := int(min(n.Int64/s.journalReadPart, journalReadParts))
+	if parts <= 1 {
+		return s.readJournalRange(ctx, sessionID, 0, -1, int(n.Int64))
+	}
+	out := make([][]netting.JournalRecord, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for k := range parts {
+		lo, hi := n.Int64*int64(k)/int64(parts), n.Int64*int64(k+1)/int64(parts)
+		if k == parts-1 {
+			hi = -1
+		}
+		wg.Go(func() {
+			out[k], errs[k] = s.readJournalRange(ctx, sessionID, lo, hi, int(n.Int64/int64(parts))+1)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	all := make([]netting.JournalRecord, 0, n.Int64)
+	for _, part := range out {
+		all = append(all, part...)
+	}
+	return all, nil
+}
+
+// defaultJournalReadPart is the fewest rows worth a part of their own in
+// ReadJournal (Store.journalReadPart; tests lower it), journalReadParts
+// the most parts (the SQLite read pool's size).
+const (
+	defaultJournalReadPart = 50_000
+	journalReadParts       = sqliteReaders
+)
+
+// readJournalRange reads the session's rows with lo ≤ seq < hi (no upper
+// bound when hi < 0), ordered by seq, into a slice of capacity size.
+func (s *Store) readJournalRange(ctx context.Context, sessionID string, lo, hi int64, size int) ([]netting.JournalRecord, error) {
+	if hi < 0 {
+		hi = math.MaxInt64
+	}
+	rs, err := s.rdb.QueryContext(ctx, s.d.q(`SELECT seq, key, legs, prev_hash, hash, recorded_at FROM netting_journal
+		WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq`), sessionID, lo, hi)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: read journal %s: %w", sessionID, err)
 	}
 	defer rs.Close()
-	out := []netting.JournalRecord{}
+	out := make([]netting.JournalRecord, 0, size)
 	for rs.Next() {
 		r := netting.JournalRecord{SessionID: sessionID}
 		if err := s.scanJournal(rs, &r); err != nil {

@@ -105,3 +105,62 @@ func testReserveAndAppendMatchesReserve(t *testing.T, open func(t testing.TB) *s
 		t.Fatalf("no request was refused: the batches never reached the path that corrects the counters")
 	}
 }
+
+// A journal read in parts (ReadJournal on a long journal) is the journal
+// read in one statement: the same rows in seq order, also when a row is
+// missing from the middle or the end.
+func testReadJournalInParts(t *testing.T, s *sqlstore.Store) {
+	ctx := testCtx(t)
+	if _, err := s.CreateSession(ctx, netting.SessionMeta{ID: "s", Scope: "x", NodeID: "n", ChunkWidth: 16}); err != nil {
+		t.Fatal(err)
+	}
+	head, seq := netting.GenesisHash, int64(0)
+	for _, n := range []int{1, 7, 12, 5, 12} {
+		var recs []netting.JournalRecord
+		for range n {
+			key := fmt.Sprintf("k%d", seq)
+			legs := []ledger.Leg{ledger.Debit(ledger.Revenue, seq+1), ledger.Credit(ledger.Revenue, seq+1)}
+			h := netting.ChainHash(head, key, legs)
+			recs = append(recs, netting.JournalRecord{SessionID: "s", Seq: seq, Key: key, Legs: legs, PrevHash: head, Hash: h})
+			head, seq = h, seq+1
+		}
+		if err := s.Append(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(part int64) []netting.JournalRecord {
+		t.Helper()
+		s.SetJournalReadPart(part)
+		recs, err := s.ReadJournal(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	same := func(what string) {
+		t.Helper()
+		whole := read(1 << 40)
+		for _, part := range []int64{1, 4, 9, 36} {
+			if got := read(part); !slices.EqualFunc(got, whole, func(a, b netting.JournalRecord) bool {
+				return a.Seq == b.Seq && a.Key == b.Key && a.Hash == b.Hash && a.PrevHash == b.PrevHash && slices.Equal(a.Legs, b.Legs) && a.RecordedAt.Equal(b.RecordedAt)
+			}) {
+				t.Fatalf("%s: read in parts of %d rows: %d rows, whole: %d rows", what, part, len(got), len(whole))
+			}
+		}
+	}
+	same("intact")
+	if n := len(read(1 << 40)); n != int(seq) {
+		t.Fatalf("read %d rows, want %d", n, seq)
+	}
+	for _, gone := range []int64{17, seq - 1} {
+		if err := s.ExecForTest(ctx, `DELETE FROM netting_journal WHERE session_id = ? AND seq = ?`, "s", gone); err != nil {
+			t.Fatal(err)
+		}
+		same(fmt.Sprintf("without seq %d", gone))
+	}
+	if recs, err := s.ReadJournal(ctx, "nobody"); err != nil || recs == nil || len(recs) != 0 {
+		t.Fatalf("journal of no session: %v, %v; want empty", recs, err)
+	}
+}
+
+func TestReadJournalInPartsSQLite(t *testing.T) { testReadJournalInParts(t, openSQLite(t)) }

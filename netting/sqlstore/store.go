@@ -46,6 +46,9 @@ type Store struct {
 	schema int
 	// stmts caches the SQLite writer's hot statements (stmtcache.go).
 	stmts stmtCache
+	// journalReadPart is ReadJournal's fewest rows to a part
+	// (defaultJournalReadPart).
+	journalReadPart int64
 	// singleCommits and declinedCommits count PostgreSQL group commits
 	// by path (GroupCommitStats).
 	singleCommits, declinedCommits atomic.Int64
@@ -86,7 +89,7 @@ func openSQLite(ctx context.Context, path string, upTo int) (*Store, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxIdleTime(0)
 	db.SetConnMaxLifetime(0)
-	s := &Store{db: db, d: sqliteDialect}
+	s := &Store{db: db, d: sqliteDialect, journalReadPart: defaultJournalReadPart}
 	// The writer connection creates the file and switches it to WAL before
 	// any reader opens it.
 	if err := s.migrateTo(ctx, upTo); err != nil {
@@ -169,7 +172,7 @@ func openPostgres(ctx context.Context, url string, upTo int) (*Store, error) {
 		return nil, fmt.Errorf("sqlstore: postgres commit pool: %w", err)
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	s := &Store{db: db, rdb: db, pool: pool, commitPool: commitPool, d: postgresDialect}
+	s := &Store{db: db, rdb: db, pool: pool, commitPool: commitPool, d: postgresDialect, journalReadPart: defaultJournalReadPart}
 	if err := s.migrateTo(ctx, upTo); err != nil {
 		db.Close()
 		pool.Close()

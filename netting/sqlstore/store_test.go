@@ -193,6 +193,9 @@ func TestPostgres(t *testing.T) {
 	t.Run("ReserveAndAppendMatchesReserve", func(t *testing.T) {
 		testReserveAndAppendMatchesReserve(t, tm.open)
 	})
+	t.Run("ReadJournalInParts", func(t *testing.T) {
+		testReadJournalInParts(t, tm.open(t))
+	})
 	t.Run("GroupCommitPaths", func(t *testing.T) {
 		testGroupCommitPathsPostgres(t, tm.open(t))
 	})
