@@ -1,6 +1,7 @@
 // Package storetest is the contract suite of the netting Store port. Every
-// implementation runs it: netting.MemStore in package netting's tests, the
-// SQLite and PostgreSQL stores in netting/sqlstore's.
+// implementation runs it: netting.MemStore and netting.LocalReservations
+// (the process-local registry) in package netting's tests, the SQLite and
+// PostgreSQL stores in netting/sqlstore's.
 //
 //	func TestContract(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) netting.Store { return openFresh(t) })
@@ -10,7 +11,7 @@
 // t.Cleanup. The suite needs a netting.SharedStore (the shared reservation
 // counter is part of the contract) and fails if the store is not one.
 //
-// Run holds three kinds of test:
+// Run holds four kinds of test:
 //   - one per method semantic of the port (the hashicorp/raft lesson: an
 //     in-memory store that disagrees with the real one must fail here, not
 //     in production), the ledger's hash chain among them (LedgerChain/…),
