@@ -388,8 +388,11 @@ func (c *Collector) Snapshot() Snapshot {
 	}
 	slices.Sort(s.Owners)
 	for _, ns := range c.nodes {
-		s.Nodes = append(s.Nodes, c.nodeStats(ns, now))
-		s.Entities = append(s.Entities, ns.entities...)
+		st := c.nodeStats(ns, now)
+		s.Nodes = append(s.Nodes, st)
+		if !st.Stale { // a stopped node's last sample is no longer anywhere
+			s.Entities = append(s.Entities, ns.entities...)
+		}
 	}
 	slices.SortFunc(s.Nodes, func(a, b NodeStats) int { return cmp.Compare(a.Name, b.Name) })
 	for name, es := range c.econ {

@@ -190,9 +190,13 @@ func TestTickPercentilesOverTheWindow(t *testing.T) {
 		t.Fatalf("after the window: %+v, want one tick of 7 ms", st)
 	}
 	// A node that stops reporting is stale.
+	if len(r.col.Snapshot().Entities) == 0 {
+		t.Fatal("no entities while the node reports")
+	}
 	r.clk.Advance(3 * time.Second)
-	if st = r.col.Snapshot().Nodes[0]; !st.Stale {
-		t.Fatalf("3 s without a report: %+v, want stale", st)
+	s := r.col.Snapshot()
+	if st = s.Nodes[0]; !st.Stale || len(s.Entities) != 0 {
+		t.Fatalf("3 s without a report: %+v and %d entities, want stale and none drawn", st, len(s.Entities))
 	}
 }
 

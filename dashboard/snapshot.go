@@ -29,7 +29,8 @@ type Snapshot struct {
 	Regions      []Region    `json:"regions"`
 	Owners       []string    `json:"owners"`
 	Nodes        []NodeStats `json:"nodes"`
-	// Entities are every node's simulated entities at its last sample.
+	// Entities are every node's simulated entities at its last sample,
+	// but for a stale node's.
 	Entities []Entity `json:"entities"`
 	// Handoffs are those seen in the last KeepHandoffs, oldest first.
 	Handoffs []Handoff  `json:"handoffs"`
