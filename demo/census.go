@@ -196,3 +196,18 @@ func (c *census) playersIn(node string, region cells.RegionID) int {
 	defer c.mu.Unlock()
 	return c.regions[node][region]
 }
+
+// forget drops what node held at its last tick, once it has stopped: it
+// holds nothing any more, and its stale sets must not count.
+func (c *census) forget(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := range c.held[node] {
+		if s := c.segs[id]; s != nil && s.node == node {
+			s.open = false
+		}
+	}
+	delete(c.held, node)
+	delete(c.owned, node)
+	delete(c.regions, node)
+}

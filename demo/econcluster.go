@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,10 @@ type demoNode struct {
 type econOptions struct {
 	EpochMaxAge, SweepBound time.Duration
 	MaxMovements            int
+	// TTL is the nodes' lease. Default 1s: the economy demo's quick
+	// failover (a halted node revokes its lease; a live node under load
+	// must keep renewing within it).
+	TTL time.Duration
 }
 
 // startEcon starts the named nodes registered under prefix in the etcd at
@@ -72,7 +77,7 @@ func startEcon(ctx context.Context, endpoints []string, prefix string, store *sq
 		}
 		node, err := econ.Start(ctx, econ.Config{
 			Name: name, Coord: cl, Store: store, Addr: lis.Addr().String(),
-			TTL:          time.Second,
+			TTL:          cmp.Or(o.TTL, time.Second),
 			EpochMaxAge:  o.EpochMaxAge,
 			MaxMovements: o.MaxMovements,
 			SweepBound:   o.SweepBound,

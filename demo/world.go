@@ -74,6 +74,15 @@ type WorldConfig struct {
 	// PostgresURL puts the world store and the ledger on PostgreSQL
 	// instead of SQLite. Exclusive with DataDir.
 	PostgresURL string
+	// DashboardAddr, if set, is where the live dashboard (package
+	// dashboard) is served while the demo runs: host:port, port 0 for any
+	// free one. Default "": none.
+	DashboardAddr string
+	// Serve makes the bots play until Stop is closed instead of for
+	// Duration (MoveAt and KillAt still count from the start); the report
+	// follows as usual. Stop is required with Serve.
+	Serve bool
+	Stop  <-chan struct{}
 	// Progress is the progress line's interval. Default 1s; negative:
 	// none.
 	Progress time.Duration
@@ -108,6 +117,9 @@ type WorldStart struct {
 	FirstFreeAccount account.ID
 	// Where says where the world store and the ledger are.
 	Where string
+	// Dashboard is the dashboard's address (http://ADDR/, the play view at
+	// http://ADDR/play), or "" without one.
+	Dashboard string
 }
 
 // WithDefaults fills the zero fields.
@@ -178,6 +190,8 @@ func (c WorldConfig) Validate() error {
 		return errcode.Config("--epoch", c.EpochMaxAge, "must be positive")
 	case c.Bots > maxBots:
 		return errcode.Config("--bots", c.Bots, fmt.Sprintf("at most %d: every bot is a WebSocket client in this process", maxBots))
+	case c.Serve && c.Stop == nil:
+		return errcode.Config("Stop", nil, "required with Serve: closing it ends the run")
 	case c.DataDir != "" && c.PostgresURL != "":
 		return errcode.Config("--data", c.DataDir, "cannot be combined with --postgres")
 	}
@@ -245,6 +259,7 @@ type worldDemo struct {
 	watch    *orphanWatch
 	census   *census
 	grid     cells.Grid
+	dash     *worldDash // nil without a dashboard
 
 	mu    sync.Mutex
 	nodes map[string]*zoneNode // by name
@@ -345,22 +360,35 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 		return rep, err
 	}
 	if d.ec, err = startEcon(ctx, d.etcd.Endpoints(), d.prefix, d.ledger, d.cfg.Econs,
-		econOptions{EpochMaxAge: d.cfg.EpochMaxAge, SweepBound: 2 * d.cfg.EpochMaxAge, MaxMovements: 256}, d.log); err != nil {
+		econOptions{EpochMaxAge: d.cfg.EpochMaxAge, SweepBound: 2 * d.cfg.EpochMaxAge, MaxMovements: 256, TTL: 5 * time.Second}, d.log); err != nil {
 		return rep, err
 	}
 	stops = append(stops, d.ec.stop)
 	d.watch = newOrphanWatch(d.ec, d.out, d.cfg.EpochMaxAge)
 
+	if d.dash, err = listenDashboard(d.cfg.DashboardAddr, d.log); err != nil {
+		return rep, err
+	}
+	if d.dash != nil {
+		stops = append(stops, d.dash.close)
+	}
 	hostsCtx, stopHosts := context.WithCancel(context.WithoutCancel(ctx))
 	stops = append(stops, func() error { stopHosts(); return d.joinHosts() })
 	if err := d.startZones(ctx, hostsCtx, dataDir); err != nil {
 		return rep, err
 	}
 	st := d.startInfo(where)
+	if d.dash != nil {
+		d.dash.serve(d, st)
+		st.Dashboard = d.dash.addr()
+	}
 	fmt.Fprintf(d.out, "world demo: %d zone nodes (%s), %d economy nodes (%s), %d bots for %s; world store and ledger on %s\n",
 		len(d.cfg.Zones), strings.Join(d.cfg.Zones, " "), len(d.cfg.Econs), strings.Join(d.cfg.Econs, " "), d.cfg.Bots, d.cfg.Duration, where)
 	for _, n := range d.cfg.Zones {
 		fmt.Fprintf(d.out, "  %s: gateway ws://%s/ws  metrics http://%s/metrics\n", n, st.Gateways[n], st.Metrics[n])
+	}
+	if st.Dashboard != "" {
+		fmt.Fprintf(d.out, "  dashboard http://%s/  (play as a new player: http://%s/play)\n", st.Dashboard, st.Dashboard)
 	}
 	if d.cfg.OnStart != nil {
 		d.cfg.OnStart(st)
@@ -371,7 +399,15 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 		return rep, err
 	}
 	playStart := time.Now()
-	loadCtx, stopLoad := context.WithTimeout(ctx, d.cfg.Duration)
+	var (
+		loadCtx  context.Context
+		stopLoad context.CancelFunc
+	)
+	if d.cfg.Serve {
+		loadCtx, stopLoad = context.WithCancel(ctx) // until Stop
+	} else {
+		loadCtx, stopLoad = context.WithTimeout(ctx, d.cfg.Duration)
+	}
 	defer stopLoad()
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	var background sync.WaitGroup
@@ -384,6 +420,13 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 	}
 	if d.cfg.KillAt >= 0 {
 		moments.Go(func() { killErr = d.killAt(ctx, loadCtx, playStart) })
+	}
+	if d.cfg.Serve {
+		select {
+		case <-d.cfg.Stop:
+		case <-ctx.Done():
+		}
+		stopLoad()
 	}
 	<-loadCtx.Done()
 	moments.Wait()
@@ -567,7 +610,8 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, dataDir string) er
 			MetricsAddr: "127.0.0.1:0", GatewayAddr: "127.0.0.1:0",
 			Cluster: demoCluster, LoginKeys: []ed25519.PublicKey{pub},
 			Directory: d.dir, WorldStore: d.world,
-			TTL:     2 * time.Second,
+			// coord's default lease (10s): the demo kills no zone node, and
+			// a loaded machine must not fence one.
 			Logger:  d.log.With("node", name),
 			OnReady: func(r zone.HostReady) { zn.ready = r; readyCh <- r },
 			OnTick:  func(r zone.HostReport) { d.tick(zn, r) },
@@ -577,7 +621,8 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, dataDir string) er
 		d.mu.Unlock()
 		go func() {
 			err := zone.Host(hostsCtx, hc)
-			g.Close() // after the last tick: the game's economy workers stop
+			g.Close()             // after the last tick: the game's economy workers stop
+			d.census.forget(name) // it holds nothing any more
 			zn.done <- err
 		}()
 	}
@@ -620,6 +665,9 @@ func (d *worldDemo) joinHosts() error {
 // and step time, the game's economy counters, then the caller's observer.
 func (d *worldDemo) tick(zn *zoneNode, r zone.HostReport) {
 	d.census.observe(zn.name, r.Runtime)
+	if d.dash != nil {
+		d.dash.col.Zone(r)
+	}
 	es := zn.game.EconomyStats()
 	kept := r
 	kept.Runtime = nil // valid only during the call

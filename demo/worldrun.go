@@ -21,6 +21,9 @@ import (
 func (d *worldDemo) announce(start time.Time, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	fmt.Fprintf(d.out, "[%5.1fs] %s\n", time.Since(start).Seconds(), msg)
+	if d.dash != nil {
+		d.dash.col.Event(msg)
+	}
 	if d.cfg.OnEvent != nil {
 		d.cfg.OnEvent(msg)
 	}

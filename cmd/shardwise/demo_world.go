@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -43,9 +44,22 @@ func newDemoCmd() *cobra.Command {
 			"every tick end), the players' entities conserved, handoffs and their p99 in\n" +
 			"ticks, blinks seen by clients (0), movements accepted and rejected, the\n" +
 			"netting ratio, the money audit and the ledger's hash chain. The exit status is\n" +
-			"1 if an invariant fails. --json FILE writes the report as JSON too.",
+			"1 if an invariant fails. --json FILE writes the report as JSON too.\n" +
+			"\n" +
+			"It serves a live dashboard at --dashboard (printed at start): a map of the\n" +
+			"torus with the regions coloured by owner, the border bands, every entity and\n" +
+			"the handoffs as they happen, each node's numbers, and a play view that logs\n" +
+			"the browser in as a new player. --serve keeps the bots playing until Ctrl-C\n" +
+			"(then the report), for looking around. Every zone node also serves\n" +
+			"Prometheus metrics (addresses printed at start; \"shardwise top\" reads them).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if cfg.Serve {
+				// Ctrl-C ends the play; the report still runs.
+				cfg.Stop = ctx.Done()
+				ctx = context.WithoutCancel(ctx)
+			}
 			// An explicit 0 means what a person means by it, never the
 			// default the zero value stands for in WorldConfig.
 			changed := cmd.Flags().Changed
@@ -74,7 +88,7 @@ func newDemoCmd() *cobra.Command {
 			cfg.OnStart = func(st demo.WorldStart) {
 				fmt.Fprintf(out, "  etcd %s (shardwise members --endpoints %s --prefix %s)\n", st.Etcd, st.Etcd, st.Prefix)
 			}
-			rep, err := demo.RunWorld(cmd.Context(), cfg, out)
+			rep, err := demo.RunWorld(ctx, cfg, out)
 			if err != nil {
 				return withCode(err)
 			}
@@ -107,6 +121,8 @@ func newDemoCmd() *cobra.Command {
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the world and the bots")
 	f.StringVar(&cfg.DataDir, "data", "", "keep the SQLite world store and ledger in this directory (default: a temporary directory, removed at exit)")
 	f.StringVar(&cfg.PostgresURL, "postgres", "", "put the world store and the ledger on this PostgreSQL database URL instead of SQLite")
+	f.StringVar(&cfg.DashboardAddr, "dashboard", "127.0.0.1:0", `serve the live dashboard at this address (port 0: any free port; "" for none)`)
+	f.BoolVar(&cfg.Serve, "serve", false, "keep the bots playing until interrupted (Ctrl-C), then report")
 	f.StringVar(&jsonFile, "json", "", "also write the report as JSON to this file")
 	f.BoolVar(&verbose, "verbose", false, "log the nodes' events to stderr")
 	cmd.AddCommand(newEconomyDemoCmd())
