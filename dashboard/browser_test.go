@@ -233,6 +233,38 @@ func TestPageShowsTheClusterLive(t *testing.T) {
 	}
 	t.Logf("moved: %s", moved)
 
+	// Zoom about the centre, then drag the view past the world's west
+	// edge: its centre wraps onto the torus. A double click shows the
+	// whole world again.
+	var nav struct {
+		Before, Zoomed, After, Fit struct{ CX, CY, Scale float64 }
+	}
+	evalJSON(t, ctx, `(() => {
+		const c = document.getElementById("map"), r = c.getBoundingClientRect();
+		const x = r.left + r.width / 2, y = r.top + r.height / 2;
+		const view = () => { const v = window.dashboard.state().view; return {cx: v.cx, cy: v.cy, scale: v.scale}; };
+		const before = view();
+		c.dispatchEvent(new WheelEvent("wheel", {deltaY: -600, clientX: x, clientY: y, bubbles: true, cancelable: true}));
+		const zoomed = view();
+		const dx = (before.cx + 1000) * zoomed.scale;
+		const opts = (px) => ({pointerId: 7, clientX: px, clientY: y, bubbles: true});
+		c.dispatchEvent(new PointerEvent("pointerdown", opts(x)));
+		c.dispatchEvent(new PointerEvent("pointermove", opts(x + dx)));
+		c.dispatchEvent(new PointerEvent("pointerup", opts(x + dx)));
+		const after = view();
+		c.dispatchEvent(new MouseEvent("dblclick", {bubbles: true}));
+		return JSON.stringify({before, zoomed, after, fit: view()});
+	})()`, &nav)
+	if nav.Zoomed.Scale <= nav.Before.Scale*2 || nav.Zoomed.CX != nav.Before.CX {
+		t.Errorf("the wheel did not zoom about the centre: %+v", nav)
+	}
+	if want := 8192.0 - 1000; nav.After.CX < 0 || nav.After.CX >= 8192 || !near(nav.After.CX, want) {
+		t.Errorf("dragged past the west edge: centre x %v, want %v on the torus (%+v)", nav.After.CX, want, nav)
+	}
+	if nav.Fit != nav.Before {
+		t.Errorf("a double click shows %+v, want the whole world %+v", nav.Fit, nav.Before)
+	}
+
 	// A region move: its entities are handed over, and the page shows it.
 	r.col.Event(fmt.Sprintf("moving region %d from zone-0 to zone-1", reg.ID))
 	r.moveRegion(reg.ID, "zone-1")
@@ -242,6 +274,8 @@ func TestPageShowsTheClusterLive(t *testing.T) {
 	t.Logf("page after the move: %d handoffs seen, %d flashing, table v%d", s.HandoffsSeen, s.HandoffsDrawn, s.TableVersion)
 	saveScreenshot(t, ctx, "dashboard.png")
 }
+
+func near(a, b float64) bool { return a-b < 0.5 && b-a < 0.5 }
 
 func saveScreenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
