@@ -97,6 +97,11 @@ func (c HostConfig) Validate() error {
 	if _, _, err := net.SplitHostPort(listen); err != nil {
 		return errcode.Config("HostConfig.ListenAddr", c.ListenAddr, "must be host:port (port 0 picks a free one)")
 	}
+	if c.AdvertiseAddr != "" {
+		if _, _, err := net.SplitHostPort(c.AdvertiseAddr); err != nil {
+			return errcode.Config("HostConfig.AdvertiseAddr", c.AdvertiseAddr, "must be host:port")
+		}
+	}
 	if c.CertDir == "" && !isLoopback(listen) {
 		return errcode.Config("HostConfig.CertDir", c.CertDir, "is required unless the service listens on a loopback address (without certificates it is plaintext)")
 	}

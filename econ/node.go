@@ -125,18 +125,23 @@ func (c Config) validateSettings(prefix string) error {
 		{"SettleLease", c.SettleLease}, {"CloseTimeout", c.CloseTimeout},
 	} {
 		if d.v < 0 {
-			return errcode.Config(prefix+d.field, d.v.String(), "must not be negative")
+			return errcode.Config(prefix+d.field, d.v, "must not be negative")
 		}
+	}
+	// Checked here, not first at Register: a bad TTL is refused before
+	// any etcd work, under the field the caller set.
+	if c.TTL != 0 && (c.TTL < time.Second || c.TTL%time.Second != 0) {
+		return errcode.Config(prefix+"TTL", c.TTL, "must be 0 (the default, 10s) or a whole number of seconds, at least 1s (etcd leases count whole seconds)")
 	}
 	if c.MaxMovements < 0 {
 		return errcode.Config(prefix+"MaxMovements", c.MaxMovements, "must not be negative")
 	}
 	w := c.WithDefaults()
 	if w.SweepBound < 2*w.EpochMaxAge {
-		return errcode.Config(prefix+"SweepBound", c.SweepBound.String(), fmt.Sprintf("must be at least twice the epoch max age (%s)", 2*w.EpochMaxAge))
+		return errcode.Config(prefix+"SweepBound", c.SweepBound, fmt.Sprintf("must be at least twice the epoch max age (%s)", 2*w.EpochMaxAge))
 	}
 	if w.RotateEvery > w.EpochMaxAge {
-		return errcode.Config(prefix+"RotateEvery", c.RotateEvery.String(), fmt.Sprintf("must be at most the epoch max age (%s), so idle epochs rotate in time", w.EpochMaxAge))
+		return errcode.Config(prefix+"RotateEvery", c.RotateEvery, fmt.Sprintf("must be at most the epoch max age (%s), so idle epochs rotate in time", w.EpochMaxAge))
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ func newEconCmd() *cobra.Command {
 		"HostConfig.Name":              "--name",
 		"HostConfig.StoreURL":          "--store",
 		"HostConfig.ListenAddr":        "--listen",
+		"HostConfig.AdvertiseAddr":     "--advertise",
 		"HostConfig.CertDir":           "--certs",
 		"HostConfig.MetricsAddr":       "--metrics",
 		"HostConfig.Node.TTL":          "--ttl",
@@ -59,7 +60,9 @@ func newEconCmd() *cobra.Command {
 			"loopback address. --metrics ADDR serves Prometheus metrics at\n" +
 			"http://ADDR/metrics (shardwise_econ_records_total{result}, _ready,\n" +
 			"_view_members, _view_changes_total, _settled_sessions_total,\n" +
-			"_swept_orphans_total).\n" +
+			"_settle_postings_total, _settled_movements_total, _swept_orphans_total;\n" +
+			"docs/metrics.md) and publishes the address in its member record, where\n" +
+			"\"shardwise top\" finds it.\n" +
 			"\n" +
 			"It prints a ready line and, at the end (interrupt, or a lost lease: exit\n" +
 			"status 1), the node's state. It stops gracefully: open sessions settled,\n" +
