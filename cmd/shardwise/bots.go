@@ -75,6 +75,21 @@ func newBotsCmd() *cobra.Command {
 			if cfg.Count < 1 { // 0 would be BotsConfig's default
 				return withCode(errcode.Config("--count", cfg.Count, "must be at least 1"))
 			}
+			// BotsConfig reads 0 as "the default": a 0 typed here is
+			// refused, or means what the flag's help says.
+			switch {
+			case cfg.Reach == 0:
+				return withCode(errcode.Config("--reach", cfg.Reach, "must be a positive number of metres"))
+			case cfg.FightRadius == 0:
+				return withCode(errcode.Config("--fight-radius", cfg.FightRadius, "must be a positive number of metres"))
+			case cfg.RelogPause == 0:
+				return withCode(errcode.Config("--relog-pause", cfg.RelogPause, "must be positive"))
+			case cfg.LegTimeout == 0:
+				return withCode(errcode.Config("--leg-timeout", cfg.LegTimeout, "must be positive"))
+			}
+			if cfg.RelogChance == 0 {
+				cfg.RelogChance = -1 // the help: 0 never relogs
+			}
 			cfg.FirstAccount = account.ID(first)
 			if first == 0 {
 				return withCode(errcode.Config("--first-account", first, "must be at least 1"))
@@ -139,7 +154,7 @@ func newBotsCmd() *cobra.Command {
 	f.IntVar(&cfg.Legs, "legs", 0, "waypoints each bot walks to before it logs out (0: no limit)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "the bots' schedules come from this seed")
 	f.Float64Var(&cfg.Reach, "reach", sim.DefaultBotReach, "waypoints lie between reach/2 and reach metres from the origin on each axis")
-	f.Float64Var(&cfg.RelogChance, "relog-chance", sim.DefaultRelogChance, "chance after each leg to log out and back in on the next gateway (negative: never)")
+	f.Float64Var(&cfg.RelogChance, "relog-chance", sim.DefaultRelogChance, "chance after each leg to log out and back in on the next gateway (0 or negative: never)")
 	f.DurationVar(&cfg.RelogPause, "relog-pause", sim.DefaultRelogPause, "how long a bot stays logged out")
 	f.Float64Var(&cfg.FightRadius, "fight-radius", sim.DefaultFightRadius, "attack the nearest mob this close, in metres")
 	f.DurationVar(&cfg.LegTimeout, "leg-timeout", sim.DefaultLegTimeout, "give up on a waypoint not reached after this long")

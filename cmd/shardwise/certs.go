@@ -34,21 +34,21 @@ func newCertsCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
-				return errcode.Config("--dir", dir, "a directory is required")
+				return withCode(errcode.Config("--dir", dir, "a directory is required"))
 			}
 			if len(nodes) == 0 {
-				return errcode.Config("--nodes", "", "at least one node id is required")
+				return withCode(errcode.Config("--nodes", "", "at least one node id is required"))
 			}
 			for _, id := range nodes {
 				if err := nodename.Check("--nodes", id); err != nil {
-					return err
+					return withCode(err)
 				}
 			}
 			if validity <= 0 {
-				return errcode.Config("--validity", validity, "must be positive")
+				return withCode(errcode.Config("--validity", validity, "must be positive"))
 			}
 			if err := link.WriteClusterCerts(dir, cluster, nodes, time.Now(), validity); err != nil {
-				return err
+				return withCode(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s and certificates for %s to %s\n", link.CAFile, strings.Join(nodes, ", "), dir)
 			return nil

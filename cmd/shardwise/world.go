@@ -36,10 +36,18 @@ func newWorldCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if ticks < 1 {
-				return errTicks(ticks)
+				return withCode(errTicks(ticks))
+			}
+			// game.Config reads 0 as its default (8 players, a 1 km
+			// square): a 0 typed here is refused instead.
+			switch {
+			case cfg.Players == 0:
+				return withCode(errcode.Config("--players", cfg.Players, "must be at least 1"))
+			case cfg.Area == 0:
+				return withCode(errcode.Config("--area", cfg.Area, "must be positive and fit the torus"))
 			}
 			if err := cfg.WithDefaults().Validate(); err != nil {
-				return renameToFlags(err, flagOf)
+				return withCode(renameToFlags(err, flagOf))
 			}
 			s, err := game.RunHeadless(cmd.Context(), cfg, ticks, nil)
 			if err != nil {

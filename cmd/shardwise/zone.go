@@ -94,7 +94,8 @@ func newZoneCmd() *cobra.Command {
 			"on interrupt, or when the node loses its lease (exit status 1). With\n" +
 			"--metrics it serves Prometheus metrics at http://ADDR/metrics, among them\n" +
 			"shardwise_zone_region_entities{region} (entities simulated per region) and\n" +
-			"shardwise_zone_handoffs_total{event}.\n" +
+			"shardwise_zone_handoffs_total{event} (docs/metrics.md lists them all), and\n" +
+			"publishes the address in its member record, where \"shardwise top\" finds it.\n" +
 			"\n" +
 			"With --gateway ADDR the node serves players: the client protocol's WebSocket\n" +
 			"at ws://ADDR/ws and the browser client at http://ADDR/ (docs/protocol.md).\n" +
@@ -117,6 +118,18 @@ func newZoneCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if ticks < 0 {
 				return withCode(errcode.Config("--ticks", ticks, "must not be negative (0 runs until interrupted)"))
+			}
+			// game.Config and HostConfig read 0 as "the default": a 0
+			// typed on the command line is refused instead, or means what
+			// the flag's help says.
+			switch {
+			case gc.TickInterval == 0:
+				return withCode(errcode.Config("--tick", gc.TickInterval, "must be positive"))
+			case gc.Area == 0:
+				return withCode(errcode.Config("--area", gc.Area, "must be positive and fit the torus"))
+			}
+			if host.PeerWait == 0 {
+				host.PeerWait = -1 // the help: 0 does not wait
 			}
 			if economy != "" {
 				if module != "game" {
@@ -182,7 +195,7 @@ func newZoneCmd() *cobra.Command {
 	f.StringVar(&host.AdvertiseAddr, "advertise", "", "link address published for peers (default: the one listened on)")
 	f.StringVar(&host.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (port 0: any free port; default: not served)")
 	f.DurationVar(&host.TTL, "ttl", 0, "lease TTL, whole seconds: the node is fenced this long after etcd stops hearing from it (0: 10s)")
-	f.DurationVar(&host.PeerWait, "peer-wait", 10*time.Second, "before the first tick, wait this long for the table's other nodes to be connected (negative: do not wait)")
+	f.DurationVar(&host.PeerWait, "peer-wait", 10*time.Second, "before the first tick, wait this long for the table's other nodes to be connected (0 or negative: do not wait)")
 	f.IntVar(&ticks, "ticks", 0, "ticks to run; 0 runs until interrupted")
 	f.DurationVar(&gc.TickInterval, "tick", 50*time.Millisecond, "the fixed step (every node of a world must use the same)")
 	f.Uint64Var(&gc.Seed, "seed", 1, "world seed: every node of a world must use the same")
@@ -249,6 +262,9 @@ func zoneModule(cmd *cobra.Command, module string, gc game.Config, entities int)
 		if changed("entities") {
 			return nil, errcode.Config("--entities", entities, "is for --module wander")
 		}
+		if gc.Players == 0 { // game.Config's 0 is its default, 8
+			return nil, errcode.Config("--players", gc.Players, "must be at least 1")
+		}
 		return game.NewModule(gc)
 	case "wander":
 		if changed("players") {
@@ -259,6 +275,9 @@ func zoneModule(cmd *cobra.Command, module string, gc game.Config, entities int)
 		}
 		if err := gc.WithDefaults().Validate(); err != nil {
 			return nil, err
+		}
+		if entities == 0 { // wander.Config's 0 is its default, 64
+			return nil, errcode.Config("--entities", entities, "must be positive")
 		}
 		// Centre zero: the seams' crossing, where the game's start square is.
 		return wander.New(wander.Config{Seed: gc.Seed, Entities: entities, Area: gc.Area})
