@@ -12,7 +12,8 @@ import (
 var devServingRE = regexp.MustCompile(`etcd serving at (\S+);`)
 
 // TestDevServesEtcdForTheOtherCommands: "shardwise dev" prints an endpoint
-// that "shardwise members" can use, keeps --data across runs and says so,
+// that "shardwise members" and "regions apply" can use, keeps --data
+// across runs and says what it found there (the table applied),
 // refuses a taken port by name, and stops on an interrupt.
 func TestDevServesEtcdForTheOtherCommands(t *testing.T) {
 	data := t.TempDir() + "/etcd"
@@ -34,6 +35,7 @@ func TestDevServesEtcdForTheOtherCommands(t *testing.T) {
 	if out := runShardwise(t, "members", "--endpoints", ep); !strings.Contains(out, "0 member(s)") {
 		t.Errorf("members against dev's etcd:\n%s", out)
 	}
+	runShardwise(t, "regions", "apply", "--endpoints", ep, "--force", smallTableFile(t, 1, false, "zone-a", "zone-b", "zone-a", "zone-b"))
 	port := ep[strings.LastIndexByte(ep, ':')+1:]
 	_, err := runCmd(t, newRootCmd(), "", "dev", "--port", port)
 	if err == nil || !strings.Contains(err.Error(), "client port "+port) {
@@ -46,7 +48,7 @@ func TestDevServesEtcdForTheOtherCommands(t *testing.T) {
 	testenv.PollUntil(t, 30*time.Second, "the second run's endpoint line", func() bool {
 		return devServingRE.MatchString(again.out.String()) || again.exited()
 	})
-	if !strings.Contains(again.out.String(), "found an earlier run's data") {
-		t.Errorf("a reused --data is not reported:\n%s", again.out.String())
+	if want := "found an earlier run's data, serving it again: region table version 1 over 2 node(s) (zone-a, zone-b), no members"; !strings.Contains(again.out.String(), want) {
+		t.Errorf("a reused --data is not reported as %q:\n%s", want, again.out.String())
 	}
 }
