@@ -15,6 +15,12 @@
 //	                                print a region table over the zone grid
 //	shardwise regions show|apply    the region table in etcd (compare-and-set)
 //	shardwise members               the live members registered in etcd
+//	shardwise top --endpoints E [--once]
+//	                                every member's /metrics in one table (zone:
+//	                                ticks, entities, handoffs; economy: movements,
+//	                                netting ratio), refreshed every --every
+//	shardwise dev [--data D]        an embedded etcd on 127.0.0.1:2379 for trying
+//	                                the commands above (docs/operators.md)
 //	shardwise certs --dir D --nodes a,b,c
 //	                                a cluster CA and node certificates for the link
 //

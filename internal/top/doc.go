@@ -12,8 +12,9 @@
 //     with its error, not a failed table.
 //  3. Snapshot.WriteTo: the table, one section per role, sorted by name.
 //
-// It reads only what the nodes export (docs/metrics.md lists every
-// series); it keeps no state between snapshots except what the caller
-// passes back (Collect's previous snapshot, for rates). It does not talk
-// to etcd itself: the caller lists the members.
+// Take does the three at once. The package reads only what the nodes
+// export (docs/metrics.md lists every series) and keeps no state between
+// snapshots: the numbers are totals since each node started, not rates.
+// It does not talk to etcd itself: the caller lists the members. Package
+// toptest runs a zone node and an economy node for tests of it.
 package top
