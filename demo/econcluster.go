@@ -8,10 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 
 	"github.com/shardwise/shardwise/clock"
@@ -34,12 +37,15 @@ type econCluster struct {
 	clCoord *coord.Client
 }
 
-// demoNode is one economy node of the demo with its gRPC server.
+// demoNode is one economy node of the demo with its gRPC server and its
+// metrics server.
 type demoNode struct {
-	node  *econ.Node
-	coord *coord.Client
-	grpc  *grpc.Server
-	done  chan struct{} // closed when Serve returned
+	node    *econ.Node
+	coord   *coord.Client
+	grpc    *grpc.Server
+	done    chan struct{} // closed when Serve returned
+	metrics *http.Server
+	mdone   chan struct{} // closed when the metrics server returned
 }
 
 // econOptions are the nodes' timing.
@@ -75,8 +81,14 @@ func startEcon(ctx context.Context, endpoints []string, prefix string, store *sq
 			cl.Close()
 			return nil, err
 		}
+		ml, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			lis.Close()
+			cl.Close()
+			return nil, err
+		}
 		node, err := econ.Start(ctx, econ.Config{
-			Name: name, Coord: cl, Store: store, Addr: lis.Addr().String(),
+			Name: name, Coord: cl, Store: store, Addr: lis.Addr().String(), MetricsAddr: ml.Addr().String(),
 			TTL:          cmp.Or(o.TTL, time.Second),
 			EpochMaxAge:  o.EpochMaxAge,
 			MaxMovements: o.MaxMovements,
@@ -88,16 +100,24 @@ func startEcon(ctx context.Context, endpoints []string, prefix string, store *sq
 			Logger:      log,
 		})
 		if err != nil {
+			ml.Close()
 			lis.Close()
 			cl.Close()
 			return nil, err
 		}
 		gs := grpc.NewServer()
 		econ.NewServer(node, econ.WithServerLogger(log)).Register(gs)
-		dn := &demoNode{node: node, coord: cl, grpc: gs, done: make(chan struct{})}
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(node.Collectors()...)
+		dn := &demoNode{node: node, coord: cl, grpc: gs, done: make(chan struct{}), mdone: make(chan struct{}),
+			metrics: &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}}
 		go func() {
 			defer close(dn.done)
 			_ = gs.Serve(lis)
+		}()
+		go func() {
+			defer close(dn.mdone)
+			_ = dn.metrics.Serve(ml)
 		}()
 		c.nodes[name] = dn
 	}
@@ -173,6 +193,8 @@ func (c *econCluster) stop() error {
 		errs = append(errs, dn.node.Close())
 		dn.grpc.Stop()
 		<-dn.done
+		_ = dn.metrics.Close()
+		<-dn.mdone
 		errs = append(errs, dn.coord.Close())
 	}
 	if c.clCoord != nil {
