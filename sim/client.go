@@ -209,6 +209,32 @@ func (c *Client) Stop(ctx context.Context, entity uint64) (uint32, error) {
 	return c.Input(ctx, &clientpb.Input{Entity: entity, Kind: game.InputStop})
 }
 
+// Buy asks master to buy count of good from the keeper of a den within
+// reach (game.InputBuy).
+func (c *Client) Buy(ctx context.Context, master uint64, good game.Good, count int) (uint32, error) {
+	return c.Input(ctx, &clientpb.Input{Entity: master, Kind: game.InputBuy, Target: uint64(good) + 256*uint64(count)})
+}
+
+// Offer offers master's partner (another player's master) a trade, or
+// joins the one the partner offered (game.InputTradeOffer): master gives
+// o's coins and its count of its good.
+func (c *Client) Offer(ctx context.Context, master, partner uint64, o game.Offer) (uint32, error) {
+	return c.Input(ctx, &clientpb.Input{Entity: master, Kind: game.InputTradeOffer, Target: partner,
+		Point: &clientpb.Point{X: float64(o.Coins), Y: float64(o.Good) + 256*float64(o.Count)}})
+}
+
+// Accept accepts the open trade with partner as both offers stand
+// (game.InputTradeAccept).
+func (c *Client) Accept(ctx context.Context, master, partner uint64) (uint32, error) {
+	return c.Input(ctx, &clientpb.Input{Entity: master, Kind: game.InputTradeAccept, Target: partner})
+}
+
+// CancelTrade cancels the open trade with partner
+// (game.InputTradeCancel).
+func (c *Client) CancelTrade(ctx context.Context, master, partner uint64) (uint32, error) {
+	return c.Input(ctx, &clientpb.Input{Entity: master, Kind: game.InputTradeCancel, Target: partner})
+}
+
 // Ping sends a ping.
 func (c *Client) Ping(ctx context.Context, nonce uint64) error {
 	return c.send(ctx, &clientpb.ClientMessage{Body: &clientpb.ClientMessage_Ping{Ping: &clientpb.Ping{Nonce: nonce}}})
@@ -283,6 +309,22 @@ func (v *View) Position(id uint64) (torus.Pos, bool) {
 		return torus.Pos{}, false
 	}
 	p, err := zone.DecodePos(b)
+	return p, err == nil
+}
+
+// Purse decodes the player's purse (game.WirePurse, sent to its owner
+// only, on its master): what it can spend, as the economy last said. A
+// world without an economy sends none.
+func (v *View) Purse() (game.Purse, bool) {
+	e, ok := v.c.entities[v.c.master]
+	if !ok || v.c.master == 0 {
+		return game.Purse{}, false
+	}
+	b, ok := e.Components[game.WirePurse]
+	if !ok {
+		return game.Purse{}, false
+	}
+	p, err := game.DecodePurse(b)
 	return p, err == nil
 }
 

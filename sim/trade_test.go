@@ -2,7 +2,6 @@ package sim_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -89,28 +88,6 @@ func (e *economy) grant(t *testing.T, a account.ID, good game.Good, n int64) {
 	}
 }
 
-// purse decodes the Purse payload a client holds for its master.
-func purse(v *sim.View) (p game.Purse, ok bool) {
-	m, _ := v.You()
-	e, found := v.Entity(m)
-	if !found || e.Components[game.WirePurse] == nil {
-		return p, false
-	}
-	b := e.Components[game.WirePurse]
-	fields := []*int64{&p.Coins}
-	for i := range p.Goods {
-		fields = append(fields, &p.Goods[i])
-	}
-	for _, f := range fields {
-		x, n := binary.Varint(b)
-		if n <= 0 {
-			return p, false
-		}
-		*f, b = x, b[n:]
-	}
-	return p, len(b) == 0
-}
-
 // Two players log in on two gateways, stand on either side of the border
 // between two zone nodes and trade through the client protocol: each
 // client sees its own purse, and only its own, change as the offers are
@@ -149,12 +126,12 @@ func TestTradeOverTheClientProtocol(t *testing.T) {
 	wantPurse := func(cl *sim.Client, want game.Purse, what string) {
 		t.Helper()
 		if err := cl.Wait(ctx, func(v *sim.View) bool {
-			p, ok := purse(v)
+			p, ok := v.Purse()
 			p.Known = false
 			return ok && p == want
 		}); err != nil {
 			var p game.Purse
-			cl.Look(func(v *sim.View) { p, _ = purse(v) })
+			cl.Look(func(v *sim.View) { p, _ = v.Purse() })
 			t.Fatalf("%s: purse %+v, want %+v: %v", what, p, want, err)
 		}
 	}
