@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,8 @@ const (
 	DefaultBotLoginWait   = 15 * time.Second
 	DefaultLoginRetries   = 5
 	DefaultLoginRetryWait = time.Second
+	DefaultShopWait       = 10 * time.Second
+	DefaultTradeWait      = time.Minute
 )
 
 // BotsConfig configures a crowd of bots (StartBots, RunBots). Zero fields
@@ -95,6 +98,33 @@ type BotsConfig struct {
 	// DefaultLoginRetryWait.
 	LoginRetries int
 	RetryWait    time.Duration
+	// ShopChance is the chance that after a leg a bot goes shopping: it
+	// walks to the nearest den keeper it sees (none in sight: the first
+	// it comes across in its next leg) and buys (game.InputBuy) one to
+	// three of a good its purse affords, chosen at random. The game must
+	// have an economy that clients are sent purses of. Default 0: never.
+	ShopChance float64
+	// ShopWait bounds how long a bot waits for its purse to show a
+	// purchase; one it does not show by then counts as refused. Default
+	// DefaultShopWait.
+	ShopWait time.Duration
+	// TradeChance is the chance that after a leg a pair of bots trades:
+	// bots 2k and 2k+1 (a last bot of an odd count has no partner) draw
+	// the same decision and the same meeting point from their pair's own
+	// stream, each walks to its side of the point, on one of the two
+	// lines through Centre (region borders, see Centre: the partners
+	// stand 2 m either side of it, on two regions, on two nodes if the
+	// regions are), and once each sees the other there they offer
+	// (game.InputTradeOffer) and accept (game.InputTradeAccept): 2k gives
+	// one to five coins (the plan's BotStep.Coins), 2k+1 one or two of the
+	// good it holds most of. A bot whose purse lacks its side does not
+	// go. Default 0: never.
+	TradeChance float64
+	// TradeWait bounds how long a bot at a meeting point waits for its
+	// partner to show, and then for the trade to commit, before it
+	// cancels (game.InputTradeCancel) and walks on. Default
+	// DefaultTradeWait.
+	TradeWait time.Duration
 }
 
 func (c BotsConfig) withDefaults() BotsConfig {
@@ -130,6 +160,12 @@ func (c BotsConfig) withDefaults() BotsConfig {
 	}
 	if c.RetryWait == 0 {
 		c.RetryWait = DefaultLoginRetryWait
+	}
+	if c.ShopWait == 0 {
+		c.ShopWait = DefaultShopWait
+	}
+	if c.TradeWait == 0 {
+		c.TradeWait = DefaultTradeWait
 	}
 	return c
 }
@@ -176,6 +212,14 @@ func (c BotsConfig) Validate() error {
 		return errcode.Config("BotsConfig.LoginRetries", c.LoginRetries, "must be at least 1")
 	case c.RetryWait < 0:
 		return errcode.Config("BotsConfig.RetryWait", c.RetryWait, "must not be negative")
+	case !(c.ShopChance >= 0 && c.ShopChance <= 1):
+		return errcode.Config("BotsConfig.ShopChance", c.ShopChance, "must be within [0, 1]")
+	case c.ShopWait <= 0:
+		return errcode.Config("BotsConfig.ShopWait", c.ShopWait, "must be positive")
+	case !(c.TradeChance >= 0 && c.TradeChance <= 1):
+		return errcode.Config("BotsConfig.TradeChance", c.TradeChance, "must be within [0, 1]")
+	case c.TradeWait <= 0:
+		return errcode.Config("BotsConfig.TradeWait", c.TradeWait, "must be positive")
 	}
 	return nil
 }
@@ -190,28 +234,42 @@ const (
 	// StepRelog logs out, waits RelogPause, and logs in on the next
 	// gateway; the player must come back where it left.
 	StepRelog
+	// StepShop buys at the nearest den keeper in sight, or at the first
+	// one the next leg comes across (BotsConfig.ShopChance). What and how
+	// many depend on the purse: drawn when the bot gets there.
+	StepShop
+	// StepTrade walks to To, this bot's side of a meeting point, and
+	// trades with bot Partner standing at PartnerAt
+	// (BotsConfig.TradeChance).
+	StepTrade
 )
 
 // BotStep is one step of a bot's schedule.
 type BotStep struct {
 	Kind BotStepKind
-	// To is a walk's waypoint as an offset from BotsConfig.Centre.
+	// To is a walk's waypoint, or where a trade's bot stands, as an
+	// offset from BotsConfig.Centre.
 	To torus.Pos
+	// A trade's partner (a bot index), where it stands (an offset from
+	// Centre), and the coins the pair's lower index gives.
+	Partner   int
+	PartnerAt torus.Pos
+	Coins     int64
 }
 
-// BotPlan returns the first legs legs of bot's schedule, with the relogs
-// between them: a pure function of cfg.Seed, the bot's account and cfg's
-// Reach and RelogChance, so a run can be replayed. The plan of n legs is
-// a prefix of the plan of n+1.
+// BotPlan returns the first legs legs of bot's schedule: each leg's walk,
+// then, as drawn, a shopping trip, a trade and (between legs) a relog. It
+// is a pure function of cfg.Seed, the bot's account, its pair's first
+// account, and cfg's Count, Reach and chances, so a run can be replayed;
+// the two bots of a pair have their trades at the same legs, at the same
+// meeting points. Walks and relogs, shops, and trades are drawn from
+// streams of their own, so a chance changes no other step. The plan of n
+// legs is a prefix of the plan of n+1.
 func BotPlan(cfg BotsConfig, bot, legs int) []BotStep {
-	p := newPlanner(cfg.withDefaults(), bot)
+	s := newSchedule(cfg.withDefaults(), bot)
 	var steps []BotStep
 	for leg := range legs {
-		walk, relog := p.next()
-		steps = append(steps, walk)
-		if relog && leg < legs-1 {
-			steps = append(steps, BotStep{Kind: StepRelog})
-		}
+		steps = append(steps, s.next(leg == legs-1)...)
 	}
 	return steps
 }
@@ -258,6 +316,73 @@ func (p *planner) next() (BotStep, bool) {
 	return BotStep{Kind: StepWalk, To: to}, relog
 }
 
+// tradeGap is how far either side of the line through Centre a trade's
+// partners stand: on two regions, well within the game's trade range.
+const tradeGap = 2.0
+
+// schedule draws a bot's whole schedule, a leg at a time: its walks and
+// relogs (planner), its shopping trips (a stream of the bot's own) and
+// its pair's trades (a stream its partner draws alike). Every stream is
+// drawn the same every leg whatever the chances, so a plan's every prefix
+// is the same and no chance changes another's steps.
+type schedule struct {
+	walks *planner
+	shops *rand.Rand
+	pair  *rand.Rand // nil: no partner
+	cfg   BotsConfig
+	bot   int
+	// trades counts the pair's trades so far: meetings alternate between
+	// the two lines through Centre.
+	trades int
+}
+
+func newSchedule(cfg BotsConfig, bot int) *schedule {
+	acct := uint64(cfg.FirstAccount) + uint64(bot)
+	s := &schedule{walks: newPlanner(cfg, bot), cfg: cfg, bot: bot,
+		shops: rand.New(rand.NewPCG(cfg.Seed, acct^0x5409_b075))}
+	if bot^1 < cfg.Count {
+		first := uint64(cfg.FirstAccount) + uint64(bot&^1)
+		s.pair = rand.New(rand.NewPCG(cfg.Seed, first^0x7ade_b075))
+	}
+	return s
+}
+
+// next returns the next leg's steps: its walk, then as drawn a shopping
+// trip, a trade, and unless last a relog.
+func (s *schedule) next(last bool) []BotStep {
+	walk, relog := s.walks.next()
+	steps := []BotStep{walk}
+	if s.shops.Float64() < s.cfg.ShopChance {
+		steps = append(steps, BotStep{Kind: StepShop})
+	}
+	if s.pair != nil {
+		trade := s.pair.Float64() < s.cfg.TradeChance
+		along := s.cfg.Reach * (0.5 + s.pair.Float64()/2)
+		if s.pair.IntN(2) == 0 {
+			along = -along
+		}
+		coins := 1 + s.pair.Int64N(5)
+		if trade {
+			// Pairs alternate the line they meet on, and so do a pair's
+			// meetings: pair k's j-th is on the line y = Centre.Y if k+j
+			// is even, else on x = Centre.X.
+			lo, hi := torus.Pos{X: along, Y: -tradeGap}, torus.Pos{X: along, Y: tradeGap}
+			if (s.bot/2+s.trades)%2 == 1 {
+				lo, hi = torus.Pos{X: -tradeGap, Y: along}, torus.Pos{X: tradeGap, Y: along}
+			}
+			s.trades++
+			if s.bot%2 == 1 {
+				lo, hi = hi, lo
+			}
+			steps = append(steps, BotStep{Kind: StepTrade, To: lo, Partner: s.bot ^ 1, PartnerAt: hi, Coins: coins})
+		}
+	}
+	if relog && !last {
+		steps = append(steps, BotStep{Kind: StepRelog})
+	}
+	return steps
+}
+
 // BotStats count what bots did and saw. Errors and Closes are keyed by
 // the protocol's codes (docs/protocol.md).
 type BotStats struct {
@@ -285,8 +410,39 @@ type BotStats struct {
 	Batches, Blinks, EdgeReturns, OutOfOrder, Bytes int
 	// BlinkLog is the first blinks seen (at most 16), for diagnosis.
 	BlinkLog []Blink
+	// Purchases counts the purchases a bot's purse showed (the good's
+	// count rose); PurchasesRefused those it did not show within
+	// ShopWait (refused for want of coins, or no keeper in reach);
+	// ShopMisses the shopping trips that bought nothing: no keeper in
+	// sight within the next leg, none reached, or nothing the purse
+	// afforded.
+	Purchases, PurchasesRefused, ShopMisses int
+	// TradesCommitted counts the trades a bot saw commit in its purse (it
+	// got its partner's side: each side counts its own); TradesCancelled
+	// those it offered that did not commit (the bot cancelled after
+	// TradeWait, or the game did: the partner left, an offer was
+	// refused); TradeTimeouts the meetings its partner did not show at
+	// within TradeWait (or that the bot never reached); TradeSkips the
+	// meetings it did not go to, its purse lacking its side.
+	TradesCommitted, TradesCancelled, TradeTimeouts, TradeSkips int
+	// TradeLog is the first committed trades (at most 16) as each side
+	// saw them, for checking where they happened.
+	TradeLog []TradeMeeting
+	// Purses counts the bots that were sent a purse; Coins and Goods (in
+	// game.Goods order) sum them, each as last seen (a bot that logged
+	// out: as it left).
+	Purses int
+	Coins  int64
+	Goods  [len(game.Goods)]int64
 	// Done counts bots that finished (their legs, the context, or given up).
 	Done int
+}
+
+// TradeMeeting is a committed trade as one side saw it: the two bots (by
+// index) and where each stood.
+type TradeMeeting struct {
+	Bot, Partner  int
+	At, PartnerAt torus.Pos
 }
 
 func (s *BotStats) add(o BotStats) {
@@ -309,6 +465,19 @@ func (s *BotStats) add(o BotStats) {
 	s.BlinkLog = appendBlinks(s.BlinkLog, o.BlinkLog)
 	s.OutOfOrder += o.OutOfOrder
 	s.Bytes += o.Bytes
+	s.Purchases += o.Purchases
+	s.PurchasesRefused += o.PurchasesRefused
+	s.ShopMisses += o.ShopMisses
+	s.TradesCommitted += o.TradesCommitted
+	s.TradesCancelled += o.TradesCancelled
+	s.TradeTimeouts += o.TradeTimeouts
+	s.TradeSkips += o.TradeSkips
+	s.TradeLog = append(s.TradeLog, o.TradeLog[:min(len(o.TradeLog), max(16-len(s.TradeLog), 0))]...)
+	s.Purses += o.Purses
+	s.Coins += o.Coins
+	for i := range s.Goods {
+		s.Goods[i] += o.Goods[i]
+	}
 	s.Done += o.Done
 	s.Errors = addCounts(s.Errors, o.Errors)
 	s.Closes = addCounts(s.Closes, o.Closes)
@@ -356,6 +525,7 @@ func StartBots(ctx context.Context, cfg BotsConfig) (*Bots, error) {
 	b := &Bots{cfg: cfg, cancel: cancel}
 	for i := range cfg.Count {
 		bt := &bot{cfg: cfg, index: i, acct: cfg.FirstAccount + account.ID(i), stats: BotStats{Bots: 1}}
+		bt.choices = rand.New(rand.NewPCG(cfg.Seed, uint64(bt.acct)^0xc401_ce5b))
 		b.bots = append(b.bots, bt)
 		b.wg.Go(func() { bt.run(ctx) })
 	}
@@ -415,9 +585,17 @@ type bot struct {
 	fighting uint64
 	hp       int32
 	standing bool // the last walk arrived: the master stands at its waypoint
+	// choices draws what depends on the world (what to buy, what to
+	// offer), seeded by the bot's account; shopPending says a shopping
+	// trip found no keeper in sight and looks for one in the next leg.
+	choices     *rand.Rand
+	shopPending bool
 
 	mu    sync.Mutex
 	stats BotStats // closed connections included, the open one not
+	// purse is the purse of the last connection closed, if it had one.
+	purse    game.Purse
+	hasPurse bool
 }
 
 func (b *bot) count(fn func(*BotStats)) {
@@ -431,10 +609,20 @@ func (b *bot) snapshot() BotStats {
 	b.mu.Lock()
 	s := b.stats
 	s.Errors, s.Closes = maps.Clone(s.Errors), maps.Clone(s.Closes)
+	s.BlinkLog, s.TradeLog = slices.Clone(s.BlinkLog), slices.Clone(s.TradeLog)
 	c := b.c
+	pu, known := b.purse, b.hasPurse
 	b.mu.Unlock()
 	if c != nil {
-		c.Look(func(v *View) { addClient(&s, v) })
+		c.Look(func(v *View) {
+			addClient(&s, v)
+			if p, ok := v.Purse(); ok {
+				pu, known = p, true
+			}
+		})
+	}
+	if known {
+		s.Purses, s.Coins, s.Goods = 1, pu.Coins, pu.Goods
 	}
 	return s
 }
@@ -466,12 +654,24 @@ func (b *bot) run(ctx context.Context) {
 		b.err = err
 		return
 	}
-	p := newPlanner(b.cfg, b.index)
+	s := newSchedule(b.cfg, b.index)
 	for leg := 0; b.cfg.Legs == 0 || leg < b.cfg.Legs; leg++ {
-		walk, relog := p.next()
-		err := b.walk(ctx, walk.To)
-		if err == nil && relog && (b.cfg.Legs == 0 || leg < b.cfg.Legs-1) {
-			err = b.relog(ctx)
+		last := b.cfg.Legs != 0 && leg == b.cfg.Legs-1
+		var err error
+		for _, st := range s.next(last) {
+			switch st.Kind {
+			case StepWalk:
+				err = b.walk(ctx, st.To)
+			case StepShop:
+				err = b.shop(ctx, last)
+			case StepTrade:
+				err = b.trade(ctx, st)
+			case StepRelog:
+				err = b.relog(ctx)
+			}
+			if err != nil {
+				break
+			}
 		}
 		if ctx.Err() != nil {
 			return
@@ -588,10 +788,18 @@ func (b *bot) hangUp(logout bool) {
 	}
 	_ = c.Close()
 	var s BotStats
-	c.Look(func(v *View) { addClient(&s, v) })
+	var pu game.Purse
+	var known bool
+	c.Look(func(v *View) {
+		addClient(&s, v)
+		pu, known = v.Purse()
+	})
 	b.mu.Lock()
 	b.c = nil
 	b.stats.add(s)
+	if known {
+		b.purse, b.hasPurse = pu, true
+	}
 	b.mu.Unlock()
 }
 
@@ -610,26 +818,93 @@ func (b *bot) input(ctx context.Context, send func(context.Context) (uint32, err
 	return nil
 }
 
-// walk walks the master to the waypoint at offset to from the centre,
-// fighting the mobs that come near, pinging on long walks, reconnecting
-// if the socket is lost.
+// walk walks the master to the waypoint at offset to from the centre (a
+// leg), fighting the mobs that come near, pinging on long walks,
+// reconnecting if the socket is lost; a shopping trip left pending by the
+// leg before goes to the first keeper it comes across on the way.
 func (b *bot) walk(ctx context.Context, to torus.Pos) error {
 	dest := b.geo.Normalise(b.geo.Translate(b.cfg.Centre, to))
-	b.standing = false
 	deadline := time.Now().Add(b.cfg.LegTimeout)
-	moving := false
 	for {
-		if !moving {
-			m := b.master
-			if err := b.input(ctx, func(ctx context.Context) (uint32, error) { return b.c.Move(ctx, m, dest.X, dest.Y) }); err != nil {
-				if err := b.lost(ctx); err != nil {
-					return err
-				}
-				continue
+		var den torus.Pos
+		divert := func(v *View) bool {
+			if !b.shopPending {
+				return false
 			}
-			moving = true
+			var ok bool
+			den, ok = b.nearestDen(v)
+			return ok
 		}
-		var arrived bool
+		arrived, diverted, err := b.travel(ctx, dest, deadline, divert)
+		if err != nil {
+			return err
+		}
+		if diverted {
+			b.shopPending = false
+			if err := b.buyAt(ctx, den, deadline); err != nil {
+				return err
+			}
+			continue
+		}
+		b.count(func(s *BotStats) {
+			if arrived {
+				s.Legs++
+			} else {
+				s.LegTimeouts++
+			}
+			if b.shopPending {
+				s.ShopMisses++
+			}
+		})
+		b.shopPending = false
+		return nil
+	}
+}
+
+// travel walks the master to dest until it arrives, deadline passes, or
+// divert (if not nil) holds of what the client sees (diverted), fighting,
+// pinging and reconnecting on the way.
+func (b *bot) travel(ctx context.Context, dest torus.Pos, deadline time.Time, divert func(*View) bool) (arrived, diverted bool, err error) {
+	b.standing = false
+	for {
+		m := b.master
+		if err := b.input(ctx, func(ctx context.Context) (uint32, error) { return b.c.Move(ctx, m, dest.X, dest.Y) }); err != nil {
+			if err := b.lost(ctx); err != nil {
+				return false, false, err
+			}
+			continue
+		}
+		held, err := b.await(ctx, deadline, true, func(v *View) bool {
+			p, ok := v.Position(b.master)
+			arrived = ok && b.geo.Within(p, dest, 1.5)
+			diverted = !arrived && divert != nil && divert(v)
+			return arrived || diverted
+		})
+		switch {
+		case errors.Is(err, errGone):
+			if err := b.lost(ctx); err != nil {
+				return false, false, err
+			}
+			arrived, diverted = false, false
+		case err != nil:
+			return false, false, err
+		case !held:
+			return false, false, nil
+		default:
+			b.standing = arrived
+			return arrived, diverted, nil
+		}
+	}
+}
+
+// await waits until cond holds of what the client sees (true) or
+// deadline passes (false), pinging when the bot sent nothing for
+// PingEvery and, if fight, attacking the mobs that come near. It returns
+// errGone if the socket closed (the caller reconnects) and ctx's error
+// if ctx ended.
+func (b *bot) await(ctx context.Context, deadline time.Time, fight bool, cond func(*View) bool) (bool, error) {
+	for {
+		var held bool
 		var target uint64
 		wait := b.lastSent.Add(b.cfg.PingEvery)
 		if deadline.Before(wait) {
@@ -637,52 +912,39 @@ func (b *bot) walk(ctx context.Context, to torus.Pos) error {
 		}
 		wctx, cancel := context.WithDeadline(ctx, wait)
 		err := b.c.Wait(wctx, func(v *View) bool {
-			p, ok := v.Position(b.master)
-			arrived = ok && b.geo.Within(p, dest, 1.5)
 			b.noteHealth(v)
-			if ok {
-				target = b.pickMob(v, p)
+			held = cond(v)
+			if !held && fight {
+				if p, ok := v.Position(b.master); ok {
+					target = b.pickMob(v, p)
+				}
 			}
-			return arrived || target != 0
+			return held || target != 0
 		})
 		cancel()
 		switch {
 		case ctx.Err() != nil:
-			return ctx.Err()
-		case arrived:
-			b.standing = true
-			b.count(func(s *BotStats) { s.Legs++ })
-			return nil
+			return false, ctx.Err()
+		case held:
+			return true, nil
 		case target != 0:
 			m := b.master
 			if err := b.input(ctx, func(ctx context.Context) (uint32, error) { return b.c.Attack(ctx, m, target) }); err != nil {
-				if err := b.lost(ctx); err != nil {
-					return err
-				}
-				moving = false
-				continue
+				return false, err
 			}
 			b.fighting = target
 			b.count(func(s *BotStats) { s.Attacks++ })
 		case errors.Is(err, context.DeadlineExceeded):
 			if !time.Now().Before(deadline) {
-				b.count(func(s *BotStats) { s.LegTimeouts++ })
-				return nil
+				return false, nil
 			}
 			if err := b.c.Ping(ctx, uint64(time.Now().UnixNano())); err != nil {
-				if err := b.lost(ctx); err != nil {
-					return err
-				}
-				moving = false
-				continue
+				return false, errGone
 			}
 			b.lastSent = time.Now()
 			b.count(func(s *BotStats) { s.Pings++ })
 		case err != nil: // the socket closed
-			if err := b.lost(ctx); err != nil {
-				return err
-			}
-			moving = false
+			return false, errGone
 		}
 	}
 }

@@ -69,6 +69,101 @@ func TestBotPlanIsSeededAndCrossesTheCentre(t *testing.T) {
 	}
 }
 
+// Shops and trades join a plan without changing its walks and relogs;
+// the two bots of a pair trade after the same legs, each at its side of
+// one meeting point on a line through the centre, 2 m across it, the
+// pairs' meetings alternating between the two lines; a last bot without
+// a partner never trades.
+func TestBotPlanShopsAndTradesInPairs(t *testing.T) {
+	seed := testseed.Seed(t)
+	base := sim.BotsConfig{Gateways: []string{"ws://x"}, Token: noToken, Seed: seed, Reach: 100, RelogChance: 0.5, Count: 5}
+	cfg := base
+	cfg.ShopChance, cfg.TradeChance = 0.5, 0.5
+	const legs = 40
+	walksOf := func(plan []sim.BotStep) []sim.BotStep {
+		var out []sim.BotStep
+		for _, st := range plan {
+			if st.Kind == sim.StepWalk || st.Kind == sim.StepRelog {
+				out = append(out, st)
+			}
+		}
+		return out
+	}
+	// tradesOf returns the trade of each leg (Kind 0: none).
+	tradesOf := func(plan []sim.BotStep) []sim.BotStep {
+		var out []sim.BotStep
+		for _, st := range plan {
+			switch st.Kind {
+			case sim.StepWalk:
+				out = append(out, sim.BotStep{})
+			case sim.StepTrade:
+				out[len(out)-1] = st
+			}
+		}
+		return out
+	}
+	for bot := range cfg.Count {
+		plan := sim.BotPlan(cfg, bot, legs)
+		if !equalPlans(walksOf(plan), sim.BotPlan(base, bot, legs)) {
+			t.Fatalf("bot %d: shops and trades changed the walks and relogs", bot)
+		}
+		if short := sim.BotPlan(cfg, bot, 10); !equalPlans(short, plan[:len(short)]) {
+			t.Fatalf("bot %d: the plan of 10 legs is not a prefix of the plan of %d", bot, legs)
+		}
+		shops := 0
+		for i, st := range plan {
+			switch st.Kind {
+			case sim.StepShop:
+				shops++
+				if prev := plan[i-1].Kind; prev != sim.StepWalk {
+					t.Fatalf("bot %d: a shop after a step of kind %d", bot, prev)
+				}
+			case sim.StepTrade:
+				if prev := plan[i-1].Kind; prev != sim.StepWalk && prev != sim.StepShop {
+					t.Fatalf("bot %d: a trade after a step of kind %d", bot, prev)
+				}
+			}
+		}
+		if shops == 0 || shops == legs {
+			t.Errorf("bot %d: %d shops in %d legs at chance 0.5", bot, shops, legs)
+		}
+	}
+	for pair := 0; pair < 2; pair++ {
+		a, b := tradesOf(sim.BotPlan(cfg, 2*pair, legs)), tradesOf(sim.BotPlan(cfg, 2*pair+1, legs))
+		n := 0
+		for leg := range a {
+			x, y := a[leg], b[leg]
+			if (x.Kind == sim.StepTrade) != (y.Kind == sim.StepTrade) {
+				t.Fatalf("pair %d, leg %d: one bot trades, the other not", pair, leg)
+			}
+			if x.Kind != sim.StepTrade {
+				continue
+			}
+			if x.Partner != 2*pair+1 || y.Partner != 2*pair || x.To != y.PartnerAt || y.To != x.PartnerAt || x.Coins != y.Coins || x.Coins < 1 || x.Coins > 5 {
+				t.Fatalf("pair %d, leg %d: trades %+v and %+v do not meet", pair, leg, x, y)
+			}
+			// On the line y = 0 for pair + n even, x = 0 otherwise, 2 m
+			// either side, along it between Reach/2 and Reach.
+			along, across, other := x.To.X, x.To.Y, x.PartnerAt.Y
+			if (pair+n)%2 == 1 {
+				along, across, other = x.To.Y, x.To.X, x.PartnerAt.X
+			}
+			if across != -2 || other != 2 || max(along, -along) < 50 || max(along, -along) > 100 {
+				t.Fatalf("pair %d, trade %d: %+v is not across the line its turn gives", pair, n, x)
+			}
+			n++
+		}
+		if n == 0 || n == legs {
+			t.Errorf("pair %d: %d trades in %d legs at chance 0.5", pair, n, legs)
+		}
+	}
+	for _, st := range sim.BotPlan(cfg, 4, legs) {
+		if st.Kind == sim.StepTrade {
+			t.Fatal("the fifth of five bots, with no partner, trades")
+		}
+	}
+}
+
 func equalPlans(a, b []sim.BotStep) bool {
 	if len(a) != len(b) {
 		return false
@@ -100,6 +195,10 @@ func TestBotsConfigValidateNamesTheField(t *testing.T) {
 		{"BotsConfig.RelogChance", func(c *sim.BotsConfig) { c.RelogChance = 1.5 }},
 		{"BotsConfig.LegTimeout", func(c *sim.BotsConfig) { c.LegTimeout = -time.Second }},
 		{"BotsConfig.PingEvery", func(c *sim.BotsConfig) { c.PingEvery = -time.Second }},
+		{"BotsConfig.ShopChance", func(c *sim.BotsConfig) { c.ShopChance = -0.1 }},
+		{"BotsConfig.ShopWait", func(c *sim.BotsConfig) { c.ShopWait = -time.Second }},
+		{"BotsConfig.TradeChance", func(c *sim.BotsConfig) { c.TradeChance = 1.5 }},
+		{"BotsConfig.TradeWait", func(c *sim.BotsConfig) { c.TradeWait = -time.Second }},
 	}
 	for _, c := range cases {
 		cfg := ok

@@ -30,8 +30,15 @@ type playCluster struct {
 // 5 ms until the test ends.
 func startPlayCluster(t *testing.T, nodes int, gc game.Config) *playCluster {
 	t.Helper()
+	return startPlayClusterWith(t, nodes, gc, nil)
+}
+
+// startPlayClusterWith is startPlayCluster with mod adjusting the
+// zonetest configuration (world.cluster).
+func startPlayClusterWith(t *testing.T, nodes int, gc game.Config, mod func(*zonetest.Config)) *playCluster {
+	t.Helper()
 	w := newWorld(t)
-	c := w.cluster(nodes, gc, nil)
+	c := w.cluster(nodes, gc, mod)
 	pc := &playCluster{Cluster: c, Store: w.store, w: w}
 	for _, n := range c.Nodes {
 		pc.URLs = append(pc.URLs, w.serve(n.Runtime, directory.NodeID(n.Number)))

@@ -10,10 +10,14 @@
 // is back within two ticks; batches out of tick order) and of where the
 // bytes went (ByteCounts); a lean Client (DialOptions.Lean) reads and
 // checks every message alike but keeps only its own master and pet, as a
-// bot that only walks needs (the gateway benchmark's clients); and Bots
-// (StartBots, RunBots): players on a seeded plan (BotPlan) that log in
-// round robin over gateways, walk legs across region borders, fight the
-// mobs they see, and log out and back in on the next gateway.
+// bot that only walks needs (the gateway benchmark's clients); the
+// player's own purse (View.Purse) and the economy's inputs (Buy, Offer,
+// Accept, CancelTrade); and Bots (StartBots, RunBots): players on a
+// seeded plan (BotPlan) that log in round robin over gateways, walk legs
+// across region borders, fight the mobs they see, log out and back in on
+// the next gateway, and, with the game's economy, buy from the dens'
+// keepers (BotsConfig.ShopChance) and trade in pairs across a border
+// (TradeChance, econbots.go), reading every outcome from their purses.
 //
 // What it does not own: the protocol (package gateway and proto/clientpb),
 // the frame format (outbox), the game's payloads (game), the tokens
@@ -23,4 +27,8 @@
 //  1. A Client's state changes only on its reader goroutine, under its
 //     mutex; Look and Wait see one consistent state.
 //  2. Close cuts the socket and returns after the reader has returned.
+//  3. A bot's walks and relogs, its shops and its pair's trades come from
+//     three seeded streams, each drawn the same every leg: a chance
+//     changes no other step, and with both economy chances 0 a plan is
+//     what it was before bots shopped or traded.
 package sim
