@@ -39,6 +39,8 @@ func newBotsCmd() *cobra.Command {
 		"BotsConfig.FightRadius":  "--fight-radius",
 		"BotsConfig.LegTimeout":   "--leg-timeout",
 		"BotsConfig.FirstAccount": "--first-account",
+		"BotsConfig.ShopChance":   "--shop-chance",
+		"BotsConfig.TradeChance":  "--trade-chance",
 		"Cluster":                 "--cluster",
 	}
 	cmd := &cobra.Command{
@@ -158,6 +160,8 @@ func newBotsCmd() *cobra.Command {
 	f.DurationVar(&cfg.RelogPause, "relog-pause", sim.DefaultRelogPause, "how long a bot stays logged out")
 	f.Float64Var(&cfg.FightRadius, "fight-radius", sim.DefaultFightRadius, "attack the nearest mob this close, in metres")
 	f.DurationVar(&cfg.LegTimeout, "leg-timeout", sim.DefaultLegTimeout, "give up on a waypoint not reached after this long")
+	f.Float64Var(&cfg.ShopChance, "shop-chance", 0, "chance after each leg to buy a few of a good the purse affords from the nearest den's keeper (the game needs an economy)")
+	f.Float64Var(&cfg.TradeChance, "trade-chance", 0, "chance after each leg that bots 2k and 2k+1 meet across a line through the origin and trade (the game needs an economy)")
 	f.DurationVar(&every, "every", 5*time.Second, "how often to print a status line")
 	return cmd
 }
