@@ -43,6 +43,11 @@
 //     rows in one transaction) locks the session row too and refuses once a
 //     claim has been granted, so a settler reads a journal nobody can still
 //     extend.
+//   - ReadJournal reads a long journal (two parts of 50,000 rows or more) in
+//     up to four seq ranges at once, one statement each on the read pool:
+//     not one snapshot, but every row below the session's journal length,
+//     read first, was committed with that length, so no range misses one;
+//     the last range is open-ended, as one statement would be.
 //   - Times (journal rows, session opening, claims, settles) come from the
 //     database's clock, never a node's: the "one clock" of the sweep.
 //   - Rows of one kind are always locked in account (or session) order, so
