@@ -63,7 +63,7 @@ func TestBotsShopAndTradeAcrossTheBorder(t *testing.T) {
 	var cfgs []sim.BotsConfig
 	for _, c := range crowds {
 		for a := c.first; a < c.first+account.ID(c.count); a++ {
-			eco.grant(t, a, 0, 60)
+			eco.grant(t, a, 0, 200) // enough for three swords and a trade: no bot skips one
 			eco.grant(t, a, game.Apple, 3)
 		}
 		cfgs = append(cfgs, sim.BotsConfig{
