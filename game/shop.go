@@ -148,7 +148,7 @@ func (g *Game) economyInput(id ecs.ID, in gateway.Input) bool {
 // one movement, the coins to the shop and the goods to the player, or, for
 // want of coins, nothing at all.
 func (g *Game) buy(master ecs.ID, good Good, count int64) {
-	a, ok := g.accountOf[master]
+	a, ok := g.accountFor(master)
 	p, okPos := g.c.pos.Get(master)
 	if !ok || !okPos || !good.Valid() || count < 1 || count > MaxBuy {
 		return

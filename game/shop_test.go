@@ -72,6 +72,35 @@ func TestShopPurchases(t *testing.T) {
 	}
 }
 
+// A player handed over to another node buys there: the node simulating it
+// (not the one it logged in on) records the purchase, under the account
+// its owner record names.
+func TestShopPurchaseAfterAHandoff(t *testing.T) {
+	w := startEconWorld(t, 2)
+	c, g0, g1 := econNodes(t, w, Config{Seed: 24, DenChance: 1, StockRadius: 1e-3})
+	w.fund(511, noGood, 50)
+	geo := g0.geo
+	ch := geo.ChunkOf(torus.Pos{X: 1000, Y: border + 200})
+	at, _, ok := g1.denSite(interest.Column{X: ch.X, Y: ch.Y})
+	if !ok {
+		t.Fatal("no den site")
+	}
+	m := g0.client(t, 511, torus.Pos{X: 1000, Y: border - 20})
+	c.StepSync(2)
+	g0.input(t, m, gateway.Input{Kind: InputMove, HasPoint: true, Point: geo.Translate(at, torus.Pos{X: 1})})
+	stepUntil(t, c, 60*time.Second, "the walk to zone-1's den", func() bool {
+		p, ok := g1.c.pos.Get(m)
+		_, den := g1.nearest(at, 1, KindDen)
+		return ok && g1.r.Simulated(m) && den && geo.Distance(p.Pos, geo.Translate(at, torus.Pos{X: 1})) < 0.1
+	})
+	g1.input(t, m, gateway.Input{Kind: InputBuy, Target: uint64(Apple) | 2<<8})
+	stepUntil(t, c, 10*time.Second, "the purchase on zone-1", func() bool { return quiet(g0, g1) && g1.EconomyStats().Bought == 1 })
+	bal := w.audit()
+	if bal[CoinsAccount(511)] != 46 || bal[GoodsAccount(511, Apple)] != 2 {
+		t.Fatalf("coins %d, apples %d: want 46 and 2", bal[CoinsAccount(511)], bal[GoodsAccount(511, Apple)])
+	}
+}
+
 func equal(a, b []int64) bool {
 	if len(a) != len(b) {
 		return false
