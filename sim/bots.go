@@ -407,7 +407,7 @@ type BotStats struct {
 	// or "status <n>" when it gave none.
 	Errors, Closes map[string]int
 	// What the clients saw (ClientStats), summed over every connection.
-	Batches, Blinks, EdgeReturns, OutOfOrder, Bytes int
+	Batches, Blinks, EdgeReturns, OutOfOrder, Bytes, Leaks int
 	// BlinkLog is the first blinks seen (at most 16), for diagnosis.
 	BlinkLog []Blink
 	// Purchases counts the purchases a bot's purse showed (the good's
@@ -461,6 +461,7 @@ func (s *BotStats) add(o BotStats) {
 	s.Heals += o.Heals
 	s.Batches += o.Batches
 	s.Blinks += o.Blinks
+	s.Leaks += o.Leaks
 	s.EdgeReturns += o.EdgeReturns
 	s.BlinkLog = appendBlinks(s.BlinkLog, o.BlinkLog)
 	s.OutOfOrder += o.OutOfOrder
@@ -631,6 +632,7 @@ func addClient(s *BotStats, v *View) {
 	cs := v.Stats()
 	s.Batches += cs.Batches
 	s.Blinks += cs.Blinks
+	s.Leaks += cs.Leaks
 	s.EdgeReturns += cs.EdgeReturns
 	s.BlinkLog = appendBlinks(s.BlinkLog, cs.BlinkLog)
 	s.OutOfOrder += cs.OutOfOrder

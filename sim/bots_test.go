@@ -241,8 +241,8 @@ func TestBotsPlayAcrossTwoNodes(t *testing.T) {
 	if st.Resumed != relogs || st.ResumeMisses != 0 {
 		t.Errorf("relogs: %d resumed where they left, %d did not, want %d", st.Resumed, st.ResumeMisses, relogs)
 	}
-	if st.Blinks != 0 || st.OutOfOrder != 0 || st.ErrorCount() != 0 || len(st.Closes) != 0 {
-		t.Errorf("the clients saw blinks %d, out of order %d, errors %v, closes %v", st.Blinks, st.OutOfOrder, st.Errors, st.Closes)
+	if st.Blinks != 0 || st.Leaks != 0 || st.OutOfOrder != 0 || st.ErrorCount() != 0 || len(st.Closes) != 0 {
+		t.Errorf("the clients saw blinks %d, owner-only leaks %d, out of order %d, errors %v, closes %v", st.Blinks, st.Leaks, st.OutOfOrder, st.Errors, st.Closes)
 	}
 	if st.Batches == 0 || st.Bytes == 0 || st.Inputs < bots*legs {
 		t.Errorf("batches %d, bytes %d, inputs %d", st.Batches, st.Bytes, st.Inputs)

@@ -84,6 +84,10 @@ type ClientStats struct {
 	EdgeReturns int
 	// BlinkLog is the first blinks seen (at most 16), for diagnosis.
 	BlinkLog []Blink
+	// Leaks counts owner-only component frames (the reference game's
+	// experience and purse) about an entity that is neither the client's
+	// master nor its pet: what another account must never be sent.
+	Leaks int
 	// Updates counts component frames applied.
 	Updates int
 	// OutOfOrder counts batches whose tick did not rise.
@@ -603,6 +607,9 @@ func (c *Client) applyBatch(tick uint64, frames []byte, vanished map[uint64]vani
 			burst, left = e, m.BurstLen
 		case outbox.KindComponent:
 			c.stats.Updates++
+			if (m.Component == game.WireExp || m.Component == game.WirePurse) && m.Entity != c.master && m.Entity != c.pet {
+				c.stats.Leaks++
+			}
 			if inBurst > 0 {
 				inBurst--
 				c.stats.ByKind.Bursts += size

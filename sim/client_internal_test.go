@@ -230,3 +230,24 @@ func TestWhereMatchesTheServerEveryTick(t *testing.T) {
 	}
 	t.Logf("%d positions checked, %d redirects, worst %.2g m", checked, redirects, worst)
 }
+
+// An owner-only frame (experience, purse) about the client's own master or
+// pet is expected; about any other entity it is a leak, counted.
+func TestOwnerOnlyFramesAboutOthersAreLeaks(t *testing.T) {
+	const master, pet, other = 3, 4, 9
+	c := socketless(false)
+	c.master, c.pet = master, pet
+	b := serverBytes(t, &clientpb.ServerMessage{Body: &clientpb.ServerMessage_Batch{Batch: &clientpb.Batch{Tick: 1, Frames: slices.Concat(
+		outbox.AppendComponentFrame(nil, master, game.WireExp, []byte{2}),
+		outbox.AppendComponentFrame(nil, pet, game.WirePurse, []byte{0}),
+		outbox.AppendComponentFrame(nil, other, game.WireHealth, []byte{1}),
+		outbox.AppendComponentFrame(nil, other, game.WireExp, []byte{2}),
+		outbox.AppendComponentFrame(nil, other, game.WirePurse, []byte{0}),
+	)}}})
+	if err := c.apply(b, map[uint64]vanish{}); err != nil || c.closeErr != nil {
+		t.Fatal(err, c.closeErr)
+	}
+	if got := c.stats.Leaks; got != 2 {
+		t.Fatalf("leaks %d, want 2 (the other entity's experience and purse)", got)
+	}
+}
