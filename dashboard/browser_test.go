@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -128,6 +129,34 @@ type pageState struct {
 	HandoffsSeen  int            `json:"handoffsSeen"`
 	Tiles         int            `json:"tiles"`
 	Play          bool           `json:"play"`
+	Follow        bool           `json:"follow"`
+	View          struct{ CX, CY, Scale, Width, Height float64 }
+}
+
+// outOfView is the first of the page's moving entities (not dens) that its
+// view does not show on the torus of side world, or "" if it shows all.
+func outOfView(t *testing.T, ctx context.Context, world float64) string {
+	t.Helper()
+	var out struct {
+		View      struct{ CX, CY, Width, Height float64 }
+		Positions map[string][4]any
+	}
+	evalJSON(t, ctx, `JSON.stringify({view: window.dashboard.state().view, positions: window.dashboard.positions()})`, &out)
+	in := func(p, c, span float64) bool {
+		d := math.Mod(p-c+world/2, world)
+		if d < 0 {
+			d += world
+		}
+		return math.Abs(d-world/2) <= span/2
+	}
+	for id, p := range out.Positions {
+		x, _ := p[0].(float64)
+		y, _ := p[1].(float64)
+		if p[3] != "den" && (!in(x, out.View.CX, out.View.Width) || !in(y, out.View.CY, out.View.Height)) {
+			return fmt.Sprintf("%s %s at (%v, %v), view %+v", p[3], id, x, y, out.View)
+		}
+	}
+	return ""
 }
 
 func state(t *testing.T, ctx context.Context) pageState {
@@ -186,7 +215,8 @@ func runCluster(t *testing.T, r *rig) {
 // stream, the map draws regions of every node and the entities, entities
 // move between two samples, and when zone-0's busiest region is given to
 // zone-1 the handoffs appear on the page (flashing on the map) with the
-// new table. The screenshot is saved as a test artifact.
+// new table. The first view follows the entities; the still (/?still)
+// draws one snapshot. The screenshot is saved as a test artifact.
 func TestPageShowsTheClusterLive(t *testing.T) {
 	r := startRig(t, dashboard.CollectorConfig{})
 	r.step(20)
@@ -214,6 +244,16 @@ func TestPageShowsTheClusterLive(t *testing.T) {
 	}
 	t.Logf("the page draws %d entities (%v) on %d tiles", s.EntitiesDrawn, s.KindsDrawn, s.Tiles)
 
+	// The first view follows the action: it holds every moving entity,
+	// closer than the whole world.
+	out := "?"
+	if !zonetest.Poll(10*time.Second, func() bool { out = outOfView(t, ctx, 8192); return out == "" }) {
+		t.Fatalf("the follow view does not show %s", out)
+	}
+	if s = state(t, ctx); !s.Follow || s.View.Width >= 8192 {
+		t.Errorf("the first view %+v (follow %v): want it following, closer than the 8192 m world", s.View, s.Follow)
+	}
+
 	// Entities move between two samples.
 	var before map[string][3]any
 	evalJSON(t, ctx, `JSON.stringify(window.dashboard.positions())`, &before)
@@ -233,11 +273,12 @@ func TestPageShowsTheClusterLive(t *testing.T) {
 	}
 	t.Logf("moved: %s", moved)
 
-	// Zoom about the centre, then drag the view past the world's west
-	// edge: its centre wraps onto the torus. A double click shows the
-	// whole world again.
+	// Zoom about the centre (which stops following), then drag the view
+	// past the world's west edge: its centre wraps onto the torus. A
+	// double click shows the whole world, the follow button the action.
 	var nav struct {
 		Before, Zoomed, After, Fit struct{ CX, CY, Scale float64 }
+		Following                  bool
 	}
 	evalJSON(t, ctx, `(() => {
 		const c = document.getElementById("map"), r = c.getBoundingClientRect();
@@ -245,6 +286,7 @@ func TestPageShowsTheClusterLive(t *testing.T) {
 		const view = () => { const v = window.dashboard.state().view; return {cx: v.cx, cy: v.cy, scale: v.scale}; };
 		const before = view();
 		c.dispatchEvent(new WheelEvent("wheel", {deltaY: -600, clientX: x, clientY: y, bubbles: true, cancelable: true}));
+		const following = window.dashboard.state().follow;
 		const zoomed = view();
 		const dx = (before.cx + 1000) * zoomed.scale;
 		const opts = (px) => ({pointerId: 7, clientX: px, clientY: y, bubbles: true});
@@ -253,16 +295,22 @@ func TestPageShowsTheClusterLive(t *testing.T) {
 		c.dispatchEvent(new PointerEvent("pointerup", opts(x + dx)));
 		const after = view();
 		c.dispatchEvent(new MouseEvent("dblclick", {bubbles: true}));
-		return JSON.stringify({before, zoomed, after, fit: view()});
+		return JSON.stringify({before, zoomed, after, fit: view(), following});
 	})()`, &nav)
-	if nav.Zoomed.Scale <= nav.Before.Scale*2 || nav.Zoomed.CX != nav.Before.CX {
-		t.Errorf("the wheel did not zoom about the centre: %+v", nav)
+	if nav.Zoomed.Scale <= nav.Before.Scale*2 || nav.Zoomed.CX != nav.Before.CX || nav.Following {
+		t.Errorf("the wheel did not zoom about the centre, or the view still follows: %+v", nav)
 	}
 	if want := 8192.0 - 1000; nav.After.CX < 0 || nav.After.CX >= 8192 || !near(nav.After.CX, want) {
 		t.Errorf("dragged past the west edge: centre x %v, want %v on the torus (%+v)", nav.After.CX, want, nav)
 	}
-	if nav.Fit != nav.Before {
-		t.Errorf("a double click shows %+v, want the whole world %+v", nav.Fit, nav.Before)
+	if nav.Fit.CX != 4096 || nav.Fit.CY != 4096 || nav.Fit.Scale >= nav.Before.Scale {
+		t.Errorf("a double click shows %+v, want the whole world, centred at 4096, 4096, farther than the follow view %+v", nav.Fit, nav.Before)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Click(chromedp.ID("follow"))); err != nil {
+		t.Fatal(err)
+	}
+	if !zonetest.Poll(10*time.Second, func() bool { out = outOfView(t, ctx, 8192); return out == "" }) {
+		t.Fatalf("after the follow button, the view does not show %s", out)
 	}
 
 	// A region move: its entities are handed over, and the page shows it.
@@ -273,6 +321,14 @@ func TestPageShowsTheClusterLive(t *testing.T) {
 	})
 	t.Logf("page after the move: %d handoffs seen, %d flashing, table v%d", s.HandoffsSeen, s.HandoffsDrawn, s.TableVersion)
 	saveScreenshot(t, ctx, "dashboard.png")
+
+	// The still (for screenshots): one snapshot drawn, no stream.
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(srv.URL+"/?still")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, ctx, 10*time.Second, "a still with entities", func(s pageState) bool {
+		return s.Received == 1 && !s.Connected && s.EntitiesDrawn > 0 && s.RegionsDrawn["zone-1"] > 0
+	})
 }
 
 func near(a, b float64) bool { return a-b < 0.5 && b-a < 0.5 }

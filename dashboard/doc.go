@@ -29,15 +29,23 @@
 //     puts the token in the URL's fragment, where webclient's page reads
 //     it).
 //   - The page: regions coloured by owner with a legend, the ghost and
-//     interaction bands inside every border between two owners and the
-//     handoff margin dashed, entities as dots by kind (players, pets,
-//     mobs, dens), handoffs flashing, zoom (wheel) and pan (drag) over a
-//     wrapping torus drawn as tiled copies; per zone node tick p50/p99,
-//     entities, render and simulation ghosts, link messages a second in
-//     and out, clients, handoffs; per economy node its state, open
-//     sessions, movements a second, netting ratio, orphans swept; the
-//     events; the play view. window.dashboard.state() and positions() are
-//     a read-only hook for tests and the console.
+//     interaction bands (translucent white) inside every border between
+//     two owners and the handoff margin dashed, entities as marks by kind
+//     sized for the zoom (players ringed discs, pets small discs, mobs
+//     diamonds, dens hollow squares), handoffs flashing, zoom (wheel) and
+//     pan (drag) over a wrapping torus drawn as tiled copies. The view
+//     follows the action: fitted to the players', pets' and mobs' extent
+//     on the torus (at least 300 m and both ghost bands of a border
+//     across) and re-fitted gently until the user zooms or pans; a double
+//     click shows the whole world, the follow button the action again.
+//     Per zone node tick p50/p99, entities, render and simulation ghosts,
+//     link messages a second in and out, clients, handoffs; per economy
+//     node its state, open sessions, movements a second, netting ratio,
+//     orphans swept; the events; the play view. /?still draws one
+//     snapshot as of its time with no stream (for screenshots:
+//     scripts/dashboard-screenshot writes docs/dashboard.png).
+//     window.dashboard.state() and positions() are a read-only hook for
+//     tests and the console.
 //
 // What it does not own: running the nodes, the numbers' meaning (zone's
 // HostReport, econ's Stats), the browser client (webclient) or the login

@@ -1,10 +1,15 @@
 // The dashboard page: the state stream (Server-Sent Events at "events",
 // one "snapshot" event per change) drawn as the torus map (map.js) and
-// the per-node tables, the economy, the events and the play view.
+// the per-node tables, the economy, the events and the play view. With
+// "?still" in its address the page draws one snapshot (snapshot.json)
+// as of its time and opens no stream: a picture for a screenshot, which
+// a stream that never ends would hold up.
 //
 // window.dashboard is a read-only hook for tests and the console:
-// state() summarises what the page holds and what its last frame drew,
-// positions() maps every entity id to [x, y, node] as last received.
+// state() summarises what the page holds and what its last frame drew
+// (the view: its centre, its scale and its width and height in metres),
+// positions() maps every entity id to [x, y, node, kind] as last
+// received.
 
 import { TorusMap, KIND_COLOURS, ownerColour } from "./map.js";
 
@@ -17,6 +22,8 @@ const econ = document.querySelector("#econ tbody");
 const events = document.getElementById("events");
 const playbox = document.getElementById("playbox");
 const playframe = document.getElementById("playframe");
+const followButton = document.getElementById("follow");
+const still = new URLSearchParams(location.search).has("still");
 
 const page = { snap: null, received: 0, connected: false, handoffsSeen: new Set() };
 
@@ -66,8 +73,22 @@ function render(s) {
   for (const [k, c] of Object.entries(KIND_COLOURS)) {
     if (k === "entity") continue;
     const span = el("span");
-    span.append(swatch(c, true), k);
+    const i = swatch(c, true);
+    i.className = `dot mark ${k}`;
+    span.append(i, k);
     legend.append(span);
+  }
+  if (s.bands?.ghost) {
+    for (const [cls, name, title] of [
+      ["ghost", `ghost band ${s.bands.ghost} m`, "render ghosts: the neighbour shows this region's entities within it"],
+      ["interaction", `interaction ${s.bands.interaction} m`, "simulation ghosts: the neighbour simulates against this region's entities within it"],
+    ]) {
+      const span = el("span", undefined, { title });
+      const i = el("i");
+      i.className = `band ${cls}`;
+      span.append(i, name);
+      legend.append(span);
+    }
   }
   zones.replaceChildren();
   for (const n of s.nodes) {
@@ -100,6 +121,13 @@ function render(s) {
   playbox.hidden = !s.play;
 }
 
+function showConn(text, ok) {
+  conn.textContent = text;
+  conn.className = ok ? "ok" : "bad";
+}
+
+const clock = (at) => new Date(at).toLocaleTimeString([], { hour12: false });
+
 function apply(s) {
   page.snap = s;
   page.received++;
@@ -108,18 +136,34 @@ function apply(s) {
   render(s);
 }
 
-const source = new EventSource("events");
-source.addEventListener("snapshot", (ev) => apply(JSON.parse(ev.data)));
-source.addEventListener("open", () => {
-  page.connected = true;
-  conn.textContent = "live";
-  conn.className = "ok";
-});
-source.addEventListener("error", () => {
-  page.connected = false;
-  conn.textContent = "reconnecting…";
-  conn.className = "bad";
-});
+if (still) {
+  // One snapshot, drawn as of its time (the flashes of its handoffs
+  // included), and no stream.
+  map.frozen = true;
+  fetch("snapshot.json")
+    .then((r) => (r.ok ? r.json() : Promise.reject(new Error(r.statusText))))
+    .then((s) => {
+      apply(s);
+      showConn(`still · ${clock(s.at)}`, true);
+    })
+    .catch((err) => showConn(`no snapshot: ${err.message}`, false));
+} else {
+  const source = new EventSource("events");
+  source.addEventListener("snapshot", (ev) => apply(JSON.parse(ev.data)));
+  source.addEventListener("open", () => {
+    page.connected = true;
+    showConn("live", true);
+  });
+  source.addEventListener("error", () => {
+    // EventSource tries again by itself; the page keeps the last
+    // snapshot meanwhile, and says of when.
+    page.connected = false;
+    showConn(page.snap ? `reconnecting… (showing ${clock(page.snap.at)})` : "reconnecting…", false);
+  });
+}
+
+followButton.addEventListener("click", () => map.setFollow(!map.follow));
+map.onFollow = (on) => followButton.setAttribute("aria-pressed", String(on));
 
 document.getElementById("play").addEventListener("click", () => {
   // A fresh player every time: /play mints a new token.
@@ -132,6 +176,12 @@ function frame() {
   requestAnimationFrame(frame);
 }
 requestAnimationFrame(frame);
+
+// viewSpan is the view's width and height in metres.
+function viewSpan() {
+  const r = document.getElementById("map").getBoundingClientRect();
+  return { width: r.width / map.view.scale, height: r.height / map.view.scale };
+}
 
 window.dashboard = {
   state() {
@@ -149,13 +199,14 @@ window.dashboard = {
       handoffsDrawn: map.drawn.handoffs,
       handoffsSeen: page.handoffsSeen.size,
       tiles: map.drawn.tiles,
-      view: map.view ? { ...map.view } : null,
+      follow: map.follow,
+      view: map.view ? { ...map.view, ...viewSpan() } : null,
       play: !!s?.play,
     };
   },
   positions() {
     const out = {};
-    for (const e of page.snap?.entities ?? []) out[e.id] = [e.x, e.y, e.node];
+    for (const e of page.snap?.entities ?? []) out[e.id] = [e.x, e.y, e.node, e.kind];
     return out;
   },
 };
