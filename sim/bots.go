@@ -120,6 +120,11 @@ type BotsConfig struct {
 	// good it holds most of. A bot whose purse lacks its side does not
 	// go. Default 0: never.
 	TradeChance float64
+	// TradeFirst puts a first leg's trade (if drawn) before its walk
+	// rather than after it: the pair meets as soon as it is logged in,
+	// from where its players start, so that a short run (the demo) sees
+	// trades. The walks, meeting points and chances drawn are the same.
+	TradeFirst bool
 	// TradeWait bounds how long a bot at a meeting point waits for its
 	// partner to show, and then for the trade to commit, before it
 	// cancels (game.InputTradeCancel) and walks on. Default
@@ -351,6 +356,7 @@ func newSchedule(cfg BotsConfig, bot int) *schedule {
 // trip, a trade, and unless last a relog.
 func (s *schedule) next(last bool) []BotStep {
 	walk, relog := s.walks.next()
+	first := s.walks.legs == 1
 	steps := []BotStep{walk}
 	if s.shops.Float64() < s.cfg.ShopChance {
 		steps = append(steps, BotStep{Kind: StepShop})
@@ -374,7 +380,12 @@ func (s *schedule) next(last bool) []BotStep {
 			if s.bot%2 == 1 {
 				lo, hi = hi, lo
 			}
-			steps = append(steps, BotStep{Kind: StepTrade, To: lo, Partner: s.bot ^ 1, PartnerAt: hi, Coins: coins})
+			t := BotStep{Kind: StepTrade, To: lo, Partner: s.bot ^ 1, PartnerAt: hi, Coins: coins}
+			if first && s.cfg.TradeFirst {
+				steps = append([]BotStep{t}, steps...)
+			} else {
+				steps = append(steps, t)
+			}
 		}
 	}
 	if relog && !last {

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -257,5 +258,25 @@ func TestBotsPlayAcrossTwoNodes(t *testing.T) {
 	}
 	if h := pc.HandoffStats(); h.Acked == 0 || h.Aborted != 0 {
 		t.Errorf("handoffs %+v: want the bots' masters handed over the border", h)
+	}
+}
+
+// TradeFirst moves only a first leg's trade before its walk: the steps
+// are otherwise the plan without it, in the same order.
+func TestBotPlanTradeFirst(t *testing.T) {
+	seed := testseed.Seed(t)
+	cfg := sim.BotsConfig{Gateways: []string{"ws://x"}, Token: noToken, Seed: seed, Reach: 100, Count: 4, TradeChance: 1, ShopChance: 0.5}
+	first := cfg
+	first.TradeFirst = true
+	for bot := range cfg.Count {
+		plan, moved := sim.BotPlan(cfg, bot, 6), sim.BotPlan(first, bot, 6)
+		if moved[0].Kind != sim.StepTrade {
+			t.Fatalf("bot %d: the plan starts with a step of kind %d, want the trade", bot, moved[0].Kind)
+		}
+		i := slices.IndexFunc(plan, func(s sim.BotStep) bool { return s.Kind == sim.StepTrade })
+		want := slices.Concat([]sim.BotStep{plan[i]}, plan[:i], plan[i+1:])
+		if !equalPlans(moved, want) {
+			t.Fatalf("bot %d: TradeFirst changed more than the first trade's place", bot)
+		}
 	}
 }

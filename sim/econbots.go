@@ -234,6 +234,20 @@ func (b *bot) trade(ctx context.Context, st BotStep) error {
 	var pu game.Purse
 	var known bool
 	b.c.Look(func(v *View) { pu, known = v.Purse() })
+	if !known || pu == (game.Purse{}) {
+		// Just logged in (a first trade, TradeFirst): the purse comes with
+		// the first batches, and the game sends an empty one until the
+		// economy has answered its first read (the wire does not say
+		// which), so an empty purse is waited on for a while too.
+		_, err := b.await(ctx, time.Now().Add(b.cfg.ShopWait), false, func(v *View) bool {
+			p, k := v.Purse()
+			return k && p != (game.Purse{})
+		})
+		if err != nil && !errors.Is(err, errGone) {
+			return err
+		}
+		b.c.Look(func(v *View) { pu, known = v.Purse() })
+	}
 	if _, ok := b.tradeOffer(pu, st); !known || !ok {
 		b.count(skipped)
 		return nil
