@@ -57,12 +57,14 @@ type WorldConfig struct {
 	// are swept by the survivors). Default 55% of Duration. Negative: no
 	// kill.
 	KillAt time.Duration
-	// ShopChance and TradeChance are the bots' (sim.BotsConfig). Defaults
-	// 0.3 and 0.3; negative: never.
+	// ShopChance and TradeChance are the bots' (sim.BotsConfig; a pair's
+	// first trade comes before its first walk, TradeFirst). Defaults 0.3
+	// and 0.5; negative: never.
 	ShopChance, TradeChance float64
 	// Allowance is the coins each bot's player is given before it logs
-	// in (a ledger posting from the game's loot account), so that the bots
-	// can shop and trade from the start. Default 100; negative: none.
+	// in (a ledger posting from the game's loot account, with three apples
+	// from the shops' stock), so that the bots can shop and trade from the
+	// start. Default 100; negative: none.
 	Allowance int64
 	// EpochMaxAge is the economy nodes' epoch age bound. Default 2s.
 	EpochMaxAge time.Duration
@@ -146,7 +148,7 @@ func (c WorldConfig) WithDefaults() WorldConfig {
 		c.ShopChance = 0.3
 	}
 	if c.TradeChance == 0 {
-		c.TradeChance = 0.3
+		c.TradeChance = 0.5
 	}
 	if c.EpochMaxAge == 0 {
 		c.EpochMaxAge = 2 * time.Second
@@ -232,6 +234,10 @@ const (
 	startArea = 100.0
 	botReach  = 80.0
 )
+
+// allowanceApples is the goods side of the allowance: what a bot that
+// gives goods in a trade starts with.
+const allowanceApples = 3
 
 // maxBots bounds WorldConfig.Bots.
 const maxBots = 2000
@@ -562,8 +568,11 @@ func (d *worldDemo) fund(ctx context.Context) error {
 	run := strings.Trim(strings.TrimPrefix(d.prefix, "/shardwise-demo/"), "/")
 	for a := account.ID(1); a <= account.ID(d.cfg.Bots); a++ {
 		p := ledger.Posting{
-			ID:   "allowance-" + run + "-" + a.String(),
-			Legs: []ledger.Leg{ledger.Credit(game.CoinsAccount(a), d.cfg.Allowance), ledger.Debit(game.LootAccount, d.cfg.Allowance)},
+			ID: "allowance-" + run + "-" + a.String(),
+			Legs: []ledger.Leg{
+				ledger.Credit(game.CoinsAccount(a), d.cfg.Allowance), ledger.Debit(game.LootAccount, d.cfg.Allowance),
+				ledger.Credit(game.GoodsAccount(a, game.Apple), allowanceApples), ledger.Debit(game.ShopGoodsAccount(game.Apple), allowanceApples),
+			},
 			Meta: map[string]string{"kind": "allowance"},
 		}
 		if err := d.ledger.Post(ctx, p); err != nil {
@@ -709,6 +718,7 @@ func (d *worldDemo) botsConfig(st WorldStart) sim.BotsConfig {
 	}
 	return sim.BotsConfig{
 		Gateways: urls, Token: st.Token, Count: d.cfg.Bots, Seed: d.cfg.Seed,
-		Reach: botReach, LegTimeout: 20 * time.Second,
+		Reach: botReach,
+		ShopChance: max(d.cfg.ShopChance, 0), TradeChance: max(d.cfg.TradeChance, 0), TradeFirst: true,
 	}
 }

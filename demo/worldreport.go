@@ -171,6 +171,9 @@ func (d *worldDemo) report(ctx context.Context, bots sim.BotStats, players playe
 	if r.Bots.Blinks > 0 {
 		fail("clients saw %d blinks", r.Bots.Blinks)
 	}
+	if r.Bots.Leaks > 0 {
+		fail("clients were sent %d owner-only frames about another account's entities", r.Bots.Leaks)
+	}
 	if r.Bots.LoginFailures > 0 && r.Bots.Logins == 0 {
 		fail("no bot could log in (%d failures)", r.Bots.LoginFailures)
 	}
@@ -227,6 +230,9 @@ func (r WorldReport) Print(w io.Writer) {
 	b := r.Bots
 	fmt.Fprintf(w, "  bots                      %d: %d logins (%d relogs, %d resumed in place), %d legs, %d attacks, %d heals\n", b.Bots, b.Logins, b.Relogs, b.Resumed, b.Legs, b.Attacks, b.Heals)
 	fmt.Fprintf(w, "  blinks seen by clients    %d\n", b.Blinks)
+	fmt.Fprintf(w, "  owner-only leaks          %d (another account's experience or purse sent to a client)\n", b.Leaks)
+	fmt.Fprintf(w, "  bots' shopping, trading   %d purchases (%d refused), %d trades committed (each side counts its own), %d cancelled, %d timed out, %d skipped\n",
+		b.Purchases, b.PurchasesRefused, b.TradesCommitted, b.TradesCancelled, b.TradeTimeouts, b.TradeSkips)
 	e := r.Economy
 	fmt.Fprintf(w, "  movements                 %d accepted, %d rejected, %d unknown (%d kills looted, %d bought, %d refused, %d trades committed, %d cancelled)\n",
 		e.Accepted, e.Rejected, e.Unknown, e.Loot, e.Bought, e.Refused, e.Committed, e.Cancelled)

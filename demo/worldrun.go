@@ -178,8 +178,8 @@ func (d *worldDemo) progressLine(b sim.BotStats) string {
 	if o.Killed != "" {
 		econ += fmt.Sprintf(" orphans %d/%d", o.Settled, o.Orphans)
 	}
-	return fmt.Sprintf("players %d entities %d ghosts %d handoffs %d movements %d/%d %s | tick p99 %s | blinks %d",
-		sessions, ents, ghosts, ho.Acked, es.Accepted, es.Rejected, econ, strings.Join(p99, " "), b.Blinks)
+	return fmt.Sprintf("players %d entities %d ghosts %d handoffs %d movements %d/%d (bought %d, trades %d) %s | tick p99 %s | blinks %d leaks %d",
+		sessions, ents, ghosts, ho.Acked, es.Accepted, es.Rejected, es.Bought, es.Committed, econ, strings.Join(p99, " "), b.Blinks, b.Leaks)
 }
 
 // countPlayers checks, while the bots are still logged in, that every

@@ -116,7 +116,7 @@ func newDemoCmd() *cobra.Command {
 	f.DurationVar(&cfg.MoveAt, "move-at", 0, "when the busiest region moves to another node (default: 35% of --duration; negative: no move)")
 	f.DurationVar(&cfg.KillAt, "kill-at", 0, "when an economy node is killed (default: 55% of --duration; negative: no kill)")
 	f.Float64Var(&cfg.ShopChance, "shop-chance", 0.3, "chance that a bot goes shopping after a leg (0: never)")
-	f.Float64Var(&cfg.TradeChance, "trade-chance", 0.3, "chance that a bot trades with its partner after a leg (0: never)")
+	f.Float64Var(&cfg.TradeChance, "trade-chance", 0.5, "chance that a bot trades with its partner after a leg (0: never)")
 	f.DurationVar(&cfg.EpochMaxAge, "epoch", 2*time.Second, "the economy nodes' epoch max age (the sweep bound is twice this)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the world and the bots")
 	f.StringVar(&cfg.DataDir, "data", "", "keep the SQLite world store and ledger in this directory (default: a temporary directory, removed at exit)")
