@@ -45,12 +45,16 @@
 //
 // # Settle
 //
-//  1. Flush pending Records; read the journal back from the store and
-//     verify its chain (CHAIN.BROKEN names the first bad seq).
-//  2. An empty journal reports "netted" with no postings and stays open.
-//  3. Claim the settle in the store (owner + fencing token). The claim
+//  1. Flush pending Records. A session object that knows no journaled
+//     rows reads the journal first: an empty one reports "netted" with no
+//     postings, is not claimed, and an unsealed session stays open.
+//  2. Claim the settle in the store (owner + fencing token). The claim
 //     seals the journal against appends; every later write carries the
 //     token and is refused once a newer claim exists.
+//  3. Read the sealed journal back, once, and verify its chain
+//     (CHAIN.BROKEN names the first bad seq). If the read fails or the
+//     chain is broken, the claim is handed back (claimed again with a
+//     lease of 0, so it lapses at once) and nothing is written.
 //  4. Unless the session has ever fallen back to replay (stored), net every
 //     account's legs (first-touch order, zeros dropped), cut into chunks of
 //     the session's stored width, and post chunk i as net_<session>_c<i>

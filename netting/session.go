@@ -288,6 +288,9 @@ func (s *Session) Settle(ctx context.Context) (SettleReport, error) {
 	if r := step.refused; r != nil {
 		s.log.Info("netting: chunk refused, replaying", "session", s.meta.ID, "chunk", r.chunk, "err", r.err)
 	}
+	if err := step.handBackErr; err != nil {
+		s.log.Warn("netting: settle claim not handed back; it lapses with its lease", "session", s.meta.ID, "lease", s.lease, "err", err)
+	}
 	rep, err := step.report()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -307,6 +310,9 @@ func (s *Session) do(ctx context.Context, a settleAction) settleResult {
 	switch a.kind {
 	case settleFlush:
 		r.err = s.Flush(ctx)
+		s.mu.Lock()
+		r.journaled = s.st.accepted()
+		s.mu.Unlock()
 	case settleReadJournal:
 		r.recs, r.err = s.store.ReadJournal(ctx, s.meta.ID)
 	case settleReadSession:
@@ -323,6 +329,12 @@ func (s *Session) do(ctx context.Context, a settleAction) settleResult {
 		_, r.err = s.store.ReleaseSession(ctx, a.fence, a.release)
 	case settleFinish:
 		r.err = s.store.FinishSettle(ctx, a.fence, a.mode)
+	case settleHandBack:
+		// Cleanup after a failed read, which may be ctx's own end: bounded
+		// like a commit, not by ctx.
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.commitTimeout)
+		_, r.err = s.store.ClaimSettle(hctx, s.meta.ID, s.owner, 0)
+		cancel()
 	}
 	return r
 }

@@ -24,7 +24,8 @@ type settleActionKind int
 const (
 	// settleDone: nothing more to call; the step holds the result.
 	settleDone settleActionKind = iota
-	// settleFlush: wait for the Records in flight (Session.Flush).
+	// settleFlush: wait for the Records in flight (Session.Flush; result:
+	// journaled).
 	settleFlush
 	// settleReadJournal: Store.ReadJournal of the session (result: recs).
 	settleReadJournal
@@ -43,6 +44,9 @@ const (
 	settleRelease
 	// settleFinish: Store.FinishSettle(fence, mode).
 	settleFinish
+	// settleHandBack: Store.ClaimSettle with a lease of 0, so the claim
+	// just taken lapses at once (result: err only, for the driver's log).
+	settleHandBack
 )
 
 // settleAction is what the driver must do next.
@@ -62,7 +66,11 @@ type settleResult struct {
 	meta   SessionMeta
 	fence  Fence
 	posted []bool
-	err    error
+	// journaled (settleFlush) is how many rows the session object knows
+	// are in the journal once its Records are decided: its own commits,
+	// or the rows it was recovered from.
+	journaled int64
+	err       error
 }
 
 type settlePhase int
@@ -83,6 +91,7 @@ const (
 	phReplay      // post movement recs[i] alone
 	phRelease     // release what no posting moved
 	phFinish      // mark settled
+	phHandBack    // the read under the claim failed: let the claim lapse
 	phDone
 )
 
@@ -130,6 +139,10 @@ type settleStep struct {
 	already bool
 	// refused is the chunk refusal that turned the settle to replay.
 	refused *chunkRefusal
+	// readErr is the failed read's error while the claim is handed back;
+	// handBackErr the hand-back's own error (the claim then lapses with
+	// its lease), for the driver to log.
+	readErr, handBackErr error
 }
 
 // newSettleStep starts a settle of session id with claims of lease. prior
@@ -187,6 +200,8 @@ func (c *settleStep) action(now time.Time) settleAction {
 		return c.write()
 	case phFinish:
 		return settleAction{kind: settleFinish, fence: c.fence, mode: c.rep.Mode}
+	case phHandBack:
+		return settleAction{kind: settleHandBack, fence: c.fence}
 	}
 	return settleAction{kind: settleDone}
 }
@@ -239,27 +254,37 @@ func (c *settleStep) advance(r settleResult) {
 			c.fail(r.err)
 			return
 		}
+		// The journal is read once, under the claim, which seals it: a
+		// read before the claim could miss rows another object of the
+		// session appends before the seal. Only a session object that
+		// knows no rows first asks whether there is anything to settle
+		// (an empty journal is not claimed, so it stays open); when that
+		// probe finds rows (another object's, or an unresolved commit's),
+		// they are read again under the claim.
 		c.phase = phProbe
+		if r.journaled > 0 {
+			c.phase = phClaim
+		}
 	case phProbe, phRead:
 		if r.err != nil {
-			c.fail(fmt.Errorf("netting: read journal %s: %w", c.id, r.err))
+			c.failRead(fmt.Errorf("netting: read journal %s: %w", c.id, r.err))
 			return
 		}
 		head, err := VerifyChain(c.id, r.recs)
 		if err != nil {
-			c.fail(err)
+			c.failRead(err)
 			return
 		}
 		c.recs, c.head = r.recs, head
 		switch {
+		case len(r.recs) == 0:
+			// Nothing to settle (under a claim: the rows this object
+			// committed are not in the store; the sealed session stays
+			// closed).
+			c.phase = phProbeMeta
 		case c.phase == phRead:
 			c.phase = phMeta
-		case len(r.recs) == 0:
-			c.phase = phProbeMeta
 		default:
-			// This read only asked whether there is anything to settle;
-			// the head that goes into the report is read again after the
-			// claim has sealed the journal.
 			c.phase = phClaim
 		}
 	case phProbeMeta:
@@ -378,7 +403,23 @@ func (c *settleStep) advance(r settleResult) {
 		}
 		c.settled = true
 		c.phase = phDone
+	case phHandBack:
+		c.handBackErr = r.err
+		c.fail(c.readErr)
 	}
+}
+
+// failRead ends the step on a journal that could not be read or whose
+// chain is broken. After the claim (phRead) the claim is handed back
+// first: a failure that a read before claiming used to find then keeps no
+// other settler out for a lease, as it did not before.
+func (c *settleStep) failRead(err error) {
+	if c.phase != phRead {
+		c.fail(err)
+		return
+	}
+	c.readErr = err
+	c.phase = phHandBack
 }
 
 // toComp moves past the compensations when they are all posted.

@@ -55,7 +55,8 @@ type settleWant struct {
 	settled   bool
 	reopen    bool
 	replaying bool
-	refused   int // chunk index of the refusal, -1 none
+	refused   int  // chunk index of the refusal, -1 none
+	handBack  bool // the claim's hand-back failed (for the log)
 }
 
 func runSettle(t *testing.T, c *settleStep, script []settleCall) {
@@ -119,6 +120,9 @@ func checkSettle(t *testing.T, c *settleStep, w settleWant) {
 	if refused != w.refused {
 		t.Errorf("refused chunk %d, want %d", refused, w.refused)
 	}
+	if (c.handBackErr != nil) != w.handBack {
+		t.Errorf("hand-back error %v, want one: %v", c.handBackErr, w.handBack)
+	}
 }
 
 func TestSettleStep(t *testing.T) {
@@ -128,18 +132,24 @@ func TestSettleStep(t *testing.T) {
 	open := SessionMeta{ID: "s", ChunkWidth: 1, Sealed: true}
 	overdraft := ledger.OverdraftError("alice:spendable", -30)
 	boom := errors.New("store down")
-	// prefix is every call up to the first settle write.
+	then := func(a []settleCall, b ...settleCall) []settleCall {
+		return append(append([]settleCall(nil), a...), b...)
+	}
+	// prefix is every call up to the first settle write, for a session
+	// object that has journaled rows: the journal is read once, under the
+	// claim.
 	prefix := func(meta SessionMeta) []settleCall {
 		return []settleCall{
-			{want: settleFlush},
-			{want: settleReadJournal, res: settleResult{recs: recs}},
+			{want: settleFlush, res: settleResult{journaled: int64(len(recs))}},
 			{want: settleClaim, res: settleResult{fence: fence}},
 			{want: settleReadJournal, res: settleResult{recs: recs}},
 			{want: settleReadSession, res: settleResult{meta: meta}},
 		}
 	}
-	then := func(a []settleCall, b ...settleCall) []settleCall {
-		return append(append([]settleCall(nil), a...), b...)
+	// probed is prefix for an object that knows no rows: it asks whether
+	// there is anything to settle before it claims.
+	probed := func(meta SessionMeta) []settleCall {
+		return then([]settleCall{{want: settleFlush}, {want: settleReadJournal, res: settleResult{recs: recs}}}, prefix(meta)[1:]...)
 	}
 	post := func(id string, err error) settleCall {
 		return settleCall{want: settlePost, posting: id, res: settleResult{err: err}}
@@ -177,9 +187,23 @@ func TestSettleStep(t *testing.T) {
 			settleWant{err: "store down", refused: -1}},
 		{"claim held by another settler: nothing written", nil, false, []settleCall{{want: settleFlush}, {want: settleReadJournal, res: settleResult{recs: recs}}, {want: settleClaim, res: settleResult{err: &ClaimHeldError{SessionID: "s", Owner: "other"}}}},
 			settleWant{err: "other", is: ErrSettleClaimed, refused: -1}},
-		{"final read fails", nil, false, then(prefix(open)[:3], settleCall{want: settleReadJournal, res: settleResult{err: boom}}),
-			settleWant{err: "store down", refused: -1}},
-		{"meta unreadable", nil, false, then(prefix(open)[:4], settleCall{want: settleReadSession, res: settleResult{err: boom}}),
+		{"claim held, rows known: nothing read or written", nil, false, []settleCall{{want: settleFlush, res: settleResult{journaled: 3}}, {want: settleClaim, res: settleResult{err: &ClaimHeldError{SessionID: "s", Owner: "other"}}}},
+			settleWant{err: "other", is: ErrSettleClaimed, refused: -1}},
+		{"the probe finds rows: read again under the claim", nil, false, then(probed(open), nettedTail...),
+			settleWant{mode: ModeNetted, postings: 4, settled: true, refused: -1}},
+		{"read under the claim fails: the claim is handed back", nil, false,
+			then(prefix(open)[:2], settleCall{want: settleReadJournal, res: settleResult{err: boom}}, settleCall{want: settleHandBack}),
+			settleWant{err: "read journal s: store down", refused: -1}},
+		{"read after the probe fails: the claim is handed back", nil, false,
+			then(probed(open)[:3], settleCall{want: settleReadJournal, res: settleResult{err: boom}}, settleCall{want: settleHandBack}),
+			settleWant{err: "read journal s: store down", refused: -1}},
+		{"chain broken under the claim: handed back, the hand-back fails", nil, false,
+			then(prefix(open)[:2], settleCall{want: settleReadJournal, res: settleResult{recs: tampered}}, settleCall{want: settleHandBack, res: settleResult{err: boom}}),
+			settleWant{err: "seq 1", is: ErrChainBroken, refused: -1, handBack: true}},
+		{"rows known, none in the store: nothing to settle, the sealed session stays closed", nil, false,
+			then(prefix(open)[:2], settleCall{want: settleReadJournal}, settleCall{want: settleReadSession, res: settleResult{meta: open}}),
+			settleWant{mode: ModeNetted, refused: -1}},
+		{"meta unreadable", nil, false, then(prefix(open)[:3], settleCall{want: settleReadSession, res: settleResult{err: boom}}),
 			settleWant{err: "store down", refused: -1}},
 		{"settled by another settler, netted", nil, false, prefix(settledNetted),
 			settleWant{mode: ModeNetted, postings: 4, already: true, settled: true, refused: -1}},

@@ -30,6 +30,7 @@ var behaviourCases = []contractCase{
 	{"Netting/EpochRotationBySize", testRotationBySize},
 	{"Netting/RecoverRestoresOutcomes", testRecover},
 	{"Netting/ChainBroken", testChainBroken},
+	{"Netting/SettleReadsJournalOnce", testSettleReadsOnce},
 	{"Netting/Ownership", testOwnership},
 	{"Netting/SweepAgesAndBound", testSweepBound},
 	{"Netting/Reconcile", testReconcile},
@@ -484,6 +485,9 @@ func testChainBroken(t *testing.T, s netting.SharedStore) {
 		}
 		return recs
 	})
+	// The settle finds the break in its one read, under its claim, and
+	// hands the claim back: econ-2 settles below without waiting for the
+	// lease.
 	_, err := sess.Settle(ctxT(t))
 	var cb *netting.ChainBrokenError
 	if !errors.As(err, &cb) || cb.Seq != 2 || netting.Code(err) != "CHAIN.BROKEN" {
@@ -500,6 +504,37 @@ func testChainBroken(t *testing.T, s netting.SharedStore) {
 	rec, err := c.nodes["econ-2"].Recover(ctxT(t), sess.ID())
 	must(t, err)
 	settle(t, rec)
+	checkMoney(t, s, true)
+}
+
+// testSettleReadsJournalOnce: a settle reads the journal once, under its
+// claim (the read is most of a long settle's cost), whether the session
+// object journaled the rows itself or was recovered from them.
+func testSettleReadsOnce(t *testing.T, s netting.SharedStore) {
+	c := newCluster(t, s, threeNodes, nil)
+	fund(t, s, "f", "alice", 100)
+	sess := c.open("econ-1", c.scopeOf("econ-1", 0))
+	for i := range 3 {
+		accept(t, sess, fmt.Sprintf("k%d", i), buy("alice", "bob", 5)...)
+	}
+	c.store.reads.Store(0)
+	if rep := settle(t, sess); rep.Netted != 3 || rep.Mode != netting.ModeNetted {
+		t.Errorf("report %+v", rep)
+	}
+	if n := c.store.reads.Load(); n != 1 {
+		t.Errorf("settle read the journal %d times, want once", n)
+	}
+	other := c.open("econ-1", c.scopeOf("econ-1", 1))
+	accept(t, other, "k9", buy("alice", "bob", 7)...)
+	rec, err := c.nodes["econ-2"].Recover(ctxT(t), other.ID())
+	must(t, err)
+	c.store.reads.Store(0)
+	if rep := settle(t, rec); rep.Netted != 1 {
+		t.Errorf("recovered settle report %+v", rep)
+	}
+	if n := c.store.reads.Load(); n != 1 {
+		t.Errorf("a recovered session's settle read the journal %d times, want once", n)
+	}
 	checkMoney(t, s, true)
 }
 

@@ -54,6 +54,7 @@ type faultStore struct {
 	faults map[faultPoint]int
 
 	appends     atomic.Int64
+	reads       atomic.Int64 // ReadJournal calls
 	reserves    atomic.Int64
 	postFenced  atomic.Int64
 	compensated atomic.Int64
@@ -275,6 +276,7 @@ func (f *faultStore) ReadJournal(ctx context.Context, id string) ([]netting.Jour
 	if err := f.injected(faultRead, "", false); err != nil {
 		return nil, err
 	}
+	f.reads.Add(1)
 	recs, err := f.SharedStore.ReadJournal(ctx, id)
 	f.mu.Lock()
 	h := f.readHook
