@@ -718,7 +718,7 @@ func (d *worldDemo) botsConfig(st WorldStart) sim.BotsConfig {
 	}
 	return sim.BotsConfig{
 		Gateways: urls, Token: st.Token, Count: d.cfg.Bots, Seed: d.cfg.Seed,
-		Reach: botReach,
+		Reach:      botReach,
 		ShopChance: max(d.cfg.ShopChance, 0), TradeChance: max(d.cfg.TradeChance, 0), TradeFirst: true,
 	}
 }
