@@ -1,0 +1,83 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardwise/shardwise/dashboard"
+	"github.com/shardwise/shardwise/internal/testenv"
+)
+
+// TestWorldShort runs the whole-cluster demo briefly on SQLite: four zone
+// nodes, three economy nodes, bots over WebSocket, a region move and an
+// economy node killed, the dashboard served. Every invariant the report
+// checks must hold, and the run must have done what it announces: the
+// moments, handoffs, movements (loot, purchases or trades) and orphans
+// swept; the dashboard, read when the region move is done, shows every
+// node, the new table and entities.
+func TestWorldShort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var (
+		out  testenv.Buffer
+		mu   sync.Mutex
+		dash string
+		snap dashboard.Snapshot
+		got  error
+	)
+	rep, err := RunWorld(ctx, WorldConfig{
+		Duration: 15 * time.Second, Bots: 16, MoveAt: 4 * time.Second, KillAt: 7 * time.Second,
+		EpochMaxAge: 500 * time.Millisecond, Progress: 2 * time.Second, DashboardAddr: "127.0.0.1:0",
+		OnStart: func(st WorldStart) { mu.Lock(); dash = st.Dashboard; mu.Unlock() },
+		OnEvent: func(line string) {
+			if !strings.HasPrefix(line, "region move done") {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			got = getJSON(ctx, "http://"+dash+"/snapshot.json", &snap)
+		},
+	}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	rep.Print(&out)
+	t.Log("\n" + out.String())
+	if !rep.OK() {
+		t.Fatalf("invariants failed: %v", rep.Failures)
+	}
+	if rep.RegionMove.Region < 0 || rep.Killed == "" || rep.Orphans == 0 {
+		t.Errorf("the announced moments did not happen: move %+v, killed %q with %d orphans", rep.RegionMove, rep.Killed, rep.Orphans)
+	}
+	if rep.Handoffs.Acked == 0 || rep.Economy.Accepted == 0 || rep.Bots.Logins < 16 {
+		t.Errorf("handoffs %d, movements %d, logins %d: the bots did not play", rep.Handoffs.Acked, rep.Economy.Accepted, rep.Bots.Logins)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got != nil {
+		t.Fatalf("the dashboard's snapshot at the region move: %v", got)
+	}
+	if len(snap.Nodes) != 4 || snap.TableVersion != rep.RegionMove.Version || len(snap.Entities) == 0 {
+		t.Errorf("the dashboard shows %d nodes, table v%d, %d entities: want 4, v%d, some", len(snap.Nodes), snap.TableVersion, len(snap.Entities), rep.RegionMove.Version)
+	}
+}
+
+func getJSON(ctx context.Context, url string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
+}
