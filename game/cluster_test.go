@@ -271,6 +271,39 @@ func TestAMovedRegionsDensNeverRunOnTwoNodes(t *testing.T) {
 	}
 }
 
+// TestALeavingPlayersPetOnAnotherNodeGoes: a player leaves while its pet
+// stands on another node (past the margin of a border its master has not
+// crossed): the pet's node removes the pet too, rather than keeping it in
+// the world with no master.
+func TestALeavingPlayersPetOnAnotherNodeGoes(t *testing.T) {
+	c, a, b := twoNodes(t, Config{Seed: 5, DenChance: noDens})
+	border := 4096.0
+	master := a.player(t, 103, torus.Pos{X: 3000, Y: border - 5})
+	m, _ := a.c.master.Get(master)
+	pet := m.Pet
+	p, _ := a.c.pos.Get(pet)
+	p.Pos = torus.Pos{X: 3000, Y: border + 40} // past zone-1's margin
+	a.r.Reindex(pet)
+	stepUntilSim(t, c, 10*time.Second, "the pet handed to zone-1", func() bool { return b.r.Simulated(pet) && a.r.Simulated(master) })
+	a.removePlayer(master)
+	stepUntilSim(t, c, 10*time.Second, "the pet gone from zone-1", func() bool { return !b.r.World().Alive(pet) || b.r.Ghosts().Has(pet) })
+	if b.c.pet.Has(pet) && b.r.Simulated(pet) {
+		t.Fatal("the pet is still simulated on zone-1")
+	}
+}
+
+// stepUntilSim steps c in lockstep until cond holds, or fails after limit.
+func stepUntilSim(t *testing.T, c *zonetest.Cluster, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		c.StepSync(1)
+	}
+}
+
 // TestIntentsFromTwoNodesInOneTickApplyOnce: two attackers on two nodes
 // hit one mob in the same tick; its owner applies each hit exactly once
 // and its one damage table records both.

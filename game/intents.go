@@ -16,6 +16,10 @@ const (
 	Damage uint16 = iota + 1
 	Heal
 	Experience
+	// Dismiss removes a pet whose master left the world (removePlayer),
+	// sent when the pet lives on another node than the master: the pet's
+	// own node destroys it if the intent's source is its master.
+	Dismiss
 )
 
 func (g *Game) send(kind uint16, source, target ecs.ID, amount int32) {
@@ -40,6 +44,10 @@ func (g *Game) applyIntent(w *ecs.World, in zone.Intent) {
 	switch in.Kind {
 	case Damage, Heal:
 		g.applyHealth(w, in)
+	case Dismiss:
+		if p, ok := g.c.pet.Get(in.Target); ok && p.Master == in.Source {
+			_ = g.r.Destroy(in.Target, interest.Gone)
+		}
 	case Experience:
 		if e, ok := g.c.exp.Get(in.Target); ok {
 			e.Points += in.Amount

@@ -169,8 +169,14 @@ func (g *Game) spawnClientPlayer(a account.ID, masterID, petID ecs.ID, home toru
 
 func (g *Game) removePlayer(master ecs.ID) {
 	g.leaveTrades(master)
-	if m, ok := g.c.master.Get(master); ok && g.r.Simulated(m.Pet) {
-		_ = g.r.Destroy(m.Pet, interest.Gone)
+	if m, ok := g.c.master.Get(master); ok {
+		if g.r.Simulated(m.Pet) {
+			_ = g.r.Destroy(m.Pet, interest.Gone)
+		} else {
+			// The pet lives on another node (it crossed a border its
+			// master has not): its node removes it.
+			g.r.Send(zone.Intent{Kind: Dismiss, Source: master, Target: m.Pet})
+		}
 	}
 	_ = g.r.Destroy(master, interest.Gone)
 }
