@@ -495,9 +495,10 @@ func (r *Runtime) Ghosts() *ecs.Store[Ghost] { return r.ghost }
 func (r *Runtime) NotSimulated() []ecs.Component { return []ecs.Component{r.ghost, r.frozen} }
 
 // Simulated reports whether this node simulates id: alive, not leaving,
-// not a ghost, not frozen.
+// not a ghost, not frozen, and the node not fenced (a node that lost its
+// lease simulates nothing, though its entities stay in its world).
 func (r *Runtime) Simulated(id ecs.ID) bool {
-	return r.w.Alive(id) && !r.w.Leaving(id) && !r.ghost.Has(id) && !r.frozen.Has(id)
+	return r.w.Alive(id) && !r.w.Leaving(id) && !r.ghost.Has(id) && !r.frozen.Has(id) && !r.Fenced()
 }
 
 // AddSystem adds a module system. Orders below math.MinInt32+16 are the

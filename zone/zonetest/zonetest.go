@@ -94,7 +94,11 @@ type Config struct {
 	// Clock is every runtime's wall clock (entity ids). Default a
 	// clock.Fake at 2026-01-01T00:00Z, so runs mint the same ids.
 	Clock clock.Clock
-	// TTL is each node's lease TTL. Default 2s.
+	// TTL is each node's lease TTL. Default 6s: long enough that a
+	// loaded CI machine (the race detector, other suites beside it) does
+	// not let a lease lapse mid-test, which fences its node and breaks
+	// whatever the test checks for a reason it does not name. A test of
+	// lease loss revokes the lease, or sets a short TTL and cuts etcd off.
 	TTL time.Duration
 	// Etcd is an etcd member to use; default: a fresh embedded one,
 	// closed at cleanup.
@@ -150,7 +154,7 @@ func (c Config) withDefaults() Config {
 		c.Clock = clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	}
 	if c.TTL == 0 {
-		c.TTL = 2 * time.Second
+		c.TTL = 6 * time.Second
 	}
 	if c.Logger == nil {
 		if os.Getenv("SHARDWISE_TEST_LOG") != "" {
