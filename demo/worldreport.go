@@ -243,7 +243,10 @@ func (r WorldReport) Print(w io.Writer) {
 	if r.LedgerErr == "" {
 		fmt.Fprintf(w, "  ledger chain              %d postings proved\n", r.Ledger.Head.Len)
 	}
-	if r.Killed != "" {
+	switch {
+	case r.Killed != "" && r.Orphans == 0:
+		fmt.Fprintf(w, "  economy node killed       %s: no open epoch at the kill, so no orphans to sweep\n", r.Killed)
+	case r.Killed != "":
 		fmt.Fprintf(w, "  economy node killed       %s: %d orphans, %d settled by the survivors' sweep (the last %s after the kill)\n",
 			r.Killed, r.Orphans, r.OrphansSettled, r.OrphansAfter.Round(time.Millisecond))
 	}

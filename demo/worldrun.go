@@ -134,7 +134,7 @@ func (d *worldDemo) killAt(ctx, load context.Context, start time.Time) error {
 	if err := d.watch.kill(ctx, load, victim); err != nil {
 		return fmt.Errorf("demo: kill %s: %w", victim, err)
 	}
-	d.announce(start, "killed %s with %d open epochs: the survivors re-form and serve its scopes; their sweep settles the orphans", victim, d.watch.counts().Orphans)
+	d.announce(start, "killed %s with %s: the survivors re-form and serve its scopes; their sweep settles the orphans", victim, plural(d.watch.counts().Orphans, "open epoch", "open epochs"))
 	return nil
 }
 
@@ -259,3 +259,11 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// plural is "n one" for n == 1 and "n many" otherwise.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
