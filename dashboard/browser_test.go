@@ -2,24 +2,19 @@ package dashboard_test
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/shardwise/shardwise/dashboard"
-	"github.com/shardwise/shardwise/internal/testenv"
+	"github.com/shardwise/shardwise/internal/browsertest"
 	"github.com/shardwise/shardwise/zone/zonetest"
 )
 
@@ -28,91 +23,6 @@ import (
 //
 //	go test ./dashboard -run TestPageShowsTheClusterLive -args -screenshot=$PWD/docs/dashboard.png
 var screenshotTo = flag.String("screenshot", "", "also write the dashboard test's screenshot to this path")
-
-// chromiumPath finds Debian's chromium, or skips the test (fails it under
-// SHARDWISE_REQUIRE_INTEGRATION=1), as webclient's browser tests do.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("SHARDWISE_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
-		return "/usr/bin/chromium"
-	}
-	testenv.Unavailable(t, "chromium is not installed", "apt-get install -y chromium, or set SHARDWISE_CHROMIUM to a Chrome binary")
-	return ""
-}
-
-// browser starts a headless Chromium for t and returns a context for its
-// first tab, stopped and waited for when t ends. The page's console and
-// uncaught exceptions go to t.Log.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path := chromiumPath(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox, // the tests run as root, where Chromium's sandbox will not start
-		chromedp.DisableGPU,
-		chromedp.WindowSize(1400, 860),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	ctx, cancelTimeout := context.WithTimeout(context.Background(), 2*time.Minute)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	tabCtx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
-	var mu sync.Mutex
-	ended := false
-	t.Cleanup(func() {
-		mu.Lock()
-		ended = true
-		mu.Unlock()
-		cancelTab()
-		cancelAlloc() // waits for the browser process to exit
-		cancelTimeout()
-	})
-	err := chromedp.Listen(tabCtx, func(ev any) { // starts the browser
-		mu.Lock()
-		defer mu.Unlock()
-		if ended {
-			return
-		}
-		switch ev := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			var args []string
-			for _, a := range ev.Args {
-				args = append(args, string(a.Value))
-			}
-			t.Logf("console.%s: %s", ev.Type, strings.Join(args, " "))
-		case *runtime.EventExceptionThrown:
-			d := ev.ExceptionDetails
-			desc := d.Text
-			if d.Exception != nil {
-				desc += " " + d.Exception.Description
-			}
-			t.Errorf("page exception at %s:%d: %s", d.URL, d.LineNumber, desc)
-		}
-	})
-	if err != nil {
-		t.Fatalf("start chromium %s: %v", path, err)
-	}
-	return tabCtx
-}
-
-func evalJSON(t *testing.T, ctx context.Context, expr string, out any) {
-	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-	if err != nil {
-		t.Fatalf("evaluate: %v\n%s", err, expr)
-	}
-	if err := json.Unmarshal([]byte(s), out); err != nil {
-		t.Fatalf("decode %q: %v", s, err)
-	}
-}
 
 // pageState is window.dashboard.state().
 type pageState struct {
@@ -141,7 +51,7 @@ func outOfView(t *testing.T, ctx context.Context, world float64) string {
 		View      struct{ CX, CY, Width, Height float64 }
 		Positions map[string][4]any
 	}
-	evalJSON(t, ctx, `JSON.stringify({view: window.dashboard.state().view, positions: window.dashboard.positions()})`, &out)
+	browsertest.EvalJSON(t, ctx, `JSON.stringify({view: window.dashboard.state().view, positions: window.dashboard.positions()})`, &out)
 	in := func(p, c, span float64) bool {
 		d := math.Mod(p-c+world/2, world)
 		if d < 0 {
@@ -162,7 +72,7 @@ func outOfView(t *testing.T, ctx context.Context, world float64) string {
 func state(t *testing.T, ctx context.Context) pageState {
 	t.Helper()
 	var s pageState
-	evalJSON(t, ctx, `JSON.stringify(window.dashboard ? window.dashboard.state() : {})`, &s)
+	browsertest.EvalJSON(t, ctx, `JSON.stringify(window.dashboard ? window.dashboard.state() : {})`, &s)
 	return s
 }
 
@@ -256,11 +166,11 @@ func TestPageShowsTheClusterLive(t *testing.T) {
 
 	// Entities move between two samples.
 	var before map[string][3]any
-	evalJSON(t, ctx, `JSON.stringify(window.dashboard.positions())`, &before)
+	browsertest.EvalJSON(t, ctx, `JSON.stringify(window.dashboard.positions())`, &before)
 	moved := ""
 	if !zonetest.Poll(20*time.Second, func() bool {
 		var now map[string][3]any
-		evalJSON(t, ctx, `JSON.stringify(window.dashboard.positions())`, &now)
+		browsertest.EvalJSON(t, ctx, `JSON.stringify(window.dashboard.positions())`, &now)
 		for id, p := range now {
 			if q, ok := before[id]; ok && (p[0] != q[0] || p[1] != q[1]) {
 				moved = fmt.Sprintf("%s from (%v, %v) to (%v, %v)", id, q[0], q[1], p[0], p[1])
@@ -280,7 +190,7 @@ func TestPageShowsTheClusterLive(t *testing.T) {
 		Before, Zoomed, After, Fit struct{ CX, CY, Scale float64 }
 		Following                  bool
 	}
-	evalJSON(t, ctx, `(() => {
+	browsertest.EvalJSON(t, ctx, `(() => {
 		const c = document.getElementById("map"), r = c.getBoundingClientRect();
 		const x = r.left + r.width / 2, y = r.top + r.height / 2;
 		const view = () => { const v = window.dashboard.state().view; return {cx: v.cx, cy: v.cy, scale: v.scale}; };
@@ -320,7 +230,11 @@ func TestPageShowsTheClusterLive(t *testing.T) {
 		return s.HandoffsSeen > 0 && s.HandoffsDrawn > 0 && s.TableVersion > 1
 	})
 	t.Logf("page after the move: %d handoffs seen, %d flashing, table v%d", s.HandoffsSeen, s.HandoffsDrawn, s.TableVersion)
-	saveScreenshot(t, ctx, "dashboard.png")
+	var also []string
+	if *screenshotTo != "" {
+		also = append(also, *screenshotTo)
+	}
+	browsertest.Screenshot(t, ctx, "dashboard.png", also...)
 
 	// The still (for screenshots): one snapshot drawn, no stream.
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(srv.URL+"/?still")); err != nil {
@@ -333,28 +247,9 @@ func TestPageShowsTheClusterLive(t *testing.T) {
 
 func near(a, b float64) bool { return a-b < 0.5 && b-a < 0.5 }
 
-func saveScreenshot(t *testing.T, ctx context.Context, name string) {
+// browser starts a headless Chromium for t in which a page exception
+// fails the test (browsertest.Start).
+func browser(t *testing.T) context.Context {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Errorf("screenshot: %v", err)
-		return
-	}
-	dir := os.Getenv("SHARDWISE_ARTIFACTS")
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	paths := []string{filepath.Join(dir, name)}
-	if *screenshotTo != "" {
-		paths = append(paths, *screenshotTo)
-	}
-	for _, p := range paths {
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Errorf("screenshot: %v", err)
-			continue
-		}
-		t.Logf("screenshot: %s", p)
-	}
+	return browsertest.Start(t, browsertest.Options{Width: 1400, Height: 860, ExceptionsFail: true})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/shardwise/shardwise/game"
+	"github.com/shardwise/shardwise/internal/browsertest"
 	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/outbox"
 	"github.com/shardwise/shardwise/sim"
@@ -179,7 +180,7 @@ func TestPageAnimatesWalkersAsSimDoes(t *testing.T) {
 		for (const id of [` + strings.Join(idList, ",") + `]) w[id.toString()] = c.world.where(id);
 		return JSON.stringify({tick: Number(c.world.tick), where: w, walk: window.walk}); })()`
 	testenv.PollUntil(t, 30*time.Second, "the page to see the script's last tick", func() bool {
-		evalJSON(t, ctx, readWalk, &page)
+		browsertest.EvalJSON(t, ctx, readWalk, &page)
 		return page.Tick == walkLastTick
 	})
 	if err := goClient.Wait(cctx, func(v *sim.View) bool { _, ok := v.Entity(walkEnd); return ok }); err != nil {
@@ -227,17 +228,17 @@ func TestPageAnimatesWalkersAsSimDoes(t *testing.T) {
 	last := page.Where[fmt.Sprint(walkStraight)]
 	var first *where
 	testenv.PollUntil(t, 10*time.Second, "the straight walker drawn past its last estimate", func() bool {
-		evalJSON(t, ctx, readDrawn, &first)
+		browsertest.EvalJSON(t, ctx, readDrawn, &first)
 		return first != nil && geo.DeltaX(last.X, first.X) > 0
 	})
 	var then *where
 	testenv.PollUntil(t, 10*time.Second, "the straight walker drawn further on", func() bool {
-		evalJSON(t, ctx, readDrawn, &then)
+		browsertest.EvalJSON(t, ctx, readDrawn, &then)
 		return then != nil && geo.DeltaX(first.X, then.X) > 0
 	})
 	if then.X < last.X || then.X > 60 || then.Y != 100 {
 		t.Errorf("the straight walker drawn at (%v, %v), off its path to (60, 100)", then.X, then.Y)
 	}
 	t.Logf("drawn at x %.3f, then %.3f, after the last batch's %.3f", first.X, then.X, last.X)
-	saveScreenshot(t, ctx, "webclient-animate.png")
+	browsertest.Screenshot(t, ctx, "webclient-animate.png")
 }

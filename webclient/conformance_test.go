@@ -21,6 +21,7 @@ import (
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/internal/browsertest"
 	"github.com/shardwise/shardwise/outbox"
 	"github.com/shardwise/shardwise/proto/clientpb"
 	"github.com/shardwise/shardwise/terrain"
@@ -84,7 +85,7 @@ func conformancePage(t *testing.T) context.Context {
 		t.Fatal(err)
 	}
 	var ok bool
-	evalJSON(t, ctx, conformanceJS, &ok)
+	browsertest.EvalJSON(t, ctx, conformanceJS, &ok)
 	return ctx
 }
 
@@ -97,7 +98,7 @@ func call(t *testing.T, ctx context.Context, fn string, arg, out any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evalJSON(t, ctx, fmt.Sprintf("window.conf.%s(%s)", fn, a), out)
+	browsertest.EvalJSON(t, ctx, fmt.Sprintf("window.conf.%s(%s)", fn, a), out)
 }
 
 // recorder is an outbox.Sink that keeps every batch.
@@ -467,7 +468,7 @@ func TestClientMessagesEncodeAsProtobufReads(t *testing.T) {
 	}
 	a, _ := json.Marshal(js)
 	var got []string
-	evalJSON(t, ctx, fmt.Sprintf(`(() => {
+	browsertest.EvalJSON(t, ctx, fmt.Sprintf(`(() => {
 		const ids = ["entity", "target", "nonce"];
 		const fix = (m) => { for (const k of Object.keys(m)) for (const id of ids) if (typeof m[k][id] === "string") m[k][id] = BigInt(m[k][id]); return m; };
 		return window.conf.client(%s.map(fix));

@@ -7,6 +7,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/internal/browsertest"
 	"github.com/shardwise/shardwise/internal/testenv"
 )
 
@@ -24,14 +25,14 @@ func TestPageLogsInWithATokenInTheFragment(t *testing.T) {
 	var page pageState
 	testenv.PollUntil(t, 20*time.Second, "Welcome", func() bool {
 		page = pageState{}
-		evalJSON(t, ctx, readPage, &page)
+		browsertest.EvalJSON(t, ctx, readPage, &page)
 		return page.Welcome != nil
 	})
 	if page.Welcome.Account != "78" {
 		t.Fatalf("welcome %+v, want account 78", *page.Welcome)
 	}
 	var hash string
-	evalJSON(t, ctx, `JSON.stringify(location.hash)`, &hash)
+	browsertest.EvalJSON(t, ctx, `JSON.stringify(location.hash)`, &hash)
 	if hash != "" {
 		t.Fatalf("the address still holds the token: %q", hash)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/internal/browsertest"
 	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/logintoken"
 	"github.com/shardwise/shardwise/outbox"
@@ -358,7 +359,7 @@ func TestPageLogsInAndSeesTheWorld(t *testing.T) {
 	read := func() *pageState {
 		t.Helper()
 		page = pageState{}
-		evalJSON(t, ctx, readPage, &page)
+		browsertest.EvalJSON(t, ctx, readPage, &page)
 		return &page
 	}
 	poll := func(what string, cond func(p *pageState) bool) *pageState {
@@ -479,7 +480,7 @@ func TestPageLogsInAndSeesTheWorld(t *testing.T) {
 		t.Errorf("pong nonce %s, want 1", nonce)
 	}
 
-	saveScreenshot(t, ctx, "webclient-play.png")
+	browsertest.Screenshot(t, ctx, "webclient-play.png")
 
 	// Logout: the server closes with 1000 and the world lets go.
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.shardwise.client.logout()`)); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/gateway"
+	"github.com/shardwise/shardwise/internal/browsertest"
 	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/logintoken"
 	"github.com/shardwise/shardwise/sim"
@@ -136,7 +137,7 @@ func TestPageAgainstARealZoneNode(t *testing.T) {
 	var page pageState
 	read := func() *pageState {
 		page = pageState{}
-		evalJSON(t, ctx, readPage, &page)
+		browsertest.EvalJSON(t, ctx, readPage, &page)
 		return &page
 	}
 	position := func(p *pageState, id string) (torus.Pos, bool) {
@@ -168,5 +169,5 @@ func TestPageAgainstARealZoneNode(t *testing.T) {
 	for _, e := range page.Seen.Errors {
 		t.Errorf("page error %s", e)
 	}
-	saveScreenshot(t, ctx, "real-world")
+	browsertest.Screenshot(t, ctx, "real-world")
 }
