@@ -78,6 +78,55 @@ type model struct {
 	issued   map[string][]ledger.Leg // every key ever sent, with its legs
 	accepted map[string]bool
 	direct   []ledger.Leg // postings outside sessions (funding, spends)
+	keys     []string     // the keys movement drew, in order
+}
+
+// newModel funds each of users with a posting of its own (20 to 199
+// coins, drawn from r) and returns the model of a schedule that starts
+// there.
+func newModel(t *testing.T, s netting.SharedStore, r *rand.Rand, users []string) *model {
+	t.Helper()
+	m := &model{issued: map[string][]ledger.Leg{}, accepted: map[string]bool{}}
+	for i, u := range users {
+		amt := int64(20 + r.IntN(180))
+		p := ledger.Posting{ID: fmt.Sprintf("fund-%d", i), Legs: []ledger.Leg{ledger.Credit(ledger.Spendable(u), amt), ledger.Debit(ledger.Revenue, amt)}}
+		must(t, s.Post(ctxT(t), p))
+		m.direct = append(m.direct, p.Legs...)
+	}
+	return m
+}
+
+// movement draws a schedule's next movement from r: one time in seven a
+// key sent before with its legs (a retry), else a new key for step — a
+// purchase between two of users, with a platform fee one time in four,
+// or a seller spending earned credits — which it issues.
+func (m *model) movement(r *rand.Rand, seed uint64, step int, users []string) (string, []ledger.Leg) {
+	m.mu.Lock()
+	keys := m.keys
+	m.mu.Unlock()
+	if len(keys) > 0 && r.IntN(100) < 15 {
+		k := keys[r.IntN(len(keys))]
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return k, m.issued[k]
+	}
+	k := fmt.Sprintf("k%d-%d", seed, step)
+	b := users[r.IntN(len(users))]
+	sl := users[r.IntN(len(users))]
+	amt := int64(1 + r.IntN(40))
+	legs := []ledger.Leg{ledger.Debit(ledger.Spendable(b), amt), ledger.Credit(ledger.Earned(sl), amt)}
+	if r.IntN(4) == 0 {
+		// A fee to the platform.
+		fee := int64(1 + r.IntN(3))
+		legs = []ledger.Leg{ledger.Debit(ledger.Spendable(b), amt+fee), ledger.Credit(ledger.Earned(sl), amt), ledger.Credit(ledger.Revenue, fee)}
+	} else if r.IntN(5) == 0 {
+		legs = []ledger.Leg{ledger.Debit(ledger.Earned(b), amt), ledger.Credit(ledger.Spendable(sl), amt)}
+	}
+	m.issue(k, legs)
+	m.mu.Lock()
+	m.keys = append(m.keys, k)
+	m.mu.Unlock()
+	return k, legs
 }
 
 func (m *model) issue(key string, legs []ledger.Leg) {
@@ -110,37 +159,10 @@ func runStress(t *testing.T, s netting.SharedStore, seed uint64) {
 		cfg.Sweep = &netting.SweepConfig{SettleOlderThan: 2 * time.Minute}
 	})
 	t.Logf("seed %d: chunk width %d, max movements %d", seed, width, maxMov)
-	m := &model{issued: map[string][]ledger.Leg{}, accepted: map[string]bool{}}
 	users := []string{"u0", "u1", "u2", "u3", "u4", "u5"}
-	for i, u := range users {
-		amt := int64(20 + r.IntN(180))
-		p := ledger.Posting{ID: fmt.Sprintf("fund-%d", i), Legs: []ledger.Leg{ledger.Credit(ledger.Spendable(u), amt), ledger.Debit(ledger.Revenue, amt)}}
-		must(t, s.Post(ctxT(t), p))
-		m.direct = append(m.direct, p.Legs...)
-	}
+	m := newModel(t, s, r, users)
 	scopes := []string{"wrld_a", "wrld_b", "wrld_c", "wrld_d", "wrld_e"}
-	var keys []string
-	movement := func(step int) (string, []ledger.Leg) {
-		if len(keys) > 0 && r.IntN(100) < 15 {
-			k := keys[r.IntN(len(keys))]
-			return k, m.issued[k]
-		}
-		k := fmt.Sprintf("k%d-%d", seed, step)
-		b := users[r.IntN(len(users))]
-		sl := users[r.IntN(len(users))]
-		amt := int64(1 + r.IntN(40))
-		legs := []ledger.Leg{ledger.Debit(ledger.Spendable(b), amt), ledger.Credit(ledger.Earned(sl), amt)}
-		if r.IntN(4) == 0 {
-			// A fee to the platform and a seller spending earned credits.
-			fee := int64(1 + r.IntN(3))
-			legs = []ledger.Leg{ledger.Debit(ledger.Spendable(b), amt+fee), ledger.Credit(ledger.Earned(sl), amt), ledger.Credit(ledger.Revenue, fee)}
-		} else if r.IntN(5) == 0 {
-			legs = []ledger.Leg{ledger.Debit(ledger.Earned(b), amt), ledger.Credit(ledger.Spendable(sl), amt)}
-		}
-		keys = append(keys, k)
-		m.issue(k, legs)
-		return k, legs
-	}
+	movement := func(step int) (string, []ledger.Leg) { return m.movement(r, seed, step, users) }
 	record := func(scope, key string, legs []ledger.Leg) {
 		n := c.nodes[c.nodes["econ-1"].OwnerOf(scope)]
 		out, err := n.Record(ctxT(t), scope, netting.Movement{Key: key, Legs: legs})

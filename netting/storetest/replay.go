@@ -58,14 +58,8 @@ func runReplayable(t *testing.T, s netting.SharedStore, seed uint64) []string {
 			t.Logf("seed %d: chunk width %d, max movements %d; trace:\n%s", seed, width, maxMov, strings.Join(tr, "\n"))
 		}
 	})
-	m := &model{issued: map[string][]ledger.Leg{}, accepted: map[string]bool{}}
 	users := []string{"u0", "u1", "u2", "u3", "u4", "u5"}
-	for i, u := range users {
-		amt := int64(20 + r.IntN(180))
-		p := ledger.Posting{ID: fmt.Sprintf("fund-%d", i), Legs: []ledger.Leg{ledger.Credit(ledger.Spendable(u), amt), ledger.Debit(ledger.Revenue, amt)}}
-		must(t, s.Post(ctxT(t), p))
-		m.direct = append(m.direct, p.Legs...)
-	}
+	m := newModel(t, s, r, users)
 	scopes := []string{"wrld_a", "wrld_b", "wrld_c", "wrld_d", "wrld_e"}
 	// seen numbers the sessions in the order the schedule first saw them.
 	seen := map[string]int{}
@@ -75,27 +69,7 @@ func runReplayable(t *testing.T, s netting.SharedStore, seed uint64) []string {
 		}
 		return seen[id]
 	}
-	var keys []string
-	movement := func() (string, []ledger.Leg) {
-		if len(keys) > 0 && r.IntN(100) < 15 {
-			k := keys[r.IntN(len(keys))]
-			return k, m.issued[k]
-		}
-		k := fmt.Sprintf("k%d-%d", seed, step)
-		b := users[r.IntN(len(users))]
-		sl := users[r.IntN(len(users))]
-		amt := int64(1 + r.IntN(40))
-		legs := []ledger.Leg{ledger.Debit(ledger.Spendable(b), amt), ledger.Credit(ledger.Earned(sl), amt)}
-		if r.IntN(4) == 0 {
-			fee := int64(1 + r.IntN(3))
-			legs = []ledger.Leg{ledger.Debit(ledger.Spendable(b), amt+fee), ledger.Credit(ledger.Earned(sl), amt), ledger.Credit(ledger.Revenue, fee)}
-		} else if r.IntN(5) == 0 {
-			legs = []ledger.Leg{ledger.Debit(ledger.Earned(b), amt), ledger.Credit(ledger.Spendable(sl), amt)}
-		}
-		keys = append(keys, k)
-		m.issue(k, legs)
-		return k, legs
-	}
+	movement := func() (string, []ledger.Leg) { return m.movement(r, seed, step, users) }
 	// unsettled lists the unsettled sessions in the order they were seen.
 	unsettled := func() []string {
 		u, err := s.ListUnsettled(ctxT(t), 0)
