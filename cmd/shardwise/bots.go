@@ -61,9 +61,11 @@ func newBotsCmd() *cobra.Command {
 			"\n" +
 			"It prints a status line every --every and, after --duration (or --legs legs\n" +
 			"each, or on interrupt; every bot logs out), a summary: logins, relogs and\n" +
-			"where the players resumed, reconnects, inputs, legs, attacks, heals, batches,\n" +
-			"bytes, blinks (an entity inside the view that vanished and came back at once:\n" +
+			"where the players resumed, reconnects, inputs, legs, attacks, heals,\n" +
+			"purchases and trades (with --shop-chance and --trade-chance), batches, bytes,\n" +
+			"blinks (an entity inside the view that vanished and came back at once:\n" +
 			"there should be none; returns at the view's edge are counted apart),\n" +
+			"owner-only leaks (another account's experience or purse sent to a bot: none),\n" +
 			"errors by code and sockets the servers closed by reason. It exits with status\n" +
 			"1 if a bot gave up (its logins kept failing).",
 		Args: cobra.NoArgs,
@@ -167,17 +169,20 @@ func newBotsCmd() *cobra.Command {
 }
 
 func printBotStatus(out io.Writer, since time.Duration, s sim.BotStats) {
-	fmt.Fprintf(out, "bots %s  bots %d (done %d)  logins %d  relogs %d  reconnects %d  legs %d  inputs %d  attacks %d  heals %d  batches %d  bytes %d  blinks %d  errors %d\n",
+	fmt.Fprintf(out, "bots %s  bots %d (done %d)  logins %d  relogs %d  reconnects %d  legs %d  inputs %d  attacks %d  heals %d  bought %d  trades %d  batches %d  bytes %d  blinks %d  leaks %d  errors %d\n",
 		since.Round(time.Second), s.Bots, s.Done, s.Logins, s.Relogs, s.Reconnects, s.Legs, s.Inputs, s.Attacks, s.Heals,
-		s.Batches, s.Bytes, s.Blinks, s.ErrorCount())
+		s.Purchases, s.TradesCommitted, s.Batches, s.Bytes, s.Blinks, s.Leaks, s.ErrorCount())
 }
 
 func printBotSummary(out io.Writer, since time.Duration, s sim.BotStats) {
 	fmt.Fprintf(out, "bots: %d bots ran %s: logins %d (failed %d), relogs %d (resumed where they left %d, elsewhere %d), reconnects %d, "+
-		"legs %d (timed out %d), inputs %d, pings %d, attacks %d, heals %d, batches %d, bytes %d, blinks %d (edge returns %d), out of order %d, errors %s, closed by the server %s\n",
+		"legs %d (timed out %d), inputs %d, pings %d, attacks %d, heals %d, "+
+		"purchases %d (refused %d, trips that bought nothing %d), trades committed %d (cancelled %d, partner missed %d, skipped %d), "+
+		"batches %d, bytes %d, blinks %d (edge returns %d), out of order %d, owner-only leaks %d, errors %s, closed by the server %s\n",
 		s.Bots, since.Round(time.Millisecond), s.Logins, s.LoginFailures, s.Relogs, s.Resumed, s.ResumeMisses, s.Reconnects,
-		s.Legs, s.LegTimeouts, s.Inputs, s.Pings, s.Attacks, s.Heals, s.Batches, s.Bytes, s.Blinks, s.EdgeReturns, s.OutOfOrder,
-		counts(s.Errors), counts(s.Closes))
+		s.Legs, s.LegTimeouts, s.Inputs, s.Pings, s.Attacks, s.Heals,
+		s.Purchases, s.PurchasesRefused, s.ShopMisses, s.TradesCommitted, s.TradesCancelled, s.TradeTimeouts, s.TradeSkips,
+		s.Batches, s.Bytes, s.Blinks, s.EdgeReturns, s.OutOfOrder, s.Leaks, counts(s.Errors), counts(s.Closes))
 }
 
 // counts prints a count per code, sorted by code, or "-".

@@ -279,7 +279,7 @@ func TestZoneGatewaysServeBots(t *testing.T) {
 	}
 	for _, want := range []string{
 		"bots: 2 bots ran ", "logins 4 (failed 0), relogs 2 (resumed where they left 2, elsewhere 0), reconnects 0",
-		"legs 4 (timed out 0)", "blinks 0 (edge returns ", "out of order 0, errors -, closed by the server -",
+		"legs 4 (timed out 0)", "blinks 0 (edge returns ", "out of order 0, owner-only leaks 0, errors -, closed by the server -",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the bots' summary lacks %q", want)
