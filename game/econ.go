@@ -765,10 +765,18 @@ func (g *Game) readPurse(master ecs.ID) {
 func (g *Game) purseRead(master ecs.ID, res econResult) {
 	again := g.econ.reading[master] == readAgain
 	delete(g.econ.reading, master)
+	if !g.r.Simulated(master) {
+		// Handed on (or frozen in a handoff) while the read was out: the
+		// purse it carried may be older than this answer, so its node
+		// reads again (the intent follows the player; one that left the
+		// world is not found, and nothing is read).
+		g.r.Send(zone.Intent{Kind: PurseStale, Target: master})
+		return
+	}
 	if again {
 		g.readPurse(master)
 	}
-	if res.status != answerAccepted || len(res.holdings) != 1+len(Goods) || !g.r.Simulated(master) {
+	if res.status != answerAccepted || len(res.holdings) != 1+len(Goods) {
 		return
 	}
 	p, ok := g.econ.purse.Get(master)
