@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
-	"strings"
 
 	"github.com/shardwise/shardwise/ledger"
 )
@@ -20,24 +19,44 @@ const JournalCurrency = "CREDIT"
 // ChainHash returns the hex SHA-256 of "prevHash|key|legs", where legs are
 // "account:currency:amount" joined by ";" — the hash of one journal row.
 func ChainHash(prevHash, key string, legs []ledger.Leg) string {
-	var b strings.Builder
-	b.Grow(len(prevHash) + len(key) + 2 + 48*len(legs))
-	b.WriteString(prevHash)
-	b.WriteByte('|')
-	b.WriteString(key)
-	b.WriteByte('|')
+	var h [hashHexLen]byte
+	chainHashHex(&h, prevHash, key, legs)
+	return string(h[:])
+}
+
+// hashHexLen is the length of a chain hash in hex.
+const hashHexLen = 2 * sha256.Size
+
+// chainHashHex writes ChainHash's hex digits to dst. It builds the hashed
+// text in a buffer on the stack (a longer row grows it on the heap), so a
+// check that only compares the digits (VerifyChain) allocates nothing:
+// every group commit hashes each of its rows, and every settle checks its
+// whole journal.
+func chainHashHex(dst *[hashHexLen]byte, prevHash, key string, legs []ledger.Leg) {
+	var stack [384]byte
+	b := append(stack[:0], prevHash...)
+	b = append(b, '|')
+	b = append(b, key...)
+	b = append(b, '|')
 	for i, l := range legs {
 		if i > 0 {
-			b.WriteByte(';')
+			b = append(b, ';')
 		}
-		b.WriteString(l.Account)
-		b.WriteByte(':')
-		b.WriteString(JournalCurrency)
-		b.WriteByte(':')
-		b.WriteString(strconv.FormatInt(l.Amount, 10))
+		b = append(b, l.Account...)
+		b = append(b, ':')
+		b = append(b, JournalCurrency...)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, l.Amount, 10)
 	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return hex.EncodeToString(sum[:])
+	sum := sha256.Sum256(b)
+	hex.Encode(dst[:], sum[:])
+}
+
+// chainHashIs reports whether hash is ChainHash(prevHash, key, legs).
+func chainHashIs(hash, prevHash, key string, legs []ledger.Leg) bool {
+	var h [hashHexLen]byte
+	chainHashHex(&h, prevHash, key, legs)
+	return string(h[:]) == hash
 }
 
 // VerifyChain checks a session's journal as read back from the store: seqs
@@ -56,7 +75,7 @@ func VerifyChain(sessionID string, recs []JournalRecord) (head string, err error
 			return "", &ChainBrokenError{SessionID: sessionID, Seq: seq, Reason: "seq " + strconv.FormatInt(r.Seq, 10) + " out of order"}
 		case r.PrevHash != head:
 			return "", &ChainBrokenError{SessionID: sessionID, Seq: seq, Reason: "prevHash does not match the previous row"}
-		case ChainHash(r.PrevHash, r.Key, r.Legs) != r.Hash:
+		case !chainHashIs(r.Hash, r.PrevHash, r.Key, r.Legs):
 			return "", &ChainBrokenError{SessionID: sessionID, Seq: seq, Reason: "hash does not match the row"}
 		}
 		if err := ledger.ValidateLegs(r.Legs); err != nil {

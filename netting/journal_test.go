@@ -111,3 +111,26 @@ func FuzzVerifyChain(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkVerifyChain: the chain check of a settle's read-back, per row
+// (10,000 rows of two legs).
+func BenchmarkVerifyChain(b *testing.B) {
+	recs := chainOf("s", 10_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := netting.VerifyChain("s", recs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(recs)), "ns/row")
+}
+
+// BenchmarkChainHash: one journal row's hash, as the group commit makes it.
+func BenchmarkChainHash(b *testing.B) {
+	legs := buy("alice", "bob", 250)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = netting.ChainHash(netting.GenesisHash, "purchase:alice:0001", legs)
+	}
+}
