@@ -21,8 +21,8 @@ import (
 // (zone.Runtime.Epoch: it grows by one with every handoff), open from the
 // node's first observation until the node is seen not simulating it any
 // more. When node X sees entity e simulated at epoch n:
-//   - no segment, or the current one closed: a new segment (an entity
-//     created, or set up again, as a den is on its column's new owner);
+//   - no segment: a new segment (an entity created, or set up again, as a
+//     den is on its column's new owner);
 //   - the current segment is X's: it goes on (its epoch may only grow);
 //   - the current segment is another node's and still open: legitimate only
 //     if n is above that segment's epoch, a handoff whose source has not
@@ -30,12 +30,17 @@ import (
 //     but its next observation may come after the target's first); anything
 //     else is two nodes simulating one entity, a violation.
 //
+// A closed segment would be treated exactly as no segment (any node may
+// open the next one, at any epoch), so a segment is dropped as it closes:
+// segs holds only the entities some node simulates now, and it stays
+// bounded however long the run (--serve).
+//
 // It also keeps, per node, the accounts' entities (masters and pets: an
 // Owner) held there at the last tick, simulated or frozen in a handoff,
 // for the end-of-run count.
 type census struct {
 	mu         sync.Mutex
-	segs       map[ecs.ID]*segment
+	segs       map[ecs.ID]*segment        // the open segments
 	held       map[string]map[ecs.ID]bool // per node: simulated at its last observation
 	owned      map[string]map[ecs.ID]account.ID
 	regions    map[string]map[cells.RegionID]int // per node: the players' entities it holds, by region
@@ -46,10 +51,10 @@ type census struct {
 	scratch map[string][]observed // per node, reused under mu
 }
 
+// segment is an open segment: node simulates the entity at epoch.
 type segment struct {
 	node  string
 	epoch uint64
-	open  bool
 }
 
 type observed struct {
@@ -99,7 +104,12 @@ func (c *census) observe(node string, rt *zone.Runtime) {
 		}
 	})
 	c.scratch[node] = sims
+	c.record(node, sims)
+}
 
+// record applies node's observation: the entities it simulates now, with
+// their epochs. Under mu.
+func (c *census) record(node string, sims []observed) {
 	prev := c.held[node]
 	now := make(map[ecs.ID]bool, len(sims))
 	for _, o := range sims {
@@ -108,29 +118,33 @@ func (c *census) observe(node string, rt *zone.Runtime) {
 	}
 	for id := range prev {
 		if !now[id] {
-			if s := c.segs[id]; s != nil && s.node == node {
-				s.open = false
-			}
+			c.close(node, id)
 		}
 	}
 	c.held[node] = now
 	c.observed++
 }
 
+// close ends node's segment of id, if the current one is node's: it is
+// dropped, a closed segment being no constraint on the next.
+func (c *census) close(node string, id ecs.ID) {
+	if s := c.segs[id]; s != nil && s.node == node {
+		delete(c.segs, id)
+	}
+}
+
 func (c *census) apply(node string, o observed) {
 	s := c.segs[o.id]
 	switch {
 	case s == nil:
-		c.segs[o.id] = &segment{node: node, epoch: o.epoch, open: true}
-	case !s.open:
-		*s = segment{node: node, epoch: o.epoch, open: true}
+		c.segs[o.id] = &segment{node: node, epoch: o.epoch}
 	case s.node == node:
 		if o.epoch < s.epoch {
 			c.violate("%v simulated by %s at epoch %d after epoch %d", o.id, node, o.epoch, s.epoch)
 		}
 		s.epoch = o.epoch
 	case o.epoch > s.epoch:
-		*s = segment{node: node, epoch: o.epoch, open: true} // a handoff
+		*s = segment{node: node, epoch: o.epoch} // a handoff
 	default:
 		c.violate("%v simulated by %s at epoch %d while %s simulates it at epoch %d", o.id, node, o.epoch, s.node, s.epoch)
 	}
@@ -203,9 +217,7 @@ func (c *census) forget(node string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id := range c.held[node] {
-		if s := c.segs[id]; s != nil && s.node == node {
-			s.open = false
-		}
+		c.close(node, id)
 	}
 	delete(c.held, node)
 	delete(c.owned, node)
