@@ -39,9 +39,12 @@ import (
 type WorldConfig struct {
 	// Duration is how long the bots play. Default 30s.
 	Duration time.Duration
-	// Zones are the zone nodes' names; they split the torus in quadrants
-	// (with four) or in bands of rows around the start square, so that the
-	// start square, where the bots play, touches every node. Default
+	// Zones are the zone nodes' names. Four split the torus in quadrants
+	// meeting at the start square, where the bots play, so that it touches
+	// every node; another number splits it in bands of columns, the first
+	// and the last meeting at the seam through the start square: with two
+	// both nodes hold players from the start, with three or more the
+	// middle bands' nodes hold none until a region moves to one. Default
 	// zone-1 … zone-4.
 	Zones []string
 	// Econs are the economy nodes' names. Default econ-1, econ-2, econ-3.
@@ -70,8 +73,10 @@ type WorldConfig struct {
 	EpochMaxAge time.Duration
 	// Seed is the world's and the bots'. Default 1.
 	Seed uint64
-	// DataDir keeps the SQLite databases (world.db, ledger.db) and the
-	// etcd data; "" is a temporary directory removed at the end.
+	// DataDir keeps the SQLite databases (world.db, ledger.db); "" is a
+	// temporary directory removed at the end. The etcd data and the link
+	// certificates (a CA and the nodes' private keys) are per run: they are
+	// always in a temporary directory removed at the end.
 	DataDir string
 	// PostgresURL puts the world store and the ledger on PostgreSQL
 	// instead of SQLite. Exclusive with DataDir.
@@ -325,7 +330,7 @@ func RunWorld(ctx context.Context, cfg WorldConfig, out io.Writer) (WorldReport,
 
 func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 	start := time.Now()
-	dataDir, cleanup, err := d.dataDir()
+	dataDir, scratch, cleanup, err := d.dirs()
 	if err != nil {
 		return rep, err
 	}
@@ -344,11 +349,11 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 	}()
 
 	where, err := d.openStores(ctx, dataDir)
+	stops = append(stops, d.closeStores) // whatever opened before an error
 	if err != nil {
 		return rep, err
 	}
-	stops = append(stops, d.closeStores)
-	if d.etcd, err = startEtcd(ctx, filepath.Join(dataDir, "etcd")); err != nil {
+	if d.etcd, err = startEtcd(ctx, filepath.Join(scratch, "etcd")); err != nil {
 		return rep, err
 	}
 	stops = append(stops, d.etcd.Close)
@@ -380,7 +385,7 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 	}
 	hostsCtx, stopHosts := context.WithCancel(context.WithoutCancel(ctx))
 	stops = append(stops, func() error { stopHosts(); return d.joinHosts() })
-	if err := d.startZones(ctx, hostsCtx, dataDir); err != nil {
+	if err := d.startZones(ctx, hostsCtx, scratch); err != nil {
 		return rep, err
 	}
 	st := d.startInfo(where)
@@ -461,18 +466,23 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 	return rep, err
 }
 
-// dataDir returns the directory the run keeps its files in, saying what it
-// found in one the user named.
-func (d *worldDemo) dataDir() (string, func(), error) {
+// dirs returns the directory the run keeps its databases in (DataDir, or
+// the scratch directory without one), saying what it found in one the user
+// named, and the scratch directory: a temporary directory for what lives
+// and dies with the run (the etcd data, the link certificates with their
+// private keys), removed by cleanup.
+func (d *worldDemo) dirs() (data, scratch string, cleanup func(), err error) {
+	tmp, err := os.MkdirTemp("", "shardwise-demo-")
+	if err != nil {
+		return "", "", nil, err
+	}
+	cleanup = func() { os.RemoveAll(tmp) }
 	if d.cfg.DataDir == "" {
-		tmp, err := os.MkdirTemp("", "shardwise-demo-")
-		if err != nil {
-			return "", nil, err
-		}
-		return tmp, func() { os.RemoveAll(tmp) }, nil
+		return tmp, tmp, cleanup, nil
 	}
 	if err := os.MkdirAll(d.cfg.DataDir, 0o755); err != nil {
-		return "", nil, errcode.Config("--data", d.cfg.DataDir, err.Error())
+		cleanup()
+		return "", "", nil, errcode.Config("--data", d.cfg.DataDir, err.Error())
 	}
 	var found []string
 	for _, f := range []string{"world.db", "ledger.db"} {
@@ -484,11 +494,7 @@ func (d *worldDemo) dataDir() (string, func(), error) {
 		fmt.Fprintf(d.out, "--data %s: reusing %s from an earlier run (players resume where they were saved; the money audit covers every run's postings)\n",
 			d.cfg.DataDir, strings.Join(found, " and "))
 	}
-	// etcd is per run: an earlier run's members and table are not wanted.
-	if err := os.RemoveAll(filepath.Join(d.cfg.DataDir, "etcd")); err != nil {
-		return "", nil, err
-	}
-	return d.cfg.DataDir, func() {}, nil
+	return d.cfg.DataDir, tmp, cleanup, nil
 }
 
 // openStores opens the world store and the ledger.
@@ -547,9 +553,9 @@ func (d *worldDemo) applyTable(ctx context.Context) error {
 			owners[r] = zones[q]
 			continue
 		}
-		// Bands of columns, shifted by half a band so that the seam (column
-		// 0 meets the last) lies inside a band's edge: the first node east
-		// of it, the last node west of it.
+		// Bands of columns, not shifted: the seam (column 0 meets the last)
+		// is the border between the first node, east of it, and the last,
+		// west of it, so only those two touch the start square.
 		owners[r] = zones[col*len(zones)/grid.Cols()]
 	}
 	t, err := cells.NewTable(grid, 1, owners)
@@ -582,10 +588,10 @@ func (d *worldDemo) fund(ctx context.Context) error {
 	return nil
 }
 
-// startZones writes the link certificates and starts every zone node, and
-// waits until all are ticking.
-func (d *worldDemo) startZones(ctx, hostsCtx context.Context, dataDir string) error {
-	certs := filepath.Join(dataDir, "certs-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+// startZones writes the link certificates in the scratch directory and
+// starts every zone node, and waits until all are ticking.
+func (d *worldDemo) startZones(ctx, hostsCtx context.Context, scratch string) error {
+	certs := filepath.Join(scratch, "certs")
 	if err := link.WriteClusterCerts(certs, demoCluster, d.cfg.Zones, time.Now(), 24*time.Hour); err != nil {
 		return err
 	}
