@@ -95,7 +95,8 @@ type cluster struct {
 	// announceTable asks the next control flush to send every peer a
 	// message (full routes), so that they learn this node's table version.
 	announceTable bool
-	// peerTable is, per peer, the highest table version its fences named.
+	// peerTable is, per peer, the highest table version its fences named
+	// under its current lease.
 	peerTable map[string]uint64
 
 	// Publisher side.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -292,6 +293,8 @@ func (c HostConfig) Validate() error {
 		return errcode.Config("HostConfig.Runtime.Lease", rc.Lease, "is set by the host: the node's coord lease")
 	case rc.Accept != nil:
 		return errcode.Config("HostConfig.Runtime.Accept", "set", "is set by the host: the fence from coord's membership")
+	case rc.LivePeers != nil:
+		return errcode.Config("HostConfig.Runtime.LivePeers", "set", "is set by the host: the live members from coord's membership")
 	case rc.WorldStore != nil:
 		return errcode.Config("HostConfig.Runtime.WorldStore", "set", "is set by the host from HostConfig.WorldStoreURL")
 	}
@@ -534,7 +537,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		return err
 	}
 	rc := cfg.Runtime
-	rc.Name, rc.Node, rc.Territory, rc.Link, rc.Accept = cfg.Name, int(own.NodeID()), own, l, peers.accept
+	rc.Name, rc.Node, rc.Territory, rc.Link, rc.Accept, rc.LivePeers = cfg.Name, int(own.NodeID()), own, l, peers.accept, peers.live
 	if hg != nil {
 		if err := hg.checkShared(cfg, own.Table().Nodes()); err != nil {
 			return err
@@ -969,6 +972,14 @@ func (p *peerSet) apply(ev coord.MembershipEvent) {
 	}
 	p.addrs[m.Name] = want
 	p.log.Info("zone: host: peer added", "node", p.self, "peer", m.Name, "addr", want, "lease", m.Lease)
+}
+
+// live is the runtime's view of the live zone members other than this
+// node, each with its lease (Config.LivePeers).
+func (p *peerSet) live() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.leases)
 }
 
 // accept is the runtime's fence: a message from peer is applied only while

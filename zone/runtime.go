@@ -111,6 +111,13 @@ type Config struct {
 	// peer's lease, may be applied: the fence against a peer that lost its
 	// lease (a host answers from coord's membership). nil accepts all.
 	Accept func(peer string, lease int64) bool
+	// LivePeers, if set, returns the live zone members other than this
+	// node, each with its lease (a host answers from coord's membership,
+	// as for Accept). A region this node gains, or holds at its first
+	// table, has its columns set up only once every one of them has said,
+	// under that lease, that it follows the same table. nil: the held
+	// table's nodes and the peers heard from stand in for them.
+	LivePeers func() map[string]int64
 	// WorldStore keeps players between sessions (the gateway role): the
 	// node that simulates a player saves it every SaveEvery and when it
 	// logs out, and a gateway loads it at login; and it keeps the
@@ -264,13 +271,10 @@ type Runtime struct {
 	resident     map[interest.Column]struct{}
 	columnsAt    uint64
 	columnsTable *cells.Table
-	// unreleased is every region this node gained from another node whose
-	// columns it may not set up yet: the region's previous owner has not
-	// shown it follows the table that moved it (its fences name a lower
-	// version), so it may still run the region's columns (a den under
-	// the id its column derives). Released once that node's fence names
-	// the version, or the node is fenced (columnsReleased).
-	unreleased map[cells.RegionID]release
+	// unreleased is every region this node owns but may not run the
+	// columns of yet: gained while a peer may still run them
+	// (commitColumns).
+	unreleased map[cells.RegionID]struct{}
 	onReindex  []func(id ecs.ID, chunk torus.ChunkPos)
 
 	cluster *cluster // nil when the node is alone
@@ -421,8 +425,11 @@ func (r *Runtime) lease() int64 {
 func (r *Runtime) accept(peer string, f wire.Fence) bool {
 	ok := r.cfg.Accept == nil || r.cfg.Accept(peer, f.Lease)
 	if ok && r.cluster != nil {
+		// The table a peer follows only rises within one incarnation; a
+		// new lease (a restart) starts from what that incarnation says.
+		l, known := r.cluster.leaseOf[peer]
 		r.cluster.sawLease(peer, f.Lease)
-		if f.Table > r.cluster.peerTable[peer] {
+		if !known || l != f.Lease || f.Table > r.cluster.peerTable[peer] {
 			r.cluster.peerTable[peer] = f.Table
 		}
 	}
@@ -749,51 +756,7 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 	}
 	r.viewMoved = r.viewMoved[:0]
 
-	changes := r.res.Commit()
-	table := r.terr.Table()
-	for _, col := range changes.Dematerialised {
-		delete(r.resident, col)
-		if r.ownsColumn(table, col) && !r.isUnreleased(col) {
-			r.dematerialise(col)
-		}
-	}
-	for _, col := range changes.Materialised {
-		r.resident[col] = struct{}{}
-		if r.ownsColumn(table, col) && !r.isUnreleased(col) {
-			r.materialise(col)
-		}
-	}
-	if v := table.Version(); v != r.columnsAt {
-		// A new table: resident columns whose region changed hands are
-		// torn down by the node that lost them and set up by the one that
-		// gained them (each when it holds the new version).
-		old := r.columnsTable
-		r.columnsAt, r.columnsTable = v, table
-		if old != nil {
-			cols := make([]interest.Column, 0, len(r.resident))
-			for col := range r.resident {
-				cols = append(cols, col)
-			}
-			slices.SortFunc(cols, func(a, b interest.Column) int {
-				if a.Y != b.Y {
-					return int(a.Y) - int(b.Y)
-				}
-				return int(a.X) - int(b.X)
-			})
-			for _, col := range cols {
-				was, is := r.ownsColumn(old, col), r.ownsColumn(table, col)
-				switch {
-				case was && !is && !r.isUnreleased(col):
-					r.dematerialise(col)
-				case is && !was:
-					// Set up once the previous owner has let go
-					// (columnsReleased), unless it already has.
-				}
-			}
-			r.noteGains(old, table)
-		}
-	}
-	r.columnsReleased(table)
+	r.commitColumns(r.res.Commit(), r.terr.Table())
 
 	if r.cluster != nil {
 		r.cluster.updateWants()
@@ -914,15 +877,8 @@ func (r *Runtime) ownsColumn(t *cells.Table, col interest.Column) bool {
 	return t.OwnerOfChunk(torus.ChunkPos{X: col.X, Y: col.Y}) == r.cfg.Name
 }
 
-// release is a gained region's previous owner and the table version that
-// moved the region here.
-type release struct {
-	from    string
-	version uint64
-}
-
-// isUnreleased reports whether col lies in a region this node gained and
-// may not run the columns of yet.
+// isUnreleased reports whether col lies in a region this node owns but
+// may not run the columns of yet (commitColumns).
 func (r *Runtime) isUnreleased(col interest.Column) bool {
 	if len(r.unreleased) == 0 {
 		return false
@@ -931,65 +887,70 @@ func (r *Runtime) isUnreleased(col interest.Column) bool {
 	return ok
 }
 
-// noteGains records the regions the change from old to table gives this
-// node from another node: their columns wait for that node to let go. A
-// region that moves on again before it was released is forgotten (this
-// node does not own it) or keeps waiting for its first owner.
-func (r *Runtime) noteGains(old, table *cells.Table) {
-	for reg, rel := range r.unreleased {
-		if table.Owner(reg) != r.cfg.Name {
-			delete(r.unreleased, reg)
-		} else {
-			rel.version = table.Version()
-			r.unreleased[reg] = rel
+// commitColumns applies the tick's residency changes and the held table
+// to the column hooks. A column is set up (Materialise) on the node that
+// owns its region while it is resident, and torn down when either stops.
+// Two nodes must never run one column at once: its den has the id the
+// column derives. So a region this node gains — by a table change, at its
+// first table, or when the grid changes — is unreleased until every live
+// peer has said, under its current lease, that its columns follow the same
+// table version as this node's (peersFollow): a peer whose fence names
+// the version has torn down what that table takes from it (the fence of
+// every message names columnsAt, and is stamped after this), and that
+// table gives the region to this node alone. A peer that names a higher
+// version means this node is behind: it waits for that table, and a
+// region the newer table gives elsewhere is forgotten.
+//
+// Order matters: columns that stop being resident are torn down under the
+// table they were set up by, before the table changes; columns that
+// become resident are set up under the new table, after the gains are
+// noted.
+func (r *Runtime) commitColumns(changes interest.ResidencyChanges, table *cells.Table) {
+	held := r.columnsTable
+	if held == nil {
+		held = table
+	}
+	for _, col := range changes.Dematerialised {
+		delete(r.resident, col)
+		if r.ownsColumn(held, col) && !r.isUnreleased(col) {
+			r.dematerialise(col)
 		}
 	}
-	if r.cluster == nil || old.Grid() != table.Grid() {
-		return
+	if v := table.Version(); v != r.columnsAt {
+		old := r.columnsTable
+		if old != nil && old.Grid() == table.Grid() {
+			for _, col := range r.sortedResident() {
+				if r.ownsColumn(old, col) && !r.ownsColumn(table, col) && !r.isUnreleased(col) {
+					r.dematerialise(col)
+				}
+			}
+		} else if old != nil {
+			for _, col := range r.sortedResident() { // a new grid: every column changes hands
+				if r.ownsColumn(old, col) && !r.isUnreleased(col) {
+					r.dematerialise(col)
+				}
+			}
+		}
+		r.columnsAt, r.columnsTable = v, table
+		r.noteGains(old, table)
+		if r.cluster != nil {
+			r.cluster.announceTable = true // peers learn the version at once
+		}
 	}
-	for reg := range table.Grid().Regions() {
-		id := cells.RegionID(reg)
-		from := old.Owner(id)
-		if table.Owner(id) != r.cfg.Name || from == r.cfg.Name || from == "" {
-			continue
+	for _, col := range changes.Materialised {
+		r.resident[col] = struct{}{}
+		if r.ownsColumn(table, col) && !r.isUnreleased(col) {
+			r.materialise(col)
 		}
-		if _, waiting := r.unreleased[id]; waiting {
-			continue
-		}
-		if r.unreleased == nil {
-			r.unreleased = map[cells.RegionID]release{}
-		}
-		r.unreleased[id] = release{from: from, version: table.Version()}
 	}
+	r.columnsReleased(table)
 }
 
-// columnsReleased sets up the resident columns of every gained region
-// whose previous owner has let go: its fences name the version that moved
-// the region (a node's fence names the table its columns follow, so it has
-// torn them down), or it lost its lease (it may write nothing).
-func (r *Runtime) columnsReleased(table *cells.Table) {
-	if len(r.unreleased) == 0 {
-		return
-	}
-	var freed []cells.RegionID
-	for reg, rel := range r.unreleased {
-		_, fenced := r.cluster.fenced[rel.from]
-		if r.cluster.peerTable[rel.from] >= rel.version || fenced {
-			freed = append(freed, reg)
-		}
-	}
-	if len(freed) == 0 {
-		return
-	}
-	for _, reg := range freed {
-		delete(r.unreleased, reg)
-	}
+// sortedResident is the resident columns in row-major order.
+func (r *Runtime) sortedResident() []interest.Column {
 	cols := make([]interest.Column, 0, len(r.resident))
 	for col := range r.resident {
-		reg := r.grid.RegionOfChunk(torus.ChunkPos{X: col.X, Y: col.Y})
-		if slices.Contains(freed, reg) && r.ownsColumn(table, col) {
-			cols = append(cols, col)
-		}
+		cols = append(cols, col)
 	}
 	slices.SortFunc(cols, func(a, b interest.Column) int {
 		if a.Y != b.Y {
@@ -997,6 +958,88 @@ func (r *Runtime) columnsReleased(table *cells.Table) {
 		}
 		return int(a.X) - int(b.X)
 	})
+	return cols
+}
+
+// noteGains records the regions table gives this node that it did not run
+// under old (every region it owns when old is nil or of another grid):
+// their columns wait for the peers (commitColumns). A region still waiting
+// that table gives elsewhere is forgotten. A node alone has no peers to
+// wait for.
+func (r *Runtime) noteGains(old, table *cells.Table) {
+	if r.cluster == nil {
+		return
+	}
+	fresh := old == nil || old.Grid() != table.Grid()
+	if fresh {
+		clear(r.unreleased)
+	}
+	for reg := range r.unreleased {
+		if table.Owner(reg) != r.cfg.Name {
+			delete(r.unreleased, reg)
+		}
+	}
+	for reg := range table.Grid().Regions() {
+		id := cells.RegionID(reg)
+		if table.Owner(id) != r.cfg.Name || (!fresh && old.Owner(id) == r.cfg.Name) {
+			continue
+		}
+		if r.unreleased == nil {
+			r.unreleased = map[cells.RegionID]struct{}{}
+		}
+		r.unreleased[id] = struct{}{}
+	}
+}
+
+// peersFollow reports whether every live peer has said, under its current
+// lease, that its columns follow table version v: the peers Config.LivePeers
+// names, or, without it, the nodes of the held table and every peer heard
+// from, less those whose lease ended (fencedPeers).
+func (r *Runtime) peersFollow(v uint64) bool {
+	c := r.cluster
+	if r.cfg.LivePeers != nil {
+		for p, lease := range r.cfg.LivePeers() {
+			if p == r.cfg.Name {
+				continue
+			}
+			if l, ok := c.leaseOf[p]; !ok || l != lease || c.peerTable[p] != v {
+				return false
+			}
+		}
+		return true
+	}
+	follows := func(p string) bool {
+		if _, fenced := c.fenced[p]; fenced || p == r.cfg.Name {
+			return true
+		}
+		return c.peerTable[p] == v
+	}
+	for _, p := range r.columnsTable.Nodes() {
+		if !follows(p) {
+			return false
+		}
+	}
+	for p := range c.leaseOf {
+		if !follows(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// columnsReleased sets up the resident columns of the unreleased regions
+// once every live peer follows this node's table (peersFollow).
+func (r *Runtime) columnsReleased(table *cells.Table) {
+	if len(r.unreleased) == 0 || !r.peersFollow(r.columnsAt) {
+		return
+	}
+	var cols []interest.Column
+	for _, col := range r.sortedResident() {
+		if r.isUnreleased(col) && r.ownsColumn(table, col) {
+			cols = append(cols, col)
+		}
+	}
+	clear(r.unreleased)
 	for _, col := range cols {
 		r.materialise(col)
 	}

@@ -23,10 +23,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/clock"
@@ -34,7 +37,6 @@ import (
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/link/faulty"
 	"github.com/shardwise/shardwise/zone"
-	"google.golang.org/grpc"
 )
 
 // Poll calls cond until it holds or limit has passed, and reports whether
@@ -236,7 +238,7 @@ func Start(tb testing.TB, cfg Config) *Cluster {
 	for _, n := range c.Nodes {
 		rc := zone.Config{
 			Name: n.Name, Node: n.Number, Grid: cfg.Grid, Territory: n.Ownership, Link: n.Link,
-			Clock: cfg.Clock, Logger: cfg.Logger.With("node", n.Name), Accept: c.accept,
+			Clock: cfg.Clock, Logger: cfg.Logger.With("node", n.Name), Accept: c.accept, LivePeers: c.livePeers,
 		}
 		if cfg.Runtime != nil {
 			cfg.Runtime(n.Index, &rc)
@@ -324,6 +326,14 @@ func (c *Cluster) watchMembers() error {
 		<-done
 	})
 	return nil
+}
+
+// livePeers is every runtime's view of the live members (Config.LivePeers;
+// a runtime leaves itself out).
+func (c *Cluster) livePeers() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.leases)
 }
 
 // accept is every runtime's fence check: a message is applied only while
