@@ -451,6 +451,20 @@ func (r *Runtime) Fenced() bool {
 	return r.fenced
 }
 
+// fencedNow is Fenced without noting it: it writes nothing, so that a
+// read like Simulated stays a read.
+func (r *Runtime) fencedNow() bool {
+	if r.fenced {
+		return true
+	}
+	select {
+	case <-r.terr.Fenced():
+		return true
+	default:
+		return false
+	}
+}
+
 // positionName is the built-in position's component name.
 const positionName = "zone.position"
 
@@ -505,7 +519,7 @@ func (r *Runtime) NotSimulated() []ecs.Component { return []ecs.Component{r.ghos
 // not a ghost, not frozen, and the node not fenced (a node that lost its
 // lease simulates nothing, though its entities stay in its world).
 func (r *Runtime) Simulated(id ecs.ID) bool {
-	return r.w.Alive(id) && !r.w.Leaving(id) && !r.ghost.Has(id) && !r.frozen.Has(id) && !r.Fenced()
+	return r.w.Alive(id) && !r.w.Leaving(id) && !r.ghost.Has(id) && !r.frozen.Has(id) && !r.fencedNow()
 }
 
 // AddSystem adds a module system. Orders below math.MinInt32+16 are the
