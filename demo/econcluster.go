@@ -228,16 +228,15 @@ func newOrphanWatch(c *econCluster, out io.Writer, epoch time.Duration) *orphanW
 // movements (polling briefly; at once if load ends first): its open epochs
 // are left unsettled (orphans) and its service stops answering. The
 // survivors re-form without it at once (econ's barrier), take its scopes,
-// and their sweep settles the orphans once idle past the bound.
+// and their sweep settles the orphans once idle past the bound. The node
+// counts as killed (counts().Killed) only once halted: an error before
+// leaves it running, to be closed like the others.
 func (w *orphanWatch) kill(ctx, load context.Context, name string) error {
 	victim := w.c.nodes[name]
-	w.mu.Lock()
-	w.killed = name
-	w.mu.Unlock()
 	for {
-		open, err := w.victimSessions(ctx)
+		open, err := w.victimSessions(ctx, name)
 		if err != nil {
-			return err
+			return fmt.Errorf("not killed: looking for its open epochs: %w", err)
 		}
 		if len(open) > 0 || load.Err() != nil {
 			break
@@ -248,15 +247,16 @@ func (w *orphanWatch) kill(ctx, load context.Context, name string) error {
 	}
 	victim.node.Halt()
 	victim.grpc.Stop()
-	killedAt := time.Now()
+	w.mu.Lock()
+	w.killed, w.killedAt = name, time.Now()
+	w.mu.Unlock()
 	// What it left: listed once it is fully stopped (a Record in flight as
 	// it died may still have settled a rotated epoch).
-	open, err := w.victimSessions(ctx)
+	open, err := w.victimSessions(ctx, name)
 	if err != nil {
-		return err
+		return fmt.Errorf("killed, but its orphans could not be listed: %w", err)
 	}
 	w.mu.Lock()
-	w.killedAt = killedAt
 	for _, u := range open {
 		w.orphans[u.ID] = u.LastRecordedAt
 	}
@@ -264,15 +264,15 @@ func (w *orphanWatch) kill(ctx, load context.Context, name string) error {
 	return nil
 }
 
-// victimSessions lists the killed node's unsettled sessions that hold rows.
-func (w *orphanWatch) victimSessions(ctx context.Context) ([]netting.UnsettledSession, error) {
+// victimSessions lists the named node's unsettled sessions that hold rows.
+func (w *orphanWatch) victimSessions(ctx context.Context, name string) ([]netting.UnsettledSession, error) {
 	list, err := w.c.store.ListUnsettled(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
 	var open []netting.UnsettledSession
 	for _, u := range list {
-		if u.NodeID == w.killed && u.Records > 0 {
+		if u.NodeID == name && u.Records > 0 {
 			open = append(open, u)
 		}
 	}

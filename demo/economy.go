@@ -303,7 +303,7 @@ func (d *economyDemo) run(ctx context.Context) (EconomyReport, error) {
 	endErr := d.watch.wait(ctx, 3*d.cfg.SweepBound+5*time.Second)
 	stopBackground()
 	background.Wait()
-	closeErr := d.ec.closeExcept(d.killed)
+	closeErr := d.ec.closeExcept(d.watch.counts().Killed) // "" if the kill failed before the halt
 	if err := errors.Join(killErr, endErr, closeErr); err != nil && ctx.Err() == nil {
 		// Not fatal by itself: the report says whether money and work were
 		// left in a bad state.

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardwise/shardwise/account"
@@ -87,7 +88,9 @@ type WorldConfig struct {
 	DashboardAddr string
 	// Serve makes the bots play until Stop is closed instead of for
 	// Duration (MoveAt and KillAt still count from the start); the report
-	// follows as usual. Stop is required with Serve.
+	// follows as usual. Stop is required with Serve. A moment Stop comes
+	// before is not made, and the report says so (not a failure), as it
+	// does of the checks that depend on it.
 	Serve bool
 	Stop  <-chan struct{}
 	// Progress is the progress line's interval. Default 1s; negative:
@@ -98,7 +101,9 @@ type WorldConfig struct {
 	// collector). It holds back the node's next tick while it runs.
 	Observe func(zone.HostReport)
 	// OnEvent, if set, receives each announced moment's line (the region
-	// move, the kill), as printed.
+	// move, the kill), as printed. The moments happen on goroutines of
+	// their own, but the calls are serialised: one at a time, in the order
+	// printed.
 	OnEvent func(string)
 	// OnStart, if set, is called once every node is up and before the
 	// bots log in, with what a person needs to join (gateways, a token
@@ -254,9 +259,15 @@ const demoCluster = "shardwise-demo"
 // worldDemo is one run of the world demo. Every goroutine it starts is
 // joined by run.
 type worldDemo struct {
-	cfg WorldConfig
-	out io.Writer
-	log *slog.Logger
+	cfg  WorldConfig
+	out  io.Writer                                    // a lockedWriter
+	host func(context.Context, zone.HostConfig) error // zone.Host
+	log  *slog.Logger
+	// eventMu serialises the moments' announcements (OnEvent).
+	eventMu sync.Mutex
+	// playing is set once every zone node is up: a node that stops after
+	// is a node lost mid-run.
+	playing atomic.Bool
 
 	etcd     *coord.Embedded
 	prefix   string
@@ -274,7 +285,7 @@ type worldDemo struct {
 
 	mu    sync.Mutex
 	nodes map[string]*zoneNode // by name
-	// moved is the region move that was announced (zero before).
+	// moved is the region move that was applied (zero before).
 	moved regionMove
 	// postingsBefore is the ledger's postings before the bots played.
 	postingsBefore int64
@@ -285,7 +296,13 @@ type zoneNode struct {
 	name  string
 	ready zone.HostReady
 	game  *game.Game
-	done  chan error // Host's result, once
+	// exited is closed when Host has returned, with err its result and
+	// early true if it returned before the demo stopped it. joined is the
+	// run goroutine's (joinHosts).
+	exited chan struct{}
+	err    error
+	early  bool
+	joined bool
 
 	// Under worldDemo.mu:
 	last  zone.HostReport
@@ -296,12 +313,16 @@ type zoneNode struct {
 
 const tickWindow = 40 // two seconds of ticks at 20 Hz
 
-// regionMove is the announced region move.
+// regionMove is the applied region move.
 type regionMove struct {
 	Region   cells.RegionID
 	From, To string
 	Version  uint64
 	At       time.Duration // since start
+	// HandedOver is set once every node held the new table and the old
+	// owner no player in the region, at HandedOverAt.
+	HandedOver   bool
+	HandedOverAt time.Duration
 }
 
 // RunWorld runs the whole-cluster demo: an embedded etcd; the zone nodes
@@ -314,18 +335,40 @@ type regionMove struct {
 // economy node killed and its orphans swept. It prints a progress line every
 // Progress and returns the report; the error is for failures to run at all,
 // invariant failures are in the report.
+//
+// out is written from several goroutines (the progress line, the moments,
+// the sweep's lines), one whole line at a time under a lock of RunWorld's:
+// it need not be safe for concurrent use itself.
 func RunWorld(ctx context.Context, cfg WorldConfig, out io.Writer) (WorldReport, error) {
+	return runWorld(ctx, cfg, out, zone.Host)
+}
+
+// runWorld is RunWorld with the zone nodes run by host (a test's stand-in
+// for zone.Host).
+func runWorld(ctx context.Context, cfg WorldConfig, out io.Writer, host func(context.Context, zone.HostConfig) error) (WorldReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return WorldReport{}, err
 	}
 	cfg = cfg.WithDefaults()
 	d := &worldDemo{
-		cfg: cfg, out: out, log: cfg.Logger,
+		cfg: cfg, out: &lockedWriter{w: out}, log: cfg.Logger, host: host,
 		prefix: "/shardwise-demo/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/",
 		nodes:  map[string]*zoneNode{},
 		census: newCensus(),
 	}
 	return d.run(ctx)
+}
+
+// lockedWriter serialises its writers (each Fprintf is one Write).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
@@ -393,8 +436,13 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 		d.dash.serve(d, st)
 		st.Dashboard = d.dash.addr()
 	}
-	fmt.Fprintf(d.out, "world demo: %d zone nodes (%s), %d economy nodes (%s), %d bots for %s; world store and ledger on %s\n",
-		len(d.cfg.Zones), strings.Join(d.cfg.Zones, " "), len(d.cfg.Econs), strings.Join(d.cfg.Econs, " "), d.cfg.Bots, d.cfg.Duration, where)
+	d.playing.Store(true)
+	length := "for " + d.cfg.Duration.String()
+	if d.cfg.Serve {
+		length = "until stopped"
+	}
+	fmt.Fprintf(d.out, "world demo: %d zone nodes (%s), %d economy nodes (%s), %d bots %s; world store and ledger on %s\n",
+		len(d.cfg.Zones), strings.Join(d.cfg.Zones, " "), len(d.cfg.Econs), strings.Join(d.cfg.Econs, " "), d.cfg.Bots, length, where)
 	for _, n := range d.cfg.Zones {
 		fmt.Fprintf(d.out, "  %s: gateway ws://%s/ws  metrics http://%s/metrics\n", n, st.Gateways[n], st.Metrics[n])
 	}
@@ -440,6 +488,7 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 		stopLoad()
 	}
 	<-loadCtx.Done()
+	played := time.Since(playStart)
 	moments.Wait()
 
 	// The end: the players are counted while still logged in, then the
@@ -461,7 +510,10 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 			fmt.Fprintf(d.out, "warning: %v\n", e)
 		}
 	}
-	rep, err = d.report(ctx, botStats, players, errors.Join(moveErr, killErr, orphanErr, hostErr, settleErr))
+	rep, err = d.report(ctx, runEnd{
+		bots: botStats, botErr: botErr, players: players, played: played,
+		moveErr: moveErr, killErr: killErr, runErr: errors.Join(orphanErr, hostErr, settleErr),
+	})
 	rep.Elapsed = time.Since(start)
 	return rep, err
 }
@@ -611,12 +663,13 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, scratch string) er
 		Economy: game.EconomyConfig{Ledger: game.ClientEconomy{Client: d.ec.client}},
 	}
 	readyCh := make(chan zone.HostReady, len(d.cfg.Zones))
+	exits := make(chan *zoneNode, len(d.cfg.Zones))
 	for _, name := range d.cfg.Zones {
 		g, err := game.NewModule(gc)
 		if err != nil {
 			return err
 		}
-		zn := &zoneNode{name: name, game: g, done: make(chan error, 1), ticks: make([]time.Duration, 0, tickWindow)}
+		zn := &zoneNode{name: name, game: g, exited: make(chan struct{}), ticks: make([]time.Duration, 0, tickWindow)}
 		rc := gc.RuntimeConfig()
 		rc.WorldSeed = gc.Seed
 		hc := zone.HostConfig{
@@ -635,10 +688,15 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, scratch string) er
 		d.nodes[name] = zn
 		d.mu.Unlock()
 		go func() {
-			err := zone.Host(hostsCtx, hc)
+			err := d.host(hostsCtx, hc)
 			g.Close()             // after the last tick: the game's economy workers stop
 			d.census.forget(name) // it holds nothing any more
-			zn.done <- err
+			zn.err, zn.early = err, hostsCtx.Err() == nil
+			if zn.early && d.playing.Load() {
+				fmt.Fprintf(d.out, "warning: zone node %s stopped mid-run: %v\n", name, err)
+			}
+			close(zn.exited)
+			exits <- zn
 		}()
 	}
 	timeout := time.NewTimer(60 * time.Second)
@@ -646,6 +704,11 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, scratch string) er
 	for range d.cfg.Zones {
 		select {
 		case <-readyCh:
+		case zn := <-exits: // before its OnReady: it failed to start
+			if zn.err == nil {
+				return fmt.Errorf("demo: zone node %s stopped while starting", zn.name)
+			}
+			return fmt.Errorf("demo: zone node %s: %w", zn.name, zn.err)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timeout.C:
@@ -655,7 +718,11 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, scratch string) er
 	return nil
 }
 
-// joinHosts waits for every zone node's Host to return; idempotent.
+// joinHosts waits for every zone node's Host to return and returns the
+// errors of their stopping; idempotent. A node that stopped before the
+// demo stopped it is not among them: startZones returns its error, or the
+// run warns of it as it happens and the report fails on it
+// (ZoneNodeReport.Stopped).
 func (d *worldDemo) joinHosts() error {
 	d.mu.Lock()
 	nodes := make([]*zoneNode, 0, len(d.nodes))
@@ -665,13 +732,14 @@ func (d *worldDemo) joinHosts() error {
 	d.mu.Unlock()
 	var errs []error
 	for _, n := range nodes {
-		if n.done == nil {
+		<-n.exited
+		if n.joined {
 			continue
 		}
-		if err := <-n.done; err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", n.name, err))
+		n.joined = true
+		if n.err != nil && !n.early {
+			errs = append(errs, fmt.Errorf("%s: %w", n.name, n.err))
 		}
-		n.done = nil
 	}
 	return errors.Join(errs...)
 }

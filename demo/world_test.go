@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/shardwise/shardwise/dashboard"
 	"github.com/shardwise/shardwise/internal/testenv"
+	"github.com/shardwise/shardwise/zone"
 )
 
 // TestWorldShort runs the whole-cluster demo briefly on SQLite: four zone
@@ -80,4 +82,26 @@ func getJSON(ctx context.Context, url string, v any) error {
 	}
 	defer resp.Body.Close()
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// TestWorldZoneNodeFailingToStart: a zone node whose Host fails before it
+// is ready ends the startup at once with its error (it used to wait out
+// the 60 s start timeout and only warn).
+func TestWorldZoneNodeFailingToStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	var out testenv.Buffer
+	host := func(ctx context.Context, hc zone.HostConfig) error {
+		if hc.Name == "zone-2" {
+			return errors.New("no such certificate")
+		}
+		return zone.Host(ctx, hc)
+	}
+	_, err := runWorld(ctx, WorldConfig{Duration: 10 * time.Second, Bots: 2, Progress: -1}, &out, host)
+	if err == nil || !strings.Contains(err.Error(), "zone-2") || !strings.Contains(err.Error(), "no such certificate") {
+		t.Fatalf("error %v: want zone-2's\n%s", err, out.String())
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the startup waited out the test's deadline: %v", err)
+	}
 }

@@ -19,6 +19,8 @@ import (
 // --json" writes it (durations in nanoseconds, as encoding/json does).
 type WorldReport struct {
 	Elapsed time.Duration `json:"elapsed_ns"`
+	// Played is how long the bots played (Duration, or until Stop).
+	Played time.Duration `json:"played_ns"`
 	// Zones is every zone node's end state, in Zones order.
 	Zones []ZoneNodeReport `json:"zones"`
 
@@ -36,14 +38,18 @@ type WorldReport struct {
 	// Handoffs are every node's handoff counters summed; HandoffP99Ticks
 	// the 99th percentile of their send-to-ack time in ticks: the ack of a
 	// handoff sent in tick t was applied by tick t+HandoffP99Ticks of the
-	// source (1: at the start of the next tick).
+	// source (1: at the start of the next tick); 0 when none was acked,
+	// and zone.AckTickBuckets when it is in the histogram's last bucket,
+	// which means that many ticks or more.
 	Handoffs        zone.HandoffStats `json:"handoffs"`
 	HandoffP99Ticks int               `json:"handoff_p99_ticks"`
-	// RegionMove is the announced move (Region -1: none was made).
+	// RegionMove is the region move (Region -1: none was made).
 	RegionMove RegionMoveReport `json:"region_move"`
 
-	// Bots is what the bots did and saw: Blinks must be 0.
-	Bots sim.BotStats `json:"bots"`
+	// Bots is what the bots did and saw: Blinks must be 0. BotErrors are
+	// the errors of the bots that gave up (none may).
+	Bots      sim.BotStats `json:"bots"`
+	BotErrors []string     `json:"bot_errors,omitempty"`
 
 	// Economy is the game's economy counters summed over the zone nodes:
 	// movements accepted and rejected, loot, purchases, trades.
@@ -58,16 +64,23 @@ type WorldReport struct {
 	Audit     econ.AuditReport    `json:"audit"`
 	Ledger    netting.LedgerProof `json:"ledger"`
 	LedgerErr string              `json:"ledger_error,omitempty"`
-	// Killed is the economy node killed, its orphans and how many the
-	// survivors' sweep settled.
+	// Killed is the economy node killed (halted), its orphans and how
+	// many the survivors' sweep settled. KillAt is when the kill was due
+	// (negative: none); KillError why it failed, KillNotMade why it was
+	// not made (the play ended first).
 	Killed         string        `json:"killed,omitempty"`
 	Orphans        int           `json:"orphans"`
 	OrphansSettled int           `json:"orphans_settled"`
 	OrphansAfter   time.Duration `json:"orphans_settled_after_ns"`
+	KillAt         time.Duration `json:"kill_at_ns"`
+	KillError      string        `json:"kill_error,omitempty"`
+	KillNotMade    string        `json:"kill_not_made,omitempty"`
 
-	// RunErrors are the moments that did not go as planned (not
-	// invariants by themselves).
+	// RunErrors are what went wrong around the checks (the sweep's wait,
+	// stopping the nodes): not invariants by themselves. Notes are the
+	// checks not made, and why (a run stopped early).
 	RunErrors []string `json:"run_errors,omitempty"`
+	Notes     []string `json:"notes,omitempty"`
 	Failures  []string `json:"failures,omitempty"`
 }
 
@@ -85,51 +98,88 @@ type ZoneNodeReport struct {
 	TableVersion uint64 `json:"table_version"`
 	Gateway      string `json:"gateway"`
 	Metrics      string `json:"metrics"`
+	// Stopped is set when the node stopped before the demo stopped it (a
+	// failure): its Host's error.
+	Stopped string `json:"stopped,omitempty"`
 }
 
-// RegionMoveReport is the announced region move.
+// RegionMoveReport is the region move: due at Due (negative: none), made
+// at At (Region -1: not made; Error says why it failed, NotMade why it was
+// not tried). Finished says every node's last tick held the new table;
+// HandedOver that its entities were handed over (the old owner held no
+// player in the region, every node the new table), at HandedOverAt.
 type RegionMoveReport struct {
-	Region   int           `json:"region"`
-	From     string        `json:"from,omitempty"`
-	To       string        `json:"to,omitempty"`
-	Version  uint64        `json:"version,omitempty"`
-	At       time.Duration `json:"at_ns,omitempty"`
-	Finished bool          `json:"finished"`
+	Region       int           `json:"region"`
+	From         string        `json:"from,omitempty"`
+	To           string        `json:"to,omitempty"`
+	Version      uint64        `json:"version,omitempty"`
+	Due          time.Duration `json:"due_ns"`
+	At           time.Duration `json:"at_ns,omitempty"`
+	Finished     bool          `json:"finished"`
+	HandedOver   bool          `json:"handed_over"`
+	HandedOverAt time.Duration `json:"handed_over_at_ns,omitempty"`
+	Error        string        `json:"error,omitempty"`
+	NotMade      string        `json:"not_made,omitempty"`
+}
+
+// moveBound is how long the play must go on after the region move for its
+// completion to be checked: the table on every node and the region's
+// players all handed over (a mass handoff, each abandoned after 2 s at
+// worst, zone's handoff deadline). A run that ends sooner gets a note.
+const moveBound = 5 * time.Second
+
+// runEnd is what the run hands the report.
+type runEnd struct {
+	bots             sim.BotStats
+	botErr           error
+	players          playerCount
+	played           time.Duration
+	moveErr, killErr error
+	runErr           error
 }
 
 // OK reports whether every invariant held.
 func (r WorldReport) OK() bool { return len(r.Failures) == 0 }
 
-// report gathers the end state and checks the invariants.
-func (d *worldDemo) report(ctx context.Context, bots sim.BotStats, players playerCount, runErr error) (WorldReport, error) {
-	r := WorldReport{Bots: bots, PlayersLoggedIn: players.LoggedIn, PlayerEntities: players.Entities, PlayerMismatches: players.Mismatches}
-	if runErr != nil {
-		for _, e := range unjoin(runErr) {
-			r.RunErrors = append(r.RunErrors, e.Error())
-		}
-	}
+// report gathers the end state and checks the invariants. It runs after
+// joinHosts.
+func (d *worldDemo) report(ctx context.Context, end runEnd) (WorldReport, error) {
+	r := WorldReport{Played: end.played, Bots: end.bots, PlayersLoggedIn: end.players.LoggedIn, PlayerEntities: end.players.Entities, PlayerMismatches: end.players.Mismatches}
+	r.RunErrors = errStrings(end.runErr)
+	r.BotErrors = errStrings(end.botErr)
 	d.mu.Lock()
 	for _, name := range d.cfg.Zones {
 		n := d.nodes[name]
-		r.Zones = append(r.Zones, ZoneNodeReport{
+		z := ZoneNodeReport{
 			Name: name, Ticks: n.last.Tick, TickP50: quantile(n.ticks, 0.5), TickP99: quantile(n.ticks, 0.99),
 			Simulated: n.last.Simulated, RenderGhosts: n.last.RenderGhosts, OwnedRegions: n.last.OwnedRegions,
 			TableVersion: n.last.TableVersion, Gateway: n.ready.GatewayAddr, Metrics: n.ready.MetricsAddr,
-		})
+		}
+		if n.early {
+			z.Stopped = fmt.Sprint(n.err)
+		}
+		r.Zones = append(r.Zones, z)
 		r.Handoffs = r.Handoffs.Plus(n.last.Handoff)
 		r.Economy = sumEconomy(r.Economy, n.econ)
 	}
 	r.RegionMove = RegionMoveReport{Region: -1}
-	if d.moved.Version != 0 {
-		r.RegionMove = RegionMoveReport{Region: int(d.moved.Region), From: d.moved.From, To: d.moved.To, Version: d.moved.Version, At: d.moved.At}
+	if m := d.moved; m.Version != 0 {
+		r.RegionMove = RegionMoveReport{Region: int(m.Region), From: m.From, To: m.To, Version: m.Version, At: m.At, HandedOver: m.HandedOver, HandedOverAt: m.HandedOverAt}
 		r.RegionMove.Finished = true
 		for _, z := range r.Zones {
-			if z.TableVersion < d.moved.Version {
+			if z.TableVersion < m.Version {
 				r.RegionMove.Finished = false
 			}
 		}
 	}
 	d.mu.Unlock()
+	r.RegionMove.Due, r.KillAt = d.cfg.MoveAt, d.cfg.KillAt
+	if end.moveErr != nil {
+		r.RegionMove.Error = end.moveErr.Error()
+	}
+	if end.killErr != nil {
+		r.KillError = end.killErr.Error()
+	}
 	if q, ok := r.Handoffs.AckQuantile(0.99); ok {
 		r.HandoffP99Ticks = q + 1 // AckTicks counts the ticks begun in between
 	}
@@ -157,10 +207,29 @@ func (d *worldDemo) report(ctx context.Context, bots sim.BotStats, players playe
 	}
 	o := d.watch.counts()
 	r.Killed, r.Orphans, r.OrphansSettled, r.OrphansAfter = o.Killed, o.Orphans, o.Settled, o.SettledAfter
+	r.check()
+	return r, nil
+}
 
+// check checks the invariants on what the report holds, filling Failures
+// and Notes. A moment due after the play ended is not made, and is no
+// failure: a Note says so; so are the checks that depend on it.
+func (r *WorldReport) check() {
 	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
+	note := func(format string, args ...any) { r.Notes = append(r.Notes, fmt.Sprintf(format, args...)) }
+	stoppedFirst := func(what string, due time.Duration) string {
+		return fmt.Sprintf("the play ended after %s, before %s was made (due at %s)", r.Played.Round(100*time.Millisecond), what, due)
+	}
+	for _, z := range r.Zones {
+		if z.Stopped != "" {
+			fail("zone node %s stopped before the end of the run: %s", z.Name, z.Stopped)
+		}
+	}
 	if r.DoubleSimulated > 0 {
 		fail("%d times an entity was simulated by two nodes (first: %s)", r.DoubleSimulated, r.DoubleExamples[0])
+	}
+	if len(r.BotErrors) > 0 {
+		fail("%s up (first: %s)", plural(len(r.BotErrors), "bot gave", "bots gave"), r.BotErrors[0])
 	}
 	if len(r.PlayerMismatches) > 0 {
 		fail("players not conserved: %d accounts disagree (first: %s)", len(r.PlayerMismatches), r.PlayerMismatches[0])
@@ -177,11 +246,33 @@ func (d *worldDemo) report(ctx context.Context, bots sim.BotStats, players playe
 	if r.Bots.LoginFailures > 0 && r.Bots.Logins == 0 {
 		fail("no bot could log in (%d failures)", r.Bots.LoginFailures)
 	}
-	if r.Handoffs.Acked == 0 {
-		fail("no handoff happened: the bots never crossed a border")
+	m := &r.RegionMove
+	moveSkipped := false
+	switch {
+	case m.Due < 0: // none asked for
+	case m.Error != "":
+		fail("the region move failed: %s", m.Error)
+	case m.Region < 0:
+		moveSkipped = true
+		m.NotMade = stoppedFirst("the region move", m.Due)
+		note("no region move: %s", m.NotMade)
+	case !m.Finished || !m.HandedOver:
+		what := "did not reach every node"
+		if m.Finished {
+			what = "left players on the old owner"
+		}
+		if after := r.Played - m.At; after >= moveBound {
+			fail("the region move %s: the play went on %s after it", what, after.Round(100*time.Millisecond))
+		} else {
+			note("the region move %s when the play ended, %s after it (checked from %s on)", what, after.Round(100*time.Millisecond), moveBound)
+		}
 	}
-	if d.cfg.MoveAt >= 0 && !r.RegionMove.Finished {
-		fail("the region move did not reach every node")
+	switch {
+	case r.Handoffs.Acked > 0:
+	case moveSkipped:
+		note("no handoff happened in the %s played, before the region move", r.Played.Round(100*time.Millisecond))
+	default:
+		fail("no handoff happened: the bots never crossed a border")
 	}
 	r.Failures = append(r.Failures, r.Audit.Problems(true)...)
 	if r.LedgerErr != "" {
@@ -190,21 +281,47 @@ func (d *worldDemo) report(ctx context.Context, bots sim.BotStats, players playe
 	if r.Economy.Failed > 0 {
 		fail("%d movements refused as malformed", r.Economy.Failed)
 	}
-	if d.cfg.KillAt >= 0 && r.OrphansSettled != r.Orphans {
+	switch {
+	case r.KillAt < 0: // none asked for
+	case r.KillError != "":
+		fail("the economy node kill failed: %s", r.KillError)
+	case r.Killed == "":
+		r.KillNotMade = stoppedFirst("the economy node kill", r.KillAt)
+		note("no economy node killed: %s", r.KillNotMade)
+	case r.OrphansSettled != r.Orphans:
 		fail("the sweep settled %d of the killed node's %d orphans", r.OrphansSettled, r.Orphans)
 	}
 	if r.Economy.Accepted > 0 && r.SettlePostings == 0 {
 		fail("%d movements accepted but no settle postings written", r.Economy.Accepted)
 	}
-	return r, nil
 }
 
-// unjoin lists the errors errors.Join joined (or err alone).
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
+// errStrings lists the errors errors.Join joined (or err alone; none for
+// nil) as text.
+func errStrings(err error) []string {
+	if err == nil {
+		return nil
 	}
-	return []error{err}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var s []string
+	for _, e := range errs {
+		s = append(s, e.Error())
+	}
+	return s
+}
+
+// handoffP99 says the handoffs' p99 for a person.
+func (r WorldReport) handoffP99() string {
+	switch {
+	case r.HandoffP99Ticks == 0:
+		return "p99 none (no handoff acked)"
+	case r.HandoffP99Ticks >= zone.AckTickBuckets:
+		return fmt.Sprintf("p99 acked %d or more ticks after the send", r.HandoffP99Ticks)
+	}
+	return fmt.Sprintf("p99 acked within %d ticks of the send", r.HandoffP99Ticks)
 }
 
 // Print writes the report for a person.
@@ -222,13 +339,25 @@ func (r WorldReport) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  simulated by two nodes    %d times (census at every tick end)\n", r.DoubleSimulated)
 	fmt.Fprintf(w, "  players conserved         %s: %d logged in, %d entities (a master and a pet each)\n", yes(len(r.PlayerMismatches) == 0), r.PlayersLoggedIn, r.PlayerEntities)
-	fmt.Fprintf(w, "  handoffs                  %d acked, %d refused, %d aborted; p99 acked within %d ticks of the send\n", r.Handoffs.Acked, r.Handoffs.Refused, r.Handoffs.Aborted, r.HandoffP99Ticks)
-	if r.RegionMove.Region >= 0 {
-		fmt.Fprintf(w, "  region move               region %d from %s to %s at %.1fs (table version %d), on every node: %s\n",
-			r.RegionMove.Region, r.RegionMove.From, r.RegionMove.To, r.RegionMove.At.Seconds(), r.RegionMove.Version, yes(r.RegionMove.Finished))
+	fmt.Fprintf(w, "  handoffs                  %d acked, %d refused, %d aborted; %s\n", r.Handoffs.Acked, r.Handoffs.Refused, r.Handoffs.Aborted, r.handoffP99())
+	switch m := r.RegionMove; {
+	case m.Region >= 0:
+		handed := "NO"
+		if m.HandedOver {
+			handed = fmt.Sprintf("yes, at %.1fs", m.HandedOverAt.Seconds())
+		}
+		fmt.Fprintf(w, "  region move               region %d from %s to %s at %.1fs (table version %d), on every node: %s; its players handed over: %s\n",
+			m.Region, m.From, m.To, m.At.Seconds(), m.Version, yes(m.Finished), handed)
+	case m.Error != "":
+		fmt.Fprintf(w, "  region move               FAILED: %s\n", m.Error)
+	case m.NotMade != "":
+		fmt.Fprintf(w, "  region move               none: %s\n", m.NotMade)
 	}
 	b := r.Bots
 	fmt.Fprintf(w, "  bots                      %d: %d logins (%d relogs, %d resumed in place), %d legs, %d attacks, %d heals\n", b.Bots, b.Logins, b.Relogs, b.Resumed, b.Legs, b.Attacks, b.Heals)
+	if len(r.BotErrors) > 0 {
+		fmt.Fprintf(w, "  bots that gave up         %d (first: %s)\n", len(r.BotErrors), r.BotErrors[0])
+	}
 	fmt.Fprintf(w, "  blinks seen by clients    %d\n", b.Blinks)
 	fmt.Fprintf(w, "  owner-only leaks          %d (another account's experience or purse sent to a client)\n", b.Leaks)
 	fmt.Fprintf(w, "  bots' shopping, trading   %d purchases (%d refused), %d trades committed (each side counts its own), %d cancelled, %d timed out, %d skipped\n",
@@ -244,14 +373,28 @@ func (r WorldReport) Print(w io.Writer) {
 		fmt.Fprintf(w, "  ledger chain              %d postings proved\n", r.Ledger.Head.Len)
 	}
 	switch {
+	case r.Killed != "" && r.KillError != "":
+		fmt.Fprintf(w, "  economy node killed       %s, but its orphans are unknown: %s\n", r.Killed, r.KillError)
 	case r.Killed != "" && r.Orphans == 0:
 		fmt.Fprintf(w, "  economy node killed       %s: no open epoch at the kill, so no orphans to sweep\n", r.Killed)
 	case r.Killed != "":
 		fmt.Fprintf(w, "  economy node killed       %s: %d orphans, %d settled by the survivors' sweep (the last %s after the kill)\n",
 			r.Killed, r.Orphans, r.OrphansSettled, r.OrphansAfter.Round(time.Millisecond))
+	case r.KillError != "":
+		fmt.Fprintf(w, "  economy node killed       none, the kill FAILED: %s\n", r.KillError)
+	case r.KillNotMade != "":
+		fmt.Fprintf(w, "  economy node killed       none: %s\n", r.KillNotMade)
+	}
+	for _, z := range r.Zones {
+		if z.Stopped != "" {
+			fmt.Fprintf(w, "  zone node lost            %s: %s\n", z.Name, z.Stopped)
+		}
 	}
 	for _, e := range r.RunErrors {
-		fmt.Fprintf(w, "  note: %s\n", e)
+		fmt.Fprintf(w, "  run error: %s\n", e)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 	if r.OK() {
 		fmt.Fprintf(w, "  every invariant holds\n")

@@ -17,8 +17,11 @@ import (
 	"github.com/shardwise/shardwise/zone"
 )
 
-// announce prints a moment of the run and hands it to the observer.
+// announce prints a moment of the run and hands it to the observer, one
+// moment at a time.
 func (d *worldDemo) announce(start time.Time, format string, args ...any) {
+	d.eventMu.Lock()
+	defer d.eventMu.Unlock()
 	msg := fmt.Sprintf(format, args...)
 	fmt.Fprintf(d.out, "[%5.1fs] %s\n", time.Since(start).Seconds(), msg)
 	if d.dash != nil {
@@ -44,7 +47,14 @@ func waitUntil(ctx context.Context, at time.Time) bool {
 // moveAt moves, at MoveAt, the region where the most players stand to the
 // next zone node (in Zones order) and reports when its entities were
 // handed over: an online region move, one table version, a mass handoff.
-func (d *worldDemo) moveAt(load context.Context, start time.Time) error {
+// The play ending first is no error: the move is not made, or it is left
+// where it got to (regionMove.HandedOver false), and the report judges.
+func (d *worldDemo) moveAt(load context.Context, start time.Time) (err error) {
+	defer func() {
+		if err != nil && load.Err() != nil {
+			err = nil // cut short by the end of the play
+		}
+	}()
 	if !waitUntil(load, start.Add(d.cfg.MoveAt)) {
 		return nil
 	}
@@ -74,6 +84,9 @@ func (d *worldDemo) moveAt(load context.Context, start time.Time) error {
 	// entity in the region.
 	for load.Err() == nil {
 		if d.tableEverywhere(next.Version()) && d.census.playersIn(from, region) == 0 {
+			d.mu.Lock()
+			d.moved.HandedOver, d.moved.HandedOverAt = true, time.Since(start)
+			d.mu.Unlock()
 			after := d.handoffs()
 			d.announce(start, "region move done: every node holds version %d; %d handoffs since the move",
 				next.Version(), after.Acked-before.Acked)
@@ -130,11 +143,15 @@ func (d *worldDemo) killAt(ctx, load context.Context, start time.Time) error {
 			victim = n
 		}
 	}
-	d.announce(start, "killing economy node %s (owner of %d of the %d players' wallets) mid-epoch", victim, count[victim], d.cfg.Bots)
+	d.announce(start, "killing economy node %s (owner of %d of the %d players' wallets) once it has an open epoch", victim, count[victim], d.cfg.Bots)
 	if err := d.watch.kill(ctx, load, victim); err != nil {
 		return fmt.Errorf("demo: kill %s: %w", victim, err)
 	}
-	d.announce(start, "killed %s with %s: the survivors re-form and serve its scopes; their sweep settles the orphans", victim, plural(d.watch.counts().Orphans, "open epoch", "open epochs"))
+	if n := d.watch.counts().Orphans; n > 0 {
+		d.announce(start, "killed %s mid-epoch with %s: the survivors re-form and serve its scopes; their sweep settles the orphans", victim, plural(n, "open epoch", "open epochs"))
+	} else {
+		d.announce(start, "killed %s with no open epoch left (the play ended before it had one, or its last settled as it died): the survivors re-form and serve its scopes; no orphans to sweep", victim)
+	}
 	return nil
 }
 
