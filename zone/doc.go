@@ -97,15 +97,17 @@
 //     at most one node at every tick, the one holding it at the highest
 //     epoch (Epoch); a node creates entities only where its held table
 //     gives it the region (modules check Table().OwnerOf), and the column
-//     hooks fire only for its own columns, so a den has one owner. When a
-//     new table moves a region, the node that gained it sets up the
-//     region's columns only once the node that lost it has shown, in the
-//     fence of a message, that its columns follow that table (so it has
-//     torn them down), or has lost its lease: the two nodes apply a table
-//     at different moments, and a den's id is its column's on both
-//     (TestAMovedRegionsDensNeverRunOnTwoNodes in game). An entity that walks a margin past its node's regions, or stands in a
-//     region a new table moves, is handed over (handoff.go); while a
-//     handoff waits for its answer the source holds it frozen.
+//     hooks fire only for its own columns, so a den has one owner. The
+//     nodes apply a table at different moments, and a den's id is its
+//     column's on all of them: so a region a node gains (by a new table,
+//     at its first table, or with a new grid) has its columns set up only
+//     once every live peer (Config.LivePeers) has shown, in the fence of a
+//     message under its current lease, that its columns follow the same
+//     table version, so it has torn down what that table takes from it
+//     (game/columnfence_test.go). An entity that walks a margin past its
+//     node's regions, or stands in a region a new table moves, is handed
+//     over (handoff.go); while a handoff waits for its answer the source
+//     holds it frozen.
 //  2. A node never sends a ghost on to another node: node subscribers are
 //     told only of entities the node simulates.
 //  3. A client sees the same as on one node, within 2 ticks: messages sent
