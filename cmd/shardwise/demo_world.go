@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,15 +51,20 @@ func newDemoCmd() *cobra.Command {
 			"torus with the regions coloured by owner, the border bands, every entity and\n" +
 			"the handoffs as they happen, each node's numbers, and a play view that logs\n" +
 			"the browser in as a new player. --serve keeps the bots playing until Ctrl-C\n" +
-			"(then the report), for looking around. Every zone node also serves\n" +
+			"(then the report; a moment not reached is said not made, not failed), for\n" +
+			"looking around; Ctrl-C before the bots play stops the start. Every zone node also serves\n" +
 			"Prometheus metrics (addresses printed at start; \"shardwise top\" reads them).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			started := func() {}
 			if cfg.Serve {
-				// Ctrl-C ends the play; the report still runs.
+				// Ctrl-C during the startup stops it; once the cluster is
+				// up, it ends the play and the report still runs.
 				cfg.Stop = ctx.Done()
-				ctx = context.WithoutCancel(ctx)
+				var stop func()
+				ctx, started, stop = serveContext(ctx)
+				defer stop()
 			}
 			// An explicit 0 means what a person means by it, never the
 			// default the zero value stands for in WorldConfig.
@@ -86,6 +92,7 @@ func newDemoCmd() *cobra.Command {
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			cfg.OnStart = func(st demo.WorldStart) {
+				started()
 				fmt.Fprintf(out, "  etcd %s (shardwise members --endpoints %s --prefix %s)\n", st.Etcd, st.Etcd, st.Prefix)
 			}
 			rep, err := demo.RunWorld(ctx, cfg, out)
@@ -127,4 +134,21 @@ func newDemoCmd() *cobra.Command {
 	f.BoolVar(&verbose, "verbose", false, "log the nodes' events to stderr")
 	cmd.AddCommand(newEconomyDemoCmd())
 	return cmd
+}
+
+// serveContext is the run's context with --serve: parent's cancellation
+// (Ctrl-C) cancels it until started is called (the cluster is up, the bots
+// about to play), and not after, so that the end of the play (Stop, the
+// same Ctrl-C) is followed by the whole report and an orderly shutdown. A
+// second Ctrl-C is not seen: main's signal.NotifyContext keeps catching
+// the signal once its context is done. stop releases the context.
+func serveContext(parent context.Context) (ctx context.Context, started, stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	var once sync.Once
+	unhook := context.AfterFunc(parent, func() { once.Do(cancel) })
+	started = func() {
+		unhook()
+		once.Do(func() {}) // racing a cancel: whichever comes first holds
+	}
+	return ctx, started, func() { unhook(); cancel() }
 }
