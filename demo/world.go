@@ -496,6 +496,7 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 	// economy settles.
 	players := d.countPlayers(ctx, bots)
 	botStats, botErr := bots.Stop()
+	botErr = gaveUp(botErr)
 	orphanErr := d.watch.wait(ctx, 3*2*d.cfg.EpochMaxAge+10*time.Second)
 	stopBackground()
 	background.Wait()
@@ -511,11 +512,24 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 		}
 	}
 	rep, err = d.report(ctx, runEnd{
-		bots: botStats, botErr: botErr, players: players, played: played,
+		bots: botStats, botErr: botErr, players: players, played: played, stopped: d.cfg.Serve,
 		moveErr: moveErr, killErr: killErr, runErr: errors.Join(orphanErr, hostErr, settleErr),
 	})
 	rep.Elapsed = time.Since(start)
 	return rep, err
+}
+
+// gaveUp keeps, of the bots' errors (sim.Bots.Stop), those of the bots
+// that gave up: not a bot stopped by the end of the play (context.Canceled,
+// a bot still logging in when a --serve run is stopped).
+func gaveUp(err error) error {
+	var kept []error
+	for _, e := range unjoin(err) {
+		if !errors.Is(e, context.Canceled) {
+			kept = append(kept, e)
+		}
+	}
+	return errors.Join(kept...)
 }
 
 // dirs returns the directory the run keeps its databases in (DataDir, or

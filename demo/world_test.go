@@ -105,3 +105,38 @@ func TestWorldZoneNodeFailingToStart(t *testing.T) {
 		t.Fatalf("the startup waited out the test's deadline: %v", err)
 	}
 }
+
+// TestWorldServeStoppedBeforeTheMoments: a --serve run stopped once a bot
+// has logged in makes neither the move nor the kill, and fails nothing for
+// it: the report says so.
+func TestWorldServeStoppedBeforeTheMoments(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var (
+		out  testenv.Buffer
+		once sync.Once
+	)
+	stop := make(chan struct{})
+	rep, err := RunWorld(ctx, WorldConfig{
+		Serve: true, Stop: stop, Duration: 20 * time.Second, Bots: 4, Progress: -1,
+		Observe: func(r zone.HostReport) {
+			if r.Sessions > 0 {
+				once.Do(func() { close(stop) })
+			}
+		},
+	}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	rep.Print(&out)
+	t.Log("\n" + out.String())
+	if !rep.OK() {
+		t.Fatalf("invariants failed: %v", rep.Failures)
+	}
+	if rep.RegionMove.Region >= 0 || rep.RegionMove.NotMade == "" || rep.Killed != "" || rep.KillNotMade == "" {
+		t.Errorf("move %+v, killed %q (%q): want neither made, each said so", rep.RegionMove, rep.Killed, rep.KillNotMade)
+	}
+	if !strings.Contains(out.String(), "bots until stopped") {
+		t.Errorf("the header does not say the bots play until stopped")
+	}
+}
