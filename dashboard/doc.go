@@ -1,8 +1,8 @@
 // Package dashboard is a live web page of a shardwise cluster: a map of
 // the torus with its regions, bands, entities and handoffs, and the
 // numbers of every zone and economy node, fed by the processes that run
-// the nodes (package demo's whole-cluster run, or any host with an HTTP
-// address).
+// the nodes: package demo's whole-cluster run (every node), or one zone
+// node's process ("shardwise zone --dashboard": that node's view).
 //
 // What it owns:
 //   - Collector (NewCollector): takes each zone node's tick reports
@@ -20,6 +20,8 @@
 //     later sample of another node has changed hands, recorded with both
 //     nodes, where the new owner's sample found it and when, and counted
 //     per node; the page flashes each for a few seconds.
+//   - Server (Listen): Handler on its own listener, with Close ending the
+//     open streams first; what "shardwise zone --dashboard" serves.
 //   - Handler: the page at / (static/: index.html, dashboard.js, map.js,
 //     dashboard.css; ES modules and a canvas, embedded, no build step, no
 //     CDN), /snapshot.json, the stream at /events (Server-Sent Events, a

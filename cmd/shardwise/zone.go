@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardwise/shardwise/coord"
+	"github.com/shardwise/shardwise/dashboard"
 	"github.com/shardwise/shardwise/econ"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/examples/wander"
@@ -37,6 +39,7 @@ func newZoneCmd() *cobra.Command {
 		cluster   string
 		loginPub  string
 		economy   string
+		dashAddr  string
 	)
 	// The configuration fields the flags below set, and those flags.
 	flagOf := map[string]string{
@@ -96,6 +99,9 @@ func newZoneCmd() *cobra.Command {
 			"shardwise_zone_region_entities{region} (entities simulated per region) and\n" +
 			"shardwise_zone_handoffs_total{event} (docs/metrics.md lists them all), and\n" +
 			"publishes the address in its member record, where \"shardwise top\" finds it.\n" +
+			"With --dashboard ADDR it serves the live dashboard at http://ADDR/: the\n" +
+			"region table's map with this node's entities and the handoffs it sees, and\n" +
+			"its numbers (the demo's dashboard shows every node of its cluster).\n" +
 			"\n" +
 			"With --gateway ADDR the node serves players: the client protocol's WebSocket\n" +
 			"at ws://ADDR/ws and the browser client at http://ADDR/ (docs/protocol.md).\n" +
@@ -118,6 +124,9 @@ func newZoneCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if ticks < 0 {
 				return withCode(errcode.Config("--ticks", ticks, "must not be negative (0 runs until interrupted)"))
+			}
+			if _, _, err := net.SplitHostPort(dashAddr); dashAddr != "" && err != nil {
+				return withCode(errcode.Config("--dashboard", dashAddr, "must be host:port (port 0 picks a free one)"))
 			}
 			// game.Config and HostConfig read 0 as "the default": a 0
 			// typed on the command line is refused instead, or means what
@@ -180,6 +189,23 @@ func newZoneCmd() *cobra.Command {
 			host.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			host.OnReady = st.ready
 			host.OnTick = st.tick
+			if dashAddr != "" {
+				dc := dashboard.CollectorConfig{Logger: host.Logger} // wander: every entity alike
+				if module == "game" {
+					dc.Kinds = game.KindOf
+				}
+				col := dashboard.NewCollector(dc)
+				srv, err := dashboard.Listen("--dashboard", dashAddr, col, dashboard.HandlerConfig{}, host.Logger)
+				if err != nil {
+					return withCode(err)
+				}
+				defer func() { _ = srv.Close() }()
+				st.dashboard = srv.Addr()
+				host.OnTick = func(r zone.HostReport) {
+					st.tick(r)
+					col.Zone(r)
+				}
+			}
 			err = zone.Host(cmd.Context(), host)
 			if st.ticks > 0 {
 				st.summary()
@@ -194,6 +220,7 @@ func newZoneCmd() *cobra.Command {
 	f.StringVar(&host.ListenAddr, "listen", "127.0.0.1:0", "address the node link listens on (port 0: any free port)")
 	f.StringVar(&host.AdvertiseAddr, "advertise", "", "link address published for peers (default: the one listened on)")
 	f.StringVar(&host.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (port 0: any free port; default: not served)")
+	f.StringVar(&dashAddr, "dashboard", "", "serve the live dashboard of this node's view (its regions, entities, ghosts and handoffs) at http://ADDR/ (port 0: any free port; default: not served)")
 	f.DurationVar(&host.TTL, "ttl", 0, "lease TTL, whole seconds: the node is fenced this long after etcd stops hearing from it (0: 10s)")
 	f.DurationVar(&host.PeerWait, "peer-wait", 10*time.Second, "before the first tick, wait this long for the table's other nodes to be connected (0 or negative: do not wait)")
 	f.IntVar(&ticks, "ticks", 0, "ticks to run; 0 runs until interrupted")
@@ -312,6 +339,7 @@ type zoneStatus struct {
 	regions   int
 	version   uint64 // the table version of the last line that named one
 	maxGhosts int
+	dashboard string // where the dashboard is served, if it is
 }
 
 func (s *zoneStatus) ready(r zone.HostReady) {
@@ -324,6 +352,9 @@ func (s *zoneStatus) ready(r zone.HostReady) {
 	}
 	if r.GatewayAddr != "" {
 		metrics += ", gateway ws://" + r.GatewayAddr + "/ws (browser client http://" + r.GatewayAddr + "/)"
+	}
+	if s.dashboard != "" {
+		metrics += ", dashboard http://" + s.dashboard + "/"
 	}
 	fmt.Fprintf(s.out, "%s: node %d, link %s%s, table version %d: owns %d of %d regions; peers connected: %s; missing: %s\n",
 		r.Name, r.Node, r.LinkAddr, metrics, r.TableVersion, r.OwnedRegions, r.Regions, list(r.Connected), list(r.Missing))

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -123,6 +125,7 @@ func TestZoneFlagErrorsNameTheFlag(t *testing.T) {
 		{append(base, "--players", "-1"), "--players = -1: must not be negative"},
 		{append(base, "--area", "1e9"), "--area = 1e+09: must be positive and fit the torus"},
 		{append(base, "--metrics", "9100"), `--metrics = "9100": must be host:port`},
+		{append(base, "--dashboard", "9100"), `--dashboard = "9100": must be host:port`},
 		{append(base, "--module", "chess"), `--module = "chess": must be game or wander`},
 		{append(base, "--entities", "5"), "--entities = 5: is for --module wander"},
 		{append(base, "--module", "wander", "--players", "5"), "--players = 5: is for --module game"},
@@ -161,7 +164,8 @@ func TestZoneFlagErrorsNameTheFlag(t *testing.T) {
 
 // TestZoneStopsOnInterrupt: with --ticks 0 the node runs until its
 // context ends (the process's interrupt), then exits cleanly with its
-// summary.
+// summary. With --dashboard it serves the page's state, the node and its
+// entities in it, while it runs, and stops serving when it exits.
 func TestZoneStopsOnInterrupt(t *testing.T) {
 	eps, _ := etcdForCmdTest(t)
 	certs := filepath.Join(t.TempDir(), "certs")
@@ -175,7 +179,7 @@ func TestZoneStopsOnInterrupt(t *testing.T) {
 	cmd := newRootCmd()
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
-	cmd.SetArgs([]string{"zone", "--endpoints", eps, "--name", "zone-a", "--certs", certs, "--tick", "10ms", "--players", "8"})
+	cmd.SetArgs([]string{"zone", "--endpoints", eps, "--name", "zone-a", "--certs", certs, "--tick", "10ms", "--players", "8", "--dashboard", "127.0.0.1:0"})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
@@ -191,6 +195,36 @@ func TestZoneStopsOnInterrupt(t *testing.T) {
 		case <-time.After(5 * time.Millisecond): // poll the output another goroutine writes
 		}
 	}
+	m := dashboardRE.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no dashboard address in the ready line:\n%s", out.String())
+	}
+	var snap struct {
+		Nodes []struct {
+			Name     string `json:"name"`
+			Entities int    `json:"entities"`
+		} `json:"nodes"`
+		Entities []struct {
+			Kind string `json:"kind"`
+		} `json:"entities"`
+	}
+	testenv.PollUntil(t, 30*time.Second, "the dashboard showing zone-a's players", func() bool {
+		resp, err := http.Get(m[1] + "snapshot.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
+			t.Fatal(err)
+		}
+		players := 0
+		for _, e := range snap.Entities {
+			if e.Kind == "player" {
+				players++
+			}
+		}
+		return len(snap.Nodes) == 1 && snap.Nodes[0].Name == "zone-a" && snap.Nodes[0].Entities > 0 && players == 8
+	})
 	cancel()
 	select {
 	case err := <-done:
@@ -203,7 +237,13 @@ func TestZoneStopsOnInterrupt(t *testing.T) {
 	if !strings.Contains(out.String(), "zone-a: ran ") {
 		t.Fatalf("no summary after the interrupt:\n%s", out.String())
 	}
+	if resp, err := http.Get(m[1]); err == nil {
+		_ = resp.Body.Close()
+		t.Fatal("the dashboard still serves after the node exited")
+	}
 }
+
+var dashboardRE = regexp.MustCompile(`dashboard (http://\S+/)`)
 
 var (
 	gatewayRE = regexp.MustCompile(`gateway (ws://\S+/ws)`)
