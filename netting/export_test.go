@@ -18,3 +18,13 @@ func (m *MemStore) TamperLedger(fn func(chain []ChainedPosting, balances map[str
 		m.posted[c.Posting.ID] = true
 	}
 }
+
+// RegistryHeld reports whether l's registry lock is held (by anyone): a
+// store call made under it finds it held.
+func RegistryHeld(l *LocalReservations) bool {
+	if l.mu.TryLock() {
+		l.mu.Unlock()
+		return false
+	}
+	return true
+}

@@ -27,20 +27,27 @@ import (
 // shared counter, so a process restarted after a crash keeps the promises
 // of its unsettled sessions.
 //
-// What the store does atomically in one transaction for a SharedStore is
-// done here in two steps under the registry, in the order that errs
-// safely: ReserveAndAppend reserves and then appends, undoing the
-// reservation when the append is known not to have landed (a lost reply
-// is read back; an unreadable journal keeps the reservation, overstated
-// and safe); PostFencedReleasing posts and then releases, so between the
-// two a posted credit is in the balance and still pending (counted as
-// spent twice, never as available twice).
+// What a SharedStore does in one transaction is done here under the
+// registry's lock, held across the store call, so no other request reads
+// balances and promises between the two steps: ReserveAndAppend reserves,
+// appends, and undoes the reservation when the append is known not to
+// have landed (a lost reply is read back); PostFencedReleasing posts and
+// releases the posting's deltas at once (a lost reply is asked after,
+// HasPosting). When a write's outcome cannot be learnt at all, the
+// registry is rebuilt from the store, as at construction, before it
+// promises anything again. The cost is that appends and postings of all
+// the process's sessions take turns: a single process, as economy-lab's
+// instance session is.
 type LocalReservations struct {
 	Store
 
 	mu       sync.Mutex
 	pending  map[string]int64
 	released map[string]bool
+	// stale says a write's outcome could not be learnt (its reply lost
+	// and the read after failing): pending is rebuilt from the store
+	// before it is used again (freshLocked).
+	stale bool
 	// tokens is the newest claim token granted to each session through
 	// this registry: the fence of ReleaseSession (the Store port has no
 	// fenced release of its own). Every claim of a single process goes
@@ -133,10 +140,58 @@ func (l *LocalReservations) add(account string, delta int64) {
 	l.pending[account] = v
 }
 
+// freshLocked rebuilds pending from the store when a write's outcome was
+// lost (stale): every unsettled session's journaled deltas, less what its
+// settle postings moved, skipping the sessions this registry released.
+// Under the lock no write of this registry is in flight, so the store is
+// the whole truth.
+func (l *LocalReservations) freshLocked(ctx context.Context) error {
+	if !l.stale {
+		return nil
+	}
+	list, err := l.Store.ListUnsettled(ctx, 0)
+	if err != nil {
+		return fmt.Errorf("netting: local reservations: rebuild: %w", err)
+	}
+	want := map[string]int64{}
+	for _, u := range list {
+		if l.released[u.ID] {
+			continue
+		}
+		recs, err := l.Store.ReadJournal(ctx, u.ID)
+		if err != nil {
+			return fmt.Errorf("netting: local reservations: rebuild: %s: %w", u.ID, err)
+		}
+		for _, r := range recs {
+			for _, d := range reservationDeltas(r.Legs) {
+				want[d.Account] += d.Delta
+			}
+		}
+		moved, err := settledSoFar(ctx, l.Store, u.SessionMeta, recs)
+		if err != nil {
+			return fmt.Errorf("netting: local reservations: rebuild: %s: %w", u.ID, err)
+		}
+		for _, d := range moved {
+			want[d.Account] -= d.Delta
+		}
+	}
+	l.pending = map[string]int64{}
+	for a, v := range want {
+		if v != 0 {
+			l.pending[a] = v
+		}
+	}
+	l.stale = false
+	return nil
+}
+
 // reserveLocked is ReservationStore.Reserve against the registry: the
 // balances are read from the store while the registry is held, so two
 // requests never promise the same credits.
 func (l *LocalReservations) reserveLocked(ctx context.Context, reqs [][]ledger.AccountDelta) ([]bool, error) {
+	if err := l.freshLocked(ctx); err != nil {
+		return nil, err
+	}
 	balances := map[string]int64{}
 	for _, req := range reqs {
 		for _, d := range req {
@@ -194,6 +249,9 @@ func (l *LocalReservations) Pending(ctx context.Context, account string) (int64,
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.freshLocked(ctx); err != nil {
+		return 0, err
+	}
 	return l.pending[account], nil
 }
 
@@ -204,6 +262,9 @@ func (l *LocalReservations) PendingAll(ctx context.Context) (map[string]int64, e
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.freshLocked(ctx); err != nil {
+		return nil, err
+	}
 	return maps.Clone(l.pending), nil
 }
 
@@ -288,18 +349,21 @@ func (l *LocalReservations) ReplacePending(ctx context.Context, want map[string]
 			l.pending[a] = v
 		}
 	}
+	l.stale = false
 	return adjusted, nil
 }
 
-// ReserveAndAppend implements SharedStore: reserve in the registry, then
-// append; a refused append undoes the reservation. A failed append whose
-// outcome is unknown is read back here: rows absent, the reservation is
-// undone; rows present or the journal unreadable, it is kept (the session
-// resolves the same question the same way).
+// ReserveAndAppend implements SharedStore: reserve in the registry,
+// then append, under the registry's lock; a refused append undoes the
+// reservation. A failed append whose outcome is unknown is read back:
+// rows absent, the reservation is undone; rows present, it is kept (the
+// session resolves the same question the same way); the journal
+// unreadable too, the registry is rebuilt from the store before it
+// promises again.
 func (l *LocalReservations) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) ([]bool, error) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	granted, err := l.reserveLocked(ctx, reqs)
-	l.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -314,11 +378,14 @@ func (l *LocalReservations) ReserveAndAppend(ctx context.Context, reqs [][]ledge
 	if !appendRefused(err) {
 		last := recs[len(recs)-1]
 		j, rerr := l.Store.ReadJournal(ctx, last.SessionID)
-		if rerr != nil || (int64(len(j)) > last.Seq && j[last.Seq].Hash == last.Hash) {
+		switch {
+		case rerr != nil:
+			l.stale = true // rebuilt from the store before the next promise
+			return nil, err
+		case int64(len(j)) > last.Seq && j[last.Seq].Hash == last.Hash:
 			return nil, err
 		}
 	}
-	l.mu.Lock()
 	for i, req := range reqs {
 		if granted[i] {
 			for _, d := range req {
@@ -326,7 +393,6 @@ func (l *LocalReservations) ReserveAndAppend(ctx context.Context, reqs [][]ledge
 			}
 		}
 	}
-	l.mu.Unlock()
 	return nil, err
 }
 
@@ -336,27 +402,46 @@ func appendRefused(err error) bool {
 	return errors.As(err, &kc) || errors.Is(err, ErrSessionSettled) || errors.Is(err, ErrSeqConflict) || errors.Is(err, ErrSessionNotFound)
 }
 
-// PostFencedReleasing implements SharedStore: PostFenced, then, if the
-// posting was new and the session is not released, the release from the
-// registry. Whether it was new is asked first: under the fence no other
-// settler writes the session's postings.
+// PostFencedReleasing implements SharedStore: under the registry's lock,
+// PostFenced, then, if the posting was new and the session is not
+// released, the release from the registry. Whether it was new is asked
+// first: under the fence no other settler writes the session's postings.
+// A post whose reply is lost is asked after; if that cannot be answered
+// either, the registry is rebuilt from the store before it promises again.
 func (l *LocalReservations) PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	posted, err := l.Store.HasPosting(ctx, p.ID)
 	if err != nil {
 		return err
 	}
 	if err := l.Store.PostFenced(ctx, f, p); err != nil {
-		return err
-	}
-	if posted {
-		return nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.released[f.SessionID] {
-		for _, d := range release {
-			l.add(d.Account, -d.Delta)
+		if posted {
+			return err
 		}
+		landed, herr := l.Store.HasPosting(ctx, p.ID)
+		switch {
+		case herr != nil:
+			l.stale = true
+			return err
+		case !landed:
+			return err
+		}
+		// It landed: the reply was lost.
+	}
+	if !posted {
+		l.releaseLocked(f.SessionID, release)
 	}
 	return nil
+}
+
+// releaseLocked moves a landed posting's deltas out of pending, unless
+// its session was released whole.
+func (l *LocalReservations) releaseLocked(session string, release []ledger.AccountDelta) {
+	if l.released[session] {
+		return
+	}
+	for _, d := range release {
+		l.add(d.Account, -d.Delta)
+	}
 }

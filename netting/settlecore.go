@@ -106,6 +106,9 @@ type settleStep struct {
 	id    string
 	lease time.Duration
 	phase settlePhase
+	// known is how many rows the session object knows are journaled
+	// (settleFlush): the journal read under the claim must hold them.
+	known int64
 	// i indexes the loop of the current phase (chunks, comps, recs).
 	i int
 
@@ -261,7 +264,7 @@ func (c *settleStep) advance(r settleResult) {
 		// (an empty journal is not claimed, so it stays open); when that
 		// probe finds rows (another object's, or an unresolved commit's),
 		// they are read again under the claim.
-		c.phase = phProbe
+		c.phase, c.known = phProbe, r.journaled
 		if r.journaled > 0 {
 			c.phase = phClaim
 		}
@@ -273,6 +276,14 @@ func (c *settleStep) advance(r settleResult) {
 		head, err := VerifyChain(c.id, r.recs)
 		if err != nil {
 			c.failRead(err)
+			return
+		}
+		if c.phase == phRead && int64(len(r.recs)) < c.known {
+			// The store lost rows this object committed (a chain check
+			// cannot see a cut-off end): settling the rest would leave
+			// accepted movements never posted.
+			c.failRead(&ChainBrokenError{SessionID: c.id, Seq: int64(len(r.recs)),
+				Reason: fmt.Sprintf("journal ends at %d rows, below the %d this session committed", len(r.recs), c.known)})
 			return
 		}
 		c.recs, c.head = r.recs, head
