@@ -12,6 +12,13 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal asks the command to stop gracefully (the demo's
+	// report, a node's save and settle); a second one, while that runs,
+	// ends the process as a signal does by default.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()
 	if err != nil {
