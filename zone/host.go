@@ -913,6 +913,20 @@ func (p *peerSet) follow(ctx context.Context, cl *coord.Client) error {
 		cancel()
 		return err
 	}
+	// The live members are known before the runtime's first tick (its
+	// LivePeers must not be empty while the watch's first events are on
+	// their way): listed and applied here, after the watch's own snapshot,
+	// so the events that follow lead to the same set.
+	members, err := cl.Members(wctx)
+	if err != nil {
+		cancel()
+		for range events { // the watch closes once wctx ends
+		}
+		return err
+	}
+	for _, m := range members {
+		p.apply(coord.MembershipEvent{Kind: coord.MemberJoined, Member: m})
+	}
 	p.cancel, p.done = cancel, make(chan struct{})
 	go func() {
 		defer close(p.done)

@@ -116,7 +116,9 @@ type Config struct {
 	// as for Accept). A region this node gains, or holds at its first
 	// table, has its columns set up only once every one of them has said,
 	// under that lease, that it follows the same table. nil: the held
-	// table's nodes and the peers heard from stand in for them.
+	// table's nodes and the peers heard from stand in for them, which is
+	// weaker: a live node in neither (stuck on an old table that named
+	// it) is not waited for.
 	LivePeers func() map[string]int64
 	// WorldStore keeps players between sessions (the gateway role): the
 	// node that simulates a player saves it every SaveEvery and when it
@@ -256,6 +258,9 @@ type Runtime struct {
 	viewerOf  map[account.ID]ecs.ID
 	viewerAcc map[ecs.ID]account.ID
 	anchors   map[ecs.ID]struct{}
+	// pinned are the entities that belong to the column they stand in
+	// (Pin): never handed over.
+	pinned    map[ecs.ID]struct{}
 	reasons   map[ecs.ID]interest.VanishReason
 	viewMoved []ecs.ID
 	posDirty  []ecs.ID
@@ -892,13 +897,36 @@ func (r *Runtime) ownsColumn(t *cells.Table, col interest.Column) bool {
 }
 
 // isUnreleased reports whether col lies in a region this node owns but
-// may not run the columns of yet (commitColumns).
+// may not run the columns of yet (commitColumns). Regions are those of
+// the held table's grid, which a grid change replaces.
 func (r *Runtime) isUnreleased(col interest.Column) bool {
 	if len(r.unreleased) == 0 {
 		return false
 	}
-	_, ok := r.unreleased[r.grid.RegionOfChunk(torus.ChunkPos{X: col.X, Y: col.Y})]
+	grid := r.grid
+	if r.columnsTable != nil {
+		grid = r.columnsTable.Grid()
+	}
+	_, ok := r.unreleased[grid.RegionOfChunk(torus.ChunkPos{X: col.X, Y: col.Y})]
 	return ok
+}
+
+// Pin marks a local entity as belonging to the column it stands in (a den
+// a column hook set up, whose id the column derives): it is never handed
+// over, to a node that gains its region or otherwise. The node that loses
+// the region tears it down with the column (ColumnHooks.Dematerialise),
+// and the gaining node sets its own up once it may (commitColumns): an
+// entity handed over would arrive where its column is not yet released,
+// or outlive the column there, and run beside the one its column's next
+// owner sets up. Destroying or evicting it unpins it.
+func (r *Runtime) Pin(id ecs.ID) {
+	if !r.w.Alive(id) {
+		return
+	}
+	if r.pinned == nil {
+		r.pinned = map[ecs.ID]struct{}{}
+	}
+	r.pinned[id] = struct{}{}
 }
 
 // commitColumns applies the tick's residency changes and the held table
@@ -1149,6 +1177,7 @@ func (r *Runtime) forget(id ecs.ID) {
 	// The viewer entry stays: an evicted entity lives on elsewhere, and the
 	// view follows its ghost (a destroyed one is dropped by destroyed).
 	delete(r.reasons, id)
+	delete(r.pinned, id)
 	if r.cluster != nil {
 		delete(r.cluster.epochs, id)
 		delete(r.cluster.retryAt, id)
