@@ -361,53 +361,6 @@ func TestANodesFirstTableWaitsForItsPeers(t *testing.T) {
 	settleOn(t, c, moved, b, a, b)
 }
 
-// A den is never handed over (zone.Runtime.Pin): the loser of its region,
-// taking the new table in after the gainer, tears it down with its column
-// rather than hand it to a gainer that has not released the region yet —
-// where it would outlive a move back and run beside the den its column's
-// owner sets up again.
-func TestADenIsNeverHandedOver(t *testing.T) {
-	c, gs, pins := pinnedNodes(t, 3)
-	a, b, cc := gs[0], gs[1], gs[2]
-	at := torus.Pos{X: 3000, Y: 4096 - 40}
-	a.player(t, 101, at)
-	b.player(t, 102, torus.Pos{X: 3000, Y: 4096 + 40})
-	c.StepSync(20)
-	moved := c.Grid.RegionOf(at)
-	if a.r.Table().Owner(moved) != a.r.Name() || len(regionDens(c, a, moved)) == 0 {
-		t.Fatalf("before the move: region %d is %s's, a runs %d of its dens", moved, a.r.Table().Owner(moved), len(regionDens(c, a, moved)))
-	}
-	v1 := a.r.Table()
-	v2, err := v1.WithOwners(v1.Version()+1, map[cells.RegionID]string{moved: b.r.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pins[0].pin.Store(v1)
-	pins[2].pin.Store(v1) // c lags: b cannot release the region
-	c.Apply(v2)
-	stepOne(c, b, cc, b, cc, b, cc)
-	pins[0].pin.Store(nil) // a takes v2 in after b
-	for range 10 {
-		stepOne(c, a, b, cc)
-		checkOnce(t, c, moved, "a and b at v2, c at v1", a, b, cc)
-	}
-	if n := len(regionDens(c, b, moved)); n != 0 {
-		t.Errorf("b runs %d dens of region %d, which it has not released", n, moved)
-	}
-	// The region moves back to a before b released it.
-	v3, err := v2.WithOwners(v2.Version()+1, map[cells.RegionID]string{moved: a.r.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pins[2].pin.Store(nil)
-	c.Apply(v3)
-	for range 100 {
-		c.StepSync(1)
-		checkOnce(t, c, moved, "after the move back", a, b, cc)
-	}
-	settleOn(t, c, moved, a, a, b, cc)
-}
-
 // A new grid (a table of another region edge, applied by force) waits like
 // a region move: the gainer maps a column to a region by the held table's
 // grid, and sets nothing up while the node holding the old grid's table

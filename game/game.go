@@ -341,7 +341,6 @@ func (g *Game) spawnDen(col interest.Column) {
 	}
 	g.dens[key] = id
 	g.denColumn[id] = key
-	g.r.Pin(id) // it goes with its column, never by handoff
 	g.r.Reindex(id)
 }
 

@@ -104,11 +104,10 @@
 //     once every live peer (Config.LivePeers) has shown, in the fence of a
 //     message under its current lease, that its columns follow the same
 //     table version, so it has torn down what that table takes from it
-//     (game/columnfence_test.go); an entity a column hook set up is pinned
-//     to its column (Runtime.Pin) and never handed over. An entity that
-//     walks a margin past its node's regions, or stands in a region a new
-//     table moves, is handed over (handoff.go); while a handoff waits for
-//     its answer the source holds it frozen.
+//     (game/columnfence_test.go). An entity that walks a margin past its
+//     node's regions, or stands in a region a new table moves, is handed
+//     over (handoff.go); while a handoff waits for its answer the source
+//     holds it frozen.
 //  2. A node never sends a ghost on to another node: node subscribers are
 //     told only of entities the node simulates.
 //  3. A client sees the same as on one node, within 2 ticks: messages sent

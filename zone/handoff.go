@@ -220,9 +220,6 @@ func (c *cluster) considerHandoff(id ecs.ID, p torus.Pos) {
 	if r.cfg.NoHandoff || !r.Simulated(id) || c.pending[id] != nil {
 		return
 	}
-	if _, pinned := r.pinned[id]; pinned {
-		return // it belongs to its column (Pin)
-	}
 	if at, ok := c.retryAt[id]; ok && r.w.CurrentTick().N < at {
 		return
 	}
@@ -279,9 +276,6 @@ func (c *cluster) sendHandoffs(tick uint64) {
 	table := r.terr.Table()
 	var later, mates []ecs.ID
 	send := func(id ecs.ID, target string) {
-		if _, pinned := r.pinned[id]; pinned {
-			return // it belongs to its column (Pin)
-		}
 		epoch := c.epochOf(id) + 1
 		snap, err := r.handoffSnapshot(id, epoch, tick)
 		if err != nil {

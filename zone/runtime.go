@@ -258,9 +258,6 @@ type Runtime struct {
 	viewerOf  map[account.ID]ecs.ID
 	viewerAcc map[ecs.ID]account.ID
 	anchors   map[ecs.ID]struct{}
-	// pinned are the entities that belong to the column they stand in
-	// (Pin): never handed over.
-	pinned    map[ecs.ID]struct{}
 	reasons   map[ecs.ID]interest.VanishReason
 	viewMoved []ecs.ID
 	posDirty  []ecs.ID
@@ -911,24 +908,6 @@ func (r *Runtime) isUnreleased(col interest.Column) bool {
 	return ok
 }
 
-// Pin marks a local entity as belonging to the column it stands in (a den
-// a column hook set up, whose id the column derives): it is never handed
-// over, to a node that gains its region or otherwise. The node that loses
-// the region tears it down with the column (ColumnHooks.Dematerialise),
-// and the gaining node sets its own up once it may (commitColumns): an
-// entity handed over would arrive where its column is not yet released,
-// or outlive the column there, and run beside the one its column's next
-// owner sets up. Destroying or evicting it unpins it.
-func (r *Runtime) Pin(id ecs.ID) {
-	if !r.w.Alive(id) {
-		return
-	}
-	if r.pinned == nil {
-		r.pinned = map[ecs.ID]struct{}{}
-	}
-	r.pinned[id] = struct{}{}
-}
-
 // commitColumns applies the tick's residency changes and the held table
 // to the column hooks. A column is set up (Materialise) on the node that
 // owns its region while it is resident, and torn down when either stops.
@@ -1177,7 +1156,6 @@ func (r *Runtime) forget(id ecs.ID) {
 	// The viewer entry stays: an evicted entity lives on elsewhere, and the
 	// view follows its ghost (a destroyed one is dropped by destroyed).
 	delete(r.reasons, id)
-	delete(r.pinned, id)
 	if r.cluster != nil {
 		delete(r.cluster.epochs, id)
 		delete(r.cluster.retryAt, id)
