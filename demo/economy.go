@@ -415,21 +415,11 @@ func (d *economyDemo) killAt(ctx, load context.Context, at time.Time) error {
 }
 
 func (d *economyDemo) progress(ctx context.Context, start time.Time) {
-	if d.cfg.Progress <= 0 {
-		return
-	}
-	t := time.NewTicker(d.cfg.Progress)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, d.cfg.Progress, func() {
 		o := d.watch.counts()
 		fmt.Fprintf(d.out, "[%5.1fs] nodes ready=%d accepted=%d rejected=%d errors=%d orphans settled=%d/%d\n",
 			time.Since(start).Seconds(), d.ec.ready(), d.accepted.Load(), d.rejected.Load(), d.errs.Load(), o.Settled, o.Orphans)
-	}
+	})
 }
 
 // report checks the invariants with econ's money audit and the run's

@@ -4,54 +4,68 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
-	"net/http"
+	"sync"
 	"time"
 
 	"github.com/shardwise/shardwise/dashboard"
 	"github.com/shardwise/shardwise/econ"
-	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/game"
 )
 
 // worldDash is the demo's dashboard: a collector fed by every zone node's
 // ticks, the economy nodes' stats once a second and the announced moments,
-// served over HTTP until the run ends.
+// served (dashboard.Listen) until the run ends.
 type worldDash struct {
-	col    *dashboard.Collector
-	lis    net.Listener
-	srv    *http.Server
-	served chan struct{} // closed when Serve returned
-	stop   context.CancelFunc
+	col *dashboard.Collector
+	srv *dashboard.Server
+
+	mu   sync.Mutex
+	play func(context.Context) (string, error) // set by serve
+
 	ctx    context.Context
-	pushed chan struct{} // closed when the econ pusher returned
+	stop   context.CancelFunc
+	pushed chan struct{} // closed when the econ pusher returned; nil before serve
 }
 
-// listenDashboard opens the dashboard's listener and collector (before the
-// nodes start, so that their first ticks are seen). addr "" is no dashboard.
+// errNotPlaying is /play's answer before the bots play.
+var errNotPlaying = errors.New("the cluster is still starting")
+
+// listenDashboard serves the dashboard (before the nodes start, so that
+// their first ticks are seen; /play answers once serve gave it a way to
+// log in). addr "" is no dashboard.
 func listenDashboard(addr string, log *slog.Logger) (*worldDash, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	lis, err := net.Listen("tcp", addr)
+	w := &worldDash{col: dashboard.NewCollector(dashboard.CollectorConfig{Kinds: game.KindOf, Logger: log})}
+	srv, err := dashboard.Listen("--dashboard", addr, w.col, dashboard.HandlerConfig{Play: w.playURL}, log)
 	if err != nil {
-		return nil, errcode.Config("--dashboard", addr, err.Error())
+		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &worldDash{
-		col: dashboard.NewCollector(dashboard.CollectorConfig{Kinds: game.KindOf, Logger: log}),
-		lis: lis, ctx: ctx, stop: cancel,
-	}, nil
+	w.srv = srv
+	w.ctx, w.stop = context.WithCancel(context.Background())
+	return w, nil
 }
 
 // addr is where the page is served.
-func (w *worldDash) addr() string { return w.lis.Addr().String() }
+func (w *worldDash) addr() string { return w.srv.Addr() }
 
-// serve starts the server, with the play view logging a new account into
-// the first gateway, and the econ stats pusher; close stops both.
+func (w *worldDash) playURL(ctx context.Context) (string, error) {
+	w.mu.Lock()
+	play := w.play
+	w.mu.Unlock()
+	if play == nil {
+		return "", errNotPlaying
+	}
+	return play(ctx)
+}
+
+// serve gives the play view its logins (a new account into the gateways
+// in turn) and starts the econ stats pusher; close stops it.
 func (w *worldDash) serve(d *worldDemo, st WorldStart) {
 	next := st.FirstFreeAccount
-	play := func(context.Context) (string, error) {
+	w.mu.Lock()
+	w.play = func(context.Context) (string, error) {
 		d.mu.Lock()
 		a := next
 		next++
@@ -62,17 +76,7 @@ func (w *worldDash) serve(d *worldDemo, st WorldStart) {
 		}
 		return dashboard.PlayURL(st.Gateways[d.cfg.Zones[int(a)%len(d.cfg.Zones)]], tok), nil
 	}
-	w.srv = &http.Server{
-		Handler:           dashboard.Handler(w.col, dashboard.HandlerConfig{Play: play, Context: w.ctx}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	w.served = make(chan struct{})
-	go func() {
-		defer close(w.served)
-		if err := w.srv.Serve(w.lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Warn("demo: dashboard server", "err", err)
-		}
-	}()
+	w.mu.Unlock()
 	w.pushed = make(chan struct{})
 	go func() {
 		defer close(w.pushed)
@@ -95,17 +99,12 @@ func (w *worldDash) serve(d *worldDemo, st WorldStart) {
 	}()
 }
 
-// close stops the streams, the server and the pusher, and waits for them.
-// Safe on a dashboard never served.
+// close stops the pusher and the server, and waits for them. Safe on a
+// dashboard never served.
 func (w *worldDash) close() error {
 	w.stop()
-	var err error
-	if w.srv != nil {
-		err = w.srv.Close()
-		<-w.served
+	if w.pushed != nil {
 		<-w.pushed
-	} else {
-		err = w.lis.Close()
 	}
-	return err
+	return w.srv.Close()
 }

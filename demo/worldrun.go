@@ -157,10 +157,18 @@ func (d *worldDemo) killAt(ctx, load context.Context, start time.Time) error {
 
 // progress prints a line every Progress until ctx ends.
 func (d *worldDemo) progress(ctx context.Context, start time.Time, bots *sim.Bots) {
-	if d.cfg.Progress < 0 {
+	every(ctx, d.cfg.Progress, func() {
+		fmt.Fprintf(d.out, "[%5.1fs] %s\n", time.Since(start).Seconds(), d.progressLine(bots.Stats()))
+	})
+}
+
+// every calls fn once per period until ctx ends; a period of 0 or less
+// never calls it.
+func every(ctx context.Context, period time.Duration, fn func()) {
+	if period <= 0 {
 		return
 	}
-	t := time.NewTicker(d.cfg.Progress)
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
@@ -168,7 +176,7 @@ func (d *worldDemo) progress(ctx context.Context, start time.Time, bots *sim.Bot
 			return
 		case <-t.C:
 		}
-		fmt.Fprintf(d.out, "[%5.1fs] %s\n", time.Since(start).Seconds(), d.progressLine(bots.Stats()))
+		fn()
 	}
 }
 

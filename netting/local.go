@@ -63,7 +63,7 @@ var _ SharedStore = (*LocalReservations)(nil)
 // crashed midway).
 func NewLocalReservations(ctx context.Context, store Store) (*LocalReservations, error) {
 	l := &LocalReservations{Store: store, pending: map[string]int64{}, released: map[string]bool{}, tokens: map[string]int64{}}
-	want, err := unsettledReservations(ctx, store, false)
+	want, err := unsettledReservations(ctx, store, func(UnsettledSession) bool { return false })
 	if err != nil {
 		return nil, fmt.Errorf("netting: local reservations: %w", err)
 	}
@@ -91,17 +91,17 @@ func OpenLocalNode(ctx context.Context, store Store, cfg ClusterConfig) (*Cluste
 }
 
 // unsettledReservations is what the reservation counters should hold: the
-// journaled deltas of every unsettled session (skipping those the store
-// reports released, when skipReleased), less what their settle postings
-// already moved. Zeros are dropped.
-func unsettledReservations(ctx context.Context, store Store, skipReleased bool) (map[string]int64, error) {
+// journaled deltas of every unsettled session (skipping those skip says
+// were released already), less what their settle postings already moved.
+// Zeros are dropped.
+func unsettledReservations(ctx context.Context, store Store, skip func(UnsettledSession) bool) (map[string]int64, error) {
 	list, err := store.ListUnsettled(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
 	want := map[string]int64{}
 	for _, u := range list {
-		if skipReleased && u.Released {
+		if skip(u) {
 			continue
 		}
 		recs, err := store.ReadJournal(ctx, u.ID)
@@ -149,39 +149,11 @@ func (l *LocalReservations) freshLocked(ctx context.Context) error {
 	if !l.stale {
 		return nil
 	}
-	list, err := l.Store.ListUnsettled(ctx, 0)
+	want, err := unsettledReservations(ctx, l.Store, func(u UnsettledSession) bool { return l.released[u.ID] })
 	if err != nil {
 		return fmt.Errorf("netting: local reservations: rebuild: %w", err)
 	}
-	want := map[string]int64{}
-	for _, u := range list {
-		if l.released[u.ID] {
-			continue
-		}
-		recs, err := l.Store.ReadJournal(ctx, u.ID)
-		if err != nil {
-			return fmt.Errorf("netting: local reservations: rebuild: %s: %w", u.ID, err)
-		}
-		for _, r := range recs {
-			for _, d := range reservationDeltas(r.Legs) {
-				want[d.Account] += d.Delta
-			}
-		}
-		moved, err := settledSoFar(ctx, l.Store, u.SessionMeta, recs)
-		if err != nil {
-			return fmt.Errorf("netting: local reservations: rebuild: %s: %w", u.ID, err)
-		}
-		for _, d := range moved {
-			want[d.Account] -= d.Delta
-		}
-	}
-	l.pending = map[string]int64{}
-	for a, v := range want {
-		if v != 0 {
-			l.pending[a] = v
-		}
-	}
-	l.stale = false
+	l.pending, l.stale = want, false
 	return nil
 }
 

@@ -127,7 +127,7 @@ func ReconcileReservations(ctx context.Context, store Store) (ReconcileResult, e
 	if !ok {
 		return ReconcileResult{}, errcode.Config("store", fmt.Sprintf("%T", store), "has no shared reservation counter (netting.ReservationStore)")
 	}
-	want, err := unsettledReservations(ctx, shared, true)
+	want, err := unsettledReservations(ctx, shared, func(u UnsettledSession) bool { return u.Released })
 	if err != nil {
 		return ReconcileResult{}, fmt.Errorf("netting: reconcile: %w", err)
 	}

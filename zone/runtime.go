@@ -939,15 +939,10 @@ func (r *Runtime) commitColumns(changes interest.ResidencyChanges, table *cells.
 	}
 	if v := table.Version(); v != r.columnsAt {
 		old := r.columnsTable
-		if old != nil && old.Grid() == table.Grid() {
+		if old != nil {
+			newGrid := old.Grid() != table.Grid() // every column changes hands
 			for _, col := range r.sortedResident() {
-				if r.ownsColumn(old, col) && !r.ownsColumn(table, col) && !r.isUnreleased(col) {
-					r.dematerialise(col)
-				}
-			}
-		} else if old != nil {
-			for _, col := range r.sortedResident() { // a new grid: every column changes hands
-				if r.ownsColumn(old, col) && !r.isUnreleased(col) {
+				if r.ownsColumn(old, col) && (newGrid || !r.ownsColumn(table, col)) && !r.isUnreleased(col) {
 					r.dematerialise(col)
 				}
 			}
