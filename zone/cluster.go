@@ -2,6 +2,7 @@ package zone
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -83,8 +84,22 @@ type cluster struct {
 	// goneGhosts are the ghosts removed this tick: the vanish the
 	// visibility index raises for them is not sent on to peers either.
 	goneGhosts map[ecs.ID]struct{}
-	events     []replica.Event
-	table      uint64 // the table version wants were computed for
+	// wasGhost are the entities adopted this tick: a vanish the index
+	// raised while one was still a ghost here (its ghost moved out of a
+	// node subscriber's chunks before the transfer was applied) is not
+	// ours to send either, as this node never told that peer of it. Only
+	// a destruction (Gone) after the adoption is.
+	wasGhost map[ecs.ID]struct{}
+	// holding are ghosts whose simulator said they went out of sight into a
+	// chunk this node holds but does not receive from that simulator yet
+	// (holdVanish): kept until its snapshot of the chunk, or vanished.
+	holding map[ecs.ID]heldVanish
+	events  []replica.Event
+	// replicationFirst makes drain apply the queued replication batches
+	// before the control messages (set only by tests: the two travel on
+	// different streams, so either order can happen).
+	replicationFirst bool
+	table            uint64 // the table version wants were computed for
 	// graceUntil is the last tick after a table change during which the
 	// chunks' old simulators stay subscribed; 0 when none is running.
 	graceUntil uint64
@@ -285,6 +300,8 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		source:     make(map[ecs.ID]string),
 		band:       make(map[torus.ChunkPos]bool),
 		goneGhosts: make(map[ecs.ID]struct{}),
+		wasGhost:   make(map[ecs.ID]struct{}),
+		holding:    make(map[ecs.ID]heldVanish),
 		leaseOf:    make(map[string]int64),
 		fenced:     make(map[string]int64),
 		resendAt:   make(map[string]uint64),
@@ -640,16 +657,95 @@ func (c *cluster) dropChunk(peer string, ch torus.ChunkPos) {
 	}
 	// Keep the other sources' ghosts: a snapshot of the chunk listing
 	// exactly them.
-	var keep []replica.Update
+	keep := c.asIs(nil, ch, func(e uint64) bool { return !slices.Contains(gone, e) })
+	_ = c.rep.Replace(ch, keep)
+	c.applyEvents()
+}
+
+// asIs appends the ghosts of ch that keep accepts as snapshot entries of
+// their state as it is (their stamps unchanged), for a Replace that moves
+// or drops some ghosts and leaves the others alone.
+func (c *cluster) asIs(dst []replica.Update, ch torus.ChunkPos, keep func(uint64) bool) []replica.Update {
 	for _, e := range c.rep.AppendResidents(nil, ch) {
-		if slices.Contains(gone, e) {
+		if !keep(e) {
 			continue
 		}
 		st, _, _ := c.rep.Has(e)
 		burst, _ := c.rep.AppendBurst(nil, e)
-		keep = append(keep, replica.Update{Entity: e, Stamp: st, Frames: burst})
+		dst = append(dst, replica.Update{Entity: e, Stamp: st, Frames: burst})
 	}
-	_ = c.rep.Replace(ch, keep)
+	return dst
+}
+
+// heldVanish is a vanish held back (holdVanish): from whom, into which
+// chunk, the ghost's stamp when it was held, the vanish's own, and the
+// last tick it may wait.
+type heldVanish struct {
+	peer      string
+	chunk     torus.ChunkPos
+	at, stamp replica.Stamp
+	until     uint64
+}
+
+// holdTicks bounds how long a held vanish waits for its snapshot (a
+// subscription's round trip is a few ticks).
+const holdTicks = 20
+
+// holdVanish holds back a vanish that says a ghost went out of sight into
+// a chunk this node holds, for its clients or its band, but does not yet
+// receive from the sender. That happens after a table change, while the
+// re-plan of this node's subscriptions is spread over ticks or this node
+// lags: the new owner of a region counts this node as an observer only
+// of the chunks it subscribed to, and an entity it was handed walks on
+// into one it did not. The entity stays in this node's sight: the ghost
+// moves into that chunk as it is, the chunk is re-planned this tick, and
+// the sender's snapshot of it brings the entity's state (or drops it).
+// Without this, every client here would see the entity blink. resolveHeld
+// lets the vanish through when no snapshot is coming.
+func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp replica.Stamp) bool {
+	ch = c.r.geo.NormaliseChunk(ch)
+	at, filed, ok := c.rep.Has(uint64(id))
+	if !ok || c.source[id] != from || !at.Before(stamp) || !c.needs(ch) {
+		return false
+	}
+	if filed != ch {
+		moved := c.asIs(nil, ch, func(uint64) bool { return true })
+		burst, _ := c.rep.AppendBurst(nil, uint64(id))
+		moved = append(moved, replica.Update{Entity: uint64(id), Stamp: at, Frames: burst})
+		if c.rep.Replace(ch, moved) != nil {
+			return false
+		}
+	}
+	c.holding[id] = heldVanish{peer: from, chunk: ch, at: at, stamp: stamp, until: c.r.w.CurrentTick().N + holdTicks}
+	c.changed[ch] = struct{}{}
+	return true
+}
+
+// resolveHeld settles the held vanishes after this tick's re-plan: one
+// whose ghost changed since (a snapshot or an update came) is done; one
+// whose chunk this node does not receive from the sender after all, or
+// that waited holdTicks, is applied now.
+func (c *cluster) resolveHeld() {
+	if len(c.holding) == 0 {
+		return
+	}
+	tick := c.r.w.CurrentTick().N
+	var sims []string
+	for _, id := range sortedIDs(c.holding) {
+		h := c.holding[id]
+		st, filed, ok := c.rep.Has(uint64(id))
+		if !ok || st != h.at || filed != h.chunk || c.source[id] != h.peer {
+			delete(c.holding, id)
+			continue
+		}
+		sims = c.simulators(sims[:0], h.chunk)
+		if tick <= h.until && c.wanted(h.peer, h.chunk) && slices.Contains(sims, h.peer) {
+			continue
+		}
+		delete(c.holding, id)
+		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: h.stamp, Chunk: h.chunk,
+			Frames: outbox.AppendVanishFrame(nil, uint64(id), interest.OutOfSight)})
+	}
 	c.applyEvents()
 }
 
@@ -734,6 +830,9 @@ func (c *cluster) applyUpdate(from string, e link.Entry, u wire.Update) {
 	first, _, err := outbox.ReadFrame(u.Frames)
 	if err != nil {
 		c.stats.Refused++
+		return
+	}
+	if first.Kind == outbox.KindVanish && first.Reason == interest.OutOfSight && c.holdVanish(from, id, u.Chunk, up.Stamp) {
 		return
 	}
 	if first.Kind != outbox.KindVanish && !c.wanted(from, u.Chunk) {
@@ -1181,6 +1280,9 @@ func (c *cluster) drain() {
 	c.inbox = nil
 	c.stats.InboxDropped = c.inboxDropped
 	c.mu.Unlock()
+	if c.replicationFirst {
+		slices.SortStableFunc(msgs, func(a, b inMsg) int { return cmp.Compare(min(a.kind, 1), min(b.kind, 1)) })
+	}
 	for _, m := range msgs {
 		var err error
 		switch m.kind {

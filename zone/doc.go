@@ -37,7 +37,12 @@
 //     the node's own visibility, so local clients see foreign entities
 //     through the same outbox (a ghost's frames are re-sent byte for byte
 //     as its owner encoded them). A gap in a peer's batch sequence
-//     resubscribes every chunk held from it (Resync: a snapshot each).
+//     resubscribes every chunk held from it (Resync: a snapshot each). A
+//     vanish that says a ghost walked into a chunk this node holds but
+//     does not yet receive from the sender (its subscription in flight,
+//     or a re-plan after a table change still to come) is held until the
+//     sender's snapshot of that chunk, at most 20 ticks, so no client
+//     sees the ghost blink.
 //   - Simulation ghosts: a render ghost standing in the interaction band is
 //     also a real entity with the Ghost marker and its decoded public
 //     components; only the runtime writes it.

@@ -566,6 +566,7 @@ func (c *cluster) adopt(id ecs.ID, s handoff.Snapshot, byName map[string]codec) 
 	}
 	r.markLocalDirty(id)
 	c.adopted = append(c.adopted, id)
+	c.wasGhost[id] = struct{}{}
 	// Frozen as it came (its Frozen marker is local, so not in the
 	// snapshot) until this node's ticks are past the source's last one.
 	_ = r.frozen.Add(id, Frozen{})

@@ -766,3 +766,93 @@ func TestRegionMoveUnderLoad(t *testing.T) {
 	}
 	t.Logf("the region's %d entities moved in %d ticks; account 1 watched %d of them; handoffs %+v", moving-standing, ticks, seen, totalHandoffs(c))
 }
+
+// TestARegionMoveShowsWalkersNoBlink: region (1, 1) moves from zone-0 to
+// zone-3 while walkers near its corner, watched by a viewer on each node,
+// cross a chunk border. East of it the chunk is within zone-3's old
+// margin, so the other nodes already receive it from zone-3; west of it
+// they do not until their subscriptions are re-planned for the new
+// table, a share of chunks a tick. A walker is handed over, to zone-3,
+// as it steps west, or steps west once handed. No viewer, on any node, is
+// ever told a walker vanished: each is shown every walker once. In step,
+// every node follows at once; lagging, zone-1 and zone-2 take no message
+// and re-plan nothing for the move's first ticks (a pause, a slow watch).
+func TestARegionMoveShowsWalkersNoBlink(t *testing.T) {
+	for _, lag := range []int{0, 8} {
+		name := "in step"
+		if lag > 0 {
+			name = fmt.Sprintf("zone-1 and zone-2 %d ticks behind", lag)
+		}
+		t.Run(name, func(t *testing.T) { regionMoveWithWalkers(t, lag) })
+	}
+}
+
+func regionMoveWithWalkers(t *testing.T, lag int) {
+	grid := mustGrid(t, clusterGrid())
+	_, _, x1, y1 := grid.Bounds(grid.RegionOf(torus.Pos{X: 3000, Y: 3000}))
+	specs := []Pace{ // a viewer on each node, around the corner
+		{Centre: torus.Pos{X: x1 - 60, Y: y1 - 60}},
+		{Centre: torus.Pos{X: x1 + 60, Y: y1 - 60}},
+		{Centre: torus.Pos{X: x1 - 60, Y: y1 + 60}},
+		{Centre: torus.Pos{X: x1 + 60, Y: y1 + 60}},
+	}
+	viewers := len(specs)
+	// The walkers pace over x = x1-64 (the chunk border) just south of
+	// the region's north edge; at every tick one of them steps west over
+	// it.
+	for i := range 24 {
+		specs = append(specs, Pace{Centre: torus.Pos{X: x1 - 64, Y: y1 - 4 - float64(i)}, Amp: 12, Period: 8, Steps: uint32(i)})
+	}
+	c := zonetest.Start(t, zonetest.Config{Grid: clusterGrid(), Table: fourWays,
+		Module: func(int, string) (zone.Module, error) { return &pacers{specs: specs, accounts: viewers}, nil }})
+	region := grid.RegionOf(torus.Pos{X: 3000, Y: 3000})
+	logs := attachViewers(t, c, viewers)
+	c.StepSync(20)
+	walkers := make([]uint64, 0, len(specs)-viewers)
+	for i := viewers; i < len(specs); i++ {
+		id, _ := zone.DerivedID(uint64(i))
+		walkers = append(walkers, uint64(id))
+	}
+	check := func(when string) {
+		t.Helper()
+		for a := 1; a <= viewers; a++ {
+			if logs[a].bad != nil {
+				t.Fatalf("account %d: %v", a, logs[a].bad)
+			}
+			for _, id := range walkers {
+				if ap, va := logs[a].count(id); ap != 1 || va != 0 {
+					t.Fatalf("%s: account %d (viewer on %s) was shown walker %d %d times and told it vanished %d times; want once and never",
+						when, a, c.Nodes[a-1].Name, id, ap, va)
+				}
+			}
+		}
+	}
+	check("before the move")
+
+	next, err := c.Nodes[0].Runtime.Table().WithOwners(2, map[cells.RegionID]string{region: "zone-3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// On zone-3 the last update of a walker zone-0 hands over is applied
+	// before its transfer (both leave in one tick, on two streams).
+	c.Node("zone-3").Runtime.ReplicationFirst()
+	c.Apply(next)
+	for range lag {
+		for _, r := range []*zone.Runtime{c.Node("zone-0").Runtime, c.Node("zone-3").Runtime} {
+			r.Step()
+		}
+		c.Sync(10 * time.Second)
+	}
+	c.StepSync(40)
+	onZone3 := 0
+	for _, id := range walkers {
+		if c.Node("zone-3").Runtime.Simulated(ecs.ID(id)) {
+			onZone3++
+		}
+	}
+	if onZone3 != len(walkers) {
+		t.Fatalf("%d of %d walkers are on zone-3 after the move", onZone3, len(walkers))
+	}
+	check("after the move")
+	t.Logf("handoffs %+v", totalHandoffs(c))
+}

@@ -776,6 +776,7 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 
 	if r.cluster != nil {
 		r.cluster.updateWants()
+		r.cluster.resolveHeld()
 	}
 	r.out.AddDeliveries(r.ownDeliveries(r.vis.Drain()))
 	if r.cluster != nil {
@@ -805,7 +806,11 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 }
 
 // ownDeliveries drops render ghosts from what node subscribers are told:
-// a node hears of an entity only from the node that simulates it.
+// a node hears of an entity only from the node that simulates it. That
+// covers a vanish the index raised for an entity adopted this tick while
+// it was still a ghost here (its last update, before its transfer, moved
+// it out of a peer's chunks): that peer was never told of it by this
+// node, and holds it from the old owner.
 func (r *Runtime) ownDeliveries(ds []interest.Delivery[Subscriber, ecs.ID]) []interest.Delivery[Subscriber, ecs.ID] {
 	if r.cluster == nil {
 		return ds
@@ -818,10 +823,12 @@ func (r *Runtime) ownDeliveries(ds []interest.Delivery[Subscriber, ecs.ID]) []in
 		d.Appeared = slices.DeleteFunc(d.Appeared, r.isGhost)
 		d.Vanished = slices.DeleteFunc(d.Vanished, func(v interest.Vanished[ecs.ID]) bool {
 			_, gone := r.cluster.goneGhosts[v.Entity]
-			return gone || r.isGhost(v.Entity)
+			_, adopted := r.cluster.wasGhost[v.Entity]
+			return gone || r.isGhost(v.Entity) || adopted && v.Reason != interest.Gone
 		})
 	}
 	clear(r.cluster.goneGhosts)
+	clear(r.cluster.wasGhost)
 	return ds
 }
 
