@@ -189,6 +189,12 @@ type ClusterStats struct {
 	// InboxDropped counts replication batches dropped because the world
 	// did not drain its inbox (more than 65,536 messages waiting).
 	InboxDropped int
+	// VanishesHeld counts vanishes held back because they named a chunk
+	// this node holds but did not yet receive from the sender (see the
+	// package doc, render ghosts); VanishesHeldApplied those of them
+	// applied after all (the sender was not a simulator of the chunk
+	// after the re-plan, or no snapshot came within 20 ticks).
+	VanishesHeld, VanishesHeldApplied int
 }
 
 // Progress counts what a node sent to and received from each peer, for a
@@ -717,6 +723,7 @@ func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp re
 		}
 	}
 	c.holding[id] = heldVanish{peer: from, chunk: ch, at: at, stamp: stamp, until: c.r.w.CurrentTick().N + holdTicks}
+	c.stats.VanishesHeld++
 	c.changed[ch] = struct{}{}
 	return true
 }
@@ -743,6 +750,7 @@ func (c *cluster) resolveHeld() {
 			continue
 		}
 		delete(c.holding, id)
+		c.stats.VanishesHeldApplied++
 		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: h.stamp, Chunk: h.chunk,
 			Frames: outbox.AppendVanishFrame(nil, uint64(id), interest.OutOfSight)})
 	}
