@@ -529,8 +529,10 @@ func (r *Router[C]) markDownConn(c *conn[C], reason string, cause error) {
 // markDownLocked moves a live member to down and starts its reconnect
 // loop. r.mu is held.
 func (r *Router[C]) markDownLocked(m *member[C], reason string, cause error) {
-	r.leaveLocked(m)
+	// Counted before the ring without the node is published, so whoever
+	// sees the node gone (ring readers take no lock) sees it counted.
 	r.metrics.markDowns.WithLabelValues(m.id, reason).Inc()
+	r.leaveLocked(m)
 	r.log.Warn("router: node marked down", "node", m.id, "reason", reason, "err", cause)
 	r.spawn(m, func() { r.reconnectLoop(m) })
 }
