@@ -84,12 +84,18 @@ type cluster struct {
 	// goneGhosts are the ghosts removed this tick: the vanish the
 	// visibility index raises for them is not sent on to peers either.
 	goneGhosts map[ecs.ID]struct{}
-	// wasGhost are the entities adopted this tick: a vanish the index
-	// raised while one was still a ghost here (its ghost moved out of a
-	// node subscriber's chunks before the transfer was applied) is not
-	// ours to send either, as this node never told that peer of it. Only
-	// a destruction (Gone) after the adoption is.
-	wasGhost map[ecs.ID]struct{}
+	// wasGhost are the entities adopted this tick that were ghosts here,
+	// with the node subscribers that saw where the ghost stood when it was
+	// adopted. An out-of-sight vanish for another node subscriber was
+	// raised while it was still a ghost (its last update, before the
+	// transfer, moved it out of that peer's chunks): this node never told
+	// that peer of it, so it is not sent. One raised after the adoption,
+	// for a peer that saw it, is.
+	wasGhost map[ecs.ID][]Subscriber
+	// parting are the entities destroyed or evicted this tick (or handed
+	// over with no ghost kept), with the epoch and chunk they had: their
+	// vanish goes out this tick under that epoch, naming that chunk.
+	parting map[ecs.ID]parted
 	// holding are ghosts whose simulator said they went out of sight into a
 	// chunk this node holds but does not receive from that simulator yet
 	// (holdVanish): kept until its snapshot of the chunk, or vanished.
@@ -306,7 +312,8 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		source:     make(map[ecs.ID]string),
 		band:       make(map[torus.ChunkPos]bool),
 		goneGhosts: make(map[ecs.ID]struct{}),
-		wasGhost:   make(map[ecs.ID]struct{}),
+		wasGhost:   make(map[ecs.ID][]Subscriber),
+		parting:    make(map[ecs.ID]parted),
 		holding:    make(map[ecs.ID]heldVanish),
 		leaseOf:    make(map[string]int64),
 		fenced:     make(map[string]int64),
@@ -683,6 +690,19 @@ func (c *cluster) asIs(dst []replica.Update, ch torus.ChunkPos, keep func(uint64
 	return dst
 }
 
+// parted is what an entity gone this tick had: its epoch and chunk.
+type parted struct {
+	epoch uint64
+	chunk torus.ChunkPos
+}
+
+// part records what id had, for its vanish this tick; call it before its
+// epoch and its index entry go.
+func (c *cluster) part(id ecs.ID) {
+	ch, _ := c.r.vis.ChunkOf(id)
+	c.parting[id] = parted{epoch: c.epochOf(id), chunk: ch}
+}
+
 // heldVanish is a vanish held back (holdVanish): from whom, into which
 // chunk, the ghost's stamp when it was held, the vanish's own, and the
 // last tick it may wait.
@@ -711,7 +731,10 @@ const holdTicks = 20
 func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp replica.Stamp) bool {
 	ch = c.r.geo.NormaliseChunk(ch)
 	at, filed, ok := c.rep.Has(uint64(id))
-	if !ok || c.source[id] != from || !at.Before(stamp) || !c.needs(ch) {
+	// From the ghost's source, or from its new owner (a higher epoch: it
+	// was handed over, and walked on before this node received it from
+	// there); a walk into the next chunk, not a jump.
+	if !ok || c.source[id] != from && at.Epoch >= stamp.Epoch || !at.Before(stamp) || !c.needs(ch) || c.r.geo.ChunkDistance(filed, ch) > 1 {
 		return false
 	}
 	if filed != ch {
@@ -722,6 +745,7 @@ func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp re
 			return false
 		}
 	}
+	c.source[id] = from // what comes of it next comes from the sender
 	c.holding[id] = heldVanish{peer: from, chunk: ch, at: at, stamp: stamp, until: c.r.w.CurrentTick().N + holdTicks}
 	c.stats.VanishesHeld++
 	c.changed[ch] = struct{}{}
@@ -1076,7 +1100,10 @@ func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64) [
 		groups[i].frames = append(groups[i].frames, f...)
 	}
 	for _, g := range groups {
-		ch, _ := c.r.vis.ChunkOf(ecs.ID(g.id))
+		ch, ok := c.r.vis.ChunkOf(ecs.ID(g.id))
+		if p, gone := c.parting[ecs.ID(g.id)]; !ok && gone {
+			ch = p.chunk // its vanish names where it stood
+		}
 		dst = append(dst, link.Entry{
 			Entity: g.id, Epoch: c.epochOf(ecs.ID(g.id)), Sequence: seq, Kind: wire.EntryUpdate,
 			Payload: wire.Update{Chunk: ch, Frames: g.frames}.Append(nil),

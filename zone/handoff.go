@@ -211,6 +211,9 @@ func (c *cluster) epochOf(id ecs.ID) uint64 {
 	if e, ok := c.epochs[id]; ok {
 		return e
 	}
+	if p, ok := c.parting[id]; ok {
+		return p.epoch // gone this tick: its vanish goes out at its epoch
+	}
 	return firstEpoch
 }
 
@@ -566,7 +569,10 @@ func (c *cluster) adopt(id ecs.ID, s handoff.Snapshot, byName map[string]codec) 
 	}
 	r.markLocalDirty(id)
 	c.adopted = append(c.adopted, id)
-	c.wasGhost[id] = struct{}{}
+	if wasIndexed {
+		obs := r.vis.AppendObserversOf(nil, id)
+		c.wasGhost[id] = slices.DeleteFunc(obs, func(s Subscriber) bool { return !isNode(s) })
+	}
 	// Frozen as it came (its Frozen marker is local, so not in the
 	// snapshot) until this node's ticks are past the source's last one.
 	_ = r.frozen.Add(id, Frozen{})
@@ -621,6 +627,7 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 			continue
 		}
 		delete(c.pending, id)
+		c.part(id)
 		delete(c.epochs, id)
 		c.hstats.AckTicks[min(c.r.w.CurrentTick().N-o.sent, uint64(len(c.hstats.AckTicks)-1))]++
 		// What arrived for it meanwhile follows it, after the snapshot on

@@ -799,9 +799,12 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 	r.flushSessions(t.N)
 	r.report.Tick = t.N
 	r.report.Entities = w.Len()
-	if r.cluster != nil && !r.Fenced() {
-		r.cluster.publish(r.seq())
-		r.cluster.flushControl(t.N)
+	if r.cluster != nil {
+		if !r.Fenced() {
+			r.cluster.publish(r.seq())
+			r.cluster.flushControl(t.N)
+		}
+		clear(r.cluster.parting)
 	}
 }
 
@@ -810,7 +813,7 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 // covers a vanish the index raised for an entity adopted this tick while
 // it was still a ghost here (its last update, before its transfer, moved
 // it out of a peer's chunks): that peer was never told of it by this
-// node, and holds it from the old owner.
+// node, and holds it from the old owner (cluster.wasGhost).
 func (r *Runtime) ownDeliveries(ds []interest.Delivery[Subscriber, ecs.ID]) []interest.Delivery[Subscriber, ecs.ID] {
 	if r.cluster == nil {
 		return ds
@@ -823,8 +826,9 @@ func (r *Runtime) ownDeliveries(ds []interest.Delivery[Subscriber, ecs.ID]) []in
 		d.Appeared = slices.DeleteFunc(d.Appeared, r.isGhost)
 		d.Vanished = slices.DeleteFunc(d.Vanished, func(v interest.Vanished[ecs.ID]) bool {
 			_, gone := r.cluster.goneGhosts[v.Entity]
-			_, adopted := r.cluster.wasGhost[v.Entity]
-			return gone || r.isGhost(v.Entity) || adopted && v.Reason != interest.Gone
+			saw, adopted := r.cluster.wasGhost[v.Entity]
+			return gone || r.isGhost(v.Entity) ||
+				adopted && v.Reason == interest.OutOfSight && !slices.Contains(saw, d.Subscriber)
 		})
 	}
 	clear(r.cluster.goneGhosts)
@@ -1139,6 +1143,9 @@ func (r *Runtime) destroyed(w *ecs.World, id ecs.ID) {
 	if !ok {
 		reason = interest.Gone
 	}
+	if r.cluster != nil && !r.isGhost(id) {
+		r.cluster.part(id)
+	}
 	r.vis.Remove(id, reason)
 }
 
@@ -1149,6 +1156,11 @@ func (r *Runtime) destroyed(w *ecs.World, id ecs.ID) {
 func (r *Runtime) forget(id ecs.ID) {
 	if r.isGhost(id) {
 		return // a simulation ghost leaving the band: its render ghost stays indexed
+	}
+	if r.cluster != nil {
+		if _, done := r.cluster.parting[id]; !done {
+			r.cluster.part(id)
+		}
 	}
 	r.vis.Evict(id)
 	if _, ok := r.anchors[id]; ok {
