@@ -187,3 +187,60 @@ func TestAVanishNamingNoChunkIsNotHeld(t *testing.T) {
 		t.Fatal("the entity did not move to zone-3")
 	}
 }
+
+// despawningPacers destroy an intent's target with interest.OutOfSight
+// (Runtime.Destroy takes any reason).
+type despawningPacers struct{ *pacers }
+
+func (m despawningPacers) Setup(r *zone.Runtime) error {
+	if err := m.pacers.Setup(r); err != nil {
+		return err
+	}
+	r.OnIntent(func(_ *ecs.World, in zone.Intent) { _ = r.Destroy(in.Target, interest.OutOfSight) })
+	return nil
+}
+
+// TestADespawnIsShownAtOnce: an entity standing on zone-0, seen by a
+// client on zone-1, is destroyed with reason OutOfSight. zone-1's client
+// must be told within a few ticks (invariant 3), not after the 20-tick hold.
+func TestADespawnIsShownAtOnce(t *testing.T) {
+	specs := []Pace{
+		{Centre: torus.Pos{X: 4000, Y: 3950}}, // viewer on zone-0
+		{Centre: torus.Pos{X: 4200, Y: 3950}}, // viewer on zone-1
+		{Centre: torus.Pos{X: 4130, Y: 4100}}, // viewer on zone-2
+		{Centre: torus.Pos{X: 4060, Y: 3950}}, // standing on zone-0
+	}
+	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays,
+		Module: func(int, string) (zone.Module, error) {
+			return despawningPacers{&pacers{specs: specs, accounts: 3}}, nil
+		}})
+	logs := attachViewers(t, c, 3)
+	c.StepSync(20)
+	e, _ := zone.DerivedID(3)
+	for a := 1; a <= 3; a++ {
+		if ap, va := logs[a].count(uint64(e)); ap != 1 || va != 0 {
+			t.Fatalf("account %d: appears %d vanishes %d before the despawn", a, ap, va)
+		}
+	}
+	c.Node("zone-0").Runtime.Send(zone.Intent{Kind: 1, Target: e})
+	for tick := 1; tick <= 30; tick++ {
+		c.StepSync(1)
+		done := true
+		for a := 1; a <= 3; a++ {
+			if _, va := logs[a].count(uint64(e)); va == 0 {
+				done = false
+			}
+		}
+		if done {
+			t.Logf("every client told after %d ticks", tick)
+			if tick > 4 {
+				t.Errorf("the despawn reached every client only after %d ticks (held: %+v)", tick, c.Node("zone-1").Runtime.ClusterStats().VanishesHeld)
+			}
+			return
+		}
+	}
+	for a := 1; a <= 3; a++ {
+		ap, va := logs[a].count(uint64(e))
+		t.Errorf("account %d: appears %d vanishes %d 30 ticks after the despawn", a, ap, va)
+	}
+}

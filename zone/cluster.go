@@ -100,7 +100,11 @@ type cluster struct {
 	// chunk this node holds but does not receive from that simulator yet
 	// (holdVanish): kept until its snapshot of the chunk, or vanished.
 	holding map[ecs.ID]heldVanish
-	events  []replica.Event
+	// awaiting are the chunks this node asked a peer for whose snapshot
+	// has not come yet: until it comes, the peer may not count this node
+	// as an observer there.
+	awaiting map[peerChunk]struct{}
+	events   []replica.Event
 	// replicationFirst makes drain apply the queued replication batches
 	// before the control messages (set only by tests: the two travel on
 	// different streams, so either order can happen).
@@ -315,6 +319,7 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		wasGhost:   make(map[ecs.ID][]Subscriber),
 		parting:    make(map[ecs.ID]parted),
 		holding:    make(map[ecs.ID]heldVanish),
+		awaiting:   make(map[peerChunk]struct{}),
 		leaseOf:    make(map[string]int64),
 		fenced:     make(map[string]int64),
 		resendAt:   make(map[string]uint64),
@@ -580,12 +585,13 @@ func (c *cluster) updateWants() {
 		for _, p := range before {
 			if !slices.Contains(now, p) {
 				c.sub(p).Remove = append(c.sub(p).Remove, ch)
+				delete(c.awaiting, peerChunk{p, ch})
 				c.dropChunk(p, ch)
 			}
 		}
 		for _, p := range now {
 			if !slices.Contains(before, p) {
-				c.sub(p).Add = append(c.sub(p).Add, ch)
+				c.addSub(p, ch)
 			}
 		}
 		if len(now) == 0 {
@@ -646,6 +652,26 @@ func (h *chunkHeap) pop() torus.ChunkPos {
 	*h = old[:n]
 	h.down(0)
 	return top
+}
+
+// peerChunk is a chunk as received from one peer.
+type peerChunk struct {
+	peer  string
+	chunk torus.ChunkPos
+}
+
+// addSub asks peer for ch, and awaits its snapshot.
+func (c *cluster) addSub(peer string, ch torus.ChunkPos) {
+	c.sub(peer).Add = append(c.sub(peer).Add, ch)
+	c.awaiting[peerChunk{peer, c.r.geo.NormaliseChunk(ch)}] = struct{}{}
+}
+
+// answered reports whether this node receives ch from peer and has had
+// its snapshot: the peer counts this node as an observer there.
+func (c *cluster) answered(peer string, ch torus.ChunkPos) bool {
+	ch = c.r.geo.NormaliseChunk(ch)
+	_, waiting := c.awaiting[peerChunk{peer, ch}]
+	return c.wanted(peer, ch) && !waiting
 }
 
 func (c *cluster) sub(peer string) *wire.Subscribe {
@@ -737,6 +763,9 @@ func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp re
 	if !ok || c.source[id] != from && at.Epoch >= stamp.Epoch || !at.Before(stamp) || !c.needs(ch) || c.r.geo.ChunkDistance(filed, ch) > 1 {
 		return false
 	}
+	if c.answered(from, ch) {
+		return false // the sender counts this node as an observer there: it is gone (a despawn)
+	}
 	if filed != ch {
 		moved := c.asIs(nil, ch, func(uint64) bool { return true })
 		burst, _ := c.rep.AppendBurst(nil, uint64(id))
@@ -754,8 +783,9 @@ func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp re
 
 // resolveHeld settles the held vanishes after this tick's re-plan: one
 // whose ghost changed since (a snapshot or an update came) is done; one
-// whose chunk this node does not receive from the sender after all, or
-// that waited holdTicks, is applied now.
+// whose chunk this node is not awaiting from the sender after all (not
+// asked for, or answered without it), or that waited holdTicks, is
+// applied now.
 func (c *cluster) resolveHeld() {
 	if len(c.holding) == 0 {
 		return
@@ -770,7 +800,8 @@ func (c *cluster) resolveHeld() {
 			continue
 		}
 		sims = c.simulators(sims[:0], h.chunk)
-		if tick <= h.until && c.wanted(h.peer, h.chunk) && slices.Contains(sims, h.peer) {
+		_, waiting := c.awaiting[peerChunk{h.peer, h.chunk}]
+		if tick <= h.until && waiting && c.wanted(h.peer, h.chunk) && slices.Contains(sims, h.peer) {
 			continue
 		}
 		delete(c.holding, id)
@@ -923,6 +954,7 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot) {
 	if !c.wanted(from, ch) {
 		return
 	}
+	delete(c.awaiting, peerChunk{from, ch})
 	// The snapshot is the sender's part of the chunk: other sources'
 	// ghosts there stay.
 	var ups []replica.Update
@@ -1465,7 +1497,7 @@ func (c *cluster) resendWants(p string) {
 	delete(c.resendDue, p)
 	for ch, peers := range c.wants {
 		if slices.Contains(peers, p) {
-			c.sub(p).Add = append(c.sub(p).Add, ch)
+			c.addSub(p, ch)
 		}
 	}
 	if s := c.subOut[p]; s != nil {
@@ -1522,6 +1554,11 @@ func (c *cluster) forgetPeer(p string) {
 		}
 	}
 	delete(c.routeVer, p)
+	for k := range c.awaiting {
+		if k.peer == p {
+			delete(c.awaiting, k)
+		}
+	}
 }
 
 // sawLease records the lease of an accepted message. A new lease means
@@ -1539,7 +1576,7 @@ func (c *cluster) sawLease(p string, lease int64) {
 	c.forgetPeer(p)
 	for ch, peers := range c.wants {
 		if slices.Contains(peers, p) {
-			c.sub(p).Add = append(c.sub(p).Add, ch)
+			c.addSub(p, ch)
 		}
 	}
 	if s := c.subOut[p]; s != nil {
