@@ -97,7 +97,7 @@ type cluster struct {
 	// vanish goes out this tick under that epoch, naming that chunk.
 	parting map[ecs.ID]parted
 	// holding are ghosts whose simulator said they went out of sight into a
-	// chunk this node holds but does not receive from that simulator yet
+	// chunk this node holds but does not yet receive from that simulator
 	// (holdVanish): kept until its snapshot of the chunk, or vanished.
 	holding map[ecs.ID]heldVanish
 	// awaiting are the chunks this node asked a peer for whose snapshot
@@ -202,8 +202,9 @@ type ClusterStats struct {
 	// VanishesHeld counts vanishes held back because they named a chunk
 	// this node holds but did not yet receive from the sender (see the
 	// package doc, render ghosts); VanishesHeldApplied those of them
-	// applied after all (the sender was not a simulator of the chunk
-	// after the re-plan, or no snapshot came within 20 ticks).
+	// applied after all (after the re-plan this node did not await the
+	// sender's snapshot of the chunk, or the sender was not a simulator
+	// there, or 20 ticks passed).
 	VanishesHeld, VanishesHeldApplied int
 }
 
