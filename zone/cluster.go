@@ -104,7 +104,11 @@ type cluster struct {
 	// has not come yet: until it comes, the peer may not count this node
 	// as an observer there.
 	awaiting map[peerChunk]struct{}
-	events   []replica.Event
+	// parked are ghosts of a chunk this node stopped receiving from their
+	// source and no longer holds (so nobody here sees them), kept for a
+	// few ticks (parkChunk).
+	parked map[ecs.ID]parkedGhost
+	events []replica.Event
 	// replicationFirst makes drain apply the queued replication batches
 	// before the control messages (set only by tests: the two travel on
 	// different streams, so either order can happen).
@@ -321,6 +325,7 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		parting:    make(map[ecs.ID]parted),
 		holding:    make(map[ecs.ID]heldVanish),
 		awaiting:   make(map[peerChunk]struct{}),
+		parked:     make(map[ecs.ID]parkedGhost),
 		leaseOf:    make(map[string]int64),
 		fenced:     make(map[string]int64),
 		resendAt:   make(map[string]uint64),
@@ -587,7 +592,11 @@ func (c *cluster) updateWants() {
 			if !slices.Contains(now, p) {
 				c.sub(p).Remove = append(c.sub(p).Remove, ch)
 				delete(c.awaiting, peerChunk{p, ch})
-				c.dropChunk(p, ch)
+				if c.needs(ch) {
+					c.dropChunk(p, ch)
+				} else {
+					c.parkChunk(p, ch)
+				}
 			}
 		}
 		for _, p := range now {
@@ -699,6 +708,55 @@ func (c *cluster) dropChunk(peer string, ch torus.ChunkPos) {
 	// exactly them.
 	keep := c.asIs(nil, ch, func(e uint64) bool { return !slices.Contains(gone, e) })
 	_ = c.rep.Replace(ch, keep)
+	c.applyEvents()
+}
+
+// parkedGhost is a parked ghost's source and the last tick it is kept.
+type parkedGhost struct {
+	peer  string
+	until uint64
+}
+
+// parkTicks is how long a parked ghost is kept: a few round trips, for
+// the source to take in the unsubscribe.
+const parkTicks = 8
+
+// parkChunk is dropChunk for a chunk this node no longer holds at all:
+// the ghosts that came from peer stay, unseen, for parkTicks. Until the
+// peer takes in the unsubscribe it counts this node as seeing them, so
+// one that walks on into a chunk this node still receives from the peer
+// comes as a delta, not an appear; with its ghost dropped, that delta was
+// an orphan, and the entity stayed out of sight until a snapshot of the
+// chunk repaired it (2-4 ticks). sweepParked drops the rest.
+func (c *cluster) parkChunk(peer string, ch torus.ChunkPos) {
+	until := c.r.w.CurrentTick().N + parkTicks
+	for _, e := range c.rep.AppendResidents(nil, ch) {
+		if c.source[ecs.ID(e)] == peer {
+			c.parked[ecs.ID(e)] = parkedGhost{peer: peer, until: until}
+		}
+	}
+}
+
+// sweepParked ends the parking of ghosts that moved into a chunk this
+// node receives from their source (or whose chunk it receives again, or
+// that were replaced or removed meanwhile), and drops those whose time is
+// up.
+func (c *cluster) sweepParked() {
+	if len(c.parked) == 0 {
+		return
+	}
+	tick := c.r.w.CurrentTick().N
+	for _, id := range sortedIDs(c.parked) {
+		pg := c.parked[id]
+		_, filed, ok := c.rep.Has(uint64(id))
+		switch {
+		case !ok || c.source[id] != pg.peer || c.wanted(pg.peer, filed):
+			delete(c.parked, id)
+		case tick > pg.until:
+			delete(c.parked, id)
+			_ = c.rep.Replace(filed, c.asIs(nil, filed, func(e uint64) bool { return e != uint64(id) }))
+		}
+	}
 	c.applyEvents()
 }
 
@@ -899,9 +957,11 @@ func (c *cluster) applyUpdate(from string, e link.Entry, u wire.Update) {
 	if first.Kind == outbox.KindVanish && first.Reason == interest.OutOfSight && c.holdVanish(from, id, u.Chunk, up.Stamp) {
 		return
 	}
-	if first.Kind != outbox.KindVanish && !c.wanted(from, u.Chunk) {
+	if pg, parked := c.parked[id]; first.Kind != outbox.KindVanish && !c.wanted(from, u.Chunk) && (!parked || pg.peer != from) {
 		// The entity went where this node does not look (or the update
-		// crossed an unsubscribe): it is out of sight here.
+		// crossed an unsubscribe): it is out of sight here. A parked
+		// ghost takes it as it comes (nobody here sees its chunk), so a
+		// delta that follows into a chunk this node receives finds it.
 		if _, _, ok := c.rep.Has(e.Entity); !ok {
 			return
 		}

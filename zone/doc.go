@@ -42,7 +42,10 @@
 //     does not yet receive from the sender (its subscription in flight,
 //     or a re-plan after a table change still to come) is held until the
 //     sender's snapshot of that chunk, at most 20 ticks, so no client
-//     sees the ghost blink.
+//     sees the ghost blink. The ghosts of a chunk the node stops holding
+//     altogether are parked, unseen, for 8 ticks rather than dropped: the
+//     sender may still send a delta as one walks into a chunk the node
+//     receives.
 //   - Simulation ghosts: a render ghost standing in the interaction band is
 //     also a real entity with the Ghost marker and its decoded public
 //     components; only the runtime writes it.

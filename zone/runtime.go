@@ -777,6 +777,7 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 	if r.cluster != nil {
 		r.cluster.updateWants()
 		r.cluster.resolveHeld()
+		r.cluster.sweepParked()
 	}
 	r.out.AddDeliveries(r.ownDeliveries(r.vis.Drain()))
 	if r.cluster != nil {
