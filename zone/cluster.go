@@ -721,6 +721,12 @@ type parkedGhost struct {
 // the source to take in the unsubscribe.
 const parkTicks = 8
 
+// isFenced reports whether peer's lease was seen lost.
+func (c *cluster) isFenced(peer string) bool {
+	_, f := c.fenced[peer]
+	return f
+}
+
 // parkChunk is dropChunk for a chunk this node no longer holds at all:
 // the ghosts that came from peer stay, unseen, for parkTicks. Until the
 // peer takes in the unsubscribe it counts this node as seeing them, so
@@ -740,7 +746,9 @@ func (c *cluster) parkChunk(peer string, ch torus.ChunkPos) {
 // sweepParked ends the parking of ghosts that moved into a chunk this
 // node receives from their source (or whose chunk it receives again, or
 // that were replaced or removed meanwhile), and drops those whose time is
-// up.
+// up, whose source lost its lease (it says nothing more), or whose chunk
+// this node holds again but does not receive from their source (a client
+// here would see them).
 func (c *cluster) sweepParked() {
 	if len(c.parked) == 0 {
 		return
@@ -752,7 +760,7 @@ func (c *cluster) sweepParked() {
 		switch {
 		case !ok || c.source[id] != pg.peer || c.wanted(pg.peer, filed):
 			delete(c.parked, id)
-		case tick > pg.until:
+		case tick > pg.until || c.isFenced(pg.peer) || c.needs(filed):
 			delete(c.parked, id)
 			_ = c.rep.Replace(filed, c.asIs(nil, filed, func(e uint64) bool { return e != uint64(id) }))
 		}
