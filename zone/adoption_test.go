@@ -37,13 +37,8 @@ func TestAVanishAfterTheAdoptionIsSent(t *testing.T) {
 	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays,
 		Module: func(int, string) (zone.Module, error) { return &pacers{specs: specs, accounts: viewers}, nil }})
 	logs := attachViewers(t, c, viewers)
-	// Every node steps before zone-0 in a round, so zone-0's messages of
-	// tick T are applied in tick T+1 everywhere (deterministic).
 	for range 80 {
-		for i := len(c.Nodes) - 1; i >= 0; i-- {
-			c.Nodes[i].Runtime.Step()
-			c.Sync(10 * time.Second)
-		}
+		zone0Last(c)
 	}
 	s := c.Node("zone-2").Runtime
 	vc := s.Geometry().ChunkOf(specs[2].Centre)
@@ -70,14 +65,28 @@ func TestAVanishAfterTheAdoptionIsSent(t *testing.T) {
 	t.Logf("handoffs %+v, zombies %d", totalHandoffs(c), zombies)
 }
 
-// killingPacers are pacers whose intents kill their target (Death).
-type killingPacers struct{ *pacers }
+// zone0Last runs one tick on every node, zone-0 last, each followed by a
+// Sync: zone-0's messages of tick T are applied in tick T+1 everywhere
+// (deterministic).
+func zone0Last(c *zonetest.Cluster) {
+	for i := len(c.Nodes) - 1; i >= 0; i-- {
+		c.Nodes[i].Runtime.Step()
+		c.Sync(10 * time.Second)
+	}
+}
 
-func (m killingPacers) Setup(r *zone.Runtime) error {
+// destroyingPacers are pacers whose intents destroy their target for
+// the reason given (Runtime.Destroy takes any).
+type destroyingPacers struct {
+	*pacers
+	reason interest.VanishReason
+}
+
+func (m destroyingPacers) Setup(r *zone.Runtime) error {
 	if err := m.pacers.Setup(r); err != nil {
 		return err
 	}
-	r.OnIntent(func(_ *ecs.World, in zone.Intent) { _ = r.Destroy(in.Target, interest.Death) })
+	r.OnIntent(func(_ *ecs.World, in zone.Intent) { _ = r.Destroy(in.Target, m.reason) })
 	return nil
 }
 
@@ -92,19 +101,15 @@ func TestADeathInTheAdoptionTickIsShownEverywhere(t *testing.T) {
 		{Centre: torus.Pos{X: 4090, Y: 3950}, Amp: 1000, Period: 4000}, // the walker, east at 1.6 m a tick
 	}
 	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays,
-		Module: func(int, string) (zone.Module, error) { return killingPacers{&pacers{specs: specs, accounts: 3}}, nil }})
+		Module: func(int, string) (zone.Module, error) {
+			return destroyingPacers{&pacers{specs: specs, accounts: 3}, interest.Death}, nil
+		}})
 	logs := attachViewers(t, c, 3)
 	walker, _ := zone.DerivedID(3)
 	p, q := c.Node("zone-0").Runtime, c.Node("zone-1").Runtime
-	round := func() { // zone-0 steps last: its messages of tick T apply in tick T+1 everywhere
-		for i := len(c.Nodes) - 1; i >= 0; i-- {
-			c.Nodes[i].Runtime.Step()
-			c.Sync(10 * time.Second)
-		}
-	}
 	sent := false
 	for range 60 {
-		round()
+		zone0Last(c)
 		if !sent && p.World().Alive(walker) && !p.Simulated(walker) && !p.Ghosts().Has(walker) {
 			// zone-0 froze it for the handoff this tick: zone-1 adopts it
 			// next tick, and applies this intent in that tick.
@@ -188,18 +193,6 @@ func TestAVanishNamingNoChunkIsNotHeld(t *testing.T) {
 	}
 }
 
-// despawningPacers destroy an intent's target with interest.OutOfSight
-// (Runtime.Destroy takes any reason).
-type despawningPacers struct{ *pacers }
-
-func (m despawningPacers) Setup(r *zone.Runtime) error {
-	if err := m.pacers.Setup(r); err != nil {
-		return err
-	}
-	r.OnIntent(func(_ *ecs.World, in zone.Intent) { _ = r.Destroy(in.Target, interest.OutOfSight) })
-	return nil
-}
-
 // TestADespawnIsShownAtOnce: an entity standing on zone-0, seen by a
 // client on zone-1, is destroyed with reason OutOfSight. zone-1's client
 // must be told within a few ticks (invariant 3), not after the 20-tick hold.
@@ -212,7 +205,7 @@ func TestADespawnIsShownAtOnce(t *testing.T) {
 	}
 	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays,
 		Module: func(int, string) (zone.Module, error) {
-			return despawningPacers{&pacers{specs: specs, accounts: 3}}, nil
+			return destroyingPacers{&pacers{specs: specs, accounts: 3}, interest.OutOfSight}, nil
 		}})
 	logs := attachViewers(t, c, 3)
 	c.StepSync(20)

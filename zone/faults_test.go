@@ -169,17 +169,7 @@ func TestLeaseLossStopsTheNodeAndPeersRefuseIt(t *testing.T) {
 		return k
 	}
 
-	raw, err := clientv3.New(clientv3.Config{Endpoints: c.Etcd.Endpoints(), DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	revoked := time.Now()
-	if _, err := raw.Revoke(ctx, clientv3.LeaseID(lease)); err != nil {
-		t.Fatal(err)
-	}
+	revoked := revokeLease(t, c, lease)
 	// Nobody steps until the peers' fence refuses the lease: everything the
 	// lost node sends from here on is sent after its loss.
 	testenv.PollUntil(t, ttl, "the membership drops the revoked lease", func() bool { return !c.Accepts(lost.Name, lease) })
@@ -221,4 +211,22 @@ func TestLeaseLossStopsTheNodeAndPeersRefuseIt(t *testing.T) {
 		t.Fatalf("%s ran %d ticks after the loss and its peers refused nothing", lost.Name, sentAfter)
 	}
 	t.Logf("peers refused %d messages of %s after the loss", refused()-refusedBefore, lost.Name)
+}
+
+// revokeLease revokes a node's lease in etcd, as if it had lapsed, and
+// returns the moment just before the revoke.
+func revokeLease(t *testing.T, c *zonetest.Cluster, lease int64) time.Time {
+	t.Helper()
+	raw, err := clientv3.New(clientv3.Config{Endpoints: c.Etcd.Endpoints(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	at := time.Now()
+	if _, err := raw.Revoke(ctx, clientv3.LeaseID(lease)); err != nil {
+		t.Fatal(err)
+	}
+	return at
 }
