@@ -743,6 +743,12 @@ func (c *cluster) parkChunk(peer string, ch torus.ChunkPos) {
 	}
 }
 
+// parkedFrom reports whether id is a ghost parked here that came from peer.
+func (c *cluster) parkedFrom(id ecs.ID, peer string) bool {
+	pg, ok := c.parked[id]
+	return ok && pg.peer == peer
+}
+
 // sweepParked ends the parking of ghosts that moved into a chunk this
 // node receives from their source (or whose chunk it receives again, or
 // that were replaced or removed meanwhile), and drops those whose time is
@@ -965,7 +971,7 @@ func (c *cluster) applyUpdate(from string, e link.Entry, u wire.Update) {
 	if first.Kind == outbox.KindVanish && first.Reason == interest.OutOfSight && c.holdVanish(from, id, u.Chunk, up.Stamp) {
 		return
 	}
-	if pg, parked := c.parked[id]; first.Kind != outbox.KindVanish && !c.wanted(from, u.Chunk) && (!parked || pg.peer != from) {
+	if first.Kind != outbox.KindVanish && !c.wanted(from, u.Chunk) && !c.parkedFrom(id, from) {
 		// The entity went where this node does not look (or the update
 		// crossed an unsubscribe): it is out of sight here. A parked
 		// ghost takes it as it comes (nobody here sees its chunk), so a
