@@ -16,8 +16,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/nodename"
 )
 
@@ -182,6 +184,31 @@ func (ca *CA) Issue(id string, notBefore time.Time, validity time.Duration, extr
 	}, nil
 }
 
+// CheckHost returns nil if h can be a certificate's SAN: an IP address or
+// a DNS name (labels of letters, digits and hyphens, not starting or ending
+// with a hyphen, at most 63 bytes each and 253 in all; no wildcard). The
+// error is a *errcode.ConfigError naming field and h.
+func CheckHost(field, h string) error {
+	if net.ParseIP(h) != nil {
+		return nil
+	}
+	if h == "" || len(h) > 253 {
+		return errcode.Config(field, h, "must be an IP address or a DNS name of 1 to 253 bytes")
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return errcode.Config(field, h, "must be an IP address or a DNS name: each dot-separated label 1 to 63 letters, digits or hyphens, not starting or ending with a hyphen")
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return errcode.Config(field, h, fmt.Sprintf("must be an IP address or a DNS name: %q is not allowed in a label", c))
+			}
+		}
+	}
+	return nil
+}
+
 func newSerial() (*big.Int, error) {
 	s, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
@@ -214,6 +241,15 @@ func legacyKeyFile(id string) string  { return id + "-key.pem" }
 // written: adding a node later means issuing a new cluster CA, which is the
 // right trade for one machine. Existing files are never overwritten.
 func WriteClusterCerts(dir, cluster string, ids []string, now time.Time, validity time.Duration) error {
+	return WriteClusterCertsWithHosts(dir, cluster, ids, nil, now, validity)
+}
+
+// WriteClusterCertsWithHosts is WriteClusterCerts with extra SANs per node:
+// hosts[id] lists the IP addresses and DNS names node id is reached at
+// besides the loopback ones, for example the host of the address it
+// advertises (a peer dialing "zone-0.zone:7100" verifies that the
+// certificate names zone-0.zone). Every key of hosts must be one of ids.
+func WriteClusterCertsWithHosts(dir, cluster string, ids []string, hosts map[string][]string, now time.Time, validity time.Duration) error {
 	if len(ids) == 0 {
 		return errors.New("link: no node ids")
 	}
@@ -227,6 +263,16 @@ func WriteClusterCerts(dir, cluster string, ids []string, now time.Time, validit
 		}
 		seen[id] = true
 	}
+	for id, hs := range hosts {
+		if !seen[id] {
+			return errcode.Config("hosts", id, "names a node that is not among the ids")
+		}
+		for _, h := range hs {
+			if err := CheckHost(fmt.Sprintf("hosts[%s]", id), h); err != nil {
+				return err
+			}
+		}
+	}
 	ca, err := NewCA(cluster, now, validity)
 	if err != nil {
 		return err
@@ -238,7 +284,7 @@ func WriteClusterCerts(dir, cluster string, ids []string, now time.Time, validit
 		return err
 	}
 	for _, id := range ids {
-		nc, err := ca.Issue(id, now, validity)
+		nc, err := ca.Issue(id, now, validity, hosts[id]...)
 		if err != nil {
 			return err
 		}

@@ -226,3 +226,55 @@ func TestLoadIdentityReadsTheOldNames(t *testing.T) {
 		t.Fatalf("LoadIdentity on old names: %v", err)
 	}
 }
+
+func TestWriteClusterCertsWithHostsNamesEachNodesHosts(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	hosts := map[string][]string{"b": {"b.zone", "b.zone.ns.svc", "10.1.2.3"}}
+	if err := link.WriteClusterCertsWithHosts(dir, "test", []string{"a", "b"}, hosts, time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	verify := func(id, host string) error {
+		cert, pool, err := link.LoadIdentity(dir, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := x509.ParseCertificate(cert.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = leaf.Verify(x509.VerifyOptions{DNSName: host, Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+		return err
+	}
+	for _, h := range []string{"b.zone", "b.zone.ns.svc", "10.1.2.3", "localhost", "127.0.0.1"} {
+		if err := verify("b", h); err != nil {
+			t.Errorf("b's certificate for %s: %v", h, err)
+		}
+	}
+	// The extra names are b's alone.
+	for _, h := range []string{"b.zone", "10.1.2.3"} {
+		if err := verify("a", h); err == nil {
+			t.Errorf("a's certificate is valid for b's host %s", h)
+		}
+	}
+
+	for _, tc := range []struct {
+		name  string
+		hosts map[string][]string
+		field string
+	}{
+		{"unknown node", map[string][]string{"c": {"c.zone"}}, "hosts"},
+		{"wildcard", map[string][]string{"a": {"*.zone"}}, "hosts[a]"},
+		{"empty label", map[string][]string{"a": {"a..zone"}}, "hosts[a]"},
+		{"hyphen first", map[string][]string{"a": {"-a.zone"}}, "hosts[a]"},
+		{"empty", map[string][]string{"a": {""}}, "hosts[a]"},
+		{"port", map[string][]string{"a": {"a.zone:7100"}}, "hosts[a]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := link.WriteClusterCertsWithHosts(filepath.Join(t.TempDir(), "c"), "test", []string{"a"}, tc.hosts, time.Now(), time.Hour)
+			var ce *errcode.ConfigError
+			if !errors.As(err, &ce) || ce.Field != tc.field {
+				t.Fatalf("got %v, want a configuration error naming %s", err, tc.field)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ func newCertsCmd() *cobra.Command {
 		nodes    []string
 		cluster  string
 		validity time.Duration
+		sans     []string
 	)
 	cmd := &cobra.Command{
 		Use:   "certs",
@@ -29,6 +31,9 @@ func newCertsCmd() *cobra.Command {
 			"certificate valid as TLS server and client for 127.0.0.1, ::1 and\n" +
 			"localhost, naming the node in its CN and in the URI SAN\n" +
 			"shardwise://node/<id>. Nodes take a peer's id from that certificate.\n" +
+			"--san NODE=HOST[,HOST…] (repeatable) adds the DNS names and IP addresses\n" +
+			"NODE is reached at on other machines: a peer verifies that the certificate\n" +
+			"names the host of the address the node advertises (--advertise).\n" +
 			"The CA key is not kept: to add a node, create a new directory for the\n" +
 			"whole cluster. Existing files are never overwritten.",
 		Args: cobra.NoArgs,
@@ -44,10 +49,14 @@ func newCertsCmd() *cobra.Command {
 					return withCode(err)
 				}
 			}
+			hosts, err := parseSANs(sans, nodes)
+			if err != nil {
+				return withCode(err)
+			}
 			if validity <= 0 {
 				return withCode(errcode.Config("--validity", validity, "must be positive"))
 			}
-			if err := link.WriteClusterCerts(dir, cluster, nodes, time.Now(), validity); err != nil {
+			if err := link.WriteClusterCertsWithHosts(dir, cluster, nodes, hosts, time.Now(), validity); err != nil {
 				return withCode(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s and certificates for %s to %s\n", link.CAFile, strings.Join(nodes, ", "), dir)
@@ -58,5 +67,28 @@ func newCertsCmd() *cobra.Command {
 	cmd.Flags().StringSliceVar(&nodes, "nodes", nil, "comma-separated node ids (required)")
 	cmd.Flags().StringVar(&cluster, "cluster", "local", "cluster name written into the CA's subject")
 	cmd.Flags().DurationVar(&validity, "validity", 365*24*time.Hour, "how long the certificates are valid")
+	cmd.Flags().StringArrayVar(&sans, "san", nil, "NODE=HOST[,HOST…]: DNS names and IP addresses NODE's certificate also names (repeatable)")
 	return cmd
+}
+
+// parseSANs reads the --san values into the hosts of each node, refusing a
+// node not in nodes and a host that cannot be a SAN.
+func parseSANs(sans, nodes []string) (map[string][]string, error) {
+	hosts := map[string][]string{}
+	for _, v := range sans {
+		node, list, ok := strings.Cut(v, "=")
+		if !ok || list == "" {
+			return nil, errcode.Config("--san", v, "must be NODE=HOST[,HOST…]")
+		}
+		if !slices.Contains(nodes, node) {
+			return nil, errcode.Config("--san", v, "names a node that is not in --nodes")
+		}
+		for _, h := range strings.Split(list, ",") {
+			if err := link.CheckHost("--san", h); err != nil {
+				return nil, err
+			}
+			hosts[node] = append(hosts[node], h)
+		}
+	}
+	return hosts, nil
 }
