@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Writes the Secrets the manifests in this directory read, as one file to
+# apply, and the private halves an operator keeps out of the cluster:
+#
+#   deploy/kubernetes/secrets.sh OUT
+#   kubectl -n shardwise apply -f OUT/secrets.yaml
+#
+# OUT (created; it must not exist) then holds
+#   secrets.yaml   shardwise-zone-certs, shardwise-econ-certs (the cluster CA
+#                  and one certificate per node, naming the host the node
+#                  advertises), shardwise-login (the login public key),
+#                  shardwise-postgres and shardwise-valkey (new random
+#                  passwords) and shardwise-urls (the URLs the nodes use,
+#                  with those passwords)
+#   certs/         what "shardwise certs" wrote (every node's key: keep it
+#                  safe or delete it once applied)
+#   login.key      the login private key, for "shardwise token": keep it
+#                  out of the cluster
+#
+# Environment: SHARDWISE (the shardwise binary; default: the one on PATH),
+# ZONES and ECONS (node counts, default 4 and 3: the StatefulSets'
+# replicas), NAMESPACE (default shardwise: added to each node's names),
+# POSTGRES_URL and DIRECTORY_URL (an existing PostgreSQL or Valkey instead
+# of postgres.yaml's and valkey.yaml's).
+# manifests_test.go runs this script with its defaults and checks the
+# result against the manifests.
+set -euo pipefail
+out=${1:?usage: secrets.sh OUT_DIR}
+shardwise=${SHARDWISE:-shardwise}
+zones=${ZONES:-4}
+econs=${ECONS:-3}
+ns=${NAMESPACE:-shardwise}
+if [ -e "$out" ]; then
+	echo "secrets.sh: $out exists; give a new directory" >&2
+	exit 1
+fi
+mkdir -p "$out"
+umask 077
+
+# Each node is reached at <pod>.<service> (its --advertise), which the
+# pods' search path completes, and at the fully qualified name.
+nodes=() sans=()
+for role in zone:"$zones" econ:"$econs"; do
+	svc=${role%%:*}
+	for ((i = 0; i < ${role#*:}; i++)); do
+		n=$svc-$i
+		nodes+=("$n")
+		sans+=(--san "$n=$n.$svc,$n.$svc.$ns.svc,$n.$svc.$ns.svc.cluster.local")
+	done
+done
+(IFS=,; "$shardwise" certs --dir "$out/certs" --cluster "$ns" --nodes "${nodes[*]}" "${sans[@]}" >/dev/null)
+"$shardwise" token keygen --key "$out/login.key" --pub "$out/login.pub" >/dev/null
+
+password() { od -An -N24 -tx1 /dev/urandom | tr -d ' \n'; }
+pg_password=$(password)
+valkey_password=$(password)
+postgres_url=${POSTGRES_URL:-postgres://shardwise:$pg_password@postgres:5432/shardwise?sslmode=disable}
+directory_url=${DIRECTORY_URL:-redis://:$valkey_password@valkey:6379/0}
+
+b64() { base64 | tr -d '\n'; }
+secret() { # name, then key=file or key:=value pairs
+	local name=$1
+	shift
+	printf -- '---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  labels: {app.kubernetes.io/part-of: shardwise}\ntype: Opaque\ndata:\n' "$name"
+	for kv in "$@"; do
+		case $kv in
+		*:=*) printf '  %s: %s\n' "${kv%%:=*}" "$(printf %s "${kv#*:=}" | b64)" ;;
+		*) printf '  %s: %s\n' "${kv%%=*}" "$(b64 <"${kv#*=}")" ;;
+		esac
+	done
+}
+certs_of() { # the CA and the nodes of one role
+	local role=$1 count=$2
+	echo "ca.pem=$out/certs/ca.pem"
+	for ((i = 0; i < count; i++)); do
+		echo "$role-$i.cert.pem=$out/certs/$role-$i.cert.pem"
+		echo "$role-$i.key.pem=$out/certs/$role-$i.key.pem"
+	done
+}
+{
+	mapfile -t zone_files < <(certs_of zone "$zones")
+	mapfile -t econ_files < <(certs_of econ "$econs")
+	secret shardwise-zone-certs "${zone_files[@]}"
+	secret shardwise-econ-certs "${econ_files[@]}"
+	secret shardwise-login "login.pub=$out/login.pub"
+	secret shardwise-postgres "password:=$pg_password"
+	secret shardwise-valkey "password:=$valkey_password"
+	secret shardwise-urls "econ-store-url:=$postgres_url" "world-store-url:=$postgres_url" "directory-url:=$directory_url"
+} >"$out/secrets.yaml"
+echo "wrote $out/secrets.yaml (apply it: kubectl -n $ns apply -f $out/secrets.yaml); keep $out/login.key and $out/certs out of the cluster"
