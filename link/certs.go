@@ -1,6 +1,7 @@
 package link
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shardwise/shardwise/errcode"
@@ -239,7 +241,8 @@ func legacyKeyFile(id string) string  { return id + "-key.pem" }
 // WriteClusterCerts creates dir (0700) holding a new CA certificate (ca.pem)
 // and, for each id, <id>.cert.pem and <id>.key.pem (0600). The CA key is not
 // written: adding a node later means issuing a new cluster CA, which is the
-// right trade for one machine. Existing files are never overwritten.
+// right trade for one machine (WriteCA with a key file keeps it). Existing
+// files are never overwritten.
 func WriteClusterCerts(dir, cluster string, ids []string, now time.Time, validity time.Duration) error {
 	return WriteClusterCertsWithHosts(dir, cluster, ids, nil, now, validity)
 }
@@ -250,6 +253,21 @@ func WriteClusterCerts(dir, cluster string, ids []string, now time.Time, validit
 // advertises (a peer dialing "zone-0.zone:7100" verifies that the
 // certificate names zone-0.zone). Every key of hosts must be one of ids.
 func WriteClusterCertsWithHosts(dir, cluster string, ids []string, hosts map[string][]string, now time.Time, validity time.Duration) error {
+	if err := checkNodes(ids, hosts); err != nil {
+		return err
+	}
+	ca, err := NewCA(cluster, now, validity)
+	if err != nil {
+		return err
+	}
+	if err := WriteCA(dir, ca, ""); err != nil {
+		return err
+	}
+	return WriteNodeCerts(dir, ca, ids, hosts, false, now, validity)
+}
+
+// checkNodes checks the ids and hosts WriteNodeCerts is given.
+func checkNodes(ids []string, hosts map[string][]string) error {
 	if len(ids) == 0 {
 		return errors.New("link: no node ids")
 	}
@@ -273,27 +291,153 @@ func WriteClusterCertsWithHosts(dir, cluster string, ids []string, hosts map[str
 			}
 		}
 	}
-	ca, err := NewCA(cluster, now, validity)
+	return nil
+}
+
+// KeyPEM returns the CA's private key in PKCS#8 PEM: whoever holds it can
+// issue certificates every node of the cluster trusts.
+func (ca *CA) KeyPEM() ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(ca.key)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("link: ca key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// LoadCA reads a CA from its certificate and its key (KeyPEM's form),
+// refusing a key that is not the certificate's or a certificate that is
+// not a CA.
+func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("link: the CA key is not the CA certificate's: %w", err)
+	}
+	key, ok := pair.PrivateKey.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("link: the CA key is a %T, not ECDSA", pair.PrivateKey)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("link: ca cert: %w", err)
+	}
+	if !cert.IsCA {
+		return nil, errors.New("link: the CA certificate is not a CA's")
+	}
+	b, _ := pem.Decode(certPEM)
+	return &CA{Cert: cert, CertPEM: pem.EncodeToMemory(b), key: key}, nil
+}
+
+// WriteCA creates dir (0700) holding ca's certificate as ca.pem, and, if
+// keyFile is not "", ca's key in keyFile (0600, outside dir: a directory
+// given to the nodes must not hold the key that signs their peers). Neither
+// file may exist.
+func WriteCA(dir string, ca *CA, keyFile string) error {
+	if keyFile != "" {
+		kd, err1 := filepath.Abs(filepath.Dir(keyFile))
+		dd, err2 := filepath.Abs(dir)
+		if err1 == nil && err2 == nil && kd == dd {
+			return errcode.Config("keyFile", keyFile, "must not be inside the certificate directory, which every node reads")
+		}
+		if _, err := os.Lstat(keyFile); err == nil {
+			return fmt.Errorf("link: %w", &fs.PathError{Op: "create", Path: keyFile, Err: fs.ErrExist})
+		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("link: %w", err)
 	}
-	if err := writeNew(filepath.Join(dir, CAFile), ca.CertPEM, 0o644); err != nil {
+	if keyFile != "" {
+		k, err := ca.KeyPEM()
+		if err != nil {
+			return err
+		}
+		if err := writeNew(keyFile, k, 0o600); err != nil {
+			return err
+		}
+	}
+	return writeNew(filepath.Join(dir, CAFile), ca.CertPEM, 0o644)
+}
+
+// WriteNodeCerts issues a certificate with ca for each id (with the extra
+// SANs hosts[id], as WriteClusterCertsWithHosts) into dir, which must hold
+// ca's certificate as ca.pem. The other nodes' files are not touched: their
+// certificates stay valid, since the CA is the same.
+//
+// With rotate false each id is a new node: if any id has a certificate or
+// key in dir already, nothing is written. With rotate true each id must
+// have both, and gets a new key and certificate, each file replaced by a
+// rename: the key first, then the certificate. A node reading the pair in
+// between sees a new key with the old certificate, which does not load
+// (tls.X509KeyPair refuses the mismatch), so it keeps the old pair until
+// the new certificate is in place (CertReloader).
+func WriteNodeCerts(dir string, ca *CA, ids []string, hosts map[string][]string, rotate bool, now time.Time, validity time.Duration) error {
+	if err := checkNodes(ids, hosts); err != nil {
 		return err
+	}
+	onDisk, err := os.ReadFile(filepath.Join(dir, CAFile))
+	if err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	if b, _ := pem.Decode(onDisk); b == nil || !bytes.Equal(b.Bytes, ca.Cert.Raw) {
+		return fmt.Errorf("link: %s in %s is not this CA's certificate", CAFile, dir)
+	}
+	for _, id := range ids {
+		for _, f := range []string{NodeCertFile(id), NodeKeyFile(id)} {
+			_, err := os.Stat(filepath.Join(dir, f))
+			switch {
+			case err == nil && !rotate:
+				return fmt.Errorf("link: node %q has %s in %s already (rotate its certificate instead)", id, f, dir)
+			case errors.Is(err, fs.ErrNotExist) && rotate:
+				return fmt.Errorf("link: node %q has no %s in %s to rotate", id, f, dir)
+			case err != nil && !errors.Is(err, fs.ErrNotExist):
+				return fmt.Errorf("link: %w", err)
+			}
+		}
 	}
 	for _, id := range ids {
 		nc, err := ca.Issue(id, now, validity, hosts[id]...)
 		if err != nil {
 			return err
 		}
-		if err := writeNew(filepath.Join(dir, NodeCertFile(id)), nc.CertPEM, 0o644); err != nil {
+		write := writeNew
+		if rotate {
+			write = replaceFile
+		}
+		if err := write(filepath.Join(dir, NodeKeyFile(id)), nc.KeyPEM, 0o600); err != nil {
 			return err
 		}
-		if err := writeNew(filepath.Join(dir, NodeKeyFile(id)), nc.KeyPEM, 0o600); err != nil {
+		if err := write(filepath.Join(dir, NodeCertFile(id)), nc.CertPEM, 0o644); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// replaceFile replaces path by a file holding data, through a temporary
+// file in the same directory renamed over it, so a reader sees the old
+// content or the new, never part of either.
+func replaceFile(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	defer os.Remove(f.Name()) // after a successful rename there is nothing to remove
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return fmt.Errorf("link: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("link: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("link: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("link: %w", err)
 	}
 	return nil
 }
@@ -317,13 +461,8 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 // a directory written by WriteClusterCerts (or by an older version, which
 // named the node files <id>.pem and <id>-key.pem).
 func LoadIdentity(dir, id string) (tls.Certificate, *x509.CertPool, error) {
-	certFile, keyFile := NodeCertFile(id), NodeKeyFile(id)
-	if _, err := os.Stat(filepath.Join(dir, certFile)); errors.Is(err, fs.ErrNotExist) {
-		if _, err := os.Stat(filepath.Join(dir, legacyCertFile(id))); err == nil {
-			certFile, keyFile = legacyCertFile(id), legacyKeyFile(id)
-		}
-	}
-	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, certFile), filepath.Join(dir, keyFile))
+	certFile, keyFile := identityFiles(dir, id)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		return tls.Certificate{}, nil, fmt.Errorf("link: %w", err)
 	}
@@ -336,4 +475,121 @@ func LoadIdentity(dir, id string) (tls.Certificate, *x509.CertPool, error) {
 		return tls.Certificate{}, nil, fmt.Errorf("link: %s holds no certificate", CAFile)
 	}
 	return cert, pool, nil
+}
+
+// identityFiles are the paths of node id's certificate and key in dir:
+// the current names, or the legacy ones if only those exist.
+func identityFiles(dir, id string) (certFile, keyFile string) {
+	certFile, keyFile = NodeCertFile(id), NodeKeyFile(id)
+	if _, err := os.Stat(filepath.Join(dir, certFile)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dir, legacyCertFile(id))); err == nil {
+			certFile, keyFile = legacyCertFile(id), legacyKeyFile(id)
+		}
+	}
+	return filepath.Join(dir, certFile), filepath.Join(dir, keyFile)
+}
+
+// CertReloader gives node id's certificate from a certificate directory
+// and reads the files again at every call, using them once they change:
+// a certificate rotated on disk (WriteNodeCerts with rotate, "shardwise
+// certs --rotate", a Kubernetes Secret updated in place) is presented from
+// the next TLS handshake on, without a restart. Connections already made
+// keep the certificate they were made with.
+//
+// A changed pair is used only if it loads (the key is the certificate's),
+// names node id, and chains to the CA read at the start; otherwise the
+// last good pair stays in use and Err says why. The CA itself is read
+// once: a new CA needs a restart.
+type CertReloader struct {
+	dir, id string
+	pool    *x509.CertPool
+
+	mu              sync.Mutex
+	certPEM, keyPEM []byte // the files cur was loaded from
+	cur             *tls.Certificate
+	err             error // why the files on disk are not in use, or nil
+}
+
+// NewCertReloader loads node id's certificate and the cluster CA from dir
+// (as LoadIdentity does) and returns a reloader serving them.
+func NewCertReloader(dir, id string) (*CertReloader, error) {
+	_, pool, err := LoadIdentity(dir, id)
+	if err != nil {
+		return nil, err
+	}
+	r := &CertReloader{dir: dir, id: id, pool: pool}
+	if _, err := r.Certificate(); err != nil {
+		return nil, err
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r, nil
+}
+
+// Pool returns the cluster CA read at the start.
+func (r *CertReloader) Pool() *x509.CertPool { return r.pool }
+
+// Certificate returns the pair on disk if it changed and is valid, else
+// the one in use. It fails only before any valid pair was read.
+func (r *CertReloader) Certificate() (*tls.Certificate, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	certFile, keyFile := identityFiles(r.dir, r.id)
+	certPEM, err1 := os.ReadFile(certFile)
+	keyPEM, err2 := os.ReadFile(keyFile)
+	switch {
+	case err1 != nil || err2 != nil:
+		r.err = fmt.Errorf("link: reading node %q's certificate: %w", r.id, errors.Join(err1, err2))
+	case bytes.Equal(certPEM, r.certPEM) && bytes.Equal(keyPEM, r.keyPEM):
+		// unchanged: r.err still describes these files
+	default:
+		cert, err := r.check(certPEM, keyPEM)
+		if err != nil {
+			r.err = err
+			break
+		}
+		r.cur, r.certPEM, r.keyPEM, r.err = &cert, certPEM, keyPEM, nil
+	}
+	if r.cur == nil {
+		return nil, r.err
+	}
+	return r.cur, nil
+}
+
+func (r *CertReloader) check(certPEM, keyPEM []byte) (tls.Certificate, error) {
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return cert, fmt.Errorf("link: node %q's certificate and key: %w", r.id, err)
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return cert, fmt.Errorf("link: node %q's certificate: %w", r.id, err)
+	}
+	if got, err := NodeIDFromCert(leaf); err != nil || got != r.id {
+		return cert, ErrBadIdentity.Wrap("the certificate in %s for node %q names %q (%v)", r.dir, r.id, got, err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: r.pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+		return cert, fmt.Errorf("link: node %q's certificate is not the cluster CA's: %w", r.id, err)
+	}
+	return cert, nil
+}
+
+// Err returns why the files on disk are not the certificate in use (a key
+// and certificate that do not match, mid-rotation or by mistake; another
+// node's certificate; another CA's), or nil when they are.
+func (r *CertReloader) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// GetCertificate is for tls.Config.GetCertificate (a server).
+func (r *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return r.Certificate()
+}
+
+// GetClientCertificate is for tls.Config.GetClientCertificate (a client).
+func (r *CertReloader) GetClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return r.Certificate()
 }

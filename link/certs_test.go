@@ -1,13 +1,17 @@
 package link_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -276,5 +280,269 @@ func TestWriteClusterCertsWithHostsNamesEachNodesHosts(t *testing.T) {
 				t.Fatalf("got %v, want a configuration error naming %s", err, tc.field)
 			}
 		})
+	}
+}
+
+// rotatingCluster is a certificate directory whose CA key is kept in a
+// file beside it, as "shardwise certs --ca-key" keeps it.
+func rotatingCluster(t *testing.T, ids ...string) (dir string, ca *link.CA) {
+	t.Helper()
+	base := t.TempDir()
+	dir, keyFile := filepath.Join(base, "certs"), filepath.Join(base, "ca.key")
+	ca, err := link.NewCA("test", time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := link.WriteCA(dir, ca, keyFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := link.WriteNodeCerts(dir, ca, ids, nil, false, time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	// What a later run has: the CA read back from its two files.
+	certPEM, err := os.ReadFile(filepath.Join(dir, link.CAFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(keyFile); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("CA key file: %v, %v; want mode 0600", st, err)
+	}
+	if ca, err = link.LoadCA(certPEM, keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	return dir, ca
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestWriteNodeCertsAddsAndRotatesWithoutTouchingTheOthers(t *testing.T) {
+	dir, ca := rotatingCluster(t, "a", "b")
+	aCert, aKey := readFile(t, filepath.Join(dir, link.NodeCertFile("a"))), readFile(t, filepath.Join(dir, link.NodeKeyFile("a")))
+
+	// A node added with the kept CA is trusted by the others' pool.
+	if err := link.WriteNodeCerts(dir, ca, []string{"c"}, map[string][]string{"c": {"c.zone"}}, false, time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	cCert, _, err := link.LoadIdentity(dir, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, aPool, err := link.LoadIdentity(dir, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(cCert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: aPool, DNSName: "c.zone"}); err != nil {
+		t.Fatalf("the added node's certificate, against a's CA pool: %v", err)
+	}
+	oldSerial := leaf.SerialNumber
+
+	// Adding a node that exists, or rotating one that does not, writes
+	// nothing.
+	if err := link.WriteNodeCerts(dir, ca, []string{"d", "a"}, nil, false, time.Now(), time.Hour); err == nil {
+		t.Fatal("adding an existing node: no error")
+	}
+	if _, err := os.Stat(filepath.Join(dir, link.NodeCertFile("d"))); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("d written although a was refused: %v", err)
+	}
+	if err := link.WriteNodeCerts(dir, ca, []string{"e"}, nil, true, time.Now(), time.Hour); err == nil {
+		t.Fatal("rotating a missing node: no error")
+	}
+
+	// Rotating c gives it a new key and certificate; a's files are as they were.
+	if err := link.WriteNodeCerts(dir, ca, []string{"c"}, nil, true, time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	cCert, _, err = link.LoadIdentity(dir, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leaf, err = x509.ParseCertificate(cCert.Certificate[0]); err != nil {
+		t.Fatal(err)
+	}
+	if leaf.SerialNumber.Cmp(oldSerial) == 0 {
+		t.Fatal("rotated certificate has the old serial")
+	}
+	if !bytes.Equal(aCert, readFile(t, filepath.Join(dir, link.NodeCertFile("a")))) || !bytes.Equal(aKey, readFile(t, filepath.Join(dir, link.NodeKeyFile("a")))) {
+		t.Fatal("a's files changed when c was added and rotated")
+	}
+
+	// Another CA's key is refused, and a directory of another CA too.
+	other, err := link.NewCA("other", time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey, err := other.KeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := link.LoadCA(ca.CertPEM, otherKey); err == nil {
+		t.Fatal("LoadCA with another CA's key: no error")
+	}
+	if err := link.WriteNodeCerts(dir, other, []string{"f"}, nil, false, time.Now(), time.Hour); err == nil {
+		t.Fatal("WriteNodeCerts with another CA: no error")
+	}
+	if err := link.WriteCA(dir, other, filepath.Join(dir, "ca.key")); err == nil {
+		t.Fatal("WriteCA with the key inside the directory: no error")
+	}
+}
+
+// servedSerial makes a TLS connection to addr and returns the serial of
+// the certificate the server presented.
+func servedSerial(t *testing.T, addr string, pool *x509.CertPool) string {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+}
+
+func serialOnDisk(t *testing.T, dir, id string) string {
+	t.Helper()
+	cert, _, err := link.LoadIdentity(dir, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leaf.SerialNumber.String()
+}
+
+func TestCertReloaderServesARotatedCertificate(t *testing.T) {
+	dir, ca := rotatingCluster(t, "b", "x")
+	r, err := link.NewCertReloader(dir, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{GetCertificate: r.GetCertificate, MinVersion: tls.VersionTLS13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // completes each handshake, then closes
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+	first := serialOnDisk(t, dir, "b")
+	if got := servedSerial(t, addr, r.Pool()); got != first {
+		t.Fatalf("served serial %s, want the one on disk %s", got, first)
+	}
+
+	// Mid-rotation (the new key written, not yet the certificate): the old
+	// pair stays in use.
+	newCA := ca
+	nc, err := newCA.Issue("b", time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, link.NodeKeyFile("b")), nc.KeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := servedSerial(t, addr, r.Pool()); got != first {
+		t.Fatalf("mid-rotation: served %s, want the old %s", got, first)
+	}
+	if r.Err() == nil {
+		t.Fatal("mid-rotation: Err is nil")
+	}
+	// The certificate lands: served from the next handshake on.
+	if err := os.WriteFile(filepath.Join(dir, link.NodeCertFile("b")), nc.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := serialOnDisk(t, dir, "b")
+	if second == first {
+		t.Fatal("the test's rotation kept the serial")
+	}
+	if got := servedSerial(t, addr, r.Pool()); got != second {
+		t.Fatalf("after rotation: served %s, want the new %s", got, second)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatalf("after rotation: %v", err)
+	}
+
+	// The rotation as the CLI does it.
+	if err := link.WriteNodeCerts(dir, ca, []string{"b"}, nil, true, time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	third := serialOnDisk(t, dir, "b")
+	if got := servedSerial(t, addr, r.Pool()); got != third || third == second {
+		t.Fatalf("after WriteNodeCerts rotate: served %s, on disk %s (before %s)", got, third, second)
+	}
+
+	// Another node's certificate put in b's place is not served.
+	for _, f := range []func(string) string{link.NodeCertFile, link.NodeKeyFile} {
+		if err := os.WriteFile(filepath.Join(dir, f("b")), readFile(t, filepath.Join(dir, f("x"))), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := servedSerial(t, addr, r.Pool()); got != third {
+		t.Fatalf("x's certificate in b's files: served %s, want b's %s", got, third)
+	}
+	if !errors.Is(r.Err(), link.ErrBadIdentity) {
+		t.Fatalf("x's certificate in b's files: Err = %v, want ErrBadIdentity", r.Err())
+	}
+}
+
+func TestNodeUsesReloadOnBothSides(t *testing.T) {
+	dir, _ := rotatingCluster(t, "a", "b")
+	var nodes []*link.Node
+	var calls []*atomic.Int64
+	for _, id := range []string{"a", "b"} {
+		r, err := link.NewCertReloader(dir, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := r.Certificate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := new(atomic.Int64)
+		node, err := link.New(link.Config{Certificate: *cert, ClusterCA: r.Pool(), Reload: func() (*tls.Certificate, error) {
+			n.Add(1)
+			return r.Certificate()
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { node.Close() })
+		nodes, calls = append(nodes, node), append(calls, n)
+	}
+	addr, err := nodes[1].Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes[1].Handle(kindEcho, func(_ context.Context, _ string, p []byte) ([]byte, error) { return p, nil })
+	if err := nodes[0].AddPeer("b", addr.String()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := nodes[0].Call(ctxTimeout(t, 10*time.Second), "b", kindEcho, []byte("reloaded")); err != nil || string(got) != "reloaded" {
+		t.Fatalf("call: %q, %v", got, err)
+	}
+	if calls[0].Load() == 0 || calls[1].Load() == 0 {
+		t.Fatalf("Reload called %d times as client, %d as server; want both", calls[0].Load(), calls[1].Load())
 	}
 }

@@ -25,6 +25,12 @@ type Config struct {
 	// ClusterCA holds the CA that every peer's certificate must chain to.
 	// Required.
 	ClusterCA *x509.CertPool
+	// Reload, if set, gives the certificate for every new connection, in
+	// place of Certificate (which still names the node, and must name the
+	// same node as every certificate Reload returns): a CertReloader's
+	// Certificate method, so that a certificate rotated on disk is used
+	// without a restart. Default nil: Certificate for every connection.
+	Reload func() (*tls.Certificate, error)
 
 	// ReplicationQueue is the number of batches waiting per peer before the
 	// oldest is dropped. Default 1024, at most 1<<20.

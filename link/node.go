@@ -110,6 +110,10 @@ func New(cfg Config) (*Node, error) {
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		MinVersion:   tls.VersionTLS13,
 	}
+	if cfg.Reload != nil {
+		n.serverTLS.Certificates = nil
+		n.serverTLS.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cfg.Reload() }
+	}
 	return n, nil
 }
 

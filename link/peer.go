@@ -123,6 +123,10 @@ func newPeer(n *Node, id, addr string) *peer {
 			return nil
 		},
 	}
+	if reload := n.cfg.Reload; reload != nil {
+		p.clientTLS.Certificates = nil
+		p.clientTLS.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return reload() }
+	}
 	return p
 }
 
