@@ -117,11 +117,13 @@ func (c HostConfig) Validate() error {
 // uses: the caller's own certificate (name's, from a "shardwise certs"
 // directory) and the cluster CA to verify the node with.
 func ClientTLS(certDir, name string) (*tls.Config, error) {
-	cert, pool, err := link.LoadIdentity(certDir, name)
+	certs, err := link.NewCertReloader(certDir, name)
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS13}, nil
+	// Read again at every new connection: a rotated certificate is
+	// presented without a restart.
+	return &tls.Config{GetClientCertificate: certs.GetClientCertificate, RootCAs: certs.Pool(), MinVersion: tls.VersionTLS13}, nil
 }
 
 // Host runs one economy node as a process until ctx ends or its lease is
@@ -143,15 +145,17 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	}
 	var creds credentials.TransportCredentials = insecure.NewCredentials()
 	if cfg.CertDir != "" {
-		cert, pool, err := link.LoadIdentity(cfg.CertDir, cfg.Name)
+		// Read again at every new connection: a rotated certificate is
+		// served without a restart.
+		certs, err := link.NewCertReloader(cfg.CertDir, cfg.Name)
 		if err != nil {
 			return errcode.Config("HostConfig.CertDir", cfg.CertDir, err.Error())
 		}
 		creds = credentials.NewTLS(&tls.Config{
-			Certificates: []tls.Certificate{cert},
-			ClientCAs:    pool,
-			ClientAuth:   tls.RequireAndVerifyClientCert,
-			MinVersion:   tls.VersionTLS13,
+			GetCertificate: certs.GetCertificate,
+			ClientCAs:      certs.Pool(),
+			ClientAuth:     tls.RequireAndVerifyClientCert,
+			MinVersion:     tls.VersionTLS13,
 		})
 	}
 	cl, err := coord.Connect(ctx, cfg.Coord)

@@ -475,11 +475,17 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		}
 	}()
 
-	cert, pool, err := link.LoadIdentity(cfg.CertDir, cfg.Name)
+	// The certificate is read again at every new link connection, so a
+	// rotated one is presented without a restart.
+	certs, err := link.NewCertReloader(cfg.CertDir, cfg.Name)
 	if err != nil {
 		return errcode.Config("HostConfig.CertDir", cfg.CertDir, err.Error())
 	}
-	if l, err = link.New(link.Config{Certificate: cert, ClusterCA: pool, Logger: log}); err != nil {
+	cert, err := certs.Certificate()
+	if err != nil {
+		return errcode.Config("HostConfig.CertDir", cfg.CertDir, err.Error())
+	}
+	if l, err = link.New(link.Config{Certificate: *cert, ClusterCA: certs.Pool(), Reload: certs.Certificate, Logger: log}); err != nil {
 		return errcode.Config("HostConfig.CertDir", cfg.CertDir, fmt.Sprintf("node %q: %v", cfg.Name, err))
 	}
 	if l.ID() != cfg.Name {
