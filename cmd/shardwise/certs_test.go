@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/x509"
 	"errors"
+	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -80,6 +82,88 @@ func TestCertsSANsNameTheNodesHosts(t *testing.T) {
 		var ce *errcode.ConfigError
 		if err := bad.Execute(); !errors.As(err, &ce) || ce.Field != "--san" || ce.Value != tc.value {
 			t.Errorf("--san %s: %v, want a configuration error naming --san = %q", tc.san, err, tc.value)
+		}
+	}
+}
+
+func TestCertsKeepsTheCAKeyAddsAndRotatesNodes(t *testing.T) {
+	base := t.TempDir()
+	dir, key := filepath.Join(base, "certs"), filepath.Join(base, "ca.key")
+	run := func(args ...string) error {
+		cmd := newCertsCmd()
+		cmd.SetOut(new(bytes.Buffer))
+		cmd.SetArgs(args)
+		return cmd.Execute()
+	}
+	if err := run("--dir", dir, "--nodes", "zone-a,zone-b", "--ca-key", key); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(key); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("CA key: %v, %v; want a 0600 file", st, err)
+	}
+	serial := func(id string) string {
+		t.Helper()
+		cert, _, err := link.LoadIdentity(dir, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := x509.ParseCertificate(cert.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return leaf.SerialNumber.String()
+	}
+	a, b := serial("zone-a"), serial("zone-b")
+
+	if err := run("--dir", dir, "--nodes", "zone-c", "--ca-key", key, "--san", "zone-c=10.0.0.3"); err != nil {
+		t.Fatal(err)
+	}
+	c := serial("zone-c")
+	if err := run("--dir", dir, "--nodes", "zone-b", "--ca-key", key, "--rotate"); err != nil {
+		t.Fatal(err)
+	}
+	if serial("zone-a") != a || serial("zone-c") != c {
+		t.Fatal("adding zone-c or rotating zone-b changed another node's certificate")
+	}
+	if serial("zone-b") == b {
+		t.Fatal("zone-b's certificate was not rotated")
+	}
+	// Every node, old, added and rotated, trusts every other: one CA.
+	for _, id := range []string{"zone-a", "zone-b", "zone-c"} {
+		cert, pool, err := link.LoadIdentity(dir, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := link.New(link.Config{Certificate: cert, ClusterCA: pool}); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+
+	otherKey := filepath.Join(base, "other.key")
+	if err := run("--dir", filepath.Join(base, "other"), "--nodes", "x", "--ca-key", otherKey); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args  []string
+		field string
+	}{
+		{[]string{"--dir", dir, "--nodes", "zone-d"}, "--ca-key"},                                    // the CA exists: its key is needed
+		{[]string{"--dir", dir, "--nodes", "zone-d", "--ca-key", otherKey}, "--ca-key"},              // another CA's key
+		{[]string{"--dir", dir, "--nodes", "zone-a", "--ca-key", key}, "--nodes"},                    // exists: rotate it instead
+		{[]string{"--dir", dir, "--nodes", "zone-e", "--ca-key", key, "--rotate"}, "--nodes"},        // nothing to rotate
+		{[]string{"--dir", filepath.Join(base, "new"), "--nodes", "a", "--rotate"}, "--rotate"},      // no CA at all
+		{[]string{"--dir", filepath.Join(base, "new"), "--nodes", "a", "--ca-key", key}, "--ca-key"}, // the key file exists
+		{[]string{"--dir", filepath.Join(base, "new"), "--nodes", "a", "--ca-key", filepath.Join(base, "new", "ca.key")}, "--ca-key"},
+		{[]string{"--dir", filepath.Join(base, "new"), "--nodes", "a,b,a"}, "--nodes"},
+	} {
+		var ce *errcode.ConfigError
+		if err := run(tc.args...); !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("certs %v: %v, want a configuration error naming %s", tc.args, err, tc.field)
+		}
+	}
+	for _, p := range []string{filepath.Join(dir, link.NodeCertFile("zone-d")), filepath.Join(base, "new")} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s written by a refused command: %v", p, err)
 		}
 	}
 }
