@@ -364,7 +364,8 @@ func WriteCA(dir string, ca *CA, keyFile string) error {
 //
 // With rotate false each id is a new node: if any id has a certificate or
 // key in dir already, nothing is written. With rotate true each id must
-// have both, and gets a new key and certificate, each file replaced by a
+// have both, and gets a new key and certificate (naming the hosts its old
+// one named, unless hosts gives it others), each file replaced by a
 // rename: the key first, then the certificate. A node reading the pair in
 // between sees a new key with the old certificate, which does not load
 // (tls.X509KeyPair refuses the mismatch), so it keeps the old pair until
@@ -394,7 +395,13 @@ func WriteNodeCerts(dir string, ca *CA, ids []string, hosts map[string][]string,
 		}
 	}
 	for _, id := range ids {
-		nc, err := ca.Issue(id, now, validity, hosts[id]...)
+		extra := hosts[id]
+		if rotate && extra == nil {
+			if extra, err = extraHosts(filepath.Join(dir, NodeCertFile(id))); err != nil {
+				return err
+			}
+		}
+		nc, err := ca.Issue(id, now, validity, extra...)
 		if err != nil {
 			return err
 		}
@@ -410,6 +417,35 @@ func WriteNodeCerts(dir string, ca *CA, ids []string, hosts map[string][]string,
 		}
 	}
 	return nil
+}
+
+// extraHosts are the SANs of the certificate in file beyond the loopback
+// ones Issue always adds: what a rotation without new hosts carries over.
+func extraHosts(file string) ([]string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("link: %w", err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		return nil, fmt.Errorf("link: %s holds no certificate", file)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("link: %s: %w", file, err)
+	}
+	var hosts []string
+	for _, d := range cert.DNSNames {
+		if d != "localhost" {
+			hosts = append(hosts, d)
+		}
+	}
+	for _, ip := range cert.IPAddresses {
+		if !ip.Equal(net.IPv4(127, 0, 0, 1)) && !ip.Equal(net.IPv6loopback) {
+			hosts = append(hosts, ip.String())
+		}
+	}
+	return hosts, nil
 }
 
 // replaceFile replaces path by a file holding data, through a temporary

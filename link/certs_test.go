@@ -377,6 +377,10 @@ func TestWriteNodeCertsAddsAndRotatesWithoutTouchingTheOthers(t *testing.T) {
 	if leaf.SerialNumber.Cmp(oldSerial) == 0 {
 		t.Fatal("rotated certificate has the old serial")
 	}
+	// Rotated without hosts, it names the hosts it named before.
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: aPool, DNSName: "c.zone"}); err != nil {
+		t.Fatalf("the rotated certificate lost its host: %v", err)
+	}
 	if !bytes.Equal(aCert, readFile(t, filepath.Join(dir, link.NodeCertFile("a")))) || !bytes.Equal(aKey, readFile(t, filepath.Join(dir, link.NodeKeyFile("a")))) {
 		t.Fatal("a's files changed when c was added and rotated")
 	}

@@ -48,7 +48,8 @@ func newCertsCmd() *cobra.Command {
 			"certificates the whole cluster trusts). Given a --dir that holds ca.pem\n" +
 			"already and its --ca-key, certs adds the --nodes to that CA, leaving the\n" +
 			"other nodes' files alone, and with --rotate gives each of the --nodes a new\n" +
-			"key and certificate, replacing its files. Running nodes read their\n" +
+			"key and certificate, replacing its files (naming the hosts the old one\n" +
+			"named, unless --san gives others). Running nodes read their\n" +
 			"certificate again at every new connection, so a rotated one is used\n" +
 			"without a restart. Other existing files are never overwritten.",
 		Args: cobra.NoArgs,
