@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -275,9 +276,11 @@ func shardwiseBinary() (string, error) {
 // fixture is what every check reads: the real command's flags and the
 // Secrets secrets.sh writes with its defaults, made once per test binary.
 type fixture struct {
+	bin     string
 	cli     cliFlags
-	secrets []byte // secrets.sh's secrets.yaml
-	etcd    string // the etcd release of go.mod
+	secrets []byte   // secrets.sh's secrets.yaml
+	private [][]byte // what secrets.sh tells the operator to keep out of the cluster: ca.key, login.key
+	etcd    string   // the etcd release of go.mod
 }
 
 var (
@@ -314,7 +317,7 @@ func makeFixture() (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fixture{cli: cliFlags{}}
+	f := &fixture{bin: bin, cli: cliFlags{}}
 	for _, c := range commandsUsed {
 		flags, err := readFlags(bin, c)
 		if err != nil {
@@ -330,6 +333,13 @@ func makeFixture() (*fixture, error) {
 	}
 	if f.secrets, err = os.ReadFile(filepath.Join(out, "secrets.yaml")); err != nil {
 		return nil, err
+	}
+	for _, name := range []string{"ca.key", "login.key"} {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			return nil, err
+		}
+		f.private = append(f.private, bytes.TrimSpace(b))
 	}
 	gomod, err := os.ReadFile("../../go.mod")
 	if err != nil {
@@ -422,6 +432,7 @@ func (c *checker) run() {
 	}
 	c.checkServices()
 	c.checkPDBs()
+	c.checkNoPrivateKeys()
 	c.checkRegionTable(zoneNodes)
 	c.checkURLs()
 }
@@ -893,6 +904,20 @@ func (c *checker) checkRegionTable(zoneNodes map[string]bool) {
 	}
 }
 
+// checkNoPrivateKeys: no Secret holds the CA key or the login private
+// key, which secrets.sh leaves with the operator.
+func (c *checker) checkNoPrivateKeys() {
+	for _, s := range c.m.secrets {
+		for k, v := range s.Data {
+			for _, p := range c.f.private {
+				if bytes.Contains(v, p) {
+					c.errorf("Secret %s, %s: holds a private key that must stay out of the cluster (the CA's or the login key)", s.Name, k)
+				}
+			}
+		}
+	}
+}
+
 // checkURLs: the service URLs secrets.sh writes name Services of the
 // manifests, on their ports.
 func (c *checker) checkURLs() {
@@ -991,6 +1016,7 @@ spec:
 		{"etcd image not go.mod's", "etcd.yaml", regexp.MustCompile(`etcd:v[0-9.]+`).ReplaceAllString(string(real["etcd.yaml"]), "etcd:v3.5.0"), "want tag " + f.etcd},
 		{"region owner not a zone node", "regions.yaml", strings.Replace(string(real["regions.yaml"]), "zone-3, zone-3", "zone-9, zone-3", 1), `owner "zone-9" is not a zone node`},
 		{"no budget", "econ.yaml", string(real["econ.yaml"])[:strings.Index(string(real["econ.yaml"]), "apiVersion: policy/v1")], "StatefulSet econ (3 replicas) has no PodDisruptionBudget"},
+		{"CA key in a Secret", "leak.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: leak}\ndata: {ca.key: " + base64.StdEncoding.EncodeToString(f.private[0]) + "}\n", "holds a private key"},
 		{"service not headless", "econ.yaml", strings.Replace(string(real["econ.yaml"]), "  clusterIP: None\n", "", 1), "must be headless"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1017,4 +1043,85 @@ spec:
 			t.Errorf("no error contains %q; errors: %v", tc.want, errs)
 		})
 	}
+}
+
+// TestSecretsAfterRotation: a node's certificate rotated with "shardwise
+// certs --rotate" and its Secrets rewritten with "secrets.sh --certs" is a
+// new certificate for that node alone, still valid for the host it
+// advertises, and the manifests check out against it.
+func TestSecretsAfterRotation(t *testing.T) {
+	f := newFixture(t)
+	out := filepath.Join(t.TempDir(), "secrets")
+	run := func(name string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Env = append(os.Environ(), "SHARDWISE="+f.bin)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, b)
+		}
+	}
+	run("bash", "secrets.sh", out)
+	before := secretsData(t, filepath.Join(out, "secrets.yaml"))
+	run(f.bin, "certs", "--dir", filepath.Join(out, "certs"), "--ca-key", filepath.Join(out, "ca.key"), "--nodes", "zone-1", "--rotate")
+	run("bash", "secrets.sh", "--certs", out)
+	after := secretsData(t, filepath.Join(out, "certs.yaml"))
+	if len(after) != 2 || after["shardwise-zone-certs"] == nil || after["shardwise-econ-certs"] == nil {
+		t.Fatalf("certs.yaml holds %d Secrets, want shardwise-zone-certs and shardwise-econ-certs", len(after))
+	}
+	for secret, data := range after {
+		for key, v := range data {
+			changed := !bytes.Equal(v, before[secret][key])
+			if want := key == "zone-1.cert.pem" || key == "zone-1.key.pem"; changed != want {
+				t.Errorf("%s, %s: changed %v, want %v", secret, key, changed, want)
+			}
+		}
+		if len(data) != len(before[secret]) {
+			t.Errorf("%s: %d keys, was %d", secret, len(data), len(before[secret]))
+		}
+	}
+
+	// The manifests against the rotated Secrets (certs.yaml in place of
+	// secrets.yaml's certificate Secrets) check out: the new certificate
+	// still names zone-1.zone.
+	rotated, err := os.ReadFile(filepath.Join(out, "certs.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := os.ReadFile(filepath.Join(out, "secrets.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(all), "---\n") {
+		if !strings.Contains(doc, "name: shardwise-zone-certs\n") && !strings.Contains(doc, "name: shardwise-econ-certs\n") {
+			rotated = append(rotated, "---\n"+doc...)
+		}
+	}
+	g := *f
+	g.secrets = rotated
+	g.private = nil // another secrets.sh run: other keys
+	for _, err := range checkAll(t, &g, readManifests(t)) {
+		t.Error(err)
+	}
+}
+
+// secretsData reads a file of Secrets strictly: Secret name, key, value.
+func secretsData(t *testing.T, file string) map[string]map[string][]byte {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := decode(file, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string][]byte{}
+	for _, o := range objs {
+		s, ok := o.(*corev1.Secret)
+		if !ok {
+			t.Fatalf("%s holds a %T", file, o)
+		}
+		out[s.Name] = s.Data
+	}
+	return out
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Writes the Secrets the manifests in this directory read, as one file to
+# Writes the Secrets the manifests in this directory read, as files to
 # apply, and the private halves an operator keeps out of the cluster:
 #
 #   deploy/kubernetes/secrets.sh OUT
@@ -13,9 +13,18 @@
 #                  passwords) and shardwise-urls (the URLs the nodes use,
 #                  with those passwords)
 #   certs/         what "shardwise certs" wrote (every node's key: keep it
-#                  safe or delete it once applied)
+#                  safe); add nodes to it and rotate their certificates with
+#                  ca.key (docs/operators.md, "Certificates")
+#   ca.key         the cluster CA's key: keep it out of the cluster
 #   login.key      the login private key, for "shardwise token": keep it
 #                  out of the cluster
+#
+#   deploy/kubernetes/secrets.sh --certs OUT
+#
+# writes OUT/certs.yaml: only the two certificate Secrets, from OUT/certs as
+# it is now (after "shardwise certs --rotate" or nodes added), to apply
+# without touching the passwords. The running nodes read their certificate
+# again at every new connection, so an applied rotation needs no restart.
 #
 # Environment: SHARDWISE (the shardwise binary; default: the one on PATH),
 # ZONES and ECONS (node counts, default 4 and 3: the StatefulSets'
@@ -23,39 +32,19 @@
 # POSTGRES_URL and DIRECTORY_URL (an existing PostgreSQL or Valkey instead
 # of postgres.yaml's and valkey.yaml's).
 # manifests_test.go runs this script with its defaults and checks the
-# result against the manifests.
+# result against the manifests, and its --certs form after a rotation.
 set -euo pipefail
-out=${1:?usage: secrets.sh OUT_DIR}
+certs_only=false
+if [ "${1:-}" = --certs ]; then
+	certs_only=true
+	shift
+fi
+out=${1:?usage: secrets.sh [--certs] OUT_DIR}
 shardwise=${SHARDWISE:-shardwise}
 zones=${ZONES:-4}
 econs=${ECONS:-3}
 ns=${NAMESPACE:-shardwise}
-if [ -e "$out" ]; then
-	echo "secrets.sh: $out exists; give a new directory" >&2
-	exit 1
-fi
-mkdir -p "$out"
 umask 077
-
-# Each node is reached at <pod>.<service> (its --advertise), which the
-# pods' search path completes, and at the fully qualified name.
-nodes=() sans=()
-for role in zone:"$zones" econ:"$econs"; do
-	svc=${role%%:*}
-	for ((i = 0; i < ${role#*:}; i++)); do
-		n=$svc-$i
-		nodes+=("$n")
-		sans+=(--san "$n=$n.$svc,$n.$svc.$ns.svc,$n.$svc.$ns.svc.cluster.local")
-	done
-done
-(IFS=,; "$shardwise" certs --dir "$out/certs" --cluster "$ns" --nodes "${nodes[*]}" "${sans[@]}" >/dev/null)
-"$shardwise" token keygen --key "$out/login.key" --pub "$out/login.pub" >/dev/null
-
-password() { od -An -N24 -tx1 /dev/urandom | tr -d ' \n'; }
-pg_password=$(password)
-valkey_password=$(password)
-postgres_url=${POSTGRES_URL:-postgres://shardwise:$pg_password@postgres:5432/shardwise?sslmode=disable}
-directory_url=${DIRECTORY_URL:-redis://:$valkey_password@valkey:6379/0}
 
 b64() { base64 | tr -d '\n'; }
 secret() { # name, then key=file or key:=value pairs
@@ -77,14 +66,55 @@ certs_of() { # the CA and the nodes of one role
 		echo "$role-$i.key.pem=$out/certs/$role-$i.key.pem"
 	done
 }
-{
+cert_secrets() {
+	local zone_files econ_files
 	mapfile -t zone_files < <(certs_of zone "$zones")
 	mapfile -t econ_files < <(certs_of econ "$econs")
 	secret shardwise-zone-certs "${zone_files[@]}"
 	secret shardwise-econ-certs "${econ_files[@]}"
+}
+
+if $certs_only; then
+	if [ ! -f "$out/certs/ca.pem" ]; then
+		echo "secrets.sh --certs: $out/certs/ca.pem not found: give the directory secrets.sh OUT made" >&2
+		exit 1
+	fi
+	cert_secrets >"$out/certs.yaml"
+	echo "wrote $out/certs.yaml (apply it: kubectl -n $ns apply -f $out/certs.yaml)"
+	exit 0
+fi
+
+if [ -e "$out" ]; then
+	echo "secrets.sh: $out exists; give a new directory (or --certs to rewrite only the certificate Secrets)" >&2
+	exit 1
+fi
+mkdir -p "$out"
+
+# Each node is reached at <pod>.<service> (its --advertise), which the
+# pods' search path completes, and at the fully qualified name.
+nodes=() sans=()
+for role in zone:"$zones" econ:"$econs"; do
+	svc=${role%%:*}
+	for ((i = 0; i < ${role#*:}; i++)); do
+		n=$svc-$i
+		nodes+=("$n")
+		sans+=(--san "$n=$n.$svc,$n.$svc.$ns.svc,$n.$svc.$ns.svc.cluster.local")
+	done
+done
+(IFS=,; "$shardwise" certs --dir "$out/certs" --ca-key "$out/ca.key" --cluster "$ns" --nodes "${nodes[*]}" "${sans[@]}" >/dev/null)
+"$shardwise" token keygen --key "$out/login.key" --pub "$out/login.pub" >/dev/null
+
+password() { od -An -N24 -tx1 /dev/urandom | tr -d ' \n'; }
+pg_password=$(password)
+valkey_password=$(password)
+postgres_url=${POSTGRES_URL:-postgres://shardwise:$pg_password@postgres:5432/shardwise?sslmode=disable}
+directory_url=${DIRECTORY_URL:-redis://:$valkey_password@valkey:6379/0}
+
+{
+	cert_secrets
 	secret shardwise-login "login.pub=$out/login.pub"
 	secret shardwise-postgres "password:=$pg_password"
 	secret shardwise-valkey "password:=$valkey_password"
 	secret shardwise-urls "econ-store-url:=$postgres_url" "world-store-url:=$postgres_url" "directory-url:=$directory_url"
 } >"$out/secrets.yaml"
-echo "wrote $out/secrets.yaml (apply it: kubectl -n $ns apply -f $out/secrets.yaml); keep $out/login.key and $out/certs out of the cluster"
+echo "wrote $out/secrets.yaml (apply it: kubectl -n $ns apply -f $out/secrets.yaml); keep $out/ca.key, $out/login.key and $out/certs out of the cluster"
