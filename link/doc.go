@@ -14,7 +14,9 @@
 // What it owns: the wire format (proto/link.proto), connections and
 // reconnection with backoff and jitter on an injected clock, per-peer
 // bounded queues, sequence numbers, node identity from certificates, the
-// cluster CA helpers behind "shardwise certs", and its Prometheus
+// cluster CA helpers behind "shardwise certs" (a kept CA key, nodes added
+// and certificates rotated with it), a node's certificate read again from
+// disk at every handshake (CertReloader), and its Prometheus
 // collectors. What it does not own: who the peers are (coord membership
 // tells the caller, which calls AddPeer/RemovePeer), what the payloads
 // mean, and the per-entity epoch fence (the link only carries Entry.Epoch;

@@ -21,8 +21,9 @@
 //	                                netting ratio), refreshed every --every
 //	shardwise dev [--data D]        an embedded etcd on 127.0.0.1:2379 for trying
 //	                                the commands above (docs/operators.md)
-//	shardwise certs --dir D --nodes a,b,c
-//	                                a cluster CA and node certificates for the link
+//	shardwise certs --dir D --nodes a,b,c [--ca-key F] [--san a=HOST] [--rotate]
+//	                                a cluster CA and node certificates for the link;
+//	                                with the CA key kept, nodes added and rotated
 //
 // Each subcommand lives in its own file with its flags; main.go only wires
 // them to the root command and to the process's signals.
