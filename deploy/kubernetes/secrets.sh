@@ -66,10 +66,10 @@ certs_of() { # the CA and the nodes of one role
 		echo "$role-$i.key.pem=$out/certs/$role-$i.key.pem"
 	done
 }
-cert_secrets() {
-	local zone_files econ_files
-	mapfile -t zone_files < <(certs_of zone "$zones")
-	mapfile -t econ_files < <(certs_of econ "$econs")
+cert_secrets() { # (no mapfile: macOS's bash 3.2 has none)
+	local f zone_files=() econ_files=()
+	while IFS= read -r f; do zone_files+=("$f"); done < <(certs_of zone "$zones")
+	while IFS= read -r f; do econ_files+=("$f"); done < <(certs_of econ "$econs")
 	secret shardwise-zone-certs "${zone_files[@]}"
 	secret shardwise-econ-certs "${econ_files[@]}"
 }
