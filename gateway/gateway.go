@@ -89,6 +89,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.wg.Add(1)
 	g.mu.Unlock()
 	defer g.wg.Done()
+	// Past the upgrade the socket's own limits (LoginTimeout,
+	// IdleTimeout) bound it, not the HTTP server's read deadline
+	// (HTTPServer: Limits.HTTPReadTimeout), which would cut a healthy
+	// socket mid-game. net/http clears that deadline itself when a
+	// handler hijacks a request without a body, as an upgrade is; clearing
+	// it here keeps the socket independent of that detail. A
+	// ResponseWriter that cannot (a test's recorder) has none to clear.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}, OriginPatterns: g.cfg.OriginPatterns})
 	if err != nil {
 		return // Accept wrote the HTTP error

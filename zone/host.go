@@ -79,6 +79,13 @@ type HostConfig struct {
 	// Port 0 picks a free one. The module must support players
 	// (SetPlayers). Default "": no gateway.
 	GatewayAddr string
+	// GatewayLimits bound each client connection of the gateway
+	// (gateway.Config.Limits), and the gateway's port: its HTTP read and
+	// keep-alive idle timeouts and the connections one remote address may
+	// hold open (gateway.Limits.HTTPReadTimeout, HTTPIdleTimeout,
+	// MaxConnsPerAddr). Zero fields take gateway's defaults. Only with
+	// GatewayAddr.
+	GatewayLimits gateway.Limits
 	// Cluster is the cluster id the login tokens must name
 	// (logintoken.VerifierConfig.Cluster). Required with GatewayAddr.
 	Cluster string
@@ -325,8 +332,17 @@ func (c HostConfig) validateGateway() error {
 			return errcode.Config("HostConfig.Directory", "set", "is for the gateway: set HostConfig.GatewayAddr too")
 		case c.WorldStore != nil:
 			return errcode.Config("HostConfig.WorldStore", "set", "is for the gateway: set HostConfig.GatewayAddr too")
+		case c.GatewayLimits != (gateway.Limits{}):
+			return errcode.Config("HostConfig.GatewayLimits", "set", "are for the gateway: set HostConfig.GatewayAddr too")
 		}
 		return nil
+	}
+	if err := c.GatewayLimits.Validate(); err != nil {
+		var ce *errcode.ConfigError
+		if errors.As(err, &ce) {
+			return errcode.Config("HostConfig.GatewayLimits."+strings.TrimPrefix(ce.Field, "Config.Limits."), ce.Value, ce.Reason)
+		}
+		return err
 	}
 	if _, _, err := net.SplitHostPort(c.GatewayAddr); err != nil {
 		return errcode.Config("HostConfig.GatewayAddr", c.GatewayAddr, "must be host:port (port 0 picks a free one)")
@@ -790,7 +806,7 @@ func (h *hostGateway) start(cfg HostConfig, rt *Runtime, node int, reg *promethe
 	if h.g, err = gateway.New(gateway.Config{
 		Name: cfg.Name, Node: directory.NodeID(node), Directory: h.dir, Verifier: v, World: world,
 		Geometry: rt.Geometry(), TickHz: max(1, int(time.Second/rt.World().TickInterval())),
-		Logger: cfg.Logger,
+		Limits: cfg.GatewayLimits, Logger: cfg.Logger,
 	}); err != nil {
 		return err
 	}
@@ -801,9 +817,12 @@ func (h *hostGateway) start(cfg HostConfig, rt *Runtime, node int, reg *promethe
 	mux := http.NewServeMux()
 	mux.Handle("/ws", h.g)
 	mux.Handle("/", webclient.Handler())
-	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// The port's HTTP timeouts and its cap per remote address: an idle
+	// keep-alive connection or one address's flood holds no descriptors
+	// for long (gateway.Limits).
+	h.srv = h.g.HTTPServer(mux)
 	h.done = make(chan struct{})
-	lis := h.lis
+	lis := h.g.Listener(h.lis)
 	go func() {
 		defer close(h.done)
 		if err := h.srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -66,7 +66,8 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 func TestEveryCommandNamesTheFlag(t *testing.T) {
 	const ep = "http://127.0.0.1:1"
 	dir := t.TempDir()
-	key, _ := keygen(t)
+	key, pub := keygen(t)
+	gw := []string{"zone", "--endpoints", ep, "--name", "zone-a", "--certs", dir, "--gateway", "127.0.0.1:0", "--login-pub", pub}
 	econ := []string{"econ", "--endpoints", ep, "--name", "econ-a", "--store", "sqlite:///" + dir + "/econ.db"}
 	zone := []string{"zone", "--endpoints", ep, "--name", "zone-a", "--certs", dir}
 	bots := []string{"bots", "--gateways=ws://127.0.0.1:1/ws", "--key", key}
@@ -117,6 +118,13 @@ func TestEveryCommandNamesTheFlag(t *testing.T) {
 		{with(zone, "--area", "0"), "--area = 0: must be positive and fit the torus"},
 		{with(zone, "--players", "0"), "--players = 0: must be at least 1"},
 		{with(zone, "--module", "wander", "--entities", "0"), "--entities = 0: must be positive"},
+		{with(gw, "--gateway-read-timeout", "0"), "--gateway-read-timeout = 0s: must be positive"},
+		{with(gw, "--gateway-idle-timeout", "0"), "--gateway-idle-timeout = 0s: must be positive"},
+		{with(gw, "--gateway-idle-timeout", "50ms"), "--gateway-idle-timeout = 50ms: must be at least 100ms"},
+		{with(gw, "--gateway-read-timeout", "10ms"), "--gateway-read-timeout = 10ms: must be at least 100ms"},
+		{with(gw, "--gateway-conns-per-addr=-1"), "--gateway-conns-per-addr = -1: must not be negative (0: no cap)"},
+		{with(zone, "--gateway-idle-timeout", "5s"), "--gateway-idle-timeout = 5s: is for --gateway: set --gateway too"},
+		{with(zone, "--gateway-conns-per-addr", "8"), "--gateway-conns-per-addr = 8: is for --gateway: set --gateway too"},
 		{[]string{"world", "--players", "0"}, "--players = 0: must be at least 1"},
 		{[]string{"world", "--area", "0"}, "--area = 0: must be positive and fit the torus"},
 		{with(bots, "--reach", "0"), "--reach = 0: must be a positive number of metres"},
