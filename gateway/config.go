@@ -15,7 +15,7 @@ import (
 
 // Subprotocol is the WebSocket subprotocol of the client protocol. A
 // client that offers none is served it anyway; one that offers only others
-// is refused.
+// is refused before the upgrade, HTTP 400 with CodeSubprotocol.
 const Subprotocol = "shardwise.v1"
 
 // Audience is the login token audience a gateway accepts.
