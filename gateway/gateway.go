@@ -71,6 +71,13 @@ func (g *Gateway) Sessions() int {
 	return len(g.sessions)
 }
 
+// Accepting reports whether the gateway takes new sockets: until Close.
+func (g *Gateway) Accepting() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.closed
+}
+
 // Connections is the number of open sockets, logged in or not.
 func (g *Gateway) Connections() int {
 	g.mu.Lock()

@@ -227,7 +227,7 @@ func newZoneCmd() *cobra.Command {
 	f.StringVar(&host.CertDir, "certs", "", `directory written by "shardwise certs" holding this node's certificate (required)`)
 	f.StringVar(&host.ListenAddr, "listen", "127.0.0.1:0", "address the node link listens on (port 0: any free port)")
 	f.StringVar(&host.AdvertiseAddr, "advertise", "", "link address published for peers (default: the one listened on)")
-	f.StringVar(&host.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (port 0: any free port; default: not served)")
+	f.StringVar(&host.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics and the probes /healthz and /readyz (port 0: any free port; default: not served)")
 	f.StringVar(&dashAddr, "dashboard", "", "serve the live dashboard of this node's view (its regions, entities, ghosts and handoffs) at http://ADDR/ (port 0: any free port; default: not served)")
 	f.DurationVar(&host.TTL, "ttl", 0, "lease TTL, whole seconds: the node is fenced this long after etcd stops hearing from it (0: 10s)")
 	f.DurationVar(&host.PeerWait, "peer-wait", 10*time.Second, "before the first tick, wait this long for the table's other nodes to be connected (0 or negative: do not wait)")
