@@ -112,6 +112,7 @@ func newEconCmd() *cobra.Command {
 	f.BoolVar(&verbose, "verbose", false, "log the node's events (views formed and ready, sweeps, settles that failed) to stderr")
 	cmd.AddCommand(newEconAuditCmd())
 	cmd.AddCommand(newEconVerifyCmd())
+	cmd.AddCommand(newEconReconcileCmd())
 	return cmd
 }
 

@@ -95,6 +95,8 @@ func TestEveryCommandNamesTheFlag(t *testing.T) {
 		{with(econ, "--prefix", "nope"), `--prefix = "nope": must start and end with "/"`},
 		{with(econ, "--certs", dir+"/none"), `--certs = "` + dir + `/none": `},
 		{[]string{"econ", "audit"}, `--store = "": required`},
+		{[]string{"econ", "reconcile", "--endpoints", ep}, `--store = "": required`},
+		{[]string{"econ", "reconcile", "--store", "sqlite:///x.db"}, `--endpoints = "": required`},
 		{[]string{"econ", "verify", "--store", "sqlite:///" + dir + "/missing.db"}, `--store = "sqlite:///` + dir + `/missing.db": names no SQLite database`},
 		// members, regions, top: the shared etcd flags and their own.
 		{[]string{"members"}, `--endpoints = "": required`},
