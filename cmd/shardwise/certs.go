@@ -2,6 +2,10 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,9 +43,23 @@ func newCertsCmd() *cobra.Command {
 			if len(nodes) == 0 {
 				return withCode(errcode.Config("--nodes", "", "at least one node id is required"))
 			}
-			for _, id := range nodes {
+			for i, id := range nodes {
 				if err := nodename.Check("--nodes", id); err != nil {
 					return withCode(err)
+				}
+				if slices.Contains(nodes[:i], id) {
+					return withCode(errcode.Config("--nodes", strings.Join(nodes, ","), "lists "+strconv.Quote(id)+" twice"))
+				}
+			}
+			// Checked before anything is written: a refusal halfway would
+			// leave a CA whose key is gone beside some nodes' certificates.
+			files := []string{link.CAFile}
+			for _, id := range nodes {
+				files = append(files, link.NodeCertFile(id), link.NodeKeyFile(id))
+			}
+			for _, name := range files {
+				if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+					return withCode(errcode.Config("--dir", dir, "already holds "+name+": certs never overwrites a file; write the cluster's certificates to a new directory"))
 				}
 			}
 			if validity <= 0 {

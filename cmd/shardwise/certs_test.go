@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/shardwise/shardwise/errcode"
@@ -38,5 +41,17 @@ func TestCertsCommandWritesLoadableIdentities(t *testing.T) {
 	bad.SetArgs([]string{"--dir", t.TempDir(), "--nodes", "Not Valid"})
 	if err := bad.Execute(); !errors.Is(err, errcode.ErrConfigInvalid) {
 		t.Fatalf("invalid node id: %v", err)
+	}
+
+	// Into a directory that already holds the cluster's files: refused by
+	// --dir before anything is written.
+	again := newCertsCmd()
+	again.SetArgs([]string{"--dir", dir, "--nodes", "d,a"})
+	err := again.Execute()
+	if !errors.Is(err, errcode.ErrConfigInvalid) || !strings.Contains(err.Error(), "--dir = \""+dir+"\": already holds ca.pem: certs never overwrites a file") {
+		t.Fatalf("certs into %s again: %v", dir, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, link.NodeCertFile("d"))); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused certs wrote d's certificate: %v", err)
 	}
 }

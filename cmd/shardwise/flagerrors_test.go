@@ -112,6 +112,11 @@ func TestEveryCommandNamesTheFlag(t *testing.T) {
 		{[]string{"econ", "verify", "--store", "sqlite:///" + dir + "/missing.db"}, `--store = "sqlite:///` + dir + `/missing.db": names no SQLite database`},
 		// members, regions, top: the shared etcd flags and their own.
 		{[]string{"members"}, `--endpoints = "": required`},
+		{[]string{"members", "--endpoints", ep, "--prefix", "nope"}, `--prefix = "nope": must start and end with "/"`},
+		{[]string{"members", "--endpoints", "127.0.0.1:2379x"}, `--endpoints = "127.0.0.1:2379x": port "2379x" is not a TCP port (1 to 65535)`},
+		{[]string{"members", "--endpoints", "http://127.0.0.1:2379x"}, `--endpoints = "http://127.0.0.1:2379x": not a URL: `},
+		{[]string{"regions", "show", "--endpoints", "127.0.0.1"}, `--endpoints = "127.0.0.1": must be host:port or a URL such as http://host:port`},
+		{[]string{"certs", "--dir", dir + "/c", "--nodes", "zone-a,zone-a"}, `--nodes = "zone-a,zone-a": lists "zone-a" twice`},
 		{[]string{"members", "--endpoints", ep, "--timeout", "0"}, "--timeout = 0s: must be positive"},
 		{[]string{"members", "--endpoints", ep, "-o", "xml"}, `--output = "xml": must be table or json`},
 		{[]string{"regions", "show", "--endpoints", ep, "-o", "xml"}, `--output = "xml": must be json or yaml`},

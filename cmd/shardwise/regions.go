@@ -39,6 +39,13 @@ func (f *etcdFlags) registerOn(fs *pflag.FlagSet) {
 		"give up on etcd after this long")
 }
 
+// etcdFlagOf names the flag behind each coord.ClientConfig field.
+var etcdFlagOf = map[string]string{
+	"ClientConfig.Endpoints":   "--endpoints",
+	"ClientConfig.Prefix":      "--prefix",
+	"ClientConfig.DialTimeout": "--timeout",
+}
+
 // connect validates the flags and connects. The returned context carries
 // the command's timeout; cancel it and close the client when done.
 func (f *etcdFlags) connect(parent context.Context) (context.Context, context.CancelFunc, *coord.Client, error) {
@@ -48,8 +55,14 @@ func (f *etcdFlags) connect(parent context.Context) (context.Context, context.Ca
 	if f.timeout <= 0 {
 		return nil, nil, nil, errcode.Config("--timeout", f.timeout, "must be positive")
 	}
+	cfg := coord.ClientConfig{Endpoints: f.endpoints, Prefix: f.prefix, DialTimeout: f.timeout}
+	// Checked before dialling, so that a typo is named at once by its flag
+	// instead of after the dial timeout, or by a Go field name.
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, nil, renameToFlags(indexless(err), etcdFlagOf)
+	}
 	ctx, cancel := context.WithTimeout(parent, f.timeout)
-	c, err := coord.Connect(ctx, coord.ClientConfig{Endpoints: f.endpoints, Prefix: f.prefix, DialTimeout: f.timeout})
+	c, err := coord.Connect(ctx, cfg)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err
