@@ -163,6 +163,13 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		return err
 	}
 	defer cl.Close()
+	// A name a live member holds is refused before the store is opened:
+	// opening a SQLite store creates its file, and a refused node should
+	// leave nothing behind. Start's claim stays the authority (a node
+	// that takes the name after this look is refused there).
+	if err := nameFree(ctx, cl, cfg.Name); err != nil {
+		return err
+	}
 	store, err := sqlstore.Open(ctx, cfg.StoreURL)
 	if err != nil {
 		return renameURLField(err)
@@ -282,6 +289,20 @@ func (h *hostHealth) check(context.Context) (string, error) {
 		return "", fmt.Errorf("joining: view [%s] not ready (every member must adopt it)", strings.Join(st.View, " "))
 	}
 	return fmt.Sprintf("view [%s] ready", strings.Join(st.View, " ")), nil
+}
+
+// nameFree returns a *coord.NameTakenError if a live member holds name.
+func nameFree(ctx context.Context, cl *coord.Client, name string) error {
+	members, err := cl.Members(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if m.Name == name {
+			return &coord.NameTakenError{Name: name, HeldBy: m.ID.String()}
+		}
+	}
+	return nil
 }
 
 func renameURLField(err error) error {

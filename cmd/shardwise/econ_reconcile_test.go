@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,5 +90,24 @@ func TestEconReconcile(t *testing.T) {
 	out, err = runCmd(t, newRootCmd(), "", args...)
 	if err != nil || out != "reconcile: every counter already right, 0 account(s) pending\n" {
 		t.Errorf("second reconcile: %v\n%s", err, out)
+	}
+}
+
+// An economy node whose name a live member holds is refused with
+// NODENAME.TAKEN before it creates anything: no SQLite file is left.
+func TestEconNameTakenCreatesNoStore(t *testing.T) {
+	eps, c := etcdForCmdTest(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	held, err := c.Register(ctx, coord.RegisterConfig{Name: "econ-a", Role: econ.Role, TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	path := filepath.Join(t.TempDir(), "econ.db")
+	_, err = runCmd(t, newRootCmd(), "", "econ", "--endpoints", eps, "--name", "econ-a", "--store", "sqlite://"+path)
+	wantCmdCode(t, err, coord.CodeNameTaken)
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused econ left %s: %v", path, err)
 	}
 }
