@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -175,7 +177,13 @@ func checkReportFile(flag, path string) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, ".shardwise-report-*")
 	if err != nil {
-		return errcode.Config(flag, path, "cannot be written: "+err.Error())
+		// The reason without the probe's own file name: "no such file
+		// or directory", "permission denied".
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return errcode.Config(flag, path, "cannot be written in "+dir+": "+err.Error())
 	}
 	name := f.Name()
 	_ = f.Close()

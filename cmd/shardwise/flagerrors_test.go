@@ -105,7 +105,7 @@ func TestEveryCommandNamesTheFlag(t *testing.T) {
 		{with(econ, "--metrics", "9100"), `--metrics = "9100": must be host:port`},
 		{with(econ, "--prefix", "nope"), `--prefix = "nope": must start and end with "/"`},
 		{with(econ, "--certs", dir+"/none"), `--certs = "` + dir + `/none": `},
-		{[]string{"demo", "--json", "/nonexistent/dir/r.json"}, `--json = "/nonexistent/dir/r.json": cannot be written: open /nonexistent/dir/.shardwise-report-`},
+		{[]string{"demo", "--json", "/nonexistent/dir/r.json"}, `--json = "/nonexistent/dir/r.json": cannot be written in /nonexistent/dir: no such file or directory`},
 		{[]string{"econ", "audit"}, `--store = "": required`},
 		{[]string{"econ", "reconcile", "--endpoints", ep}, `--store = "": required`},
 		{[]string{"econ", "reconcile", "--store", "sqlite:///x.db"}, `--endpoints = "": required`},
