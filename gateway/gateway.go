@@ -100,10 +100,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Past the upgrade the socket's own limits (LoginTimeout,
 	// IdleTimeout) bound it, not the HTTP server's read deadline
 	// (HTTPServer: Limits.HTTPReadTimeout), which would cut a healthy
-	// socket mid-game. net/http clears that deadline itself when a
-	// handler hijacks a request without a body, as an upgrade is; clearing
-	// it here keeps the socket independent of that detail. A
-	// ResponseWriter that cannot (a test's recorder) has none to clear.
+	// socket mid-game. http.Hijacker's contract leaves clearing it to the
+	// caller ("may have read or write deadlines already set"); today's
+	// net/http happens to clear both on hijack, which this does not rely
+	// on. A ResponseWriter that cannot (a test's recorder) has none.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	if !offersSubprotocol(r) {
 		// Refused before the upgrade: a client library refuses a 101
