@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -97,6 +99,16 @@ func checkEndpoint(ep string) error {
 		default:
 			return fmt.Errorf("scheme %q is not http, https, unix or unixs", u.Scheme)
 		}
+		return nil
+	}
+	// host:port without a scheme: the port must be one, or the dial
+	// fails only after the whole dial timeout.
+	_, port, err := net.SplitHostPort(ep)
+	if err != nil {
+		return fmt.Errorf("must be host:port or a URL such as http://host:port")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not a TCP port (1 to 65535)", port)
 	}
 	return nil
 }

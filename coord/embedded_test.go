@@ -51,7 +51,12 @@ func TestClientConfigValidate(t *testing.T) {
 		{"url without host", ClientConfig{Endpoints: []string{"http://"}}, "ClientConfig.Endpoints[0]"},
 		{"prefix without slashes", ClientConfig{Endpoints: []string{"a:1"}, Prefix: "x"}, "ClientConfig.Prefix"},
 		{"negative dial timeout", ClientConfig{Endpoints: []string{"a:1"}, DialTimeout: -1}, "ClientConfig.DialTimeout"},
+		{"port not a number", ClientConfig{Endpoints: []string{"127.0.0.1:2379x"}}, "ClientConfig.Endpoints[0]"},
+		{"port out of range", ClientConfig{Endpoints: []string{"a:1", "a:70000"}}, "ClientConfig.Endpoints[1]"},
+		{"no port", ClientConfig{Endpoints: []string{"127.0.0.1"}}, "ClientConfig.Endpoints[0]"},
+		{"url port not a number", ClientConfig{Endpoints: []string{"http://127.0.0.1:2379x"}}, "ClientConfig.Endpoints[0]"},
 		{"host:port", ClientConfig{Endpoints: []string{"127.0.0.1:2379"}}, ""},
+		{"[ipv6]:port", ClientConfig{Endpoints: []string{"[::1]:2379"}}, ""},
 		{"url", ClientConfig{Endpoints: []string{"https://etcd.example:2379"}, Prefix: "/x/"}, ""},
 	}
 	for _, tc := range tests {

@@ -690,7 +690,10 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, scratch string) er
 			Coord: coord.ClientConfig{Endpoints: d.etcd.Endpoints(), Prefix: d.prefix},
 			Name:  name, CertDir: certs, Module: g, Runtime: rc,
 			MetricsAddr: "127.0.0.1:0", GatewayAddr: "127.0.0.1:0",
-			Cluster: demoCluster, LoginKeys: []ed25519.PublicKey{pub},
+			// Every bot connects from this process over loopback: one
+			// address, up to maxBots sockets.
+			GatewayLimits: gateway.Limits{MaxConnsPerAddr: -1},
+			Cluster:       demoCluster, LoginKeys: []ed25519.PublicKey{pub},
 			Directory: d.dir, WorldStore: d.world,
 			// coord's default lease (10s): the demo kills no zone node, and
 			// a loaded machine must not fence one.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,7 @@ import (
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/internal/dburl"
+	"github.com/shardwise/shardwise/internal/health"
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/netting/sqlstore"
 )
@@ -46,7 +48,9 @@ type HostConfig struct {
 	// loopback address.
 	CertDir string
 	// MetricsAddr, if set, is where Host serves Prometheus metrics at
-	// /metrics (the node's shardwise_econ_* series); the address listened
+	// /metrics (the node's shardwise_econ_* series) and the probes
+	// /healthz (alive) and /readyz (ready: its view ready; 503 while it
+	// joins, once it is fenced, and while it stops); the address listened
 	// on is published in the member record as Addrs["metrics"].
 	MetricsAddr string
 	// Node holds the netting settings (TTL, EpochMaxAge, MaxMovements,
@@ -163,6 +167,13 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		return err
 	}
 	defer cl.Close()
+	// A name a live member holds is refused before the store is opened:
+	// opening a SQLite store creates its file, and a refused node should
+	// leave nothing behind. Start's claim stays the authority (a node
+	// that takes the name after this look is refused there).
+	if err := nameFree(ctx, cl, cfg.Name); err != nil {
+		return err
+	}
 	store, err := sqlstore.Open(ctx, cfg.StoreURL)
 	if err != nil {
 		return renameURLField(err)
@@ -177,18 +188,34 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		advertised = lis.Addr().String()
 	}
 
-	// The metrics listen before the node registers, so that its member
-	// record names their address (Addrs["metrics"]) from the start.
+	// The metrics listen, and are served, before the node registers: its
+	// member record names their address (Addrs["metrics"]) from the
+	// start, and /healthz and /readyz answer while it joins.
 	var (
 		ml          net.Listener
 		metricsAddr string
+		metricsSrv  *http.Server
+		reg         = prometheus.NewRegistry()
+		hh          = &hostHealth{}
 	)
+	metricsErr := make(chan error, 1)
+	stopMetrics := func() {
+		if metricsSrv != nil {
+			_ = metricsSrv.Close()
+			<-metricsErr
+		}
+	}
 	if cfg.MetricsAddr != "" {
 		if ml, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
 			lis.Close()
 			return fmt.Errorf("econ: metrics listen on %s: %w", cfg.MetricsAddr, err)
 		}
 		metricsAddr = ml.Addr().String()
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		health.Handle(mux, hh.check)
+		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { metricsErr <- metricsSrv.Serve(ml) }()
 	}
 
 	ncfg := cfg.Node
@@ -196,26 +223,16 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	node, err := Start(ctx, ncfg)
 	if err != nil {
 		lis.Close()
-		if ml != nil {
-			ml.Close()
-		}
+		stopMetrics()
 		return err
 	}
+	reg.MustRegister(node.Collectors()...)
+	hh.node.Store(node)
 	gs := grpc.NewServer(grpc.Creds(creds))
 	NewServer(node, WithServerLogger(log)).Register(gs)
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
 
-	var metricsSrv *http.Server
-	metricsErr := make(chan error, 1)
-	if ml != nil {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(node.Collectors()...)
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() { metricsErr <- metricsSrv.Serve(ml) }()
-	}
 	if cfg.OnReady != nil {
 		cfg.OnReady(HostReady{Name: cfg.Name, Addr: lis.Addr().String(), Advertised: advertised, MetricsAddr: metricsAddr, Node: node})
 	}
@@ -232,6 +249,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	}
 	// Stop recording first (calls in flight answer ECON.CLOSED and their
 	// callers go elsewhere), settle, leave the membership; then stop serving.
+	hh.stopping.Store(true)
 	closeErr := node.Close()
 	stopped := make(chan struct{})
 	go func() { gs.GracefulStop(); close(stopped) }()
@@ -244,11 +262,51 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	if serving {
 		<-served
 	}
-	if metricsSrv != nil {
-		_ = metricsSrv.Close()
-		<-metricsErr
-	}
+	stopMetrics()
 	return errors.Join(runErr, closeErr)
+}
+
+// hostHealth is what an economy node's /readyz reads.
+type hostHealth struct {
+	node     atomic.Pointer[Node] // nil until Start returned
+	stopping atomic.Bool
+}
+
+// check is the node's readiness (docs/operators.md): registered, its
+// lease live, and its view ready (it and every other live member adopted
+// the same view, so it records).
+func (h *hostHealth) check(context.Context) (string, error) {
+	n := h.node.Load()
+	if h.stopping.Load() {
+		return "", errors.New("stopping")
+	}
+	if n == nil {
+		return "", errors.New("joining: not a member yet")
+	}
+	st := n.Status()
+	switch {
+	case st.Closed:
+		return "", errors.New("stopping")
+	case st.Fenced:
+		return "", fmt.Errorf("fenced: %v", n.Registration().Err())
+	case !st.Ready:
+		return "", fmt.Errorf("joining: view [%s] not ready (every member must adopt it)", strings.Join(st.View, " "))
+	}
+	return fmt.Sprintf("view [%s] ready", strings.Join(st.View, " ")), nil
+}
+
+// nameFree returns a *coord.NameTakenError if a live member holds name.
+func nameFree(ctx context.Context, cl *coord.Client, name string) error {
+	members, err := cl.Members(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if m.Name == name {
+			return &coord.NameTakenError{Name: name, HeldBy: m.ID.String()}
+		}
+	}
+	return nil
 }
 
 func renameURLField(err error) error {

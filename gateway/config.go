@@ -15,7 +15,7 @@ import (
 
 // Subprotocol is the WebSocket subprotocol of the client protocol. A
 // client that offers none is served it anyway; one that offers only others
-// is refused.
+// is refused before the upgrade, HTTP 400 with CodeSubprotocol.
 const Subprotocol = "shardwise.v1"
 
 // Audience is the login token audience a gateway accepts.
@@ -30,6 +30,10 @@ const (
 	DefaultLoginTimeout = 10 * time.Second
 	DefaultSendBudget   = 4 << 20
 	DefaultWriteTimeout = 5 * time.Second
+
+	DefaultHTTPReadTimeout = 10 * time.Second
+	DefaultHTTPIdleTimeout = 30 * time.Second
+	DefaultMaxConnsPerAddr = 256
 )
 
 // Limits bound what one connection may cost the node.
@@ -66,6 +70,29 @@ type Limits struct {
 	// write is cut between WriteTimeout and 1.5 times it. Default
 	// DefaultWriteTimeout.
 	WriteTimeout time.Duration
+
+	// HTTPReadTimeout bounds reading one HTTP request on the gateway's
+	// port, headers and body, from its first byte (or, for a connection's
+	// first request, from the connection): a client that trickles a
+	// request is cut. A WebSocket upgrade is bound by it only until it is
+	// upgraded; the socket is then bound by IdleTimeout and LoginTimeout
+	// instead. Applied by HTTPServer. Default DefaultHTTPReadTimeout.
+	HTTPReadTimeout time.Duration
+	// HTTPIdleTimeout closes an HTTP keep-alive connection that waits this
+	// long for its next request (a page's connection after it loaded, a
+	// connection refused 403 for its Origin): without it such a connection
+	// holds a file descriptor for ever. Applied by HTTPServer. Default
+	// DefaultHTTPIdleTimeout.
+	HTTPIdleTimeout time.Duration
+	// MaxConnsPerAddr caps the TCP connections open at once from one
+	// remote IP address (HTTP and WebSocket alike; IPv6 by full address).
+	// A connection over the cap is closed as it is accepted, before any
+	// byte is read, and counted (shardwise_gateway_conns_refused_total).
+	// Players behind one NAT share an address: the cap is a bound on what
+	// one address may hold, not one per player. Applied by Listener.
+	// Default DefaultMaxConnsPerAddr; negative: no cap (one process that
+	// runs many clients over loopback, as the demo does).
+	MaxConnsPerAddr int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -90,10 +117,22 @@ func (l Limits) withDefaults() Limits {
 	if l.WriteTimeout == 0 {
 		l.WriteTimeout = DefaultWriteTimeout
 	}
+	if l.HTTPReadTimeout == 0 {
+		l.HTTPReadTimeout = DefaultHTTPReadTimeout
+	}
+	if l.HTTPIdleTimeout == 0 {
+		l.HTTPIdleTimeout = DefaultHTTPIdleTimeout
+	}
+	if l.MaxConnsPerAddr == 0 {
+		l.MaxConnsPerAddr = DefaultMaxConnsPerAddr
+	}
 	return l
 }
 
-func (l Limits) validate() error {
+// Validate reports the first invalid limit, after defaults, by its Go
+// path in Config (Config.Limits.IdleTimeout).
+func (l Limits) Validate() error {
+	l = l.withDefaults()
 	switch {
 	case l.MaxMessage < 64 || l.MaxMessage > 1<<20:
 		return errcode.Config("Config.Limits.MaxMessage", l.MaxMessage, "must be within 64 bytes and 1 MiB")
@@ -109,6 +148,10 @@ func (l Limits) validate() error {
 		return errcode.Config("Config.Limits.SendBudget", l.SendBudget, "must be at least 64 KiB")
 	case l.WriteTimeout < 100*time.Millisecond:
 		return errcode.Config("Config.Limits.WriteTimeout", l.WriteTimeout, "must be at least 100ms")
+	case l.HTTPReadTimeout < 100*time.Millisecond:
+		return errcode.Config("Config.Limits.HTTPReadTimeout", l.HTTPReadTimeout, "must be at least 100ms")
+	case l.HTTPIdleTimeout < 100*time.Millisecond:
+		return errcode.Config("Config.Limits.HTTPIdleTimeout", l.HTTPIdleTimeout, "must be at least 100ms")
 	}
 	return nil
 }
@@ -196,5 +239,5 @@ func (c Config) Validate() error {
 	case c.RenewEvery < 10*time.Millisecond:
 		return errcode.Config("Config.RenewEvery", c.RenewEvery, "must be at least 10ms")
 	}
-	return c.Limits.validate()
+	return c.Limits.Validate()
 }

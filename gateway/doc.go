@@ -18,6 +18,10 @@
 //     displacement. The displaced socket is told why
 //     (SESSION.DISPLACED) and closed; its teardown releases nothing the
 //     newer session holds (the directory refuses the older epoch).
+//   - The port's HTTP bounds (HTTPServer, Listener): a read timeout per
+//     request and an idle timeout per keep-alive connection, which an
+//     upgraded socket leaves behind, and a cap on the connections one
+//     remote address holds open.
 //   - Limits per connection (Limits): a maximum message size, a token
 //     bucket over every client message (golang.org/x/time/rate, on the
 //     injected clock), an idle timeout and a login timeout (checked by one

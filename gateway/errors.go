@@ -24,6 +24,9 @@ const (
 	CodeUnavailable   = "GATEWAY.UNAVAILABLE"    // the session directory or the world could not be reached
 	CodeDisplaced     = "SESSION.DISPLACED"      // a newer login of the same account
 	CodeExpired       = "SESSION.EXPIRED"        // the session's directory lease ran out
+	// CodeSubprotocol is the body of the HTTP 400 that answers an upgrade
+	// offering subprotocols but not Subprotocol: it is never upgraded.
+	CodeSubprotocol = "GATEWAY.SUBPROTOCOL"
 )
 
 // Sentinels for errors.Is, one per code a Go caller may meet.

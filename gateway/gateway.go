@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +71,13 @@ func (g *Gateway) Sessions() int {
 	return len(g.sessions)
 }
 
+// Accepting reports whether the gateway takes new sockets: until Close.
+func (g *Gateway) Accepting() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.closed
+}
+
 // Connections is the number of open sockets, logged in or not.
 func (g *Gateway) Connections() int {
 	g.mu.Lock()
@@ -89,13 +97,24 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.wg.Add(1)
 	g.mu.Unlock()
 	defer g.wg.Done()
+	// Past the upgrade the socket's own limits (LoginTimeout,
+	// IdleTimeout) bound it, not the HTTP server's read deadline
+	// (HTTPServer: Limits.HTTPReadTimeout), which would cut a healthy
+	// socket mid-game. http.Hijacker's contract leaves clearing it to the
+	// caller ("may have read or write deadlines already set"); today's
+	// net/http happens to clear both on hijack, which this does not rely
+	// on. A ResponseWriter that cannot (a test's recorder) has none.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	if !offersSubprotocol(r) {
+		// Refused before the upgrade: a client library refuses a 101
+		// that lacks the protocol it offered, before its user could see
+		// a close status.
+		http.Error(w, CodeSubprotocol+": offer the subprotocol "+Subprotocol+" (or none)", http.StatusBadRequest)
+		return
+	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}, OriginPatterns: g.cfg.OriginPatterns})
 	if err != nil {
 		return // Accept wrote the HTTP error
-	}
-	if r.Header.Get("Sec-WebSocket-Protocol") != "" && ws.Subprotocol() != Subprotocol {
-		_ = ws.Close(StatusProtocol, CodeMalformed)
-		return
 	}
 	ws.SetReadLimit(int64(g.cfg.Limits.MaxMessage))
 	l := g.cfg.Limits
@@ -118,6 +137,24 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	delete(g.conns, c)
 	g.mu.Unlock()
+}
+
+// offersSubprotocol reports whether r offers Subprotocol, or offers no
+// subprotocol at all (served anyway). Offers may come in several header
+// lines, each a comma-separated list.
+func offersSubprotocol(r *http.Request) bool {
+	offers := r.Header.Values("Sec-WebSocket-Protocol")
+	if len(offers) == 0 {
+		return true
+	}
+	for _, line := range offers {
+		for p := range strings.SplitSeq(line, ",") {
+			if strings.TrimSpace(p) == Subprotocol {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // register makes c the account's connection here, displacing an older

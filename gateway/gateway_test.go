@@ -105,6 +105,7 @@ func TestTokensThatAreRefused(t *testing.T) {
 		{name: "wrong audience", token: wrongAudience, code: logintoken.CodeWrongAudience, at: n},
 		{name: "wrong cluster", token: wrongCluster, code: logintoken.CodeWrongCluster, at: n},
 		{name: "non-canonical", token: f.token(6) + "=", code: logintoken.CodeMalformed, at: n},
+		{name: "a line break added", token: f.token(6) + "\n", code: logintoken.CodeMalformed, at: n},
 		{name: "expired", token: expired, code: logintoken.CodeExpired, at: m, before: func() { f.clk.Advance(logintoken.DefaultTTL + time.Minute) }},
 	}
 	for _, tc := range cases {

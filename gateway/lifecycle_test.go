@@ -287,6 +287,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{func(c *gateway.Config) { c.Directory = nil }, "Config.Directory"},
 		{func(c *gateway.Config) { c.Limits.IdleTimeout = time.Millisecond }, "Config.Limits.IdleTimeout"},
 		{func(c *gateway.Config) { c.Limits.SendBudget = 10 }, "Config.Limits.SendBudget"},
+		{func(c *gateway.Config) { c.Limits.HTTPReadTimeout = -time.Second }, "Config.Limits.HTTPReadTimeout"},
+		{func(c *gateway.Config) { c.Limits.HTTPIdleTimeout = time.Millisecond }, "Config.Limits.HTTPIdleTimeout"},
 	} {
 		cfg := gateway.Config{Name: "ok", Directory: f.dir, Verifier: v, World: newRecWorld(), Geometry: torus.Default()}
 		tc.mod(&cfg)

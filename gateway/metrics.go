@@ -12,6 +12,8 @@ type Metrics struct {
 	refused    *prometheus.CounterVec // code
 	batchesOut prometheus.Counter
 	bytesOut   prometheus.Counter
+
+	connsRefused prometheus.Counter
 }
 
 // NewMetrics returns a fresh, unregistered set of collectors.
@@ -46,10 +48,14 @@ func NewMetrics() *Metrics {
 			Namespace: ns, Subsystem: sub, Name: "bytes_out_total",
 			Help: "Bytes of server messages written to clients (before WebSocket framing).",
 		}),
+		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "conns_refused_total",
+			Help: "TCP connections closed as they were accepted: their remote address already had Limits.MaxConnsPerAddr open.",
+		}),
 	}
 }
 
 // Collectors returns the collectors for the caller to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.sessions, m.logins, m.closes, m.messagesIn, m.refused, m.batchesOut, m.bytesOut}
+	return []prometheus.Collector{m.sessions, m.logins, m.closes, m.messagesIn, m.refused, m.batchesOut, m.bytesOut, m.connsRefused}
 }

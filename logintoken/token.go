@@ -219,7 +219,14 @@ func (t Token) Encode() (string, error) {
 	return b64.EncodeToString(append(p, t.Signature[:]...)), nil
 }
 
-// Decode parses the wire text strictly: canonical unpadded base64url, version
+// isBase64URL reports whether c is one of the 64 characters of unpadded
+// base64url, the only bytes Encode writes.
+func isBase64URL(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+}
+
+// Decode parses the wire text strictly: canonical unpadded base64url (no
+// other byte, not even a line break a lenient decoder would skip), version
 // 2, every length within its limit, timestamps ordered, an account that is
 // not None, no trailing bytes. Another version is ErrUnsupportedVersion,
 // anything else ErrMalformed. It does not check the signature (Verifier
@@ -227,6 +234,14 @@ func (t Token) Encode() (string, error) {
 func Decode(s string) (Token, error) {
 	if len(s) > MaxEncodedLen {
 		return Token{}, ErrMalformed.Wrap("%d characters, at most %d", len(s), MaxEncodedLen)
+	}
+	// encoding/base64 skips \r and \n wherever they are, even in strict
+	// mode: checked here, so that a token with line breaks added is not
+	// taken for the one Encode wrote (invariant 3).
+	for i := 0; i < len(s); i++ {
+		if !isBase64URL(s[i]) {
+			return Token{}, ErrMalformed.Wrap("byte %q at offset %d is not in the base64url alphabet", s[i], i)
+		}
 	}
 	raw, err := b64.DecodeString(s)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -95,6 +96,31 @@ func TestVerifyOnceThenReplayedOnAnotherNode(t *testing.T) {
 	tok2, _, _ := r.issuer.Issue(1001, "gateway")
 	if _, err := r.b.Verify(context.Background(), tok2); err != nil {
 		t.Fatalf("second token: %v", err)
+	}
+}
+
+// Go's base64 decoders skip \r and \n, even in strict mode: a token with
+// line breaks added decodes to the same bytes, although Encode never
+// writes one. Decode refuses it, and so does Verify, without using the
+// token up: the token as issued still logs in afterwards.
+func TestLineBreaksAreRefused(t *testing.T) {
+	r := newRig(t)
+	tok, _, err := r.issuer.Issue(1001, "gateway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := len(tok) / 2
+	for _, bad := range []string{
+		tok + "\n", "\n" + tok, tok + "\r\n", tok + "\r",
+		tok[:k] + "\r\n" + tok[k:], tok[:k] + "\n" + tok[k:], tok[:k] + "\r" + tok[k:],
+	} {
+		_, err := logintoken.Decode(bad)
+		wantCode(t, fmt.Sprintf("Decode(%q)", bad), err, logintoken.ErrMalformed)
+		_, err = r.a.Verify(context.Background(), bad)
+		wantCode(t, fmt.Sprintf("Verify(%q)", bad), err, logintoken.ErrMalformed)
+	}
+	if _, err := r.a.Verify(context.Background(), tok); err != nil {
+		t.Fatalf("the token as issued, after its altered copies were refused: %v", err)
 	}
 }
 
@@ -437,6 +463,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add("")
 	f.Add("AQ")
 	f.Add(good[:len(good)-4])
+	// Bytes a lenient base64 decoder skips: anything accepted must still
+	// re-encode to exactly the bytes given (the check below).
+	f.Add(good + "\n")
+	f.Add("\n" + good)
+	f.Add(good[:20] + "\r\n" + good[20:])
 	f.Add(signV1(priv, start, start.Add(time.Minute), "prod-eu", "gateway", "alice"))
 	f.Fuzz(func(t *testing.T, s string) {
 		tok, err := logintoken.Decode(s)

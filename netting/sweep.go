@@ -3,6 +3,8 @@ package netting
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/shardwise/shardwise/errcode"
@@ -107,13 +109,23 @@ func (n *ClusterNode) settleOrphan(ctx context.Context, id string) (string, erro
 	return rep.Mode, nil
 }
 
-// ReconcileResult reports ReconcileReservations.
+// ReconcileResult reports ReconcileReservations and PlanReconcile.
 type ReconcileResult struct {
 	// Accounts is the number of accounts with a nonzero pending total
 	// after the rebuild.
 	Accounts int
-	// Adjusted is the number of accounts whose counter was wrong.
+	// Adjusted is the number of accounts whose counter was wrong (as the
+	// store's write counted them; PlanReconcile: len(Changes)).
 	Adjusted int
+	// Changes are the counters the rebuild sets to another value, sorted
+	// by account: what each held, and what the journals say it should.
+	Changes []PendingChange
+}
+
+// PendingChange is one reservation counter a rebuild corrects.
+type PendingChange struct {
+	Account  string
+	Was, Now int64
 }
 
 // ReconcileReservations rebuilds the shared reservation counters from the
@@ -123,19 +135,50 @@ type ReconcileResult struct {
 // quiesced cluster (no node recording or settling), never a scheduled
 // job: a live node's in-flight movements would race the rebuild.
 func ReconcileReservations(ctx context.Context, store Store) (ReconcileResult, error) {
+	shared, want, res, err := planReconcile(ctx, store)
+	if err != nil {
+		return ReconcileResult{}, err
+	}
+	if res.Adjusted, err = shared.ReplacePending(ctx, want); err != nil {
+		return ReconcileResult{}, fmt.Errorf("netting: reconcile: %w", err)
+	}
+	return res, nil
+}
+
+// PlanReconcile is ReconcileReservations without its write: what the
+// rebuild would change, for an operator to read first. It writes nothing.
+func PlanReconcile(ctx context.Context, store Store) (ReconcileResult, error) {
+	_, _, res, err := planReconcile(ctx, store)
+	return res, err
+}
+
+func planReconcile(ctx context.Context, store Store) (SharedStore, map[string]int64, ReconcileResult, error) {
 	shared, ok := store.(SharedStore)
 	if !ok {
-		return ReconcileResult{}, errcode.Config("store", fmt.Sprintf("%T", store), "has no shared reservation counter (netting.ReservationStore)")
+		return nil, nil, ReconcileResult{}, errcode.Config("store", fmt.Sprintf("%T", store), "has no shared reservation counter (netting.ReservationStore)")
 	}
 	want, err := unsettledReservations(ctx, shared, func(u UnsettledSession) bool { return u.Released })
 	if err != nil {
-		return ReconcileResult{}, fmt.Errorf("netting: reconcile: %w", err)
+		return nil, nil, ReconcileResult{}, fmt.Errorf("netting: reconcile: %w", err)
 	}
-	adjusted, err := shared.ReplacePending(ctx, want)
+	have, err := shared.PendingAll(ctx)
 	if err != nil {
-		return ReconcileResult{}, fmt.Errorf("netting: reconcile: %w", err)
+		return nil, nil, ReconcileResult{}, fmt.Errorf("netting: reconcile: %w", err)
 	}
-	return ReconcileResult{Accounts: len(want), Adjusted: adjusted}, nil
+	res := ReconcileResult{Accounts: len(want)}
+	for a, now := range want {
+		if have[a] != now {
+			res.Changes = append(res.Changes, PendingChange{Account: a, Was: have[a], Now: now})
+		}
+	}
+	for a, was := range have {
+		if _, kept := want[a]; !kept && was != 0 {
+			res.Changes = append(res.Changes, PendingChange{Account: a, Was: was})
+		}
+	}
+	slices.SortFunc(res.Changes, func(x, y PendingChange) int { return strings.Compare(x.Account, y.Account) })
+	res.Adjusted = len(res.Changes)
+	return shared, want, res, nil
 }
 
 // settledSoFar is what the settle postings of a session in the ledger have

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +30,7 @@ import (
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/gateway"
+	"github.com/shardwise/shardwise/internal/health"
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/logintoken"
 	"github.com/shardwise/shardwise/nodename"
@@ -69,7 +71,9 @@ type HostConfig struct {
 	// peer and stream), the gateway's with GatewayAddr (shardwise_gateway_*)
 	// and the Go runtime's and the process's. They are set after every tick. The address served is
 	// published in coord as Addrs["metrics"] and reported in HostReady.
-	// Port 0 picks a free one. Default "": not served.
+	// The same address serves the probes /healthz (alive) and /readyz
+	// (ready; docs/operators.md says when). Port 0 picks a free one.
+	// Default "": not served.
 	MetricsAddr string
 	// GatewayAddr, if set, is where the node serves players (the gateway
 	// role, package gateway): the client protocol's WebSocket at /ws and
@@ -79,6 +83,13 @@ type HostConfig struct {
 	// Port 0 picks a free one. The module must support players
 	// (SetPlayers). Default "": no gateway.
 	GatewayAddr string
+	// GatewayLimits bound each client connection of the gateway
+	// (gateway.Config.Limits), and the gateway's port: its HTTP read and
+	// keep-alive idle timeouts and the connections one remote address may
+	// hold open (gateway.Limits.HTTPReadTimeout, HTTPIdleTimeout,
+	// MaxConnsPerAddr). Zero fields take gateway's defaults. Only with
+	// GatewayAddr.
+	GatewayLimits gateway.Limits
 	// Cluster is the cluster id the login tokens must name
 	// (logintoken.VerifierConfig.Cluster). Required with GatewayAddr.
 	Cluster string
@@ -325,8 +336,17 @@ func (c HostConfig) validateGateway() error {
 			return errcode.Config("HostConfig.Directory", "set", "is for the gateway: set HostConfig.GatewayAddr too")
 		case c.WorldStore != nil:
 			return errcode.Config("HostConfig.WorldStore", "set", "is for the gateway: set HostConfig.GatewayAddr too")
+		case c.GatewayLimits != (gateway.Limits{}):
+			return errcode.Config("HostConfig.GatewayLimits", "set", "are for the gateway: set HostConfig.GatewayAddr too")
 		}
 		return nil
+	}
+	if err := c.GatewayLimits.Validate(); err != nil {
+		var ce *errcode.ConfigError
+		if errors.As(err, &ce) {
+			return errcode.Config("HostConfig.GatewayLimits."+strings.TrimPrefix(ce.Field, "Config.Limits."), ce.Value, ce.Reason)
+		}
+		return err
 	}
 	if _, _, err := net.SplitHostPort(c.GatewayAddr); err != nil {
 		return errcode.Config("HostConfig.GatewayAddr", c.GatewayAddr, "must be host:port (port 0 picks a free one)")
@@ -384,7 +404,8 @@ const peerPoll = 10 * time.Millisecond
 //     MetricsAddr, serves the metrics from then on (they read zero until
 //     the first tick); with GatewayAddr, listens there too (served from
 //     step 4 on) and opens the session directory (DirectoryURL) and the
-//     world store (WorldStoreURL);
+//     world store (WorldStoreURL); the metrics address serves /healthz
+//     and /readyz too (docs/operators.md), ready only from step 5 on;
 //  2. connects to coord and joins (Join, role "zone"), publishing the link
 //     address as Addrs["link"], the metrics address as Addrs["metrics"]
 //     and the gateway's as Addrs["gateway"];
@@ -434,8 +455,10 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		rt     *Runtime
 		ms     *metricsServer
 		hg     *hostGateway
+		hh     = &hostHealth{gateway: cfg.GatewayAddr != ""}
 	)
 	defer func() {
+		hh.stopping.Store(true) // /readyz says so while the rest stops
 		if hg != nil {
 			hg.stop() // before the runtime: its sessions leave the world
 			if rt != nil && !rt.Fenced() && (own == nil || own.Err() == nil) {
@@ -508,7 +531,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		reg.MustRegister(hm.collectors()...)
 		reg.MustRegister(l.Metrics()) // the link's frames per peer and stream
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		if ms, err = serveMetrics(cfg.MetricsAddr, reg, log); err != nil {
+		if ms, err = serveMetrics(cfg.MetricsAddr, reg, hh.check, log); err != nil {
 			return err
 		}
 		addrs["metrics"] = ms.addr
@@ -530,6 +553,8 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	if err != nil {
 		return err
 	}
+	hh.cl.Store(cl)
+	hh.own.Store(own)
 	if reg != nil {
 		reg.MustRegister(own.Collectors()...)
 	}
@@ -557,6 +582,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		if err := hg.start(cfg, rt, rc.Node, reg); err != nil {
 			return err
 		}
+		hh.gw.Store(hg.g)
 	}
 	if err := l.Serve(lis); err != nil {
 		return err
@@ -577,6 +603,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	}
 	log.Info("zone: host: ticking", "node", cfg.Name, "node_id", ready.Node, "link", addr, "metrics", ready.MetricsAddr, "gateway", ready.GatewayAddr,
 		"table_version", ready.TableVersion, "owned", ready.OwnedRegions, "connected", connected)
+	hh.ticking.Store(true)
 	if cfg.OnReady != nil {
 		cfg.OnReady(ready)
 	}
@@ -656,6 +683,53 @@ func census(rt *Runtime, perRegion map[cells.RegionID]int) (simulated, frozen in
 	return simulated, frozen
 }
 
+// hostHealth is what a zone node's /readyz reads: set by Host as it goes,
+// read by the metrics server's goroutines.
+type hostHealth struct {
+	own      atomic.Pointer[Ownership]
+	cl       atomic.Pointer[coord.Client]
+	gw       atomic.Pointer[gateway.Gateway]
+	ticking  atomic.Bool // OnReady is next: every step before the first tick done
+	stopping atomic.Bool // Host is returning
+	gateway  bool        // the node serves a gateway (HostConfig.GatewayAddr)
+}
+
+// check is the node's readiness (docs/operators.md): joined, holding the
+// table version stored in etcd, its lease live, past its start (the
+// runtime built, the link served, the peer wait over) and, with a
+// gateway, the gateway accepting. The table version is read from etcd
+// on each call: the node holds every version its watch delivered, and
+// this says whether the watch is keeping up.
+func (h *hostHealth) check(ctx context.Context) (string, error) {
+	own := h.own.Load()
+	switch {
+	case h.stopping.Load():
+		return "", errors.New("stopping")
+	case own == nil:
+		return "", errors.New("joining: not a member yet")
+	case own.Err() != nil:
+		return "", fmt.Errorf("fenced: %w", own.Err())
+	case own.Version() == 0:
+		return "", errors.New("joining: no region table held yet")
+	case !h.ticking.Load():
+		return "", fmt.Errorf("joining: starting (table version %d held)", own.Version())
+	}
+	if h.gateway {
+		if g := h.gw.Load(); g == nil || !g.Accepting() {
+			return "", errors.New("gateway not accepting")
+		}
+	}
+	held := own.Version()
+	cur, err := h.cl.Load().Regions(ctx)
+	if err != nil {
+		return "", fmt.Errorf("table version unknown (holds %d): %w", held, err)
+	}
+	if cur.Version() > held {
+		return "", fmt.Errorf("behind: holds table version %d, etcd has %d", held, cur.Version())
+	}
+	return fmt.Sprintf("table version %d, %d of %d regions", held, len(own.OwnedRegions()), own.Table().Grid().Regions()), nil
+}
+
 // metricsServer serves a registry over HTTP until stop.
 type metricsServer struct {
 	addr string
@@ -663,15 +737,17 @@ type metricsServer struct {
 	done chan struct{}
 }
 
-// serveMetrics listens on addr and serves reg at /metrics in a goroutine
-// that stop joins.
-func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (*metricsServer, error) {
+// serveMetrics listens on addr and serves reg at /metrics, and the
+// probes /healthz and /readyz (ready: the check), in a goroutine that
+// stop joins.
+func serveMetrics(addr string, reg *prometheus.Registry, ready health.Check, log *slog.Logger) (*metricsServer, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, errcode.Config("HostConfig.MetricsAddr", addr, err.Error())
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	health.Handle(mux, ready)
 	m := &metricsServer{
 		addr: lis.Addr().String(),
 		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
@@ -796,7 +872,7 @@ func (h *hostGateway) start(cfg HostConfig, rt *Runtime, node int, reg *promethe
 	if h.g, err = gateway.New(gateway.Config{
 		Name: cfg.Name, Node: directory.NodeID(node), Directory: h.dir, Verifier: v, World: world,
 		Geometry: rt.Geometry(), TickHz: max(1, int(time.Second/rt.World().TickInterval())),
-		Logger: cfg.Logger,
+		Limits: cfg.GatewayLimits, Logger: cfg.Logger,
 	}); err != nil {
 		return err
 	}
@@ -807,9 +883,12 @@ func (h *hostGateway) start(cfg HostConfig, rt *Runtime, node int, reg *promethe
 	mux := http.NewServeMux()
 	mux.Handle("/ws", h.g)
 	mux.Handle("/", webclient.Handler())
-	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// The port's HTTP timeouts and its cap per remote address: an idle
+	// keep-alive connection or one address's flood holds no descriptors
+	// for long (gateway.Limits).
+	h.srv = h.g.HTTPServer(mux)
 	h.done = make(chan struct{})
-	lis := h.lis
+	lis := h.g.Listener(h.lis)
 	go func() {
 		defer close(h.done)
 		if err := h.srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {

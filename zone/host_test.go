@@ -504,6 +504,9 @@ func TestHostConfigValidateNamesTheField(t *testing.T) {
 		{"HostConfig.WorldStore", func(c *zone.HostConfig) { c.WorldStore = worldstore.NewMemory(nil) }},
 		{"HostConfig.Directory", func(c *zone.HostConfig) { gw(c); c.Directory = sharedDir(t) }},
 		{"HostConfig.WorldStore", func(c *zone.HostConfig) { gw(c); c.WorldStore = worldstore.NewMemory(nil) }},
+		{"HostConfig.GatewayLimits", func(c *zone.HostConfig) { c.GatewayLimits.MaxConnsPerAddr = 4 }},
+		{"HostConfig.GatewayLimits.HTTPIdleTimeout", func(c *zone.HostConfig) { gw(c); c.GatewayLimits.HTTPIdleTimeout = time.Millisecond }},
+		{"HostConfig.GatewayLimits.IdleTimeout", func(c *zone.HostConfig) { gw(c); c.GatewayLimits.IdleTimeout = time.Millisecond }},
 	}
 	for _, c := range cases {
 		cfg := good

@@ -44,6 +44,18 @@ func TestCertsCommandWritesLoadableIdentities(t *testing.T) {
 	if err := bad.Execute(); !errors.Is(err, errcode.ErrConfigInvalid) {
 		t.Fatalf("invalid node id: %v", err)
 	}
+
+	// Into a directory that already holds a CA, without its key: refused,
+	// naming --ca-key, before anything is written.
+	again := newCertsCmd()
+	again.SetArgs([]string{"--dir", dir, "--nodes", "d,a"})
+	var ce *errcode.ConfigError
+	if err := again.Execute(); !errors.As(err, &ce) || ce.Field != "--ca-key" {
+		t.Fatalf("certs into %s again: %v, want a configuration error naming --ca-key", dir, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, link.NodeCertFile("d"))); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused certs wrote d's certificate: %v", err)
+	}
 }
 
 func TestCertsSANsNameTheNodesHosts(t *testing.T) {

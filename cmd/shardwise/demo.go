@@ -46,8 +46,21 @@ func newEconomyDemoCmd() *cobra.Command {
 			"versus movements, the money audit (\"shardwise econ audit\"), orphans found\n" +
 			"and settled. The exit status is 1 if an invariant fails.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: coded(func(cmd *cobra.Command, _ []string) error {
 			cfg.Nodes = nodeList
+			// EconomyConfig reads 0 as its default; typed, 0 is refused.
+			switch {
+			case cfg.Duration == 0:
+				return errcode.Config("--duration", cfg.Duration, "must be positive")
+			case cfg.EpochMaxAge == 0:
+				return errcode.Config("--epoch", cfg.EpochMaxAge, "must be positive")
+			case cfg.Rate == 0:
+				return errcode.Config("--rate", cfg.Rate, "must be at least 1")
+			case cfg.Scopes == 0:
+				return errcode.Config("--markets", cfg.Scopes, "must be at least 1")
+			case len(nodeList) == 0:
+				return errcode.Config("--nodes", "", "must name the nodes, comma-separated (see --help)")
+			}
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
@@ -78,7 +91,7 @@ func newEconomyDemoCmd() *cobra.Command {
 				return errDemoInvariant.Wrap("%d checks failed", len(rep.Failures))
 			}
 			return nil
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&dataDir, "data", "", "directory for the SQLite database (default: a temporary directory, removed at exit)")

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -55,7 +58,7 @@ func newDemoCmd() *cobra.Command {
 			"looking around; Ctrl-C before the bots play stops the start. Every zone node also serves\n" +
 			"Prometheus metrics (addresses printed at start; \"shardwise top\" reads them).",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: coded(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			started := func() {}
 			if cfg.Serve {
@@ -74,15 +77,34 @@ func newDemoCmd() *cobra.Command {
 					return errcode.Config("--"+flag, *v, "must be positive (see --help)")
 				}
 			}
-			for flag, v := range map[string]*float64{"shop-chance": &cfg.ShopChance, "trade-chance": &cfg.TradeChance} {
-				if changed(flag) && *v == 0 {
-					*v = -1 // never
+			// Negative is WorldConfig's "never", which a person writes 0.
+			for _, c := range []struct {
+				flag string
+				v    *float64
+			}{{"shop-chance", &cfg.ShopChance}, {"trade-chance", &cfg.TradeChance}} {
+				if *c.v < 0 {
+					return errcode.Config("--"+c.flag, *c.v, "is a chance: at least 0 (0: never)")
+				}
+				if changed(c.flag) && *c.v == 0 {
+					*c.v = -1 // never
+				}
+			}
+			// An empty list would be WorldConfig's default nodes.
+			for _, c := range []struct {
+				flag  string
+				nodes []string
+			}{{"zones", cfg.Zones}, {"econs", cfg.Econs}} {
+				if len(c.nodes) == 0 {
+					return errcode.Config("--"+c.flag, "", "must name the nodes, comma-separated (see --help)")
 				}
 			}
 			if changed("bots") && cfg.Bots == 0 {
 				return errcode.Config("--bots", cfg.Bots, "must be at least 1")
 			}
 			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			if err := checkReportFile("--json", jsonFile); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
@@ -97,7 +119,7 @@ func newDemoCmd() *cobra.Command {
 			}
 			rep, err := demo.RunWorld(ctx, cfg, out)
 			if err != nil {
-				return withCode(err)
+				return err
 			}
 			rep.Print(out)
 			if jsonFile != "" {
@@ -106,14 +128,14 @@ func newDemoCmd() *cobra.Command {
 					return err
 				}
 				if err := os.WriteFile(jsonFile, append(b, '\n'), 0o644); err != nil {
-					return withCode(errcode.Config("--json", jsonFile, err.Error()))
+					return errcode.Config("--json", jsonFile, err.Error())
 				}
 			}
 			if !rep.OK() {
 				return errDemoInvariant.Wrap("%d checks failed", len(rep.Failures))
 			}
 			return nil
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long the bots play")
@@ -134,6 +156,39 @@ func newDemoCmd() *cobra.Command {
 	f.BoolVar(&verbose, "verbose", false, "log the nodes' events to stderr")
 	cmd.AddCommand(newEconomyDemoCmd())
 	return cmd
+}
+
+// coded is run with its error's stable code in front (CONFIG.INVALID: …),
+// as every other command prints it.
+func coded(run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error { return withCode(run(cmd, args)) }
+}
+
+// checkReportFile checks, before a run that ends by writing a report to
+// path, that the file can be written there: its directory exists and
+// takes a new file, and path is not a directory. Nothing is left behind.
+func checkReportFile(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return errcode.Config(flag, path, "is a directory: name the file to write")
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".shardwise-report-*")
+	if err != nil {
+		// The reason without the probe's own file name: "no such file
+		// or directory", "permission denied".
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return errcode.Config(flag, path, "cannot be written in "+dir+": "+err.Error())
+	}
+	name := f.Name()
+	_ = f.Close()
+	_ = os.Remove(name)
+	return nil
 }
 
 // serveContext is the run's context with --serve: parent's cancellation

@@ -101,7 +101,7 @@ func newEconCmd() *cobra.Command {
 	f.StringVar(&host.ListenAddr, "listen", "127.0.0.1:0", "address the economy service listens on (port 0: any free port)")
 	f.StringVar(&host.AdvertiseAddr, "advertise", "", "service address published for callers (default: the one listened on)")
 	f.StringVar(&host.CertDir, "certs", "", `directory written by "shardwise certs" with a certificate for --name: mutual TLS (default: plaintext, loopback only)`)
-	f.StringVar(&host.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (default: not served)")
+	f.StringVar(&host.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics and the probes /healthz and /readyz (default: not served)")
 	f.DurationVar(&host.Node.TTL, "ttl", 0, "membership lease TTL, whole seconds: a dead node's scopes move this long after it stops (0: 10s)")
 	f.DurationVar(&host.Node.EpochMaxAge, "epoch", 0, "an open session older than this is settled and replaced; rotation runs every quarter of it, the sweep every one (0: 60s)")
 	f.IntVar(&host.Node.MaxMovements, "max-movements", 0, "an open session that accepted this many movements is settled and replaced (0: 512)")
@@ -112,6 +112,7 @@ func newEconCmd() *cobra.Command {
 	f.BoolVar(&verbose, "verbose", false, "log the node's events (views formed and ready, sweeps, settles that failed) to stderr")
 	cmd.AddCommand(newEconAuditCmd())
 	cmd.AddCommand(newEconVerifyCmd())
+	cmd.AddCommand(newEconReconcileCmd())
 	return cmd
 }
 

@@ -28,6 +28,16 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"demo", "economy", "--kill", "econ-9"}, `--kill = "econ-9": is not one of --nodes`},
 		{[]string{"demo", "economy", "--markets=-1"}, "--markets = -1: must be at least 1"},
 		{[]string{"demo", "economy", "--rate=-5"}, "--rate = -5: must be at least 1"},
+		{[]string{"demo", "economy", "--duration", "0"}, "--duration = 0s: must be positive"},
+		{[]string{"demo", "economy", "--epoch", "0"}, "--epoch = 0s: must be positive"},
+		{[]string{"demo", "economy", "--rate", "0"}, "--rate = 0: must be at least 1"},
+		{[]string{"demo", "economy", "--markets", "0"}, "--markets = 0: must be at least 1"},
+		{[]string{"demo", "economy", "--nodes", ""}, `--nodes = "": must name the nodes, comma-separated (see --help)`},
+		{[]string{"demo", "--trade-chance=-1"}, "--trade-chance = -1: is a chance: at least 0 (0: never)"},
+		{[]string{"demo", "--shop-chance=-0.5"}, "--shop-chance = -0.5: is a chance: at least 0 (0: never)"},
+		{[]string{"demo", "--zones", ""}, `--zones = "": must name the nodes, comma-separated (see --help)`},
+		{[]string{"demo", "--econs", ""}, `--econs = "": must name the nodes, comma-separated (see --help)`},
+		{[]string{"demo", "--json", dir}, `--json = "` + dir + `": is a directory: name the file to write`},
 		{[]string{"demo", "--bots=0"}, "--bots = 0: must be at least 1"},
 		{[]string{"demo", "--zones", "zone-1"}, `--zones = "zone-1": need at least two zone nodes: one world on several nodes is the point`},
 		{[]string{"demo", "--econs", "econ-1,econ-1"}, `--econs = "econ-1,econ-1": lists "econ-1" twice`},
@@ -48,8 +58,9 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 			t.Errorf("%v: error %v, want %s", c.args, err, errcode.ConfigInvalid)
 			continue
 		}
-		// The command's stable code may come first (CONFIG.INVALID: …).
-		if got, want := strings.TrimPrefix(err.Error(), errcode.ConfigInvalid+": "), "invalid configuration: "+c.want; got != want {
+		// The command's stable code comes first (CONFIG.INVALID: …), as
+		// main prints it, for every command.
+		if got, want := err.Error(), errcode.ConfigInvalid+": invalid configuration: "+c.want; got != want {
 			t.Errorf("%v:\n got  %s\n want %s", c.args, got, want)
 		}
 	}
@@ -66,7 +77,8 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 func TestEveryCommandNamesTheFlag(t *testing.T) {
 	const ep = "http://127.0.0.1:1"
 	dir := t.TempDir()
-	key, _ := keygen(t)
+	key, pub := keygen(t)
+	gw := []string{"zone", "--endpoints", ep, "--name", "zone-a", "--certs", dir, "--gateway", "127.0.0.1:0", "--login-pub", pub}
 	econ := []string{"econ", "--endpoints", ep, "--name", "econ-a", "--store", "sqlite:///" + dir + "/econ.db"}
 	zone := []string{"zone", "--endpoints", ep, "--name", "zone-a", "--certs", dir}
 	bots := []string{"bots", "--gateways=ws://127.0.0.1:1/ws", "--key", key}
@@ -93,10 +105,18 @@ func TestEveryCommandNamesTheFlag(t *testing.T) {
 		{with(econ, "--metrics", "9100"), `--metrics = "9100": must be host:port`},
 		{with(econ, "--prefix", "nope"), `--prefix = "nope": must start and end with "/"`},
 		{with(econ, "--certs", dir+"/none"), `--certs = "` + dir + `/none": `},
+		{[]string{"demo", "--json", "/nonexistent/dir/r.json"}, `--json = "/nonexistent/dir/r.json": cannot be written in /nonexistent/dir: no such file or directory`},
 		{[]string{"econ", "audit"}, `--store = "": required`},
+		{[]string{"econ", "reconcile", "--endpoints", ep}, `--store = "": required`},
+		{[]string{"econ", "reconcile", "--store", "sqlite:///x.db"}, `--endpoints = "": required`},
 		{[]string{"econ", "verify", "--store", "sqlite:///" + dir + "/missing.db"}, `--store = "sqlite:///` + dir + `/missing.db": names no SQLite database`},
 		// members, regions, top: the shared etcd flags and their own.
 		{[]string{"members"}, `--endpoints = "": required`},
+		{[]string{"members", "--endpoints", ep, "--prefix", "nope"}, `--prefix = "nope": must start and end with "/"`},
+		{[]string{"members", "--endpoints", "127.0.0.1:2379x"}, `--endpoints = "127.0.0.1:2379x": port "2379x" is not a TCP port (1 to 65535)`},
+		{[]string{"members", "--endpoints", "http://127.0.0.1:2379x"}, `--endpoints = "http://127.0.0.1:2379x": not a URL: `},
+		{[]string{"regions", "show", "--endpoints", "127.0.0.1"}, `--endpoints = "127.0.0.1": must be host:port or a URL such as http://host:port`},
+		{[]string{"certs", "--dir", dir + "/c", "--nodes", "zone-a,zone-a"}, `--nodes = "zone-a,zone-a": names zone-a twice`},
 		{[]string{"members", "--endpoints", ep, "--timeout", "0"}, "--timeout = 0s: must be positive"},
 		{[]string{"members", "--endpoints", ep, "-o", "xml"}, `--output = "xml": must be table or json`},
 		{[]string{"regions", "show", "--endpoints", ep, "-o", "xml"}, `--output = "xml": must be json or yaml`},
@@ -117,6 +137,13 @@ func TestEveryCommandNamesTheFlag(t *testing.T) {
 		{with(zone, "--area", "0"), "--area = 0: must be positive and fit the torus"},
 		{with(zone, "--players", "0"), "--players = 0: must be at least 1"},
 		{with(zone, "--module", "wander", "--entities", "0"), "--entities = 0: must be positive"},
+		{with(gw, "--gateway-read-timeout", "0"), "--gateway-read-timeout = 0s: must be positive"},
+		{with(gw, "--gateway-idle-timeout", "0"), "--gateway-idle-timeout = 0s: must be positive"},
+		{with(gw, "--gateway-idle-timeout", "50ms"), "--gateway-idle-timeout = 50ms: must be at least 100ms"},
+		{with(gw, "--gateway-read-timeout", "10ms"), "--gateway-read-timeout = 10ms: must be at least 100ms"},
+		{with(gw, "--gateway-conns-per-addr=-1"), "--gateway-conns-per-addr = -1: must not be negative (0: no cap)"},
+		{with(zone, "--gateway-idle-timeout", "5s"), "--gateway-idle-timeout = 5s: is for --gateway: set --gateway too"},
+		{with(zone, "--gateway-conns-per-addr", "8"), "--gateway-conns-per-addr = 8: is for --gateway: set --gateway too"},
 		{[]string{"world", "--players", "0"}, "--players = 0: must be at least 1"},
 		{[]string{"world", "--area", "0"}, "--area = 0: must be positive and fit the torus"},
 		{with(bots, "--reach", "0"), "--reach = 0: must be a positive number of metres"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,6 +40,13 @@ func (f *etcdFlags) registerOn(fs *pflag.FlagSet) {
 		"give up on etcd after this long")
 }
 
+// etcdFlagOf names the flag behind each coord.ClientConfig field.
+var etcdFlagOf = map[string]string{
+	"ClientConfig.Endpoints":   "--endpoints",
+	"ClientConfig.Prefix":      "--prefix",
+	"ClientConfig.DialTimeout": "--timeout",
+}
+
 // connect validates the flags and connects. The returned context carries
 // the command's timeout; cancel it and close the client when done.
 func (f *etcdFlags) connect(parent context.Context) (context.Context, context.CancelFunc, *coord.Client, error) {
@@ -48,8 +56,14 @@ func (f *etcdFlags) connect(parent context.Context) (context.Context, context.Ca
 	if f.timeout <= 0 {
 		return nil, nil, nil, errcode.Config("--timeout", f.timeout, "must be positive")
 	}
+	cfg := coord.ClientConfig{Endpoints: f.endpoints, Prefix: f.prefix, DialTimeout: f.timeout}
+	// Checked before dialling, so that a typo is named at once by its flag
+	// instead of after the dial timeout, or by a Go field name.
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, nil, renameToFlags(indexless(err), etcdFlagOf)
+	}
 	ctx, cancel := context.WithTimeout(parent, f.timeout)
-	c, err := coord.Connect(ctx, coord.ClientConfig{Endpoints: f.endpoints, Prefix: f.prefix, DialTimeout: f.timeout})
+	c, err := coord.Connect(ctx, cfg)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err
@@ -252,7 +266,7 @@ Unless --force is given, every node the table names must be a live member
 			defer cancel()
 			defer c.Close()
 			if err := c.ApplyRegions(ctx, t, coord.ApplyOptions{Force: force}); err != nil {
-				return withCode(err)
+				return withCode(explainConflict(err, args[0], cmd.Flags().Changed("expect-version")))
 			}
 			nodes := t.Nodes()
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "applied region table version %d: %d regions over %d node(s): %s\n",
@@ -264,6 +278,40 @@ Unless --force is given, every node the table names must be a live member
 	cmd.Flags().BoolVar(&force, "force", false, "store the table even if it names nodes that are not live members or changes the grid")
 	return cmd
 }
+
+// explainConflict says, for a refused apply, what version the stored
+// table has and what to do: a file written against an older version
+// (the same file applied twice, say) goes in with --expect-version; a
+// version passed with --expect-version that is not the stored one means
+// someone else applied since it was read. Other errors pass unchanged.
+func explainConflict(err error, file string, expected bool) error {
+	var ce *coord.RegionsConflictError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	var msg string
+	if expected {
+		msg = fmt.Sprintf("the stored region table is version %d, not --expect-version %d: someone applied a table since you read it; "+
+			`re-read it ("shardwise regions show"), make your change to that, and apply again with --expect-version %d`,
+			ce.Actual, ce.Expected, ce.Actual)
+	} else {
+		msg = fmt.Sprintf("the stored region table is version %d, and %s is version %d, which replaces only version %d: "+
+			"to store %s over the current table anyway, apply it with --expect-version %d (it is stored as version %d); "+
+			`to keep someone else's change, re-read the table ("shardwise regions show") and edit that`,
+			ce.Actual, file, ce.Expected+1, ce.Expected, file, ce.Actual, ce.Actual+1)
+	}
+	return conflictHint{err: ce, msg: msg}
+}
+
+// conflictHint is a *coord.RegionsConflictError (errors.As and its code
+// still find it) with the command's own message.
+type conflictHint struct {
+	err *coord.RegionsConflictError
+	msg string
+}
+
+func (e conflictHint) Error() string { return e.msg }
+func (e conflictHint) Unwrap() error { return e.err }
 
 // readFileArg reads FILE ("-" is stdin), at most one byte more than
 // coord.MaxRegionsFile: enough for ParseRegionsFile to refuse an oversized

@@ -179,12 +179,17 @@ func TestRegionsApplyConflictsAndExpectVersion(t *testing.T) {
 	if _, err := runCmd(t, newRegionsCmd(), "", "apply", file, "--endpoints", eps); err != nil {
 		t.Fatal(err)
 	}
-	// The same file again: it was written against version 0.
-	_, err := runCmd(t, newRegionsCmd(), "", "apply", file, "--endpoints", eps)
+	// The same file again (forced or not): it was written against version
+	// 0. The error says the stored version and how to apply it anyway.
+	_, err := runCmd(t, newRegionsCmd(), "", "apply", file, "--force", "--endpoints", eps)
 	wantCmdCode(t, err, coord.CodeRegionsConflict)
 	var ce *coord.RegionsConflictError
 	if !errors.As(err, &ce) || ce.Actual != 1 || ce.Expected != 0 {
 		t.Fatalf("conflict %+v", ce)
+	}
+	if want := "REGIONS.CONFLICT: the stored region table is version 1, and " + file + " is version 1, which replaces only version 0: " +
+		"to store " + file + " over the current table anyway, apply it with --expect-version 1 (it is stored as version 2)"; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("conflict says\n%s\nwant it to begin\n%s", err, want)
 	}
 	// --expect-version overrides the file's version.
 	out, err := runCmd(t, newRegionsCmd(), "", "apply", file, "--expect-version", "1", "--endpoints", eps)
@@ -196,6 +201,9 @@ func TestRegionsApplyConflictsAndExpectVersion(t *testing.T) {
 	}
 	_, err = runCmd(t, newRegionsCmd(), "", "apply", file, "--expect-version", "1", "--endpoints", eps)
 	wantCmdCode(t, err, coord.CodeRegionsConflict)
+	if want := "REGIONS.CONFLICT: the stored region table is version 2, not --expect-version 1: someone applied a table since you read it"; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("conflict says\n%s\nwant it to begin\n%s", err, want)
+	}
 }
 
 // Two operators running "regions apply" at the same moment, from the same

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
@@ -31,6 +32,7 @@ func newTokenCmd() *cobra.Command {
 		keyFile  string
 		cluster  string
 		accounts string
+		audience string
 		ttl      time.Duration
 	)
 	cmd := &cobra.Command{
@@ -42,12 +44,24 @@ func newTokenCmd() *cobra.Command {
 			"to any gateway of the cluster. It is signed with the Ed25519 private key in\n" +
 			"--key (PKCS#8 PEM, as \"shardwise token keygen\" writes it or as\n" +
 			"\"openssl genpkey -algorithm ed25519\" does); the zone nodes hold only the\n" +
-			"public key (\"shardwise zone --login-pub\").",
+			"public key (\"shardwise zone --login-pub\").\n" +
+			"\n" +
+			"--audience names the kind of service the tokens are for: \"gateway\" (the\n" +
+			"default) is the only one a zone node's gateway accepts; a token for another\n" +
+			"audience is refused there (TOKEN.WRONG_AUDIENCE) and is for a service of your\n" +
+			"own that verifies tokens with logintoken.Verifier and that audience. A range\n" +
+			"holds at most 10000 accounts; Ctrl-C stops the printing.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			first, last, err := parseAccounts(accounts)
 			if err != nil {
 				return withCode(err)
+			}
+			if n := uint64(last-first) + 1; n > maxTokens {
+				return withCode(errcode.Config("--account", accounts, fmt.Sprintf("a range of %d accounts: at most %d at once (issue several ranges)", n, maxTokens)))
+			}
+			if audience == "" || len(audience) > logintoken.MaxAudienceLen {
+				return withCode(errcode.Config("--audience", audience, fmt.Sprintf("must be 1..%d bytes (a gateway accepts %q)", logintoken.MaxAudienceLen, gateway.Audience)))
 			}
 			if ttl <= 0 || ttl > logintoken.DefaultMaxLifetime {
 				return withCode(errcode.Config("--ttl", ttl, fmt.Sprintf("must be positive and at most %v (the longest lifetime a gateway accepts)", logintoken.DefaultMaxLifetime)))
@@ -61,8 +75,12 @@ func newTokenCmd() *cobra.Command {
 				return withCode(renameToFlags(err, map[string]string{"Cluster": "--cluster"}))
 			}
 			out := cmd.OutOrStdout()
+			ctx := cmd.Context()
 			for a := first; ; a++ {
-				tok, _, err := iss.Issue(a, gateway.Audience)
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("token: stopped after %d of %d tokens: %w", a-first, last-first+1, context.Cause(ctx))
+				}
+				tok, _, err := iss.Issue(a, audience)
 				if err != nil {
 					return err
 				}
@@ -78,9 +96,14 @@ func newTokenCmd() *cobra.Command {
 	f.StringVar(&cluster, "cluster", defaultCluster, "the cluster id the tokens name (the gateways' --cluster)")
 	f.StringVar(&accounts, "account", "", "an account (7) or a range of accounts (1-100): one token each (required)")
 	f.DurationVar(&ttl, "ttl", logintoken.DefaultTTL, "how long each token is valid, at most 10m")
+	f.StringVar(&audience, "audience", gateway.Audience, `the audience the tokens name: "gateway" for the zone nodes' gateways, or your own service's`)
 	cmd.AddCommand(newTokenKeygenCmd())
 	return cmd
 }
+
+// maxTokens bounds one --account range: a million tokens is a typo, not
+// a batch (and each is single use and lives minutes).
+const maxTokens = 10000
 
 // newTokenKeygenCmd is "shardwise token keygen": the login key pair.
 func newTokenKeygenCmd() *cobra.Command {

@@ -105,6 +105,8 @@ func TestTokenFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"token", "--key", key, "--account", "1", "--ttl", "11m"}, "--ttl = 11m0s: must be positive and at most 10m0s"},
 		{[]string{"token", "--key", key, "--account", "1", "--cluster", ""}, `--cluster = "": must be 1..64 bytes`},
 		{[]string{"token", "--account", "1"}, `--key = "": required`},
+		{[]string{"token", "--key", key, "--account", "1-1000000"}, `--account = "1-1000000": a range of 1000000 accounts: at most 10000 at once (issue several ranges)`},
+		{[]string{"token", "--key", key, "--account", "1", "--audience", ""}, `--audience = "": must be 1..64 bytes (a gateway accepts "gateway")`},
 		{[]string{"token", "--key", pub, "--account", "1"}, `--key = "` + pub + `": holds a "PUBLIC KEY" PEM block, want "PRIVATE KEY"`},
 		{[]string{"token", "keygen", "--pub", pub}, `--key = "": required`},
 	}
@@ -120,5 +122,65 @@ func TestTokenFlagErrorsNameTheFlag(t *testing.T) {
 	}
 	if _, err := readLoginPub("--login-pub", key); err == nil || !strings.Contains(err.Error(), "holds a private key") {
 		t.Fatalf("a private key as the nodes' public key: %v", err)
+	}
+}
+
+// cancelOnWrite cancels a context at the first line written to it.
+type cancelOnWrite struct {
+	cancel context.CancelFunc
+	lines  int
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) {
+	w.lines += strings.Count(string(p), "\n")
+	w.cancel()
+	return len(p), nil
+}
+
+// An interrupt (the command's context ending, as Ctrl-C ends it) stops
+// the printing at once: one token printed of a range of ten thousand.
+func TestTokenStopsOnInterrupt(t *testing.T) {
+	key, _ := keygen(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	w := &cancelOnWrite{cancel: cancel}
+	cmd := newRootCmd()
+	cmd.SetOut(w)
+	cmd.SetErr(w)
+	cmd.SetArgs([]string{"token", "--key", key, "--account", "1-10000"})
+	err := cmd.ExecuteContext(ctx)
+	if !errors.Is(err, context.Canceled) || w.lines != 1 {
+		t.Fatalf("interrupted after the first token: %d lines, error %v; want 1 line and context.Canceled", w.lines, err)
+	}
+	if !strings.Contains(err.Error(), "stopped after 1 of 10000 tokens") {
+		t.Errorf("error %q does not say how far it got", err)
+	}
+}
+
+// --audience names the tokens' audience: a verifier of that audience
+// accepts them, a gateway's refuses them.
+func TestTokenAudience(t *testing.T) {
+	key, pub := keygen(t)
+	out, err := runCmd(t, newRootCmd(), "", "token", "--key", key, "--account", "3", "--audience", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := readLoginPub("--login-pub", pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.TrimSpace(out)
+	for _, tc := range []struct {
+		audience string
+		want     error
+	}{{"shop", nil}, {gateway.Audience, logintoken.ErrWrongAudience}} {
+		v, err := logintoken.NewVerifier(logintoken.VerifierConfig{Cluster: defaultCluster, Audience: tc.audience,
+			Keys: []ed25519.PublicKey{pk}, SingleUse: noClaims{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Check(tok); !errors.Is(err, tc.want) {
+			t.Errorf("checked for audience %q: %v, want %v", tc.audience, err, tc.want)
+		}
 	}
 }

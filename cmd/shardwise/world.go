@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -32,7 +33,8 @@ func newWorldCmd() *cobra.Command {
 		Long: "world plays the reference game (players with pets, dens, mobs, combat) on one\n" +
 			"node as fast as it can, for --ticks ticks, deterministically from --seed, and\n" +
 			"prints tick time percentiles, entity count, and messages and bytes per tick\n" +
-			"(delivered, and encoded once per audience).",
+			"(delivered, and encoded once per audience). Interrupted (Ctrl-C), it prints\n" +
+			"the statistics of the ticks it ran and exits 0.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if ticks < 1 {
@@ -49,11 +51,18 @@ func newWorldCmd() *cobra.Command {
 			if err := cfg.WithDefaults().Validate(); err != nil {
 				return withCode(renameToFlags(err, flagOf))
 			}
-			s, err := game.RunHeadless(cmd.Context(), cfg, ticks, nil)
-			if err != nil {
+			ctx := cmd.Context()
+			s, err := game.RunHeadless(ctx, cfg, ticks, nil)
+			if err != nil && ctx.Err() == nil {
 				return err
 			}
-			_, err = s.WriteTo(cmd.OutOrStdout())
+			out := cmd.OutOrStdout()
+			if err != nil {
+				// Interrupted: the statistics of the ticks that ran, as
+				// zone prints its summary, and a clean exit.
+				fmt.Fprintf(out, "world: interrupted after %d of %d ticks\n", s.Ticks, ticks)
+			}
+			_, err = s.WriteTo(out)
 			return err
 		},
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/examples/wander"
 	"github.com/shardwise/shardwise/game"
+	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/zone"
 )
 
@@ -40,31 +41,35 @@ func newZoneCmd() *cobra.Command {
 		loginPub  string
 		economy   string
 		dashAddr  string
+		gwLimits  gateway.Limits
 	)
 	// The configuration fields the flags below set, and those flags.
 	flagOf := map[string]string{
-		"HostConfig.Coord.Endpoints":           "--endpoints",
-		"HostConfig.Coord.Prefix":              "--prefix",
-		"HostConfig.Coord.DialTimeout":         "--timeout",
-		"HostConfig.Name":                      "--name",
-		"HostConfig.CertDir":                   "--certs",
-		"HostConfig.ListenAddr":                "--listen",
-		"HostConfig.AdvertiseAddr":             "--advertise",
-		"HostConfig.MetricsAddr":               "--metrics",
-		"HostConfig.TTL":                       "--ttl",
-		"HostConfig.GatewayAddr":               "--gateway",
-		"HostConfig.Cluster":                   "--cluster",
-		"HostConfig.LoginKeys":                 "--login-pub",
-		"HostConfig.DirectoryURL":              "--directory",
-		"HostConfig.WorldStoreURL":             "--world-store",
-		"HostConfig.Runtime.TickInterval":      "--tick",
-		"HostConfig.Runtime.MaterialiseBudget": "--materialise-budget",
-		"Seed":                                 "--seed",
-		"Players":                              "--players",
-		"Area":                                 "--area",
-		"TickInterval":                         "--tick",
-		"MaterialiseBudget":                    "--materialise-budget",
-		"Entities":                             "--entities",
+		"HostConfig.Coord.Endpoints":               "--endpoints",
+		"HostConfig.Coord.Prefix":                  "--prefix",
+		"HostConfig.Coord.DialTimeout":             "--timeout",
+		"HostConfig.Name":                          "--name",
+		"HostConfig.CertDir":                       "--certs",
+		"HostConfig.ListenAddr":                    "--listen",
+		"HostConfig.AdvertiseAddr":                 "--advertise",
+		"HostConfig.MetricsAddr":                   "--metrics",
+		"HostConfig.TTL":                           "--ttl",
+		"HostConfig.GatewayAddr":                   "--gateway",
+		"HostConfig.Cluster":                       "--cluster",
+		"HostConfig.LoginKeys":                     "--login-pub",
+		"HostConfig.DirectoryURL":                  "--directory",
+		"HostConfig.WorldStoreURL":                 "--world-store",
+		"HostConfig.GatewayLimits.HTTPReadTimeout": "--gateway-read-timeout",
+		"HostConfig.GatewayLimits.HTTPIdleTimeout": "--gateway-idle-timeout",
+		"HostConfig.GatewayLimits.MaxConnsPerAddr": "--gateway-conns-per-addr",
+		"HostConfig.Runtime.TickInterval":          "--tick",
+		"HostConfig.Runtime.MaterialiseBudget":     "--materialise-budget",
+		"Seed":                                     "--seed",
+		"Players":                                  "--players",
+		"Area":                                     "--area",
+		"TickInterval":                             "--tick",
+		"MaterialiseBudget":                        "--materialise-budget",
+		"Entities":                                 "--entities",
 	}
 	cmd := &cobra.Command{
 		Use:   "zone",
@@ -139,6 +144,9 @@ func newZoneCmd() *cobra.Command {
 			}
 			if host.PeerWait == 0 {
 				host.PeerWait = -1 // the help: 0 does not wait
+			}
+			if err := gatewayLimitFlags(cmd, &host, gwLimits); err != nil {
+				return withCode(err)
 			}
 			if economy != "" {
 				if module != "game" {
@@ -219,7 +227,7 @@ func newZoneCmd() *cobra.Command {
 	f.StringVar(&host.CertDir, "certs", "", `directory written by "shardwise certs" holding this node's certificate (required)`)
 	f.StringVar(&host.ListenAddr, "listen", "127.0.0.1:0", "address the node link listens on (port 0: any free port)")
 	f.StringVar(&host.AdvertiseAddr, "advertise", "", "link address published for peers (default: the one listened on)")
-	f.StringVar(&host.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (port 0: any free port; default: not served)")
+	f.StringVar(&host.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics and the probes /healthz and /readyz (port 0: any free port; default: not served)")
 	f.StringVar(&dashAddr, "dashboard", "", "serve the live dashboard of this node's view (its regions, entities, ghosts and handoffs) at http://ADDR/ (port 0: any free port; default: not served)")
 	f.DurationVar(&host.TTL, "ttl", 0, "lease TTL, whole seconds: the node is fenced this long after etcd stops hearing from it (0: 10s)")
 	f.DurationVar(&host.PeerWait, "peer-wait", 10*time.Second, "before the first tick, wait this long for the table's other nodes to be connected (0 or negative: do not wait)")
@@ -236,11 +244,48 @@ func newZoneCmd() *cobra.Command {
 	f.StringVar(&loginPub, "login-pub", "", `--gateway: the login public key file ("shardwise token keygen --pub"); required with --gateway`)
 	f.StringVar(&host.DirectoryURL, "directory", "", "--gateway: the session directory every gateway shares, redis://HOST:PORT (default: in memory, for a node alone in its table)")
 	f.StringVar(&host.WorldStoreURL, "world-store", "", "--gateway: where players are kept, sqlite:///PATH or postgres://… (default: in memory, for a node alone in its table)")
+	f.DurationVar(&gwLimits.HTTPReadTimeout, "gateway-read-timeout", gateway.DefaultHTTPReadTimeout, "--gateway: longest time to read one HTTP request (a WebSocket upgrade until it is upgraded)")
+	f.DurationVar(&gwLimits.HTTPIdleTimeout, "gateway-idle-timeout", gateway.DefaultHTTPIdleTimeout, "--gateway: close an HTTP keep-alive connection idle this long between requests")
+	f.IntVar(&gwLimits.MaxConnsPerAddr, "gateway-conns-per-addr", gateway.DefaultMaxConnsPerAddr, "--gateway: connections one remote IP address may hold open at once; more are closed as accepted (0: no cap)")
 	f.StringVar(&economy, "economy", "", `--module game: money, loot, shops and trades through the economy nodes in etcd ("shardwise econ"): "tls" (mutual TLS with this node's --certs) or "plaintext" (to loopback nodes only); default: no economy`)
 	f.BoolVar(&gc.NoBots, "no-bots", false, "--module game: no bot players, only clients through the gateways (accounts 1 to --players still form parties)")
 	f.BoolVar(&noHandoff, "no-handoff", false, "never hand entities over: they stay with this node wherever they walk, and a region move leaves them here")
 	f.BoolVar(&verbose, "verbose", false, "log node events (joins, peers, table versions) to stderr")
 	return cmd
+}
+
+// gatewayLimitFlags sets host.GatewayLimits from the --gateway-* flags
+// typed: each only with --gateway, a 0 timeout refused (HostConfig would
+// read it as the default), a cap of 0 meaning no cap as the help says.
+func gatewayLimitFlags(cmd *cobra.Command, host *zone.HostConfig, l gateway.Limits) error {
+	changed := cmd.Flags().Changed
+	for _, f := range []struct {
+		name  string
+		value any
+	}{
+		{"gateway-read-timeout", l.HTTPReadTimeout},
+		{"gateway-idle-timeout", l.HTTPIdleTimeout},
+		{"gateway-conns-per-addr", l.MaxConnsPerAddr},
+	} {
+		if changed(f.name) && host.GatewayAddr == "" {
+			return errcode.Config("--"+f.name, f.value, "is for --gateway: set --gateway too")
+		}
+	}
+	if host.GatewayAddr == "" {
+		return nil
+	}
+	switch {
+	case l.HTTPReadTimeout <= 0:
+		return errcode.Config("--gateway-read-timeout", l.HTTPReadTimeout, "must be positive")
+	case l.HTTPIdleTimeout <= 0:
+		return errcode.Config("--gateway-idle-timeout", l.HTTPIdleTimeout, "must be positive")
+	case l.MaxConnsPerAddr < 0:
+		return errcode.Config("--gateway-conns-per-addr", l.MaxConnsPerAddr, "must not be negative (0: no cap)")
+	case l.MaxConnsPerAddr == 0:
+		l.MaxConnsPerAddr = -1
+	}
+	host.GatewayLimits = l
+	return nil
 }
 
 // dialEconomy connects the game's economy port to the economy nodes in

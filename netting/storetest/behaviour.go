@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -641,7 +643,25 @@ func testReconcile(t *testing.T, s netting.SharedStore) {
 	// Drift: a lost counter, a stray one.
 	_, err := s.ReplacePending(ctxT(t), map[string]int64{ledger.Spendable("alice"): -5, "ghost:spendable": -9})
 	must(t, err)
+	// The plan names every counter the rebuild sets, and writes nothing.
+	wantChanges := []netting.PendingChange{
+		{Account: ledger.Spendable("alice"), Was: -5, Now: -30},
+		{Account: ledger.Earned("bob"), Was: 0, Now: 30},
+		{Account: "ghost:spendable", Was: -9, Now: 0},
+	}
+	slices.SortFunc(wantChanges, func(x, y netting.PendingChange) int { return strings.Compare(x.Account, y.Account) })
+	plan, err := netting.PlanReconcile(ctxT(t), s)
+	must(t, err)
+	if !slices.Equal(plan.Changes, wantChanges) || plan.Adjusted != 3 || plan.Accounts != 2 {
+		t.Errorf("plan = %+v, want changes %+v", plan, wantChanges)
+	}
+	if p := pending(t, s, ledger.Spendable("alice")); p != -5 {
+		t.Errorf("alice pending = %d after the plan, want -5 (unchanged)", p)
+	}
 	res, err := netting.ReconcileReservations(ctxT(t), s)
+	if !slices.Equal(res.Changes, wantChanges) {
+		t.Errorf("reconcile changes = %+v, want %+v", res.Changes, wantChanges)
+	}
 	must(t, err)
 	// alice -5 → -30, bob 0 → +30, ghost -9 → 0.
 	if res.Adjusted != 3 || res.Accounts != 2 {
@@ -655,8 +675,8 @@ func testReconcile(t *testing.T, s netting.SharedStore) {
 	}
 	res, err = netting.ReconcileReservations(ctxT(t), s)
 	must(t, err)
-	if res.Adjusted != 0 {
-		t.Errorf("second reconcile adjusted %d", res.Adjusted)
+	if res.Adjusted != 0 || len(res.Changes) != 0 {
+		t.Errorf("second reconcile adjusted %d: %+v", res.Adjusted, res.Changes)
 	}
 	settle(t, a)
 	checkMoney(t, s, true)
