@@ -219,16 +219,21 @@ type sessionState struct {
 	replaying bool
 	report    *SettleReport
 	idle      []chan struct{}
+	// own is the credits this session's committed rows hold per wallet
+	// account: the pending credits the spending rule lets its own debits
+	// spend (they settle with them), and nobody else's.
+	own map[string]int64
 }
 
 func newSessionState(id string) *sessionState {
-	return &sessionState{id: id, head: GenesisHash, outcomes: map[string]Outcome{}, inflight: map[string]*proposal{}}
+	return &sessionState{id: id, head: GenesisHash, outcomes: map[string]Outcome{}, inflight: map[string]*proposal{}, own: map[string]int64{}}
 }
 
 // restore replays a verified journal into the state (recovery).
 func (st *sessionState) restore(recs []JournalRecord, head string) {
 	for _, r := range recs {
 		st.outcomes[r.Key] = Outcome{Status: Accepted, Seq: r.Seq}
+		st.addOwn(reservationDeltas(r.Legs))
 	}
 	st.nextSeq = int64(len(recs))
 	st.head = head
@@ -263,11 +268,35 @@ func (st *sessionState) finish(rep SettleReport) {
 func (st *sessionState) commit(ps []*proposal, recs []JournalRecord) {
 	for i, p := range ps {
 		st.decide(p, Outcome{Status: Accepted, Seq: recs[i].Seq}, nil)
+		st.addOwn(p.deltas)
 	}
 	if n := len(recs); n > 0 {
 		st.nextSeq = recs[n-1].Seq + 1
 		st.head = recs[n-1].Hash
 	}
+}
+
+// addOwn adds a committed movement's credits to own.
+func (st *sessionState) addOwn(deltas []ledger.AccountDelta) {
+	for _, d := range deltas {
+		if d.Delta > 0 {
+			st.own[d.Account] += d.Delta
+		}
+	}
+}
+
+// ownFor is own on the accounts items debit (the only ones the rule reads
+// it for): the snapshot a group commit passes to the store.
+func (st *sessionState) ownFor(items []commitItem) map[string]int64 {
+	out := map[string]int64{}
+	for _, it := range items {
+		for _, d := range it.deltas {
+			if v := st.own[d.Account]; d.Delta < 0 && v > 0 {
+				out[d.Account] = v
+			}
+		}
+	}
+	return out
 }
 
 // decide answers a proposal. Errors are not remembered: the caller may retry

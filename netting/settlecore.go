@@ -55,8 +55,10 @@ type settleAction struct {
 	fence   Fence
 	ids     []string
 	posting ledger.Posting
-	release []ledger.AccountDelta
-	mode    string
+	release []ReservedChange
+	// deltas (settleRelease) are what ReleaseSession takes off.
+	deltas []ledger.AccountDelta
+	mode   string
 }
 
 // settleResult is the result of a settleAction: err, and the field the
@@ -95,6 +97,13 @@ const (
 	phDone
 )
 
+// breach is an accepted movement the ledger refused during replay.
+type breach struct {
+	seq int64
+	rej Rejection
+	err error
+}
+
 // chunkRefusal is the ledger refusal that turned a settle to replay.
 type chunkRefusal struct {
 	chunk int
@@ -124,8 +133,11 @@ type settleStep struct {
 	renewing  bool      // the pending claim is a renewal
 	renewed   bool      // renewed for the current write: do not check again
 
-	rejectedLegs []ledger.Leg
-	asked        settleActionKind
+	asked settleActionKind
+	// rejectedDeltas are the deltas of the movements replay could not
+	// post, each movement's own (never netted across movements: the sides
+	// of the counter keep them apart), released at the end.
+	rejectedDeltas []ledger.AccountDelta
 
 	// The result, final once next returns settleDone.
 	rep SettleReport
@@ -142,6 +154,10 @@ type settleStep struct {
 	already bool
 	// refused is the chunk refusal that turned the settle to replay.
 	refused *chunkRefusal
+	// breaches are the ledger's refusals of accepted movements during
+	// replay: impossible under the spending rule, so invariant breaches,
+	// for the driver to log and count.
+	breaches []breach
 	// readErr is the failed read's error while the claim is handed back;
 	// handBackErr the hand-back's own error (the claim then lapses with
 	// its lease), for the driver to log.
@@ -211,26 +227,26 @@ func (c *settleStep) action(now time.Time) settleAction {
 
 // write is the write of the current phase (after any renewal).
 func (c *settleStep) write() settleAction {
-	post := func(p ledger.Posting) settleAction {
-		// The posting's own wallet deltas leave pending as it lands: a
-		// chunk's or a replayed movement's promise ends there, and a
-		// compensation (the chunk's legs reversed) puts its chunk's back.
-		return settleAction{kind: settlePost, fence: c.fence, posting: p, release: reservationDeltas(p.Legs)}
+	// Each posting's own reservations leave pending as it lands: a chunk's
+	// accounts' sides, or a replayed movement's deltas; a compensation puts
+	// its chunk's back.
+	post := func(p ledger.Posting, release []ReservedChange) settleAction {
+		return settleAction{kind: settlePost, fence: c.fence, posting: p, release: release}
 	}
 	switch c.phase {
 	case phChunks:
-		return post(c.chunks[c.i])
+		return post(c.chunks[c.i], chunkRelease(c.recs, c.chunks[c.i]))
 	case phMark:
 		return settleAction{kind: settleMarkReplaying, fence: c.fence}
 	case phComp:
 		i := c.comps[c.i]
-		return post(compensation(c.id, i, c.chunks[i]))
+		return post(compensation(c.id, i, c.chunks[i]), negated(chunkRelease(c.recs, c.chunks[i])))
 	case phReplay:
-		return post(replayPosting(c.recs[c.i]))
+		return post(replayPosting(c.recs[c.i]), changesOf(reservationDeltas(c.recs[c.i].Legs)))
 	default: // phRelease
 		// What is still reserved: each posting moved its own deltas as it
 		// landed, so only the movements replay refused are left.
-		return settleAction{kind: settleRelease, fence: c.fence, release: reservationDeltas(c.rejectedLegs)}
+		return settleAction{kind: settleRelease, fence: c.fence, deltas: c.rejectedDeltas}
 	}
 }
 
@@ -392,9 +408,17 @@ func (c *settleStep) advance(r settleResult) {
 		case r.err == nil:
 			c.rep.Postings++
 		case isLedgerRefusal(r.err):
+			// The ledger refused an accepted movement: under the spending
+			// rule this cannot happen (doc.go), so it is an invariant
+			// breach — a posting outside the sessions (an operator's Post)
+			// spent reserved money, or a store broke the rule. It is
+			// reported in Rejected, logged at error level and counted by
+			// the driver (breaches), and its release returned at the end.
 			rec := c.recs[c.i]
-			c.rep.Rejected = append(c.rep.Rejected, Rejection{Key: rec.Key, Code: Code(r.err)})
-			c.rejectedLegs = append(c.rejectedLegs, rec.Legs...)
+			rej := Rejection{Key: rec.Key, Code: Code(r.err)}
+			c.rep.Rejected = append(c.rep.Rejected, rej)
+			c.breaches = append(c.breaches, breach{seq: rec.Seq, rej: rej, err: r.err})
+			c.rejectedDeltas = append(c.rejectedDeltas, reservationDeltas(rec.Legs)...)
 		default:
 			c.fail(c.writeErr(r.err))
 			return

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/shardwise/shardwise/errcode"
-	"github.com/shardwise/shardwise/ledger"
 )
 
 // SweepOptions parameterise one SweepOrphans call.
@@ -127,7 +126,7 @@ func ReconcileReservations(ctx context.Context, store Store) (ReconcileResult, e
 	if !ok {
 		return ReconcileResult{}, errcode.Config("store", fmt.Sprintf("%T", store), "has no shared reservation counter (netting.ReservationStore)")
 	}
-	want, err := unsettledReservations(ctx, shared, func(u UnsettledSession) bool { return u.Released })
+	want, err := UnsettledReservations(ctx, shared)
 	if err != nil {
 		return ReconcileResult{}, fmt.Errorf("netting: reconcile: %w", err)
 	}
@@ -140,9 +139,10 @@ func ReconcileReservations(ctx context.Context, store Store) (ReconcileResult, e
 
 // settledSoFar is what the settle postings of a session in the ledger have
 // moved out of pending (PostFencedReleasing): each chunk posted and not
-// compensated, and each replayed movement.
-func settledSoFar(ctx context.Context, store Store, meta SessionMeta, recs []JournalRecord) ([]ledger.AccountDelta, error) {
-	var legs []ledger.Leg
+// compensated (its accounts' sides over the whole journal), and each
+// replayed movement.
+func settledSoFar(ctx context.Context, store ReservationSource, meta SessionMeta, recs []JournalRecord) ([]ReservedChange, error) {
+	var out []ReservedChange
 	has := func(id string) (bool, error) { return store.HasPosting(ctx, id) }
 	for i, c := range chunkPostings(meta.ID, netPositions(recs), meta.ChunkWidth, len(recs), "") {
 		posted, err := has(c.ID)
@@ -157,7 +157,7 @@ func settledSoFar(ctx context.Context, store Store, meta SessionMeta, recs []Jou
 			return nil, err
 		}
 		if !comp {
-			legs = append(legs, c.Legs...)
+			out = append(out, chunkRelease(recs, c)...)
 		}
 	}
 	for _, r := range recs {
@@ -166,8 +166,8 @@ func settledSoFar(ctx context.Context, store Store, meta SessionMeta, recs []Jou
 			return nil, err
 		}
 		if posted {
-			legs = append(legs, r.Legs...)
+			out = append(out, changesOf(reservationDeltas(r.Legs))...)
 		}
 	}
-	return reservationDeltas(legs), nil
+	return out, nil
 }
