@@ -37,3 +37,8 @@ func RegistryHeld(l *LocalReservations) bool {
 func PlantBugs(n *ClusterNode, oldRule, fundsFirst bool) {
 	n.plant = plantedBugs{oldRule: oldRule, fundsFirst: fundsFirst}
 }
+
+// SetNonce fixes n's session nonce (normally random), so that a
+// deterministic schedule (model_test.go) opens the same session ids, and
+// settles ties ordered by id the same way, on every replay.
+func SetNonce(n *ClusterNode, nonce string) { n.nonce = nonce }

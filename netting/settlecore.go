@@ -245,8 +245,19 @@ func (c *settleStep) write() settleAction {
 		return post(replayPosting(c.recs[c.i]), changesOf(reservationDeltas(c.recs[c.i].Legs)))
 	default: // phRelease
 		// What is still reserved: each posting moved its own deltas as it
-		// landed, so only the movements replay refused are left.
-		return settleAction{kind: settleRelease, fence: c.fence, deltas: c.rejectedDeltas}
+		// landed, so only the movements replay refused are left — and, of a
+		// netted settle, the accounts that net to zero, which no chunk
+		// carries but whose two sides are reserved all the same.
+		left := c.rejectedDeltas
+		if c.rep.Mode == ModeNetted {
+			for _, ch := range splitDeltas(c.recs, nil) {
+				if ch.Net() != 0 {
+					continue
+				}
+				left = append(left, ledger.AccountDelta{Account: ch.Account, Delta: ch.Credits}, ledger.AccountDelta{Account: ch.Account, Delta: ch.Debits})
+			}
+		}
+		return settleAction{kind: settleRelease, fence: c.fence, deltas: left}
 	}
 }
 
@@ -347,9 +358,16 @@ func (c *settleStep) advance(r settleResult) {
 		}
 		c.replaying = c.replaying || r.meta.Replaying
 		c.rep = SettleReport{SessionID: c.id, Netted: len(c.recs), JournalHead: c.head}
-		c.phase = phChunks
-		if c.replaying {
+		switch {
+		case c.replaying:
 			c.phase = phMark
+		case len(c.chunks) == 0:
+			// Every account nets to zero (a trade and its return): nothing
+			// to post; the settle is netted, with no postings.
+			c.rep.Mode = ModeNetted
+			c.phase = phRelease
+		default:
+			c.phase = phChunks
 		}
 	case phSettledScan:
 		if r.err != nil {

@@ -20,6 +20,7 @@ var spendingCases = []contractCase{
 	{"Spending/SameSessionCreditSpendable", testSpendSameSession},
 	{"Spending/AnySettleOrder", testSpendAnySettleOrder},
 	{"Spending/SettleMovesBothSides", testSpendSettleMovesSides},
+	{"Spending/SessionNettingToZero", testSpendNetsToZero},
 	{"Spending/BreachKeepsTheMovement", testSpendBreach},
 	{"Keys/ResentKeyAnswersFirstOutcome", testResentKeyFirstOutcome},
 }
@@ -207,6 +208,30 @@ func testSpendSettleMovesSides(t *testing.T, s netting.SharedStore) {
 	settle(t, s1)
 	if r := reserved(t, s); len(r) != 0 {
 		t.Errorf("after settle: reserved %v, want none", r)
+	}
+	checkMoney(t, s, true)
+}
+
+// A session whose every account nets to zero (a trade and its return)
+// settles netted with no posting, and releases both sides of each account
+// (no chunk carries them). It panicked before (chunk 0 of none), and the
+// two sides of such an account were left reserved.
+func testSpendNetsToZero(t *testing.T, s netting.SharedStore) {
+	c := newCluster(t, s, threeNodes, nil)
+	fund(t, s, "fa", "a", 10)
+	fund(t, s, "fb", "b", 10)
+	s1 := c.open("econ-1", c.scopeOf("econ-1", 0))
+	accept(t, s1, "there", ledger.Debit(ledger.Spendable("a"), 7), ledger.Credit(ledger.Spendable("b"), 7))
+	accept(t, s1, "back", ledger.Debit(ledger.Spendable("b"), 7), ledger.Credit(ledger.Spendable("a"), 7))
+	rep := settle(t, s1)
+	if rep.Mode != netting.ModeNetted || rep.Postings != 0 || rep.Netted != 2 {
+		t.Errorf("report %+v, want netted, 0 postings, 2 movements", rep)
+	}
+	if r := reserved(t, s); len(r) != 0 {
+		t.Errorf("reserved after settle: %v, want none", r)
+	}
+	if m, err := s.Session(ctxT(t), s1.ID()); err != nil || !m.Settled {
+		t.Errorf("session %+v, %v: want settled", m, err)
 	}
 	checkMoney(t, s, true)
 }
