@@ -152,7 +152,10 @@ func (f *faultyStore) takeFired() bool {
 
 // keyBook is what the callers know of one key.
 type keyBook struct {
-	legs []ledger.Leg
+	// scope and legs are the request; a resend repeats it (the same key
+	// under another scope would be another request: keys name movements).
+	scope string
+	legs  []ledger.Leg
 	// seen: what a caller was answered first (0: nothing yet, or only
 	// errors and lost replies); seq with Accepted.
 	seen netting.Status
@@ -290,7 +293,7 @@ func (m *model) randomNode() (string, *netting.ClusterNode) {
 }
 
 // movement makes a fresh movement over the shared wallets.
-func (m *model) movement() (string, []ledger.Leg) {
+func (m *model) movement(scope string) (string, []ledger.Leg) {
 	key := fmt.Sprintf("k%d-%d", m.seed, len(m.order))
 	u := ledger.Spendable(m.pick(modelUsers))
 	amount := int64(1 + m.rng.IntN(25))
@@ -307,15 +310,16 @@ func (m *model) movement() (string, []ledger.Leg) {
 		}
 		legs = []ledger.Leg{ledger.Debit(u, amount), ledger.Credit(v, amount)}
 	}
-	m.keys[key] = &keyBook{legs: legs}
+	m.keys[key] = &keyBook{scope: scope, legs: legs}
 	m.order = append(m.order, key)
 	return key, legs
 }
 
 // record sends key to its scope's owner and books the answer (unless the
 // reply is lost). It returns whether the node must crash (a fault fired).
-func (m *model) record(key, scope string, lost bool) {
+func (m *model) record(key string, lost bool) {
 	b := m.keys[key]
+	scope := b.scope
 	owner := m.owner(scope)
 	out, err := m.nodes[owner].Record(m.ctx, scope, netting.Movement{Key: key, Legs: b.legs})
 	crashed := m.store.takeFired()
@@ -369,13 +373,13 @@ func (m *model) run(steps int) {
 		m.clock.Advance(time.Duration(1+m.rng.IntN(3000)) * time.Millisecond)
 		switch k := m.rng.IntN(100); {
 		case k < 45:
-			key, _ := m.movement()
-			m.record(key, m.pick(modelScopes), m.rng.IntN(10) == 0)
+			key, _ := m.movement(m.pick(modelScopes))
+			m.record(key, m.rng.IntN(10) == 0)
 		case k < 60:
 			if len(m.order) == 0 {
 				continue
 			}
-			m.record(m.pick(m.order), m.pick(modelScopes), false)
+			m.record(m.pick(m.order), false)
 		case k < 66:
 			m.clock.Advance(modelEpoch)
 			id, n := m.randomNode()
@@ -418,8 +422,8 @@ func (m *model) run(steps int) {
 			m.store.mu.Lock()
 			m.store.commitAfter = true
 			m.store.mu.Unlock()
-			key, _ := m.movement()
-			m.record(key, m.pick(modelScopes), false)
+			key, _ := m.movement(m.pick(modelScopes))
+			m.record(key, false)
 			m.store.takeFired()
 		default:
 			view := slices.Clone(modelNodes)
