@@ -108,7 +108,7 @@ func unsettledReservations(ctx context.Context, store ReservationSource, skip fu
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", u.ID, err)
 		}
-		for _, c := range splitDeltas(recs, nil) {
+		for _, c := range splitDeltas(recs) {
 			want[c.Account] = want[c.Account].Plus(c.Reserved)
 		}
 		// A half-settled session's postings already moved their deltas

@@ -112,16 +112,12 @@ func DecideReservations(reqs [][]ledger.AccountDelta, res map[string]Reserved, b
 // splitDeltas is what the movements recs hold reserved, per account (in
 // first-touch order, zeros dropped), both sides apart: netting a credit
 // against a debit of another movement would hide the debit, which the two
-// sides of the counter keep apart. only, if not nil, limits it to those
-// accounts (a chunk's).
-func splitDeltas(recs []JournalRecord, only map[string]bool) []ReservedChange {
+// sides of the counter keep apart.
+func splitDeltas(recs []JournalRecord) []ReservedChange {
 	idx := map[string]int{}
 	var out []ReservedChange
 	for _, r := range recs {
 		for _, d := range reservationDeltas(r.Legs) {
-			if only != nil && !only[d.Account] {
-				continue
-			}
 			i, ok := idx[d.Account]
 			if !ok {
 				i = len(out)
@@ -171,12 +167,50 @@ func ownCredits(own map[string]int64) map[string]int64 {
 }
 
 // chunkRelease is what chunk's posting moves out of the counters: the
-// sides of every account it carries, over the session's whole journal
-// (a chunk holds each of its accounts' whole net position).
-func chunkRelease(recs []JournalRecord, chunk ledger.Posting) []ReservedChange {
-	only := make(map[string]bool, len(chunk.Legs))
+// sides of every account it carries, over the session's whole journal (a
+// chunk holds each of its accounts' whole net position). sides is
+// sidesOf(the journal), computed once per settle: a chunk's accounts are
+// looked up, not the journal walked again.
+func chunkRelease(sides map[string]Reserved, chunk ledger.Posting) []ReservedChange {
+	var out []ReservedChange
 	for _, l := range chunk.Legs {
-		only[l.Account] = true
+		if r := sides[l.Account]; !r.Zero() {
+			out = append(out, ReservedChange{Account: l.Account, Reserved: r})
+		}
 	}
-	return splitDeltas(recs, only)
+	return out
+}
+
+// sidesOf is what the movements recs hold reserved per account, both
+// sides apart (splitDeltas as a map). It walks the journal once without
+// allocating per movement: a movement that names each account once (the
+// common case) is its own net.
+func sidesOf(recs []JournalRecord) map[string]Reserved {
+	out := map[string]Reserved{}
+	for _, r := range recs {
+		if repeatsAccount(r.Legs) {
+			for _, d := range reservationDeltas(r.Legs) {
+				out[d.Account] = out[d.Account].add(d.Delta)
+			}
+			continue
+		}
+		for _, l := range r.Legs {
+			if d := l.BalanceDelta(); d != 0 && ledger.IsWallet(l.Account) {
+				out[l.Account] = out[l.Account].add(d)
+			}
+		}
+	}
+	return out
+}
+
+// repeatsAccount reports whether two legs name one account.
+func repeatsAccount(legs []ledger.Leg) bool {
+	for i := range legs {
+		for j := i + 1; j < len(legs); j++ {
+			if legs[i].Account == legs[j].Account {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -2,6 +2,8 @@ package netting
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/shardwise/shardwise/ledger"
@@ -121,7 +123,10 @@ type settleStep struct {
 	// i indexes the loop of the current phase (chunks, comps, recs).
 	i int
 
-	recs   []JournalRecord
+	recs []JournalRecord
+	// sides is sidesOf(recs): each account's reserved debits and credits,
+	// what its chunk's posting releases.
+	sides  map[string]Reserved
 	head   string
 	meta   SessionMeta
 	chunks []ledger.Posting
@@ -235,12 +240,12 @@ func (c *settleStep) write() settleAction {
 	}
 	switch c.phase {
 	case phChunks:
-		return post(c.chunks[c.i], chunkRelease(c.recs, c.chunks[c.i]))
+		return post(c.chunks[c.i], chunkRelease(c.sides, c.chunks[c.i]))
 	case phMark:
 		return settleAction{kind: settleMarkReplaying, fence: c.fence}
 	case phComp:
 		i := c.comps[c.i]
-		return post(compensation(c.id, i, c.chunks[i]), negated(chunkRelease(c.recs, c.chunks[i])))
+		return post(compensation(c.id, i, c.chunks[i]), negated(chunkRelease(c.sides, c.chunks[i])))
 	case phReplay:
 		return post(replayPosting(c.recs[c.i]), changesOf(reservationDeltas(c.recs[c.i].Legs)))
 	default: // phRelease
@@ -250,11 +255,10 @@ func (c *settleStep) write() settleAction {
 		// carries but whose two sides are reserved all the same.
 		left := c.rejectedDeltas
 		if c.rep.Mode == ModeNetted {
-			for _, ch := range splitDeltas(c.recs, nil) {
-				if ch.Net() != 0 {
-					continue
+			for _, a := range slices.Sorted(maps.Keys(c.sides)) {
+				if r := c.sides[a]; r.Net() == 0 && !r.Zero() {
+					left = append(left, ledger.AccountDelta{Account: a, Delta: r.Credits}, ledger.AccountDelta{Account: a, Delta: r.Debits})
 				}
-				left = append(left, ledger.AccountDelta{Account: ch.Account, Delta: ch.Credits}, ledger.AccountDelta{Account: ch.Account, Delta: ch.Debits})
 			}
 		}
 		return settleAction{kind: settleRelease, fence: c.fence, deltas: left}
@@ -348,6 +352,7 @@ func (c *settleStep) advance(r settleResult) {
 		}
 		c.meta = r.meta
 		c.chunks = chunkPostings(c.id, netPositions(c.recs), r.meta.ChunkWidth, len(c.recs), c.head)
+		c.sides = sidesOf(c.recs)
 		if r.meta.Settled {
 			if r.meta.SettleMode == ModeNetted {
 				c.alreadyDone(settledReport(r.meta, c.recs, c.head, c.chunks, nil))

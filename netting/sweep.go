@@ -143,6 +143,7 @@ func ReconcileReservations(ctx context.Context, store Store) (ReconcileResult, e
 // replayed movement.
 func settledSoFar(ctx context.Context, store ReservationSource, meta SessionMeta, recs []JournalRecord) ([]ReservedChange, error) {
 	var out []ReservedChange
+	sides := sidesOf(recs)
 	has := func(id string) (bool, error) { return store.HasPosting(ctx, id) }
 	for i, c := range chunkPostings(meta.ID, netPositions(recs), meta.ChunkWidth, len(recs), "") {
 		posted, err := has(c.ID)
@@ -157,7 +158,7 @@ func settledSoFar(ctx context.Context, store ReservationSource, meta SessionMeta
 			return nil, err
 		}
 		if !comp {
-			out = append(out, chunkRelease(recs, c)...)
+			out = append(out, chunkRelease(sides, c)...)
 		}
 	}
 	for _, r := range recs {
