@@ -111,26 +111,55 @@ func reservationDeltas(legs []ledger.Leg) []ledger.AccountDelta {
 // netPositions nets every journaled leg per account (raw, debit-positive),
 // in first-touch order, dropping accounts that net to zero.
 func netPositions(recs []JournalRecord) []ledger.Leg {
+	pos, _, _ := netPositionsSides(recs)
+	return pos
+}
+
+// netPositionsSides is netPositions with, beside each position, what the
+// movements hold reserved on its account (both sides apart: a wallet's
+// debits and credits; zero for a platform account) — so chunk i's release
+// is the sides of the positions it carries — and the sides of the wallet
+// accounts that net to zero, which no chunk carries. One pass, no
+// allocation per movement: a movement that names each account once (the
+// common case) is its own net.
+func netPositionsSides(recs []JournalRecord) (pos []ledger.Leg, sides []Reserved, zero []ReservedChange) {
 	idx := map[string]int{}
-	var pos []ledger.Leg
+	at := func(account string) int {
+		i, ok := idx[account]
+		if !ok {
+			i = len(pos)
+			idx[account] = i
+			pos = append(pos, ledger.Leg{Account: account})
+			sides = append(sides, Reserved{})
+		}
+		return i
+	}
 	for _, r := range recs {
+		repeats := repeatsAccount(r.Legs)
 		for _, l := range r.Legs {
-			i, ok := idx[l.Account]
-			if !ok {
-				i = len(pos)
-				idx[l.Account] = i
-				pos = append(pos, ledger.Leg{Account: l.Account})
-			}
+			i := at(l.Account)
 			pos[i].Amount += l.Amount
+			if d := l.BalanceDelta(); !repeats && d != 0 && ledger.IsWallet(l.Account) {
+				sides[i] = sides[i].add(d)
+			}
+		}
+		if repeats {
+			for _, d := range reservationDeltas(r.Legs) {
+				i := idx[d.Account]
+				sides[i] = sides[i].add(d.Delta)
+			}
 		}
 	}
-	out := pos[:0]
-	for _, p := range pos {
-		if p.Amount != 0 {
-			out = append(out, p)
+	keptPos, keptSides := pos[:0], sides[:0]
+	for i, p := range pos {
+		switch {
+		case p.Amount != 0:
+			keptPos, keptSides = append(keptPos, p), append(keptSides, sides[i])
+		case !sides[i].Zero():
+			zero = append(zero, ReservedChange{Account: p.Account, Reserved: sides[i]})
 		}
 	}
-	return out
+	return keptPos, keptSides, zero
 }
 
 // chunkPostings cuts positions into postings of at most width positions,

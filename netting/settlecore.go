@@ -2,8 +2,6 @@ package netting
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/shardwise/shardwise/ledger"
@@ -124,13 +122,16 @@ type settleStep struct {
 	i int
 
 	recs []JournalRecord
-	// sides is sidesOf(recs): each account's reserved debits and credits,
-	// what its chunk's posting releases.
-	sides  map[string]Reserved
-	head   string
-	meta   SessionMeta
-	chunks []ledger.Posting
-	comps  []int // chunk indices to compensate, newest first
+	// sides[k] is what the movements hold reserved on the account of
+	// position k (chunk i carries positions i·width…): what a chunk's
+	// posting releases; zeroNet the sides of the accounts that net to
+	// zero, which no chunk carries (netPositionsSides).
+	sides   []Reserved
+	zeroNet []ReservedChange
+	head    string
+	meta    SessionMeta
+	chunks  []ledger.Posting
+	comps   []int // chunk indices to compensate, newest first
 
 	fence     Fence
 	claimedAt time.Time // node clock when fence was asked for
@@ -230,6 +231,19 @@ func (c *settleStep) action(now time.Time) settleAction {
 	return settleAction{kind: settleDone}
 }
 
+// chunkRelease is what chunk i's posting moves out of the counters: the
+// sides of the positions it carries.
+func (c *settleStep) chunkRelease(i int) []ReservedChange {
+	w := c.meta.ChunkWidth
+	var out []ReservedChange
+	for k := i * w; k < min((i+1)*w, len(c.sides)); k++ {
+		if !c.sides[k].Zero() {
+			out = append(out, ReservedChange{Account: c.chunks[i].Legs[k-i*w].Account, Reserved: c.sides[k]})
+		}
+	}
+	return out
+}
+
 // write is the write of the current phase (after any renewal).
 func (c *settleStep) write() settleAction {
 	// Each posting's own reservations leave pending as it lands: a chunk's
@@ -240,12 +254,12 @@ func (c *settleStep) write() settleAction {
 	}
 	switch c.phase {
 	case phChunks:
-		return post(c.chunks[c.i], chunkRelease(c.sides, c.chunks[c.i]))
+		return post(c.chunks[c.i], c.chunkRelease(c.i))
 	case phMark:
 		return settleAction{kind: settleMarkReplaying, fence: c.fence}
 	case phComp:
 		i := c.comps[c.i]
-		return post(compensation(c.id, i, c.chunks[i]), negated(chunkRelease(c.sides, c.chunks[i])))
+		return post(compensation(c.id, i, c.chunks[i]), negated(c.chunkRelease(i)))
 	case phReplay:
 		return post(replayPosting(c.recs[c.i]), changesOf(reservationDeltas(c.recs[c.i].Legs)))
 	default: // phRelease
@@ -255,10 +269,8 @@ func (c *settleStep) write() settleAction {
 		// carries but whose two sides are reserved all the same.
 		left := c.rejectedDeltas
 		if c.rep.Mode == ModeNetted {
-			for _, a := range slices.Sorted(maps.Keys(c.sides)) {
-				if r := c.sides[a]; r.Net() == 0 && !r.Zero() {
-					left = append(left, ledger.AccountDelta{Account: a, Delta: r.Credits}, ledger.AccountDelta{Account: a, Delta: r.Debits})
-				}
+			for _, z := range c.zeroNet {
+				left = append(left, ledger.AccountDelta{Account: z.Account, Delta: z.Credits}, ledger.AccountDelta{Account: z.Account, Delta: z.Debits})
 			}
 		}
 		return settleAction{kind: settleRelease, fence: c.fence, deltas: left}
@@ -351,8 +363,9 @@ func (c *settleStep) advance(r settleResult) {
 			return
 		}
 		c.meta = r.meta
-		c.chunks = chunkPostings(c.id, netPositions(c.recs), r.meta.ChunkWidth, len(c.recs), c.head)
-		c.sides = sidesOf(c.recs)
+		var pos []ledger.Leg
+		pos, c.sides, c.zeroNet = netPositionsSides(c.recs)
+		c.chunks = chunkPostings(c.id, pos, r.meta.ChunkWidth, len(c.recs), c.head)
 		if r.meta.Settled {
 			if r.meta.SettleMode == ModeNetted {
 				c.alreadyDone(settledReport(r.meta, c.recs, c.head, c.chunks, nil))
