@@ -59,9 +59,11 @@ import (
 // (SHARDWISE_LONG=1 go test ./netting -run TestModelBites -v): the old
 // spending rule (a debit spends other sessions' pending credits, so a
 // settle's replay refuses an accepted movement and the balances miss it)
-// is caught by seed 1, and by 219 of the 300 seeds; the funds check before
+// is caught by seed 1, and by 218 of the 300 seeds; the funds check before
 // the key lookup (a resent accepted key answered REJECTED) by seed 1, and
-// by 266 of the 300.
+// by 251 of the 300. The long mode (SHARDWISE_LONG=1 go test ./netting
+// -run 'TestModel' -timeout 60m) ran 10,000 memory-store seeds and 200
+// SQLite seeds clean.
 
 const (
 	modelShortSeeds  = 300
