@@ -172,3 +172,50 @@ func settledSoFar(ctx context.Context, store ReservationSource, meta SessionMeta
 	}
 	return out, nil
 }
+
+// MissingFromLedger returns the journaled (accepted) movements of session
+// id that its finished settle left out of the ledger — the hook for an
+// audit of accepted against posted. For a session settled by netting,
+// every chunk (net_<id>_c<i>) must be posted; if one is not, every movement
+// is returned (the positions are cut by account, not by movement). For a
+// session settled by replay, each movement whose own posting
+// (mv_<id>_<seq>) is absent is returned. Under the spending rule the
+// result is always empty; anything else is an invariant breach (the settle
+// that caused it logged it and counted it, ClusterNode.Breaches). A session
+// not settled yet returns nil: its movements are still pending.
+func MissingFromLedger(ctx context.Context, store Store, sessionID string) ([]JournalRecord, error) {
+	meta, err := store.Session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if !meta.Settled {
+		return nil, nil
+	}
+	recs, err := store.ReadJournal(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("netting: missing from ledger %s: %w", sessionID, err)
+	}
+	if meta.SettleMode == ModeNetted {
+		for _, c := range chunkPostings(meta.ID, netPositions(recs), meta.ChunkWidth, len(recs), "") {
+			ok, err := store.HasPosting(ctx, c.ID)
+			if err != nil {
+				return nil, fmt.Errorf("netting: missing from ledger %s: %w", sessionID, err)
+			}
+			if !ok {
+				return recs, nil
+			}
+		}
+		return nil, nil
+	}
+	var missing []JournalRecord
+	for _, r := range recs {
+		ok, err := store.HasPosting(ctx, replayID(sessionID, r.Seq))
+		if err != nil {
+			return nil, fmt.Errorf("netting: missing from ledger %s: %w", sessionID, err)
+		}
+		if !ok {
+			missing = append(missing, r)
+		}
+	}
+	return missing, nil
+}

@@ -21,7 +21,7 @@ var spendingCases = []contractCase{
 	{"Spending/AnySettleOrder", testSpendAnySettleOrder},
 	{"Spending/SettleMovesBothSides", testSpendSettleMovesSides},
 	{"Spending/SessionNettingToZero", testSpendNetsToZero},
-	{"Spending/BreachKeepsTheMovement", testSpendBreach},
+	{"Spending/BreachIsLoud", testSpendBreach},
 	{"Keys/ResentKeyAnswersFirstOutcome", testResentKeyFirstOutcome},
 }
 
@@ -143,6 +143,9 @@ func testSpendSameSession(t *testing.T, s netting.SharedStore) {
 	}
 	if b := balance(t, s, ledger.Spendable("w")); b != 0 {
 		t.Errorf("w = %d, want 0", b)
+	}
+	if missing, err := netting.MissingFromLedger(ctxT(t), s, s1.ID()); err != nil || len(missing) != 0 {
+		t.Errorf("MissingFromLedger of a sound settle = %v, %v; want none", missing, err)
 	}
 	checkMoney(t, s, true)
 }
@@ -269,6 +272,12 @@ func testSpendBreach(t *testing.T, s netting.SharedStore) {
 	}
 	if has(t, s, "mv_"+id+"_1") || !has(t, s, "mv_"+id+"_0") {
 		t.Error("replay postings wrong: want a1 posted, a2 not")
+	}
+	// The audit's hook finds it.
+	missing, err := netting.MissingFromLedger(ctxT(t), s, id)
+	must(t, err)
+	if len(missing) != 1 || missing[0].Key != "a2" || missing[0].Seq != 1 {
+		t.Errorf("MissingFromLedger = %+v, want a2 (seq 1)", missing)
 	}
 	checkMoney(t, s, true)
 }
