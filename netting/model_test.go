@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/internal/testseed"
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
@@ -51,8 +52,9 @@ import (
 //
 // A failing schedule prints its seed and its trace; SHARDWISE_SEED=<n>
 // replays exactly that seed. The short mode runs modelShortSeeds seeds on
-// the memory store and modelSQLiteSeeds on SQLite; SHARDWISE_LONG=1 runs
-// modelLongSeeds (10,000) on the memory store.
+// the memory store, modelSQLiteSeeds on SQLite and modelPostgresSeeds on
+// PostgreSQL (when installed); SHARDWISE_LONG=1 runs modelLongSeeds
+// (10,000) on the memory store and modelLongSQLiteSeeds on each SQL store.
 //
 // TestModelBites plants each bug issue 27 removed (netting.PlantBugs) and
 // requires the short mode to catch it. Seeds needed, counted from seed 1
@@ -62,13 +64,16 @@ import (
 // is caught by seed 1, and by 218 of the 300 seeds; the funds check before
 // the key lookup (a resent accepted key answered REJECTED) by seed 1, and
 // by 251 of the 300. The long mode (SHARDWISE_LONG=1 go test ./netting
-// -run 'TestModel' -timeout 60m) ran 10,000 memory-store seeds and 200
-// SQLite seeds clean.
+// -run 'TestModel' -timeout 60m) ran 10,000 memory-store seeds, 200 SQLite
+// seeds and 200 PostgreSQL seeds clean.
 
 const (
 	modelShortSeeds  = 300
 	modelSQLiteSeeds = 2
-	modelLongSeeds   = 10_000
+	// modelPostgresSeeds: PostgreSQL's share of the short mode (a fresh
+	// database each).
+	modelPostgresSeeds = 2
+	modelLongSeeds     = 10_000
 	// modelLongSQLiteSeeds: SQLite's share of the long mode (each of its
 	// commits is an fsync).
 	modelLongSQLiteSeeds = 200
@@ -534,18 +539,30 @@ func mergeKeys(a, b map[string]int64) map[string]int64 {
 // trace is logged with them).
 func runModelSeed(t *testing.T, seed uint64, sqlite bool, bugs modelBugs, fired map[string]int) []string {
 	t.Helper()
+	if sqlite {
+		return runModelSeedOn(t, seed, func(t *testing.T) netting.SharedStore {
+			s, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), fmt.Sprintf("model-%d.db", seed)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}, bugs, fired)
+	}
+	return runModelSeedOn(t, seed, nil, bugs, fired)
+}
+
+// runModelSeedOn plays seed on the store open makes (nil: the memory store
+// on the model's clock).
+func runModelSeedOn(t *testing.T, seed uint64, open func(t *testing.T) netting.SharedStore, bugs modelBugs, fired map[string]int) []string {
+	t.Helper()
 	// Far from any store clock: on SQLite (whose rows carry the database's
 	// own clock) every orphan is then older than the sweep's bound, a
 	// fixed decision; on the memory store the fake clock is the store's.
 	c := clock.NewFake(time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC))
 	var store netting.SharedStore
-	if sqlite {
-		s, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), fmt.Sprintf("model-%d.db", seed)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		store = s
+	if open != nil {
+		store = open(t)
 	} else {
 		store = netting.NewMemStoreWithClock(c)
 	}
@@ -615,8 +632,44 @@ func TestModelSQLite(t *testing.T) {
 	}
 	fired := map[string]int{}
 	for _, seed := range modelSeeds(t, n) {
-		if f := runModelSeed(t, seed, true, modelBugs{}, fired); len(f) > 0 {
-			t.Fatalf("seed %d: %d failures, first: %s", seed, len(f), f[0])
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			if f := runModelSeed(t, seed, true, modelBugs{}, fired); len(f) > 0 {
+				t.Fatalf("seed %d: %d failures, first: %s", seed, len(f), f[0])
+			}
+		})
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+// TestModelPostgres plays a few seeds on PostgreSQL (its one-statement
+// group commit checks the rule in SQL); SHARDWISE_LONG=1 plays more.
+func TestModelPostgres(t *testing.T) {
+	pg := testenv.StartPostgres(t)
+	n := modelPostgresSeeds
+	if os.Getenv("SHARDWISE_LONG") != "" {
+		n = modelLongSQLiteSeeds
+	}
+	fired := map[string]int{}
+	for _, seed := range modelSeeds(t, n) {
+		// A subtest per seed, so each seed's store and database are
+		// closed before the next opens.
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			open := func(t *testing.T) netting.SharedStore {
+				s, err := sqlstore.OpenPostgres(context.Background(), pg.NewDatabase(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+			if f := runModelSeedOn(t, seed, open, modelBugs{}, fired); len(f) > 0 {
+				t.Fatalf("seed %d: %d failures, first: %s", seed, len(f), f[0])
+			}
+		})
+		if t.Failed() {
+			return
 		}
 	}
 }
