@@ -2,6 +2,7 @@ package econ
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,11 +24,33 @@ type metrics struct {
 	postings prometheus.Counter
 	netted   prometheus.Counter
 	swept    prometheus.Counter
+	// breaches sums netting.ClusterNode.Breaches over every generation the
+	// node has opened (a scrape never waits for a view change's gate).
+	breaches prometheus.CounterFunc
+	gensMu   sync.Mutex
+	gens     []*netting.ClusterNode
+}
+
+// watchBreaches adds a generation's breaches to the counter.
+func (m *metrics) watchBreaches(cn *netting.ClusterNode) {
+	m.gensMu.Lock()
+	m.gens = append(m.gens, cn)
+	m.gensMu.Unlock()
+}
+
+func (m *metrics) breachTotal() float64 {
+	m.gensMu.Lock()
+	defer m.gensMu.Unlock()
+	var sum int64
+	for _, cn := range m.gens {
+		sum += cn.Breaches()
+	}
+	return float64(sum)
 }
 
 func newMetrics() *metrics {
 	const ns, sub = "shardwise", "econ"
-	return &metrics{
+	m := &metrics{
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "records_total",
 			Help: "Record calls by result: accepted, rejected, misrouted, not_ready, stopped, error.",
@@ -61,13 +84,18 @@ func newMetrics() *metrics {
 			Help: "Orphan sessions (of dead nodes) this node's sweep settled.",
 		}),
 	}
+	m.breaches = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: sub, Name: "settle_breaches_total",
+		Help: "Invariant breaches this node's settles met: a netted chunk or an accepted movement the ledger refused, which the spending rule makes impossible. Alert on any.",
+	}, m.breachTotal)
+	return m
 }
 
 // Collectors returns the node's Prometheus collectors for the caller to
 // register.
 func (n *Node) Collectors() []prometheus.Collector {
 	m := n.met
-	return []prometheus.Collector{m.records, m.ready, m.members, m.views, m.settled, m.postings, m.netted, m.swept}
+	return []prometheus.Collector{m.records, m.ready, m.members, m.views, m.settled, m.postings, m.netted, m.swept, m.breaches}
 }
 
 // settledAll counts settles: every report a session, and what a settle

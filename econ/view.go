@@ -157,6 +157,7 @@ func (n *Node) reform(v view) bool {
 		return false
 	}
 	g := &generation{view: v, node: cn, ready: make(chan struct{})}
+	n.met.watchBreaches(cn)
 	n.gate.Lock()
 	if err := n.stoppedLocked(); err != nil {
 		n.gate.Unlock()

@@ -99,3 +99,64 @@ func BenchmarkBaselinePostEach(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCrossScopeSpend measures what the spending rule of issue 27
+// costs a workload that spends across scopes: each round mints coins to 100
+// wallets in one scope ("loot") and spends them in another ("shop") before
+// either settles, then settles the shop first. rule=old plants the rule
+// before issue 27 back (a debit may spend other sessions' pending
+// credits). Reported: the share of spends accepted, the accepted spends
+// the settle then refused (money an accepted movement lost), and the
+// netting ratio (ledger postings per 1,000 movements).
+func BenchmarkCrossScopeSpend(b *testing.B) {
+	for _, old := range []bool{false, true} {
+		name := "rule=new"
+		if old {
+			name = "rule=old"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := netting.NewMemStore()
+			n, err := netting.OpenClusterNode(s, netting.ClusterConfig{NodeID: "econ-1", Nodes: []string{"econ-1"},
+				MaxMovements: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			netting.PlantBugs(n, old, false)
+			ctx := context.Background()
+			var spends, accepted, refusedAtSettle, movements, postings int
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for u := range 100 {
+					w := ledger.Spendable(fmt.Sprintf("u%d", u))
+					if _, err := n.Record(ctx, "loot", netting.Movement{Key: fmt.Sprintf("loot-%d-%d", i, u), Legs: []ledger.Leg{
+						ledger.Debit("platform:mint", 10), ledger.Credit(w, 10)}}); err != nil {
+						b.Fatal(err)
+					}
+					out, err := n.Record(ctx, "a-shop", netting.Movement{Key: fmt.Sprintf("buy-%d-%d", i, u), Legs: []ledger.Leg{
+						ledger.Debit(w, 10), ledger.Credit("platform:sink", 10)}})
+					if err != nil {
+						b.Fatal(err)
+					}
+					spends++
+					movements += 2
+					if out.Status == netting.Accepted {
+						accepted++
+					}
+				}
+				// SettleAll settles in scope order: the shop ("a-shop") first.
+				reps, err := n.SettleAll(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, r := range reps {
+					refusedAtSettle += len(r.Rejected)
+					postings += r.Postings
+				}
+			}
+			b.ReportMetric(100*float64(accepted)/float64(spends), "%spends-accepted")
+			b.ReportMetric(float64(refusedAtSettle)/float64(b.N), "accepted-lost/round")
+			b.ReportMetric(1000*float64(postings)/float64(movements), "postings/1k-movements")
+		})
+	}
+}

@@ -45,7 +45,20 @@ type ClusterNode struct {
 	mu     sync.Mutex
 	lanes  map[string]*lane
 	closed bool
+
+	// breaches counts the settles of this node that found the ledger
+	// refusing an accepted movement or a netted chunk (Breaches).
+	breaches atomic.Int64
+	// plant: the planted bugs of the model's bite test (export_test.go).
+	plant plantedBugs
 }
+
+// Breaches returns how many invariant breaches this node's settles have
+// met: a netted chunk or an accepted movement the ledger refused, which
+// the spending rule makes impossible (each is also logged at error level,
+// and a refused movement leaves its session unsettled with a
+// *BreachError). A monitor alerts on any nonzero value.
+func (n *ClusterNode) Breaches() int64 { return n.breaches.Load() }
 
 // lane is the current epoch of one scope on this node.
 type lane struct {
@@ -130,6 +143,8 @@ func (n *ClusterNode) bind(meta SessionMeta) *Session {
 		now:           n.localNow,
 		commitTimeout: n.cfg.CommitTimeout,
 		st:            newSessionState(meta.ID),
+		onBreach:      func() { n.breaches.Add(1) },
+		plant:         n.plant,
 	}
 }
 
@@ -265,6 +280,7 @@ func (n *ClusterNode) retire(ctx context.Context, scope string, s *Session) {
 // unsettled, and the sweep (or Recover) finishes it.
 func (n *ClusterNode) settleRetired(ctx context.Context, s *Session) {
 	if _, err := s.Settle(ctx); err != nil {
+		// A breach was logged at error level by the settle itself.
 		n.log.Warn("netting: settle of rotated epoch failed; left for the sweep", "session", s.ID(), "code", Code(err), "err", err)
 	}
 }

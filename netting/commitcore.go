@@ -41,7 +41,11 @@ const (
 type commitAction struct {
 	kind commitActionKind
 	reqs [][]ledger.AccountDelta // commitWrite
-	keys []string                // commitLookup
+	// own (commitWrite) is the session's own pending credits the debits
+	// may spend (SharedStore.ReserveAndAppend); the store does not change
+	// it.
+	own  map[string]int64
+	keys []string // commitLookup
 }
 
 // commitAnswer is the decision for one item of the batch (its index).
@@ -66,6 +70,18 @@ type commitStep struct {
 	nextSeq int64
 	head    string
 	items   []commitItem
+	// own is the session's committed pending credits on the accounts the
+	// batch debits: what the spending rule lets these debits spend beyond
+	// the balance.
+	own map[string]int64
+	// refusedLookup: the lookups under way are of the items the funds
+	// check refused (a refused key may be journaled already: its first
+	// answer, not a refusal, is owed).
+	refusedLookup bool
+	// plantFundsFirst is a planted bug for the model's bite test
+	// (export_test.go): a refused item is answered REJECTED without
+	// looking its key up, as before issue 27.
+	plantFundsFirst bool
 
 	// live are the items still to write, in order.
 	live []int
@@ -92,9 +108,10 @@ type commitStep struct {
 }
 
 // newCommitStep starts a group commit of items onto the journal whose next
-// seq is nextSeq and whose head hash is head.
-func newCommitStep(session string, nextSeq int64, head string, items []commitItem) *commitStep {
-	c := &commitStep{session: session, nextSeq: nextSeq, head: head, items: items}
+// seq is nextSeq and whose head hash is head; own is the session's
+// committed pending credits (per account) its debits may spend.
+func newCommitStep(session string, nextSeq int64, head string, items []commitItem, own map[string]int64) *commitStep {
+	c := &commitStep{session: session, nextSeq: nextSeq, head: head, items: items, own: own}
 	c.live = make([]int, len(items))
 	for i := range items {
 		c.live[i] = i
@@ -116,7 +133,7 @@ func (c *commitStep) write() {
 		reqs[i] = c.items[it].deltas
 	}
 	c.built, c.ok, c.recs = false, nil, nil
-	c.action = commitAction{kind: commitWrite, reqs: reqs}
+	c.action = commitAction{kind: commitWrite, reqs: reqs, own: c.own}
 }
 
 // build is the pure function the store calls inside its transaction (again
@@ -152,20 +169,65 @@ func (c *commitStep) failLive(err error) {
 }
 
 // landed decides the live items as the last build did: its granted items
-// accepted with its rows, every other live item rejected by the
-// reservation check.
+// accepted with its rows; every other live item was refused by the funds
+// check, and is answered only once its key is looked up (refusedLookup): a
+// key already journaled — by any session, node or epoch, settled or not —
+// answers its first outcome, ACCEPTED with its seq, never the refusal of a
+// funds check it should not have been put to.
 func (c *commitStep) landed() {
 	granted := make(map[int]bool, len(c.ok))
 	for _, it := range c.ok {
 		granted[it] = true
 	}
+	var refused []int
 	for _, it := range c.live {
 		if !granted[it] {
-			c.answer(it, Outcome{Status: Rejected, Seq: -1, Reason: ReasonInsufficientFunds}, nil)
+			refused = append(refused, it)
 		}
 	}
 	c.accepted, c.rows = c.ok, c.recs
 	c.live = nil
+	c.action = commitAction{kind: commitDone}
+	if len(refused) == 0 {
+		return
+	}
+	if c.plantFundsFirst {
+		for _, it := range refused {
+			c.answer(it, Outcome{Status: Rejected, Seq: -1, Reason: ReasonInsufficientFunds}, nil)
+		}
+		return
+	}
+	c.lookups, c.refusedLookup = refused, true
+	keys := make([]string, len(refused))
+	for i, it := range refused {
+		keys[i] = c.items[it].key
+	}
+	c.action = commitAction{kind: commitLookup, keys: keys}
+}
+
+// lookedRefused answers the refused items from their keys' lookups: a
+// key found answers ACCEPTED with its row's seq, a key absent the
+// refusal, and a failed lookup an error (outcome unknown to the caller,
+// who retries with the same key: never a guessed refusal).
+func (c *commitStep) lookedRefused(res []keyLookup) {
+	for i, it := range c.lookups {
+		var r keyLookup
+		if i < len(res) {
+			r = res[i]
+		} else {
+			r.err = fmt.Errorf("netting: no lookup result")
+		}
+		key := c.items[it].key
+		switch {
+		case r.err != nil:
+			c.answer(it, Outcome{}, fmt.Errorf("netting: lookup of refused key %q: %w", key, r.err))
+		case r.found:
+			c.answer(it, Outcome{Status: Accepted, Seq: r.rec.Seq}, nil)
+		default:
+			c.answer(it, Outcome{Status: Rejected, Seq: -1, Reason: ReasonInsufficientFunds}, nil)
+		}
+	}
+	c.lookups, c.refusedLookup = nil, false
 	c.action = commitAction{kind: commitDone}
 }
 
@@ -235,6 +297,10 @@ func (c *commitStep) splitConflicts(keys []string) (dup, rest []int) {
 // order: each item whose key another row holds answers with that row's
 // outcome (a retried key answers as before); then the rest is written.
 func (c *commitStep) looked(res []keyLookup) {
+	if c.refusedLookup {
+		c.lookedRefused(res)
+		return
+	}
 	for i, it := range c.lookups {
 		var r keyLookup
 		if i < len(res) {

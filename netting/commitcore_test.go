@@ -170,15 +170,23 @@ func TestCommitStep(t *testing.T) {
 			commitWant{answers: map[string]string{"a": "accepted@5", "b": "accepted@6", "c": "accepted@7"}, committed: []string{"a", "b", "c"}}},
 		{"some refused by the reservation check",
 			[]string{"a", "b", "c"},
-			[]commitCall{{want: commitWrite, granted: []bool{false, true, false}}},
+			[]commitCall{{want: commitWrite, granted: []bool{false, true, false}}, {want: commitLookup, wantKeys: []string{"a", "c"}, lookups: []keyLookup{{}, {}}}},
 			commitWant{answers: map[string]string{"a": "rejected", "b": "accepted@5", "c": "rejected"}, committed: []string{"b"}}},
 		{"all refused: nothing to append",
 			[]string{"a"},
-			[]commitCall{{want: commitWrite, granted: []bool{false}}},
+			[]commitCall{{want: commitWrite, granted: []bool{false}}, {want: commitLookup, wantKeys: []string{"a"}, lookups: []keyLookup{{}}}},
 			commitWant{answers: map[string]string{"a": "rejected"}}},
+		{"a refused key journaled before (a resend): its first answer, not the refusal",
+			[]string{"a", "resent", "b"},
+			[]commitCall{{want: commitWrite, granted: []bool{true, false, false}}, {want: commitLookup, wantKeys: []string{"resent", "b"}, lookups: []keyLookup{found(17), {}}}},
+			commitWant{answers: map[string]string{"a": "accepted@5", "resent": "accepted@17", "b": "rejected"}, committed: []string{"a"}}},
+		{"a refused key's lookup fails: an error (retry), never a guessed refusal",
+			[]string{"a", "b"},
+			[]commitCall{{want: commitWrite, granted: []bool{false, false}}, {want: commitLookup, lookups: []keyLookup{{err: errors.New("db down")}}}},
+			commitWant{answers: map[string]string{"a": "error:lookup of refused key \"a\": db down", "b": "error:no lookup result"}}},
 		{"a retried transaction: the last build is what committed",
 			[]string{"a", "b"},
-			[]commitCall{{want: commitWrite, retries: 2, granted: []bool{true, false}}},
+			[]commitCall{{want: commitWrite, retries: 2, granted: []bool{true, false}}, {want: commitLookup, wantKeys: []string{"b"}, lookups: []keyLookup{{}}}},
 			commitWant{answers: map[string]string{"a": "accepted@5", "b": "rejected"}, committed: []string{"a"}}},
 		{"store never called build",
 			[]string{"a", "b"},
@@ -186,7 +194,7 @@ func TestCommitStep(t *testing.T) {
 			commitWant{answers: map[string]string{"a": "error:granted 0 of 2", "b": "error:granted 0 of 2"}}},
 		{"store granted too few after building: outcome unknown, read back, landed",
 			[]string{"a", "b"},
-			[]commitCall{{want: commitWrite, granted: []bool{true}}, {want: commitReadBack, journalRows: 1}},
+			[]commitCall{{want: commitWrite, granted: []bool{true}}, {want: commitReadBack, journalRows: 1}, {want: commitLookup, wantKeys: []string{"b"}, lookups: []keyLookup{{}}}},
 			commitWant{answers: map[string]string{"a": "accepted@5", "b": "rejected"}, committed: []string{"a"}}},
 		{"key journaled elsewhere: answered from its row, the rest written again",
 			[]string{"a", "dup", "c"},
@@ -237,7 +245,7 @@ func TestCommitStep(t *testing.T) {
 			commitWant{answers: map[string]string{"a": "error:connection reset"}}},
 		{"lost reply, the write landed: accepted, not guessed",
 			[]string{"a", "b", "c"},
-			[]commitCall{{want: commitWrite, granted: []bool{true, false, true}, err: errLost}, {want: commitReadBack, journalRows: 2}},
+			[]commitCall{{want: commitWrite, granted: []bool{true, false, true}, err: errLost}, {want: commitReadBack, journalRows: 2}, {want: commitLookup, wantKeys: []string{"b"}, lookups: []keyLookup{{}}}},
 			commitWant{answers: map[string]string{"a": "accepted@5", "b": "rejected", "c": "accepted@6"}, committed: []string{"a", "c"}}},
 		{"lost reply, the write did not land: failed, session stays open",
 			[]string{"a", "b"},
@@ -256,7 +264,7 @@ func TestCommitStep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// A committed journal of 5 rows ends in head "h4"; the lost-reply
 			// read-backs give 5 rows of others before ours.
-			c := newCommitStep("s", 5, "h4", testItems(tc.keys...))
+			c := newCommitStep("s", 5, "h4", testItems(tc.keys...), nil)
 			for i := range tc.script {
 				if tc.script[i].want == commitReadBack && tc.script[i].others == 0 && tc.script[i].journalRows >= 0 {
 					tc.script[i].others = 5
@@ -272,7 +280,7 @@ func TestCommitStep(t *testing.T) {
 // each PrevHash the previous Hash (the first the committed head), each Hash
 // ChainHash of the row.
 func TestCommitStepChains(t *testing.T) {
-	c := newCommitStep("s", 3, "head", testItems("a", "b", "c"))
+	c := newCommitStep("s", 3, "head", testItems("a", "b", "c"), nil)
 	recs := c.build([]bool{true, false, true})
 	if len(recs) != 2 {
 		t.Fatalf("%d rows", len(recs))

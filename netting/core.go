@@ -111,26 +111,55 @@ func reservationDeltas(legs []ledger.Leg) []ledger.AccountDelta {
 // netPositions nets every journaled leg per account (raw, debit-positive),
 // in first-touch order, dropping accounts that net to zero.
 func netPositions(recs []JournalRecord) []ledger.Leg {
+	pos, _, _ := netPositionsSides(recs)
+	return pos
+}
+
+// netPositionsSides is netPositions with, beside each position, what the
+// movements hold reserved on its account (both sides apart: a wallet's
+// debits and credits; zero for a platform account) — so chunk i's release
+// is the sides of the positions it carries — and the sides of the wallet
+// accounts that net to zero, which no chunk carries. One pass, no
+// allocation per movement: a movement that names each account once (the
+// common case) is its own net.
+func netPositionsSides(recs []JournalRecord) (pos []ledger.Leg, sides []Reserved, zero []ReservedChange) {
 	idx := map[string]int{}
-	var pos []ledger.Leg
+	at := func(account string) int {
+		i, ok := idx[account]
+		if !ok {
+			i = len(pos)
+			idx[account] = i
+			pos = append(pos, ledger.Leg{Account: account})
+			sides = append(sides, Reserved{})
+		}
+		return i
+	}
 	for _, r := range recs {
+		repeats := repeatsAccount(r.Legs)
 		for _, l := range r.Legs {
-			i, ok := idx[l.Account]
-			if !ok {
-				i = len(pos)
-				idx[l.Account] = i
-				pos = append(pos, ledger.Leg{Account: l.Account})
-			}
+			i := at(l.Account)
 			pos[i].Amount += l.Amount
+			if d := l.BalanceDelta(); !repeats && d != 0 && ledger.IsWallet(l.Account) {
+				sides[i] = sides[i].add(d)
+			}
+		}
+		if repeats {
+			for _, d := range reservationDeltas(r.Legs) {
+				i := idx[d.Account]
+				sides[i] = sides[i].add(d.Delta)
+			}
 		}
 	}
-	out := pos[:0]
-	for _, p := range pos {
-		if p.Amount != 0 {
-			out = append(out, p)
+	keptPos, keptSides := pos[:0], sides[:0]
+	for i, p := range pos {
+		switch {
+		case p.Amount != 0:
+			keptPos, keptSides = append(keptPos, p), append(keptSides, sides[i])
+		case !sides[i].Zero():
+			zero = append(zero, ReservedChange{Account: p.Account, Reserved: sides[i]})
 		}
 	}
-	return out
+	return keptPos, keptSides, zero
 }
 
 // chunkPostings cuts positions into postings of at most width positions,
@@ -219,16 +248,21 @@ type sessionState struct {
 	replaying bool
 	report    *SettleReport
 	idle      []chan struct{}
+	// own is the credits this session's committed rows hold per wallet
+	// account: the pending credits the spending rule lets its own debits
+	// spend (they settle with them), and nobody else's.
+	own map[string]int64
 }
 
 func newSessionState(id string) *sessionState {
-	return &sessionState{id: id, head: GenesisHash, outcomes: map[string]Outcome{}, inflight: map[string]*proposal{}}
+	return &sessionState{id: id, head: GenesisHash, outcomes: map[string]Outcome{}, inflight: map[string]*proposal{}, own: map[string]int64{}}
 }
 
 // restore replays a verified journal into the state (recovery).
 func (st *sessionState) restore(recs []JournalRecord, head string) {
 	for _, r := range recs {
 		st.outcomes[r.Key] = Outcome{Status: Accepted, Seq: r.Seq}
+		st.addOwn(reservationDeltas(r.Legs))
 	}
 	st.nextSeq = int64(len(recs))
 	st.head = head
@@ -263,11 +297,35 @@ func (st *sessionState) finish(rep SettleReport) {
 func (st *sessionState) commit(ps []*proposal, recs []JournalRecord) {
 	for i, p := range ps {
 		st.decide(p, Outcome{Status: Accepted, Seq: recs[i].Seq}, nil)
+		st.addOwn(p.deltas)
 	}
 	if n := len(recs); n > 0 {
 		st.nextSeq = recs[n-1].Seq + 1
 		st.head = recs[n-1].Hash
 	}
+}
+
+// addOwn adds a committed movement's credits to own.
+func (st *sessionState) addOwn(deltas []ledger.AccountDelta) {
+	for _, d := range deltas {
+		if d.Delta > 0 {
+			st.own[d.Account] += d.Delta
+		}
+	}
+}
+
+// ownFor is own on the accounts items debit (the only ones the rule reads
+// it for): the snapshot a group commit passes to the store.
+func (st *sessionState) ownFor(items []commitItem) map[string]int64 {
+	out := map[string]int64{}
+	for _, it := range items {
+		for _, d := range it.deltas {
+			if v := st.own[d.Account]; d.Delta < 0 && v > 0 {
+				out[d.Account] = v
+			}
+		}
+	}
+	return out
 }
 
 // decide answers a proposal. Errors are not remembered: the caller may retry

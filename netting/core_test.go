@@ -123,9 +123,10 @@ func TestSessionStateApply(t *testing.T) {
 	for i := range items {
 		items[i] = commitItem{key: batch[i].key, legs: recs[0].Legs}
 	}
-	c := newCommitStep("s", st.nextSeq, st.head, items)
+	c := newCommitStep("s", st.nextSeq, st.head, items, nil)
 	c.build([]bool{true, false, true})
 	c.wrote([]bool{true, false, true}, nil)
+	c.looked([]keyLookup{{}}) // the refused key is journaled nowhere
 	c.closeRecords = true
 	st.apply(c, batch[:3])
 	if st.nextSeq != 4 || st.head != c.rows[1].Hash || !st.closedForRecords {

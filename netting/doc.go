@@ -2,7 +2,8 @@
 // and settles each session's net effect into the ledger in a few postings.
 //
 // It owns: sessions (one scope, one epoch, one writer), the hash-chained
-// journal, reservations against the shared counter, settle (net in chunks
+// journal, reservations against the shared counter under the spending rule
+// (reserve.go), settle (net in chunks
 // with a clearing leg; on a refusal compensate and replay each movement),
 // recovery, the ClusterNode (ownership by rendezvous placement, epoch
 // rotation, the orphan sweep, ReconcileReservations), netting for a single
@@ -65,9 +66,72 @@
 //     each movement alone as mv_<session>_<seq>, collecting refusals.
 //  6. Release the session's reservations exactly once (a durable claim in
 //     the store), mark the session settled, report. Each posting of steps
-//     4–5 (PostFencedReleasing) already released its own deltas as it
-//     landed (a compensation put its chunk's back), so the release returns
-//     only what no posting took: the refused movements.
+//     4–5 (PostFencedReleasing) already released its own reservations as
+//     it landed (a chunk both sides of each of its accounts; a
+//     compensation put its chunk's back), so the release returns only what
+//     no posting took: the refused movements, and the accounts of a netted
+//     settle that net to zero (no chunk carries them).
+//
+// Under the spending rule step 5's refusals cannot happen (below): a
+// refused chunk or movement is an invariant breach, logged at error level
+// and counted (ClusterNode.Breaches); a refused movement is still listed in
+// the report's Rejected, and the session is marked Replaying, so an audit
+// of settled journals against the ledger finds it. Only a posting made
+// outside the sessions (an operator's Post spending reserved money) or a
+// store that breaks the rule can cause one.
+//
+// # The spending rule
+//
+// The shared counter keeps, per wallet account, the pending debits D (the
+// sum of the negative balance deltas of accepted, unsettled movements, of
+// every session) and the pending credits C (the positive ones). A debit d
+// < 0 of session Y on account a is granted only if, with d counted,
+//
+//	B + D + C_Y ≥ 0
+//
+// where B is a's settled balance and C_Y the credits Y itself has accepted
+// on a (committed, or granted earlier in the same group commit). Other
+// sessions' pending credits are never spendable; every session's pending
+// debits count against everyone. Each movement's deltas are netted per
+// account first (reservationDeltas), so a movement is one delta per
+// account.
+//
+// Claim: whatever subset of the unsettled sessions settles, in whatever
+// order, and whatever prefix (in seq order) of each session's movements is
+// posted — netted chunks post a session's whole position per account, a
+// replay posts its movements in seq order — a's balance never goes below
+// zero. So no settle is refused, and nothing accepted is dropped.
+//
+// Proof. Write each unsettled session X's unposted movements on a as
+// debits D_X ≤ 0 and credits C_X ≥ 0, and a prefix p of them as D_X^p ≥
+// D_X, C_X^p ≥ 0. The invariant I is: for every choice of a prefix p_X of
+// every unsettled session, B + Σ_X (C_X^p + D_X^p) ≥ 0. It holds with no
+// session (B ≥ 0: wallets are never overdrawn). Each event keeps it:
+//
+//   - A credit granted to Y (appended to Y's journal): every sum that
+//     includes it grows.
+//   - A debit d granted to Y: sums whose Y-prefix excludes it are
+//     unchanged. A sum that includes it takes Y's whole journal, so it is
+//     B + Σ_{X≠Y}(C_X^p + D_X^p) + C_Y + D_Y + d ≥ B + Σ_{X≠Y} D_X + C_Y +
+//     D_Y + d = B + D + C_Y (d included) ≥ 0, by C^p ≥ 0, D_X^p ≥ D_X and
+//     the check.
+//   - A posting of session X's next movements (a chunk: all of them on a;
+//     a replay: the next one in seq order) moves them from X's unposted
+//     part into B: every sum after it is a sum before it with X's prefix
+//     extended by what was posted, which I covered.
+//   - A compensation puts back a chunk that was posted: with I holding,
+//     no chunk is refused, so none is ever compensated (one would be only
+//     after a breach).
+//
+// A posting's ledger check is B_after ≥ 0 for the account, which is I for
+// the prefixes just posted and empty ones elsewhere. ∎
+//
+// The price: a debit may not spend a credit another session has accepted
+// until that session settles (at most the epoch age, or, for a dead node's
+// orphan, the sweep bound), and a session's self-funded debits are refused
+// while other sessions' debits hold the settled balance (the check cannot
+// see whose credits cover whose debits). A dead node's orphans need not
+// settle before its scopes' new owner: nothing else spent their credits.
 //
 // # The provable ledger
 //
@@ -91,7 +155,15 @@
 //  1. Give every node of a cluster the same node list; route each scope to
 //     OwnerOf(scope) and follow the owner named by a SESSION.MISROUTED error.
 //  2. Treat Accepted as durable and Rejected as final for that key; retry
-//     errors with the same key (a retried key never double-counts).
+//     errors with the same key (a retried key never double-counts), in
+//     the same scope: a key journaled anywhere answers ACCEPTED with its
+//     seq, looked up before any refusal is answered; a rejection is
+//     remembered only by the session that gave it, so a key rejected and
+//     resent to a later epoch is judged again.
+//  8. Post nothing to a wallet outside the sessions while sessions hold
+//     reservations on it (a ledger Post is not checked against them): an
+//     outside debit can make a settle refuse an accepted movement, which
+//     the node reports as a breach.
 //  3. Call RotateDue on a timer no longer than EpochMaxAge, so idle epochs
 //     settle; and SweepOrphans on a timer, on at least one node.
 //  4. Configure Sweep.SettleOlderThan ≥ 2·EpochMaxAge (enforced) and keep
@@ -110,13 +182,21 @@
 //     never guessed: rows present are accepted, rows absent failed, and a
 //     journal that cannot be read closes the session.
 //   - Every accepted movement ends in exactly one posting path: a netted
-//     chunk, or its own replay posting, or a replay rejection.
+//     chunk or its own replay posting. Neither is ever refused under the
+//     spending rule (proof above); a refusal is a breach, counted, logged
+//     and listed in the report's Rejected, never silent.
+//   - A debit never spends another session's pending credit: the check is
+//     balance + every session's pending debits + the session's own
+//     pending credits ≥ 0, in the store's transaction.
+//   - A key answered ACCEPTED answers ACCEPTED with the same seq to every
+//     resend, in any session, node, epoch or settle state: a refused key
+//     is looked up before the refusal is given.
 //   - The clearing account returns to zero after every complete settle;
 //     the sum of all balances is always zero.
 //   - A session's reservations are added once (at accept) and released
 //     once (at settle: each part as its posting lands, the rest at the
-//     end); pending totals return to zero when all is settled. No posted
-//     amount is also still pending.
+//     end), each delta on its side (debits, credits); both sides return
+//     to zero when all is settled. No posted amount is also still pending.
 //   - Two settlers of one session never interleave writes: the store's
 //     claim and fencing token admit one at a time.
 //   - A store's postings form one hash chain in commit order, from

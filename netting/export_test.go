@@ -28,3 +28,17 @@ func RegistryHeld(l *LocalReservations) bool {
 	}
 	return true
 }
+
+// PlantBugs puts back, on n's sessions opened from now on, the bugs issue
+// 27 removed, for the model's bite test: oldRule lets a debit spend every
+// session's pending credits (so a settle's replay refuses accepted
+// movements), fundsFirst answers a refused resent key REJECTED without
+// looking it up.
+func PlantBugs(n *ClusterNode, oldRule, fundsFirst bool) {
+	n.plant = plantedBugs{oldRule: oldRule, fundsFirst: fundsFirst}
+}
+
+// SetNonce fixes n's session nonce (normally random), so that a
+// deterministic schedule (model_test.go) opens the same session ids, and
+// settles ties ordered by id the same way, on every replay.
+func SetNonce(n *ClusterNode, nonce string) { n.nonce = nonce }

@@ -42,7 +42,7 @@ type LocalReservations struct {
 	Store
 
 	mu       sync.Mutex
-	pending  map[string]int64
+	pending  map[string]Reserved
 	released map[string]bool
 	// stale says a write's outcome could not be learnt (its reply lost
 	// and the read after failing): pending is rebuilt from the store
@@ -62,7 +62,7 @@ var _ SharedStore = (*LocalReservations)(nil)
 // what its settle postings already in the ledger moved (a settle that
 // crashed midway).
 func NewLocalReservations(ctx context.Context, store Store) (*LocalReservations, error) {
-	l := &LocalReservations{Store: store, pending: map[string]int64{}, released: map[string]bool{}, tokens: map[string]int64{}}
+	l := &LocalReservations{Store: store, pending: map[string]Reserved{}, released: map[string]bool{}, tokens: map[string]int64{}}
 	want, err := unsettledReservations(ctx, store, func(UnsettledSession) bool { return false })
 	if err != nil {
 		return nil, fmt.Errorf("netting: local reservations: %w", err)
@@ -92,14 +92,14 @@ func OpenLocalNode(ctx context.Context, store Store, cfg ClusterConfig) (*Cluste
 
 // unsettledReservations is what the reservation counters should hold: the
 // journaled deltas of every unsettled session (skipping those skip says
-// were released already), less what their settle postings already moved.
-// Zeros are dropped.
-func unsettledReservations(ctx context.Context, store Store, skip func(UnsettledSession) bool) (map[string]int64, error) {
+// were released already), each on its side, less what their settle
+// postings already moved. Accounts with both sides zero are dropped.
+func unsettledReservations(ctx context.Context, store ReservationSource, skip func(UnsettledSession) bool) (map[string]Reserved, error) {
 	list, err := store.ListUnsettled(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
-	want := map[string]int64{}
+	want := map[string]Reserved{}
 	for _, u := range list {
 		if skip(u) {
 			continue
@@ -108,10 +108,8 @@ func unsettledReservations(ctx context.Context, store Store, skip func(Unsettled
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", u.ID, err)
 		}
-		for _, r := range recs {
-			for _, d := range reservationDeltas(r.Legs) {
-				want[d.Account] += d.Delta
-			}
+		for _, c := range splitDeltas(recs) {
+			want[c.Account] = want[c.Account].Plus(c.Reserved)
 		}
 		// A half-settled session's postings already moved their deltas
 		// out of pending as they landed (PostFencedReleasing).
@@ -119,21 +117,39 @@ func unsettledReservations(ctx context.Context, store Store, skip func(Unsettled
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", u.ID, err)
 		}
-		for _, d := range moved {
-			want[d.Account] -= d.Delta
+		for _, c := range moved {
+			want[c.Account] = want[c.Account].Minus(c.Reserved)
 		}
 	}
 	for a, v := range want {
-		if v == 0 {
+		if v.Zero() {
 			delete(want, a)
 		}
 	}
 	return want, nil
 }
 
-func (l *LocalReservations) add(account string, delta int64) {
-	v := l.pending[account] + delta
-	if v == 0 {
+// ReservationSource is what UnsettledReservations reads: a Store's
+// unsettled sessions, their journals and which postings exist.
+type ReservationSource interface {
+	ListUnsettled(ctx context.Context, limit int) ([]UnsettledSession, error)
+	ReadJournal(ctx context.Context, sessionID string) ([]JournalRecord, error)
+	HasPosting(ctx context.Context, id string) (bool, error)
+}
+
+// UnsettledReservations is what the shared counters of store should hold,
+// rebuilt from its journals (ReconcileReservations' want): the deltas of
+// every unsettled session not yet released, each on its side, less what
+// its settle postings already moved. A store's schema migration that
+// brings in the two sides uses it (inside its transaction, through a
+// ReservationSource of its own).
+func UnsettledReservations(ctx context.Context, store ReservationSource) (map[string]Reserved, error) {
+	return unsettledReservations(ctx, store, func(u UnsettledSession) bool { return u.Released })
+}
+
+func (l *LocalReservations) sub(account string, c Reserved) {
+	v := l.pending[account].Minus(c)
+	if v.Zero() {
 		delete(l.pending, account)
 		return
 	}
@@ -157,16 +173,19 @@ func (l *LocalReservations) freshLocked(ctx context.Context) error {
 	return nil
 }
 
-// reserveLocked is ReservationStore.Reserve against the registry: the
-// balances are read from the store while the registry is held, so two
-// requests never promise the same credits.
-func (l *LocalReservations) reserveLocked(ctx context.Context, reqs [][]ledger.AccountDelta) ([]bool, error) {
+// reserveLocked is the spending rule (DecideReservations) against the
+// registry: the balances are read from the store while the registry is
+// held, so two requests never promise the same money. own nil: Reserve's
+// rule.
+func (l *LocalReservations) reserveLocked(ctx context.Context, reqs [][]ledger.AccountDelta, own map[string]int64) ([]bool, error) {
 	if err := l.freshLocked(ctx); err != nil {
 		return nil, err
 	}
 	balances := map[string]int64{}
+	res := map[string]Reserved{}
 	for _, req := range reqs {
 		for _, d := range req {
+			res[d.Account] = l.pending[d.Account]
 			if _, ok := balances[d.Account]; ok || d.Delta >= 0 {
 				continue
 			}
@@ -177,18 +196,12 @@ func (l *LocalReservations) reserveLocked(ctx context.Context, reqs [][]ledger.A
 			balances[d.Account] = b
 		}
 	}
-	granted := make([]bool, len(reqs))
-	for i, req := range reqs {
-		granted[i] = true
-		for j, d := range req {
-			l.add(d.Account, d.Delta)
-			if d.Delta < 0 && balances[d.Account]+l.pending[d.Account] < 0 {
-				for k := j; k >= 0; k-- {
-					l.add(req[k].Account, -req[k].Delta)
-				}
-				granted[i] = false
-				break
-			}
+	granted := DecideReservations(reqs, res, balances, own)
+	for a, v := range res {
+		if v.Zero() {
+			delete(l.pending, a)
+		} else {
+			l.pending[a] = v
 		}
 	}
 	return granted, nil
@@ -198,7 +211,7 @@ func (l *LocalReservations) reserveLocked(ctx context.Context, reqs [][]ledger.A
 func (l *LocalReservations) Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) ([]bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.reserveLocked(ctx, reqs)
+	return l.reserveLocked(ctx, reqs, nil)
 }
 
 // Unreserve implements ReservationStore.
@@ -209,7 +222,7 @@ func (l *LocalReservations) Unreserve(ctx context.Context, deltas []ledger.Accou
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, d := range deltas {
-		l.add(d.Account, -d.Delta)
+		l.sub(d.Account, ReservedOf(d.Delta))
 	}
 	return nil
 }
@@ -224,11 +237,30 @@ func (l *LocalReservations) Pending(ctx context.Context, account string) (int64,
 	if err := l.freshLocked(ctx); err != nil {
 		return 0, err
 	}
-	return l.pending[account], nil
+	return l.pending[account].Net(), nil
 }
 
 // PendingAll implements ReservationStore.
 func (l *LocalReservations) PendingAll(ctx context.Context) (map[string]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.freshLocked(ctx); err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(l.pending))
+	for a, v := range l.pending {
+		if v.Net() != 0 {
+			out[a] = v.Net()
+		}
+	}
+	return out, nil
+}
+
+// ReservedAll implements ReservationStore.
+func (l *LocalReservations) ReservedAll(ctx context.Context) (map[string]Reserved, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -277,7 +309,7 @@ func (l *LocalReservations) ReleaseSession(ctx context.Context, f Fence, deltas 
 		return false, nil
 	}
 	for _, d := range deltas {
-		l.add(d.Account, -d.Delta)
+		l.sub(d.Account, ReservedOf(d.Delta))
 	}
 	l.released[f.SessionID] = true
 	return true, nil
@@ -298,7 +330,7 @@ func (l *LocalReservations) ListUnsettled(ctx context.Context, limit int) ([]Uns
 }
 
 // ReplacePending implements ReservationStore.
-func (l *LocalReservations) ReplacePending(ctx context.Context, want map[string]int64) (int, error) {
+func (l *LocalReservations) ReplacePending(ctx context.Context, want map[string]Reserved) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -311,13 +343,13 @@ func (l *LocalReservations) ReplacePending(ctx context.Context, want map[string]
 		}
 	}
 	for a, v := range want {
-		if _, ok := l.pending[a]; !ok && v != 0 {
+		if _, ok := l.pending[a]; !ok && !v.Zero() {
 			adjusted++
 		}
 	}
-	l.pending = map[string]int64{}
+	l.pending = map[string]Reserved{}
 	for a, v := range want {
-		if v != 0 {
+		if !v.Zero() {
 			l.pending[a] = v
 		}
 	}
@@ -332,10 +364,10 @@ func (l *LocalReservations) ReplacePending(ctx context.Context, want map[string]
 // session resolves the same question the same way); the journal
 // unreadable too, the registry is rebuilt from the store before it
 // promises again.
-func (l *LocalReservations) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) ([]bool, error) {
+func (l *LocalReservations) ReserveAndAppend(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) ([]bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	granted, err := l.reserveLocked(ctx, reqs)
+	granted, err := l.reserveLocked(ctx, reqs, ownCredits(own))
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +393,7 @@ func (l *LocalReservations) ReserveAndAppend(ctx context.Context, reqs [][]ledge
 	for i, req := range reqs {
 		if granted[i] {
 			for _, d := range req {
-				l.add(d.Account, -d.Delta)
+				l.sub(d.Account, ReservedOf(d.Delta))
 			}
 		}
 	}
@@ -380,7 +412,7 @@ func appendRefused(err error) bool {
 // first: under the fence no other settler writes the session's postings.
 // A post whose reply is lost is asked after; if that cannot be answered
 // either, the registry is rebuilt from the store before it promises again.
-func (l *LocalReservations) PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+func (l *LocalReservations) PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ReservedChange) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	posted, err := l.Store.HasPosting(ctx, p.ID)
@@ -409,11 +441,11 @@ func (l *LocalReservations) PostFencedReleasing(ctx context.Context, f Fence, p 
 
 // releaseLocked moves a landed posting's deltas out of pending, unless
 // its session was released whole.
-func (l *LocalReservations) releaseLocked(session string, release []ledger.AccountDelta) {
+func (l *LocalReservations) releaseLocked(session string, release []ReservedChange) {
 	if l.released[session] {
 		return
 	}
-	for _, d := range release {
-		l.add(d.Account, -d.Delta)
+	for _, c := range release {
+		l.sub(c.Account, c.Reserved)
 	}
 }

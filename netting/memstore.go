@@ -32,7 +32,7 @@ type MemStore struct {
 	journals map[string][]JournalRecord
 	keys     map[string]JournalRecord
 	sessions map[string]*memSession
-	pending  map[string]int64
+	pending  map[string]Reserved
 
 	// The ledger, kept as the SQL stores keep their tables: the chain of
 	// postings in commit order (chain[i].Seq == i unless a test tampered
@@ -71,7 +71,7 @@ func NewMemStoreWithClock(c Clock) *MemStore {
 		journals:  map[string][]JournalRecord{},
 		keys:      map[string]JournalRecord{},
 		sessions:  map[string]*memSession{},
-		pending:   map[string]int64{},
+		pending:   map[string]Reserved{},
 	}
 }
 
@@ -380,13 +380,13 @@ func (m *MemStore) PostFenced(ctx context.Context, f Fence, p ledger.Posting) er
 }
 
 // PostFencedReleasing implements SharedStore.
-func (m *MemStore) PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+func (m *MemStore) PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ReservedChange) error {
 	return m.postFenced(ctx, f, p, release)
 }
 
 // postFenced posts p under f and, if p is new and the session unreleased,
 // subtracts release from the counters.
-func (m *MemStore) postFenced(ctx context.Context, f Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+func (m *MemStore) postFenced(ctx context.Context, f Fence, p ledger.Posting, release []ReservedChange) error {
 	if err := m.lock(ctx); err != nil {
 		return err
 	}
@@ -399,8 +399,8 @@ func (m *MemStore) postFenced(ctx context.Context, f Fence, p ledger.Posting, re
 	if err != nil || !posted || ses.released {
 		return err
 	}
-	for _, d := range release {
-		m.pending[d.Account] -= d.Delta
+	for _, c := range release {
+		m.setReserved(c.Account, m.pending[c.Account].Minus(c.Reserved))
 	}
 	return nil
 }
@@ -446,17 +446,17 @@ func (m *MemStore) Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) ([
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	return m.reserveLocked(reqs), nil
+	return m.reserveLocked(reqs, nil), nil
 }
 
 // ReserveAndAppend implements SharedStore: Reserve and Append under one
 // hold of the lock, the counters put back if the append refuses.
-func (m *MemStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) ([]bool, error) {
+func (m *MemStore) ReserveAndAppend(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) ([]bool, error) {
 	if err := m.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	before := map[string]int64{}
+	before := map[string]Reserved{}
 	for _, req := range reqs {
 		for _, d := range req {
 			if _, ok := before[d.Account]; !ok {
@@ -464,15 +464,11 @@ func (m *MemStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.Account
 			}
 		}
 	}
-	granted := m.reserveLocked(reqs)
+	granted := m.reserveLocked(reqs, ownCredits(own))
 	if recs := build(slices.Clone(granted)); len(recs) > 0 {
 		if err := m.appendLocked(recs); err != nil {
 			for a, v := range before {
-				if v == 0 {
-					delete(m.pending, a)
-				} else {
-					m.pending[a] = v
-				}
+				m.setReserved(a, v)
 			}
 			return nil, err
 		}
@@ -480,28 +476,25 @@ func (m *MemStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.Account
 	return granted, nil
 }
 
-// reserveLocked is Reserve with mu held.
-func (m *MemStore) reserveLocked(reqs [][]ledger.AccountDelta) []bool {
-	granted := make([]bool, len(reqs))
-	for i, req := range reqs {
-		granted[i] = true
-		for j, d := range req {
-			m.pending[d.Account] += d.Delta
-			if d.Delta < 0 && m.balances[d.Account]+m.pending[d.Account] < 0 {
-				for k := j; k >= 0; k-- {
-					m.addPending(req[k].Account, -req[k].Delta)
-				}
-				granted[i] = false
-				break
-			}
+// reserveLocked is the spending rule (DecideReservations) with mu held,
+// against the balances as they are now. own nil: Reserve's rule, no
+// pending credit spendable.
+func (m *MemStore) reserveLocked(reqs [][]ledger.AccountDelta, own map[string]int64) []bool {
+	res := map[string]Reserved{}
+	for _, req := range reqs {
+		for _, d := range req {
+			res[d.Account] = m.pending[d.Account]
 		}
+	}
+	granted := DecideReservations(reqs, res, m.balances, own)
+	for a, v := range res {
+		m.setReserved(a, v)
 	}
 	return granted
 }
 
-func (m *MemStore) addPending(account string, delta int64) {
-	v := m.pending[account] + delta
-	if v == 0 {
+func (m *MemStore) setReserved(account string, v Reserved) {
+	if v.Zero() {
 		delete(m.pending, account)
 		return
 	}
@@ -515,7 +508,7 @@ func (m *MemStore) Unreserve(ctx context.Context, deltas []ledger.AccountDelta) 
 	}
 	defer m.mu.Unlock()
 	for _, d := range deltas {
-		m.addPending(d.Account, -d.Delta)
+		m.setReserved(d.Account, m.pending[d.Account].Minus(ReservedOf(d.Delta)))
 	}
 	return nil
 }
@@ -526,7 +519,7 @@ func (m *MemStore) Pending(ctx context.Context, account string) (int64, error) {
 		return 0, err
 	}
 	defer m.mu.Unlock()
-	return m.pending[account], nil
+	return m.pending[account].Net(), nil
 }
 
 // PendingAll implements ReservationStore.
@@ -537,11 +530,20 @@ func (m *MemStore) PendingAll(ctx context.Context) (map[string]int64, error) {
 	defer m.mu.Unlock()
 	out := make(map[string]int64, len(m.pending))
 	for a, v := range m.pending {
-		if v != 0 {
-			out[a] = v
+		if v.Net() != 0 {
+			out[a] = v.Net()
 		}
 	}
 	return out, nil
+}
+
+// ReservedAll implements ReservationStore.
+func (m *MemStore) ReservedAll(ctx context.Context) (map[string]Reserved, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	return maps.Clone(m.pending), nil
 }
 
 // ReleaseSession implements ReservationStore.
@@ -558,35 +560,31 @@ func (m *MemStore) ReleaseSession(ctx context.Context, f Fence, deltas []ledger.
 		return false, nil
 	}
 	for _, d := range deltas {
-		m.addPending(d.Account, -d.Delta)
+		m.setReserved(d.Account, m.pending[d.Account].Minus(ReservedOf(d.Delta)))
 	}
 	s.released = true
 	return true, nil
 }
 
 // ReplacePending implements ReservationStore.
-func (m *MemStore) ReplacePending(ctx context.Context, want map[string]int64) (int, error) {
+func (m *MemStore) ReplacePending(ctx context.Context, want map[string]Reserved) (int, error) {
 	if err := m.lock(ctx); err != nil {
 		return 0, err
 	}
 	defer m.mu.Unlock()
 	adjusted := 0
-	accounts := make(map[string]int64, len(want)+len(m.pending))
+	accounts := make(map[string]Reserved, len(want)+len(m.pending))
 	maps.Copy(accounts, want)
 	for a := range m.pending {
 		if _, ok := accounts[a]; !ok {
-			accounts[a] = 0
+			accounts[a] = Reserved{}
 		}
 	}
 	for a, v := range accounts {
 		if m.pending[a] != v {
 			adjusted++
 		}
-		if v == 0 {
-			delete(m.pending, a)
-		} else {
-			m.pending[a] = v
-		}
+		m.setReserved(a, v)
 	}
 	return adjusted, nil
 }

@@ -55,8 +55,10 @@ type settleAction struct {
 	fence   Fence
 	ids     []string
 	posting ledger.Posting
-	release []ledger.AccountDelta
-	mode    string
+	release []ReservedChange
+	// deltas (settleRelease) are what ReleaseSession takes off.
+	deltas []ledger.AccountDelta
+	mode   string
 }
 
 // settleResult is the result of a settleAction: err, and the field the
@@ -95,6 +97,13 @@ const (
 	phDone
 )
 
+// breach is an accepted movement the ledger refused during replay.
+type breach struct {
+	seq int64
+	rej Rejection
+	err error
+}
+
 // chunkRefusal is the ledger refusal that turned a settle to replay.
 type chunkRefusal struct {
 	chunk int
@@ -112,11 +121,17 @@ type settleStep struct {
 	// i indexes the loop of the current phase (chunks, comps, recs).
 	i int
 
-	recs   []JournalRecord
-	head   string
-	meta   SessionMeta
-	chunks []ledger.Posting
-	comps  []int // chunk indices to compensate, newest first
+	recs []JournalRecord
+	// sides[k] is what the movements hold reserved on the account of
+	// position k (chunk i carries positions i·width…): what a chunk's
+	// posting releases; zeroNet the sides of the accounts that net to
+	// zero, which no chunk carries (netPositionsSides).
+	sides   []Reserved
+	zeroNet []ReservedChange
+	head    string
+	meta    SessionMeta
+	chunks  []ledger.Posting
+	comps   []int // chunk indices to compensate, newest first
 
 	fence     Fence
 	claimedAt time.Time // node clock when fence was asked for
@@ -124,8 +139,11 @@ type settleStep struct {
 	renewing  bool      // the pending claim is a renewal
 	renewed   bool      // renewed for the current write: do not check again
 
-	rejectedLegs []ledger.Leg
-	asked        settleActionKind
+	asked settleActionKind
+	// rejectedDeltas are the deltas of the movements replay could not
+	// post, each movement's own (never netted across movements: the sides
+	// of the counter keep them apart), released at the end.
+	rejectedDeltas []ledger.AccountDelta
 
 	// The result, final once next returns settleDone.
 	rep SettleReport
@@ -142,6 +160,10 @@ type settleStep struct {
 	already bool
 	// refused is the chunk refusal that turned the settle to replay.
 	refused *chunkRefusal
+	// breaches are the ledger's refusals of accepted movements during
+	// replay: impossible under the spending rule, so invariant breaches,
+	// for the driver to log and count.
+	breaches []breach
 	// readErr is the failed read's error while the claim is handed back;
 	// handBackErr the hand-back's own error (the claim then lapses with
 	// its lease), for the driver to log.
@@ -209,28 +231,49 @@ func (c *settleStep) action(now time.Time) settleAction {
 	return settleAction{kind: settleDone}
 }
 
+// chunkRelease is what chunk i's posting moves out of the counters: the
+// sides of the positions it carries.
+func (c *settleStep) chunkRelease(i int) []ReservedChange {
+	w := c.meta.ChunkWidth
+	var out []ReservedChange
+	for k := i * w; k < min((i+1)*w, len(c.sides)); k++ {
+		if !c.sides[k].Zero() {
+			out = append(out, ReservedChange{Account: c.chunks[i].Legs[k-i*w].Account, Reserved: c.sides[k]})
+		}
+	}
+	return out
+}
+
 // write is the write of the current phase (after any renewal).
 func (c *settleStep) write() settleAction {
-	post := func(p ledger.Posting) settleAction {
-		// The posting's own wallet deltas leave pending as it lands: a
-		// chunk's or a replayed movement's promise ends there, and a
-		// compensation (the chunk's legs reversed) puts its chunk's back.
-		return settleAction{kind: settlePost, fence: c.fence, posting: p, release: reservationDeltas(p.Legs)}
+	// Each posting's own reservations leave pending as it lands: a chunk's
+	// accounts' sides, or a replayed movement's deltas; a compensation puts
+	// its chunk's back.
+	post := func(p ledger.Posting, release []ReservedChange) settleAction {
+		return settleAction{kind: settlePost, fence: c.fence, posting: p, release: release}
 	}
 	switch c.phase {
 	case phChunks:
-		return post(c.chunks[c.i])
+		return post(c.chunks[c.i], c.chunkRelease(c.i))
 	case phMark:
 		return settleAction{kind: settleMarkReplaying, fence: c.fence}
 	case phComp:
 		i := c.comps[c.i]
-		return post(compensation(c.id, i, c.chunks[i]))
+		return post(compensation(c.id, i, c.chunks[i]), negated(c.chunkRelease(i)))
 	case phReplay:
-		return post(replayPosting(c.recs[c.i]))
+		return post(replayPosting(c.recs[c.i]), changesOf(reservationDeltas(c.recs[c.i].Legs)))
 	default: // phRelease
 		// What is still reserved: each posting moved its own deltas as it
-		// landed, so only the movements replay refused are left.
-		return settleAction{kind: settleRelease, fence: c.fence, release: reservationDeltas(c.rejectedLegs)}
+		// landed, so only the movements replay refused are left — and, of a
+		// netted settle, the accounts that net to zero, which no chunk
+		// carries but whose two sides are reserved all the same.
+		left := c.rejectedDeltas
+		if c.rep.Mode == ModeNetted {
+			for _, z := range c.zeroNet {
+				left = append(left, ledger.AccountDelta{Account: z.Account, Delta: z.Credits}, ledger.AccountDelta{Account: z.Account, Delta: z.Debits})
+			}
+		}
+		return settleAction{kind: settleRelease, fence: c.fence, deltas: left}
 	}
 }
 
@@ -320,7 +363,9 @@ func (c *settleStep) advance(r settleResult) {
 			return
 		}
 		c.meta = r.meta
-		c.chunks = chunkPostings(c.id, netPositions(c.recs), r.meta.ChunkWidth, len(c.recs), c.head)
+		var pos []ledger.Leg
+		pos, c.sides, c.zeroNet = netPositionsSides(c.recs)
+		c.chunks = chunkPostings(c.id, pos, r.meta.ChunkWidth, len(c.recs), c.head)
 		if r.meta.Settled {
 			if r.meta.SettleMode == ModeNetted {
 				c.alreadyDone(settledReport(r.meta, c.recs, c.head, c.chunks, nil))
@@ -331,9 +376,16 @@ func (c *settleStep) advance(r settleResult) {
 		}
 		c.replaying = c.replaying || r.meta.Replaying
 		c.rep = SettleReport{SessionID: c.id, Netted: len(c.recs), JournalHead: c.head}
-		c.phase = phChunks
-		if c.replaying {
+		switch {
+		case c.replaying:
 			c.phase = phMark
+		case len(c.chunks) == 0:
+			// Every account nets to zero (a trade and its return): nothing
+			// to post; the settle is netted, with no postings.
+			c.rep.Mode = ModeNetted
+			c.phase = phRelease
+		default:
+			c.phase = phChunks
 		}
 	case phSettledScan:
 		if r.err != nil {
@@ -392,9 +444,17 @@ func (c *settleStep) advance(r settleResult) {
 		case r.err == nil:
 			c.rep.Postings++
 		case isLedgerRefusal(r.err):
+			// The ledger refused an accepted movement: under the spending
+			// rule this cannot happen (doc.go), so it is an invariant
+			// breach — a posting outside the sessions (an operator's Post)
+			// spent reserved money, or a store broke the rule. It is
+			// reported in Rejected, logged at error level and counted by
+			// the driver (breaches), and its release returned at the end.
 			rec := c.recs[c.i]
-			c.rep.Rejected = append(c.rep.Rejected, Rejection{Key: rec.Key, Code: Code(r.err)})
-			c.rejectedLegs = append(c.rejectedLegs, rec.Legs...)
+			rej := Rejection{Key: rec.Key, Code: Code(r.err)}
+			c.rep.Rejected = append(c.rep.Rejected, rej)
+			c.breaches = append(c.breaches, breach{seq: rec.Seq, rej: rej, err: r.err})
+			c.rejectedDeltas = append(c.rejectedDeltas, reservationDeltas(rec.Legs)...)
 		default:
 			c.fail(c.writeErr(r.err))
 			return

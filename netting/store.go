@@ -40,6 +40,21 @@ package netting
 //     Append, Unreserve and PostFenced stay in the port (operators and
 //     tools call them, storetest checks them, and they are the parts the
 //     two calls are specified by), but no session calls them.
+//   - v3 (the spending rule; every implementation changes, storetest
+//     checks the rule on every store): the shared counter has two sides
+//     per account (Reserved: pending Debits, checked, and pending Credits,
+//     never spendable by another session). A debit is granted against
+//     balance + Debits + the requesting session's own pending credits,
+//     which ReserveAndAppend now takes (own) and accumulates over the
+//     batch; Reserve grants against balance + Debits alone. Pending and
+//     PendingAll still report the net. New: ReservedAll (both sides).
+//     Changed: ReplacePending takes both sides; PostFencedReleasing takes
+//     ReservedChanges (a compensation puts a chunk's sides back, which a
+//     signed delta cannot say); Unreserve and ReleaseSession take each
+//     delta off the side its sign names. Why: a debit granted against
+//     another session's pending credit was refused by the ledger when the
+//     sessions settled in the other order, and the replay dropped an
+//     accepted movement (issue 27; the argument is in doc.go).
 
 import (
 	"context"
@@ -207,37 +222,47 @@ type SessionStore interface {
 	FinishSettle(ctx context.Context, f Fence, mode string) error
 }
 
-// ReservationStore is the shared reservation counter: per account, the sum
-// of balance deltas promised by accepted but unsettled movements, kept in
-// the store so that sessions on different nodes cannot promise the same
-// credits twice. A Store without it cannot back a ClusterNode.
+// ReservationStore is the shared reservation counter: per account, the
+// balance deltas promised by accepted but unsettled movements, kept in the
+// store so that sessions on different nodes cannot promise the same money
+// twice, in two sides (Reserved): Debits, the sum of the negative deltas,
+// which every check counts, and Credits, the sum of the positive ones,
+// which no other session may spend (the spending rule, reserve.go and
+// doc.go). A Store without it cannot back a ClusterNode.
 type ReservationStore interface {
 	// Reserve processes reqs in order, each atomically and all within one
-	// transaction: for each delta of a request in order, pending[account] +=
-	// delta; if delta < 0 and Balance(account) + pending[account] < 0 (the
-	// balance read in the same transaction, never a cached one), the
-	// request's adds are undone newest first and the request is refused.
-	// granted[i] reports request i. Callers pass wallet deltas only
-	// (ledger.IsWallet); the store checks every negative delta it is given.
-	// On error nothing is applied (fail closed).
+	// transaction, by DecideReservations with no own credits: for each
+	// delta of a request in order, the delta is added to its side of the
+	// account's counter; if delta < 0 and Balance(account) +
+	// Debits(account) < 0 (the balance read in the same transaction, never
+	// a cached one), the request's adds are undone newest first and the
+	// request is refused. No request spends a pending credit. granted[i]
+	// reports request i. Callers pass wallet deltas only (ledger.IsWallet);
+	// the store checks every negative delta it is given. On error nothing
+	// is applied (fail closed).
 	Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) (granted []bool, err error)
-	// Unreserve subtracts deltas from the pending counters: the undo of a
-	// granted request whose journal append then failed.
+	// Unreserve takes deltas off the counters, each off the side its sign
+	// names: the undo of a granted request whose journal append then
+	// failed.
 	Unreserve(ctx context.Context, deltas []ledger.AccountDelta) error
-	// Pending returns the shared reservation total of account (0 if none).
+	// Pending returns account's net pending total, Debits + Credits (0 if
+	// none). It is for display: the check reads Debits alone.
 	Pending(ctx context.Context, account string) (int64, error)
-	// PendingAll returns every nonzero pending counter.
+	// PendingAll returns every nonzero net pending total.
 	PendingAll(ctx context.Context) (map[string]int64, error)
+	// ReservedAll returns both sides of every account with a nonzero side.
+	ReservedAll(ctx context.Context) (map[string]Reserved, error)
 	// ReleaseSession returns a session's reservations exactly once: fenced
-	// like PostFenced, if the session's release has not happened it
-	// subtracts deltas from the counters and durably records the release,
-	// returning true; afterwards it changes nothing and returns false.
+	// like PostFenced, if the session's release has not happened it takes
+	// deltas off the counters (each off the side its sign names) and
+	// durably records the release, returning true; afterwards it changes
+	// nothing and returns false.
 	ReleaseSession(ctx context.Context, f Fence, deltas []ledger.AccountDelta) (released bool, err error)
 	// ReplacePending sets the counters to want atomically (accounts absent
 	// from want to zero) and returns how many accounts changed value. It is
 	// the write of ReconcileReservations: an operator action on a quiesced
 	// cluster.
-	ReplacePending(ctx context.Context, want map[string]int64) (adjusted int, err error)
+	ReplacePending(ctx context.Context, want map[string]Reserved) (adjusted int, err error)
 }
 
 // Store is the port the netting core talks to. Every method is safe for
@@ -266,7 +291,12 @@ type SharedStore interface {
 	ReservationStore
 
 	// ReserveAndAppend does, atomically in one transaction: Reserve(reqs)
-	// exactly as ReservationStore.Reserve specifies; then recs :=
+	// as ReservationStore.Reserve specifies, except that a debit may also
+	// spend the session's own pending credits — DecideReservations with
+	// own: the credits the session's committed rows hold per account
+	// (given by the caller, which the store does not change), plus those of
+	// the requests of this batch granted before it (every request is of the
+	// one session the rows name); then recs :=
 	// build(granted); then, if recs is non-empty, Append(recs) exactly as
 	// JournalStore.Append specifies (same checks, same errors, RecordedAt
 	// stamped by the store). It returns granted.
@@ -281,11 +311,12 @@ type SharedStore interface {
 	// chains the granted movements); it does no I/O and may be called more
 	// than once when the store retries its transaction, and only the last
 	// call's rows are committed. The transaction is durable like Append's.
-	ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) (granted []bool, err error)
+	ReserveAndAppend(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) (granted []bool, err error)
 
 	// PostFencedReleasing is PostFenced that, in the same transaction, also
-	// subtracts release from the pending counters (as
-	// ReservationStore.Unreserve does) — only when it writes the posting
+	// takes release off the pending counters (each change's Debits off
+	// Debits and Credits off Credits; a compensation's negative sides put
+	// its chunk's back) — only when it writes the posting
 	// (not when the id is already posted) and only while the session's
 	// reservations have not been released (ReleaseSession): a release
 	// returns everything still reserved, so a posting after it (a later
@@ -298,7 +329,7 @@ type SharedStore interface {
 	// balance, and still in pending (for a credit, headroom another session
 	// could promise again). Every settle posting therefore moves its own
 	// wallet deltas out of pending as it lands.
-	PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ledger.AccountDelta) error
+	PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ReservedChange) error
 }
 
 // BatchStore was the optional group-commit extension of port v1.1.
@@ -307,7 +338,7 @@ type SharedStore interface {
 // every SharedStore satisfies BatchStore. The name stays so that code
 // asserting it keeps compiling.
 type BatchStore interface {
-	ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) (granted []bool, err error)
+	ReserveAndAppend(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) (granted []bool, err error)
 }
 
 // SettlePoster was the optional settle-posting extension of port v1.2.
@@ -316,7 +347,7 @@ type BatchStore interface {
 // SharedStore; every SharedStore satisfies SettlePoster. The name stays so
 // that code asserting it keeps compiling.
 type SettlePoster interface {
-	PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ledger.AccountDelta) error
+	PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ReservedChange) error
 }
 
 var (

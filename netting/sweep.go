@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/shardwise/shardwise/errcode"
-	"github.com/shardwise/shardwise/ledger"
 )
 
 // SweepOptions parameterise one SweepOrphans call.
@@ -157,7 +156,7 @@ func planReconcile(ctx context.Context, store Store) (SharedStore, map[string]in
 	if !ok {
 		return nil, nil, ReconcileResult{}, errcode.Config("store", fmt.Sprintf("%T", store), "has no shared reservation counter (netting.ReservationStore)")
 	}
-	want, err := unsettledReservations(ctx, shared, func(u UnsettledSession) bool { return u.Released })
+	want, err := UnsettledReservations(ctx, shared)
 	if err != nil {
 		return nil, nil, ReconcileResult{}, fmt.Errorf("netting: reconcile: %w", err)
 	}
@@ -183,9 +182,11 @@ func planReconcile(ctx context.Context, store Store) (SharedStore, map[string]in
 
 // settledSoFar is what the settle postings of a session in the ledger have
 // moved out of pending (PostFencedReleasing): each chunk posted and not
-// compensated, and each replayed movement.
-func settledSoFar(ctx context.Context, store Store, meta SessionMeta, recs []JournalRecord) ([]ledger.AccountDelta, error) {
-	var legs []ledger.Leg
+// compensated (its accounts' sides over the whole journal), and each
+// replayed movement.
+func settledSoFar(ctx context.Context, store ReservationSource, meta SessionMeta, recs []JournalRecord) ([]ReservedChange, error) {
+	var out []ReservedChange
+	sides := sidesOf(recs)
 	has := func(id string) (bool, error) { return store.HasPosting(ctx, id) }
 	for i, c := range chunkPostings(meta.ID, netPositions(recs), meta.ChunkWidth, len(recs), "") {
 		posted, err := has(c.ID)
@@ -200,7 +201,7 @@ func settledSoFar(ctx context.Context, store Store, meta SessionMeta, recs []Jou
 			return nil, err
 		}
 		if !comp {
-			legs = append(legs, c.Legs...)
+			out = append(out, chunkRelease(sides, c)...)
 		}
 	}
 	for _, r := range recs {
@@ -209,8 +210,55 @@ func settledSoFar(ctx context.Context, store Store, meta SessionMeta, recs []Jou
 			return nil, err
 		}
 		if posted {
-			legs = append(legs, r.Legs...)
+			out = append(out, changesOf(reservationDeltas(r.Legs))...)
 		}
 	}
-	return reservationDeltas(legs), nil
+	return out, nil
+}
+
+// MissingFromLedger returns the journaled (accepted) movements of session
+// id that its finished settle left out of the ledger — the hook for an
+// audit of accepted against posted. For a session settled by netting,
+// every chunk (net_<id>_c<i>) must be posted; if one is not, every movement
+// is returned (the positions are cut by account, not by movement). For a
+// session settled by replay, each movement whose own posting
+// (mv_<id>_<seq>) is absent is returned. Under the spending rule the
+// result is always empty; anything else is an invariant breach (the settle
+// that caused it logged it and counted it, ClusterNode.Breaches). A session
+// not settled yet returns nil: its movements are still pending.
+func MissingFromLedger(ctx context.Context, store Store, sessionID string) ([]JournalRecord, error) {
+	meta, err := store.Session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if !meta.Settled {
+		return nil, nil
+	}
+	recs, err := store.ReadJournal(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("netting: missing from ledger %s: %w", sessionID, err)
+	}
+	if meta.SettleMode == ModeNetted {
+		for _, c := range chunkPostings(meta.ID, netPositions(recs), meta.ChunkWidth, len(recs), "") {
+			ok, err := store.HasPosting(ctx, c.ID)
+			if err != nil {
+				return nil, fmt.Errorf("netting: missing from ledger %s: %w", sessionID, err)
+			}
+			if !ok {
+				return recs, nil
+			}
+		}
+		return nil, nil
+	}
+	var missing []JournalRecord
+	for _, r := range recs {
+		ok, err := store.HasPosting(ctx, replayID(sessionID, r.Seq))
+		if err != nil {
+			return nil, fmt.Errorf("netting: missing from ledger %s: %w", sessionID, err)
+		}
+		if !ok {
+			missing = append(missing, r)
+		}
+	}
+	return missing, nil
 }

@@ -190,9 +190,9 @@ type countingStore struct {
 	commits atomic.Int64
 }
 
-func (c *countingStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func([]bool) []netting.JournalRecord) ([]bool, error) {
+func (c *countingStore) ReserveAndAppend(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func([]bool) []netting.JournalRecord) ([]bool, error) {
 	c.commits.Add(1)
-	return c.Store.ReserveAndAppend(ctx, reqs, build)
+	return c.Store.ReserveAndAppend(ctx, own, reqs, build)
 }
 
 func benchSession(b *testing.B, s *sqlstore.Store, callers int, legs func(i int) []ledger.Leg) {
@@ -345,7 +345,7 @@ func BenchmarkNettingSettleMillion(b *testing.B) {
 							recs[k] = netting.JournalRecord{SessionID: id, Seq: int64(i), Key: key, Legs: l, PrevHash: head, Hash: h}
 							head = h
 						}
-						granted, err := s.ReserveAndAppend(ctx, reqs, func([]bool) []netting.JournalRecord { return recs })
+						granted, err := s.ReserveAndAppend(ctx, nil, reqs, func([]bool) []netting.JournalRecord { return recs })
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -54,15 +54,15 @@ type engine interface {
 	// relaxedTx runs one attempt of fn in a write transaction whose commit
 	// is ordered in the log but not flushed on its own (relaxed).
 	relaxedTx(ctx context.Context, s *Store, fn func(tx *sql.Tx) error) error
-	// lockPending returns the pending counters and the balances of
+	// lockPending returns the counters (both sides) and the balances of
 	// accounts (distinct, sorted), the counters held against every other
 	// writer until tx ends; an account without a counter or a balance
 	// reads 0. The balances are read after the counters are held (see
 	// Reserve).
-	lockPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string) (pending, balances map[string]int64, err error)
-	// setPending writes absolute counter values: accounts sorted, vals
-	// beside them.
-	setPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string, vals []int64) error
+	lockPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string) (res map[string]netting.Reserved, balances map[string]int64, err error)
+	// setPending writes absolute counter values: accounts sorted, their
+	// net pending totals and debits beside them.
+	setPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string, nets, debits []int64) error
 	// insertJournal inserts recs — one session's contiguous rows, whose
 	// seqs the session row has just granted — stamped now. complete
 	// reports that every row went in; otherwise wrote lists the keys of
@@ -70,7 +70,8 @@ type engine interface {
 	// caller builds the refusal.
 	insertJournal(ctx context.Context, s *Store, tx *sql.Tx, recs []netting.JournalRecord, encoded []string, now int64) (wrote []string, complete bool, err error)
 	// reserveAndAppend is netting.BatchStore.ReserveAndAppend.
-	reserveAndAppend(ctx context.Context, s *Store, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error)
+	// own is the session's spendable credits (not changed).
+	reserveAndAppend(ctx context.Context, s *Store, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error)
 }
 
 var (

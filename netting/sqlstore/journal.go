@@ -37,8 +37,11 @@ func (s *Store) Append(ctx context.Context, recs []netting.JournalRecord) error 
 // Any refusal of the append rolls the reservations back with it. How the
 // counters are decided and written is the engine's (sqlite.go,
 // postgres.go).
-func (s *Store) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
-	return s.d.reserveAndAppend(ctx, s, reqs, build)
+func (s *Store) ReserveAndAppend(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
+	if own == nil {
+		own = map[string]int64{} // the session's rule, with no own credits
+	}
+	return s.d.reserveAndAppend(ctx, s, own, reqs, build)
 }
 
 func encodeAll(recs []netting.JournalRecord) ([]string, error) {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+
+	"github.com/shardwise/shardwise/netting"
 )
 
 // migration is one versioned schema step. Versions are applied in order, each
@@ -298,6 +300,23 @@ var migrations = []migration{
 		},
 		run: chainExistingPostings,
 	},
+	{
+		version: 7,
+		name:    "reservations in two sides",
+		// The spending rule of port v3 (issue 27): a debit is checked
+		// against the balance, every session's pending debits and its own
+		// session's credits — never another session's pending credit. The
+		// counter row keeps its net total (pending, what Pending reports)
+		// and gains debits (≤ 0); the credits are their difference. Adding
+		// the column rewrites nothing on either engine; the step then
+		// rebuilds both from the journals of the unsettled sessions
+		// (splitReservations), as ReconcileReservations would, so upgrade
+		// with the cluster quiesced.
+		stmts: []string{
+			`ALTER TABLE netting_reservations ADD COLUMN debits BIGINT NOT NULL DEFAULT 0`,
+		},
+		run: splitReservations,
+	},
 }
 
 const createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -372,3 +391,75 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 
 // LatestSchemaVersion is the version a freshly opened store is at.
 var LatestSchemaVersion = migrations[len(migrations)-1].version
+
+// splitReservations is version 7's Go step: the counters get their debits
+// (a new column) and, with it, their net pending totals, both rebuilt from
+// the journals of the unsettled sessions (netting.UnsettledReservations,
+// read inside the migration's transaction) — the old net counter cannot
+// say how much of it was debits. It is ReconcileReservations run once, so,
+// like it, it wants the cluster quiesced for the upgrade.
+func splitReservations(ctx context.Context, s *Store, tx *sql.Tx) error {
+	want, err := netting.UnsettledReservations(ctx, migrationReader{s: s, tx: tx})
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM netting_reservations`); err != nil {
+		return err
+	}
+	return s.setPending(ctx, tx, want)
+}
+
+// migrationReader is the netting.ReservationSource of a migration: the
+// store's reads, inside its transaction.
+type migrationReader struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+func (m migrationReader) ListUnsettled(ctx context.Context, _ int) ([]netting.UnsettledSession, error) {
+	rs, err := m.tx.QueryContext(ctx, `SELECT id, chunk_width, replaying, released_at FROM netting_sessions
+		WHERE settled_at IS NULL AND journal_len > 0 ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []netting.UnsettledSession
+	for rs.Next() {
+		var u netting.UnsettledSession
+		var replaying int
+		var released sql.NullInt64
+		if err := rs.Scan(&u.ID, &u.ChunkWidth, &replaying, &released); err != nil {
+			return nil, err
+		}
+		u.Replaying, u.Released = replaying != 0, released.Valid
+		out = append(out, u)
+	}
+	return out, rs.Err()
+}
+
+func (m migrationReader) ReadJournal(ctx context.Context, sessionID string) ([]netting.JournalRecord, error) {
+	rs, err := m.tx.QueryContext(ctx, m.s.d.q(`SELECT seq, key, legs FROM netting_journal WHERE session_id = ? ORDER BY seq`), sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []netting.JournalRecord
+	for rs.Next() {
+		r := netting.JournalRecord{SessionID: sessionID}
+		var legs string
+		if err := rs.Scan(&r.Seq, &r.Key, &legs); err != nil {
+			return nil, err
+		}
+		if r.Legs, err = decodeLegs(legs); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rs.Err()
+}
+
+func (m migrationReader) HasPosting(ctx context.Context, id string) (bool, error) {
+	var n int
+	err := m.tx.QueryRowContext(ctx, m.s.d.q(`SELECT COUNT(*) FROM ledger_postings WHERE id = ?`), id).Scan(&n)
+	return n > 0, err
+}

@@ -29,24 +29,24 @@ func (postgresEngine) relaxedTx(ctx context.Context, s *Store, fn func(tx *sql.T
 // lockPending locks the rows in the array's order, which is account order,
 // and reads the balances afterwards, in a statement of their own (see
 // Reserve).
-func (postgresEngine) lockPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string) (pending, balances map[string]int64, err error) {
-	pending = make(map[string]int64, len(accounts))
+func (postgresEngine) lockPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string) (res map[string]netting.Reserved, balances map[string]int64, err error) {
+	res = make(map[string]netting.Reserved, len(accounts))
 	balances = make(map[string]int64, len(accounts))
 	// Common path: every row exists, so a plain row lock (in the array's
 	// account order) is enough, and each counter gets one new row version
 	// per group commit (its write) instead of two (a no-op upsert to lock
 	// it, then the write).
-	rs, err := tx.QueryContext(ctx, `SELECT r.account, r.pending
+	rs, err := tx.QueryContext(ctx, `SELECT r.account, r.pending, r.debits
 		FROM unnest($1::text[]) WITH ORDINALITY AS u(a, n)
 		JOIN netting_reservations r ON r.account = u.a
 		ORDER BY u.n FOR UPDATE OF r`, accounts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
 	}
-	if err := scanAccountValues(rs, pending); err != nil {
+	if err := scanReserved(rs, res); err != nil {
 		return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
 	}
-	if len(pending) != len(accounts) {
+	if len(res) != len(accounts) {
 		// Some row is missing (an account's first reservation, or a row
 		// ReplacePending dropped): create and lock them all with a no-op
 		// upsert (rows must exist before they can be locked, or two
@@ -56,15 +56,15 @@ func (postgresEngine) lockPending(ctx context.Context, s *Store, tx *sql.Tx, acc
 		// re-locked. A transaction that locked a higher account above and
 		// now waits for a lower one can deadlock with another doing the
 		// same; PostgreSQL breaks it and inTx reruns the loser.
-		clear(pending)
-		rs, err = tx.QueryContext(ctx, `INSERT INTO netting_reservations (account, pending)
-			SELECT a, 0 FROM unnest($1::text[]) WITH ORDINALITY AS u(a, n) ORDER BY n
+		clear(res)
+		rs, err = tx.QueryContext(ctx, `INSERT INTO netting_reservations (account, pending, debits)
+			SELECT a, 0, 0 FROM unnest($1::text[]) WITH ORDINALITY AS u(a, n) ORDER BY n
 			ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending
-			RETURNING account, pending`, accounts)
+			RETURNING account, pending, debits`, accounts)
 		if err != nil {
 			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
 		}
-		if err := scanAccountValues(rs, pending); err != nil {
+		if err := scanReserved(rs, res); err != nil {
 			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
 		}
 	}
@@ -77,12 +77,12 @@ func (postgresEngine) lockPending(ctx context.Context, s *Store, tx *sql.Tx, acc
 	if err := scanAccountValues(rs, balances); err != nil {
 		return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
 	}
-	return pending, balances, nil
+	return res, balances, nil
 }
 
-func (postgresEngine) setPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string, vals []int64) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO netting_reservations (account, pending) SELECT a, p FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS u(a, p, n) ORDER BY n
-		ON CONFLICT (account) DO UPDATE SET pending = excluded.pending`, accounts, vals); err != nil {
+func (postgresEngine) setPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string, nets, debits []int64) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO netting_reservations (account, pending, debits) SELECT a, p, d FROM unnest($1::text[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS u(a, p, d, n) ORDER BY n
+		ON CONFLICT (account) DO UPDATE SET pending = excluded.pending, debits = excluded.debits`, accounts, nets, debits); err != nil {
 		return fmt.Errorf("sqlstore: set pending: %w", err)
 	}
 	return nil
@@ -110,18 +110,18 @@ func (postgresEngine) insertJournal(ctx context.Context, s *Store, tx *sql.Tx, r
 // reserveAndAppend: the common case (every request granted, nothing
 // refused) is groupCommitPG's single statement; anything else is declined
 // there and decided request by request (reserveAndAppendTx).
-func (postgresEngine) reserveAndAppend(ctx context.Context, s *Store, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
-	granted, applied, err := s.groupCommitPG(ctx, reqs, build)
+func (postgresEngine) reserveAndAppend(ctx context.Context, s *Store, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
+	granted, applied, err := s.groupCommitPG(ctx, own, reqs, build)
 	if applied || err != nil {
 		return granted, err
 	}
 	// Declined: nothing was applied.
-	granted, err = s.reserveAndAppendTx(ctx, reqs, build, false)
+	granted, err = s.reserveAndAppendTx(ctx, own, reqs, build, false)
 	if errors.Is(err, errJournalUniqueViolation) {
 		// The fast statement found a taken key or seq and aborted the
 		// transaction, which can then say nothing more. Rerun it with the
 		// statement that skips such rows and names them.
-		granted, err = s.reserveAndAppendTx(ctx, reqs, build, true)
+		granted, err = s.reserveAndAppendTx(ctx, own, reqs, build, true)
 	}
 	return granted, err
 }
@@ -134,8 +134,8 @@ func (postgresEngine) reserveAndAppend(ctx context.Context, s *Store, reqs [][]l
 // deltas to its counter (taking the row locks in account order, as
 // lockPending does), claims the seqs on the session row, inserts the rows,
 // and last calls netting_group_commit_check, which raises unless, by the
-// counters' values before the add (batchSums), every request was granted,
-// and the session took every row.
+// counters' debits before the add and the session's own credits
+// (batchSums), every request was granted, and the session took every row.
 //
 // Why REPEATABLE READ: the statement reads the balances from its snapshot,
 // taken before it waits for any counter's lock. A settle posting that
@@ -154,7 +154,7 @@ func (postgresEngine) reserveAndAppend(ctx context.Context, s *Store, reqs [][]l
 // applied and err are then false and nil, and the caller decides the batch
 // request by request. Any other error — the connection, the context — may
 // hide a commit and is returned.
-func (s *Store) groupCommitPG(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) (granted []bool, applied bool, err error) {
+func (s *Store) groupCommitPG(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) (granted []bool, applied bool, err error) {
 	if len(reqs) == 0 {
 		return nil, false, nil
 	}
@@ -182,6 +182,10 @@ func (s *Store) groupCommitPG(ctx context.Context, reqs [][]ledger.AccountDelta,
 		return nil, false, err
 	}
 	b := sumBatch(reqs)
+	owns := make([]int64, len(b.accounts))
+	for i, a := range b.accounts {
+		owns[i] = own[a]
+	}
 	var journaled int64
 	// On the commit pool: an implicit transaction at REPEATABLE READ, one
 	// round trip with the commit. A prepared statement (cached per
@@ -189,7 +193,7 @@ func (s *Store) groupCommitPG(ctx context.Context, reqs [][]ledger.AccountDelta,
 	// in binary instead of as text the server must parse.
 	err = s.commitPool.QueryRow(ctx, s.d.q(groupCommitPGText), pgx.QueryExecModeCacheStatement,
 		b.accounts, b.sums, b.hasLow, b.low, len(b.accounts),
-		len(recs), sid, first, seqs, keys, encoded, prevs, hashes).Scan(&journaled)
+		len(recs), sid, first, seqs, keys, encoded, prevs, hashes, b.dsums, owns).Scan(&journaled)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && severity(pgErr) == "ERROR" {
 		s.declinedCommits.Add(1)
@@ -212,12 +216,15 @@ func severity(e *pgconn.PgError) string {
 }
 
 // groupCommitPGText is groupCommitPG's statement. $1–$4 are batchSums
-// (accounts, sums, hasLow, low) and $5 its account count; $6–$13 the rows.
+// (accounts, sums, hasLow, low) and $5 its account count; $6–$13 the rows;
+// $14 the batch's debits per account (dsums) and $15 the session's own
+// credits per account.
 const groupCommitPGText = `WITH setp AS (
-		INSERT INTO netting_reservations (account, pending)
-		SELECT a, s FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS u(a, s, n) ORDER BY n
-		ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending + excluded.pending
-		RETURNING account, pending),
+		INSERT INTO netting_reservations (account, pending, debits)
+		SELECT a, s, d FROM unnest($1::text[], $2::bigint[], $14::bigint[]) WITH ORDINALITY AS u(a, s, d, n) ORDER BY n
+		ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending + excluded.pending,
+			debits = netting_reservations.debits + excluded.debits
+		RETURNING account, debits),
 	sess AS (
 		UPDATE netting_sessions SET journal_len = journal_len + $6, last_recorded_at = {now}
 		WHERE id = $7 AND journal_len = $8 AND claim_token = 0 AND settled_at IS NULL
@@ -229,9 +236,9 @@ const groupCommitPGText = `WITH setp AS (
 		RETURNING 1)
 	SELECT netting_group_commit_check(
 		(SELECT count(*) FROM setp
-			JOIN unnest($1::text[], $2::bigint[], $3::bool[], $4::bigint[]) AS c(a, s, has_low, low) ON c.a = setp.account
+			JOIN unnest($1::text[], $14::bigint[], $3::bool[], $4::bigint[], $15::bigint[]) AS c(a, d, has_low, low, own) ON c.a = setp.account
 			LEFT JOIN ledger_balances b ON b.account = c.a
-			WHERE c.has_low AND COALESCE(b.balance, 0) + (setp.pending - c.s) + c.low < 0),
+			WHERE c.has_low AND COALESCE(b.balance, 0) + (setp.debits - c.d) + c.own + c.low < 0),
 		(SELECT count(*) FROM setp), $5,
 		(SELECT count(*) FROM sess),
 		(SELECT count(*) FROM ins), $6)`
@@ -248,11 +255,11 @@ var errJournalUniqueViolation = errors.New("sqlstore: journal unique violation")
 // insert skips conflicting rows (ON CONFLICT DO NOTHING) and reports them
 // as appendTx does; without it, it is a plain INSERT, which costs less per
 // row and fails with errJournalUniqueViolation on a conflict.
-func (s *Store) reserveAndAppendTx(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord, explain bool) ([]bool, error) {
+func (s *Store) reserveAndAppendTx(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord, explain bool) ([]bool, error) {
 	granted := make([]bool, len(reqs))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		clear(granted)
-		changed, err := s.decideReserve(ctx, tx, reqs, granted)
+		changed, err := s.decideReserve(ctx, tx, reqs, own, granted)
 		if err != nil {
 			return err
 		}
@@ -281,7 +288,7 @@ func (s *Store) reserveAndAppendTx(ctx context.Context, reqs [][]ledger.AccountD
 // ReleaseSession — so a release racing a live append of the same session
 // can deadlock; PostgreSQL breaks it and inTx reruns the loser (which then
 // finds the seal).
-func (s *Store) setPendingAndAppendPG(ctx context.Context, tx *sql.Tx, changed map[string]int64, recs []netting.JournalRecord, encoded []string, explain bool) error {
+func (s *Store) setPendingAndAppendPG(ctx context.Context, tx *sql.Tx, changed map[string]netting.Reserved, recs []netting.JournalRecord, encoded []string, explain bool) error {
 	sid, first := recs[0].SessionID, recs[0].Seq
 	accounts := make([]string, 0, len(changed))
 	for a := range changed {
@@ -289,8 +296,9 @@ func (s *Store) setPendingAndAppendPG(ctx context.Context, tx *sql.Tx, changed m
 	}
 	sort.Strings(accounts)
 	vals := make([]int64, len(accounts))
+	debits := make([]int64, len(accounts))
 	for i, a := range accounts {
-		vals[i] = changed[a]
+		vals[i], debits[i] = changed[a].Net(), changed[a].Debits
 	}
 	seqs := make([]int64, len(recs))
 	keys := make([]string, len(recs))
@@ -316,8 +324,8 @@ func (s *Store) setPendingAndAppendPG(ctx context.Context, tx *sql.Tx, changed m
 	}
 	var updated int
 	err := tx.QueryRowContext(ctx, s.d.q(`WITH setp AS (
-			UPDATE netting_reservations r SET pending = u.p
-			FROM unnest($1::text[], $2::bigint[]) AS u(a, p)
+			UPDATE netting_reservations r SET pending = u.p, debits = u.d
+			FROM unnest($1::text[], $2::bigint[], $11::bigint[]) AS u(a, p, d)
 			WHERE r.account = u.a
 			RETURNING 1),
 		sess AS (
@@ -330,7 +338,7 @@ func (s *Store) setPendingAndAppendPG(ctx context.Context, tx *sql.Tx, changed m
 			FROM sess, unnest($6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[]) AS u(seq, key, legs, prev_hash, hash)
 			`+onConflict+`RETURNING 1)
 		SELECT (SELECT count(*) FROM setp), (SELECT count(*) FROM sess), (SELECT count(*) FROM ins)`),
-		accounts, vals, len(recs), sid, first, seqs, keys, encoded, prevs, hashes).Scan(&updated, &sessions, &inserted)
+		accounts, vals, len(recs), sid, first, seqs, keys, encoded, prevs, hashes, debits).Scan(&updated, &sessions, &inserted)
 	var pgErr *pgconn.PgError
 	if !explain && errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return fmt.Errorf("%w: %s", errJournalUniqueViolation, pgErr.ConstraintName)

@@ -173,11 +173,11 @@ func (s *Store) PostFenced(ctx context.Context, f netting.Fence, p ledger.Postin
 // PostFencedReleasing implements netting.SettlePoster: PostFenced and, when
 // the posting is new and the session not yet released, the subtraction of
 // release from the counters, in one transaction.
-func (s *Store) PostFencedReleasing(ctx context.Context, f netting.Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+func (s *Store) PostFencedReleasing(ctx context.Context, f netting.Fence, p ledger.Posting, release []netting.ReservedChange) error {
 	return s.postFenced(ctx, f, p, release)
 }
 
-func (s *Store) postFenced(ctx context.Context, f netting.Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+func (s *Store) postFenced(ctx context.Context, f netting.Fence, p ledger.Posting, release []netting.ReservedChange) error {
 	if err := ledger.Validate(p); err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func (s *Store) postFenced(ctx context.Context, f netting.Fence, p ledger.Postin
 		}
 		var also func() error
 		if !r.released && len(release) > 0 {
-			also = func() error { return s.subtractPending(ctx, tx, release) }
+			also = func() error { return s.subtractReserved(ctx, tx, release) }
 		}
 		_, err = s.postTx(ctx, tx, p, meta, also)
 		return err

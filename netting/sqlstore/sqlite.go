@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/shardwise/shardwise/ledger"
@@ -44,8 +45,8 @@ func (sqliteEngine) relaxedTx(ctx context.Context, s *Store, fn func(tx *sql.Tx)
 
 // lockPending only reads, in one statement per chunk of accounts: the
 // transaction's write lock already excludes every other writer.
-func (sqliteEngine) lockPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string) (pending, balances map[string]int64, err error) {
-	pending = make(map[string]int64, len(accounts))
+func (sqliteEngine) lockPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string) (res map[string]netting.Reserved, balances map[string]int64, err error) {
+	res = make(map[string]netting.Reserved, len(accounts))
 	balances = make(map[string]int64, len(accounts))
 	for start := 0; start < len(accounts); start += inChunk {
 		chunk := accounts[start:min(start+inChunk, len(accounts))]
@@ -54,28 +55,28 @@ func (sqliteEngine) lockPending(ctx context.Context, s *Store, tx *sql.Tx, accou
 			args[i] = a
 		}
 		rs, err := tx.QueryContext(ctx, `WITH a(account) AS (VALUES `+repeatJoin("(?)", len(chunk))+`)
-			SELECT a.account, COALESCE(r.pending, 0), COALESCE(b.balance, 0) FROM a
+			SELECT a.account, COALESCE(r.pending, 0), COALESCE(r.debits, 0), COALESCE(b.balance, 0) FROM a
 			LEFT JOIN netting_reservations r ON r.account = a.account
 			LEFT JOIN ledger_balances b ON b.account = a.account`, args...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
 		}
-		if err := scanPendingBalances(rs, pending, balances); err != nil {
+		if err := scanPendingBalances(rs, res, balances); err != nil {
 			return nil, nil, fmt.Errorf("sqlstore: reserve: %w", err)
 		}
 	}
-	return pending, balances, nil
+	return res, balances, nil
 }
 
-func (sqliteEngine) setPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string, vals []int64) error {
-	for start := 0; start < len(accounts); start += inChunk / 2 {
-		end := min(start+inChunk/2, len(accounts))
-		args := make([]any, 0, 2*(end-start))
+func (sqliteEngine) setPending(ctx context.Context, s *Store, tx *sql.Tx, accounts []string, nets, debits []int64) error {
+	for start := 0; start < len(accounts); start += inChunk / 3 {
+		end := min(start+inChunk/3, len(accounts))
+		args := make([]any, 0, 3*(end-start))
 		for i := start; i < end; i++ {
-			args = append(args, accounts[i], vals[i])
+			args = append(args, accounts[i], nets[i], debits[i])
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO netting_reservations (account, pending) VALUES `+
-			repeatJoin("(?, ?)", end-start)+` ON CONFLICT (account) DO UPDATE SET pending = excluded.pending`, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO netting_reservations (account, pending, debits) VALUES `+
+			repeatJoin("(?, ?, ?)", end-start)+` ON CONFLICT (account) DO UPDATE SET pending = excluded.pending, debits = excluded.debits`, args...); err != nil {
 			return fmt.Errorf("sqlstore: set pending: %w", err)
 		}
 	}
@@ -132,11 +133,11 @@ func isSQLiteConstraint(err error) bool {
 
 // reserveAndAppend is one transaction: the counters in one statement per
 // chunk of accounts (addAndDecide), then the rows (appendTx).
-func (sqliteEngine) reserveAndAppend(ctx context.Context, s *Store, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
+func (sqliteEngine) reserveAndAppend(ctx context.Context, s *Store, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
 	granted := make([]bool, len(reqs))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		clear(granted)
-		if err := s.addAndDecideSQLite(ctx, tx, reqs, granted); err != nil {
+		if err := s.addAndDecideSQLite(ctx, tx, own, reqs, granted); err != nil {
 			return err
 		}
 		recs := build(slices.Clone(granted))
@@ -159,15 +160,16 @@ func (sqliteEngine) reserveAndAppend(ctx context.Context, s *Store, reqs [][]led
 // statement per chunk of accounts instead of two: it adds every request's
 // deltas to the counters as if all were granted (creating missing rows);
 // for the accounts with a negative delta — the only ones a request is
-// checked against — it reads back the counter's new value and the
-// account's balance, so it knows the counters before the add. It decides
-// the requests exactly as decideReserve does, and adds back to each counter
-// the difference between the decided sum and the speculative one — nothing
-// when every request is granted, the common case. An account with only
-// credits is written blind (no read back): the rule never checks it, and
-// its correction is relative. Nothing else can write between the add and
-// the correction: the transaction holds SQLite's write lock.
-func (s *Store) addAndDecideSQLite(ctx context.Context, tx *sql.Tx, reqs [][]ledger.AccountDelta, granted []bool) error {
+// checked against — it reads back the counter's new values (net and
+// debits) and the account's balance, so it knows the counters before the
+// add. It decides the requests exactly as decideReserve does (the port's
+// rule, with the session's own credits), and adds back to each counter the
+// difference between the decided values and the speculative ones —
+// nothing when every request is granted, the common case. An account with
+// only credits is written blind (no read back): the rule never checks it,
+// and its correction is relative. Nothing else can write between the add
+// and the correction: the transaction holds SQLite's write lock.
+func (s *Store) addAndDecideSQLite(ctx context.Context, tx *sql.Tx, own map[string]int64, reqs [][]ledger.AccountDelta, granted []bool) error {
 	b := sumBatch(reqs)
 	if len(b.accounts) == 0 {
 		for i := range granted {
@@ -183,7 +185,7 @@ func (s *Store) addAndDecideSQLite(ctx context.Context, tx *sql.Tx, reqs [][]led
 			blind = append(blind, i)
 		}
 	}
-	after := make(map[string]int64, len(checked))
+	after := make(map[string]netting.Reserved, len(checked))
 	balances := make(map[string]int64, len(checked))
 	if err := s.addPendingSQLite(ctx, tx, b, checked, after, balances); err != nil {
 		return err
@@ -195,38 +197,43 @@ func (s *Store) addAndDecideSQLite(ctx context.Context, tx *sql.Tx, reqs [][]led
 		return err
 	}
 	// before[a] is the counter before this batch for a checked account; a
-	// blind account starts at 0, as only its change matters.
-	before := make(map[string]int64, len(b.accounts))
+	// blind account starts at zero, as only its change matters.
+	speculative := make(map[string]netting.Reserved, len(b.accounts))
+	for i, a := range b.accounts {
+		speculative[a] = netting.Reserved{Debits: b.dsums[i], Credits: b.sums[i] - b.dsums[i]}
+	}
+	res := make(map[string]netting.Reserved, len(b.accounts))
 	for _, i := range checked {
-		before[b.accounts[i]] = after[b.accounts[i]] - b.sums[i]
+		a := b.accounts[i]
+		res[a] = after[a].Minus(speculative[a])
 	}
-	pending := make(map[string]int64, len(b.accounts))
-	for a, v := range before {
-		pending[a] = v
-	}
-	decideRequests(reqs, pending, balances, granted)
+	before := maps.Clone(res)
+	copy(granted, netting.DecideReservations(reqs, res, balances, ownCopy(own)))
 	fix := batchSums{}
 	var fixes []int
-	for i, a := range b.accounts {
-		if d := pending[a] - before[a] - b.sums[i]; d != 0 {
+	for _, a := range b.accounts {
+		d := res[a].Minus(before[a]).Minus(speculative[a])
+		if !d.Zero() {
 			fix.accounts = append(fix.accounts, a)
-			fix.sums = append(fix.sums, d)
+			fix.sums = append(fix.sums, d.Net())
+			fix.dsums = append(fix.dsums, d.Debits)
 			fixes = append(fixes, len(fixes))
 		}
 	}
 	return s.addPendingSQLite(ctx, tx, fix, fixes, nil, nil)
 }
 
-// addPendingSQLite adds b.sums[i] to the counter of b.accounts[i] for each
-// i of idx (ascending, so in account order), creating missing rows, with
-// the cached statements. With after non-nil it reads back each counter's
-// new value into after and its account's balance into balances.
-func (s *Store) addPendingSQLite(ctx context.Context, tx *sql.Tx, b batchSums, idx []int, after, balances map[string]int64) error {
+// addPendingSQLite adds b.sums[i] to the net counter and b.dsums[i] to the
+// debits of b.accounts[i] for each i of idx (ascending, so in account
+// order), creating missing rows, with the cached statements. With after
+// non-nil it reads back each counter's new values into after and its
+// account's balance into balances.
+func (s *Store) addPendingSQLite(ctx context.Context, tx *sql.Tx, b batchSums, idx []int, after map[string]netting.Reserved, balances map[string]int64) error {
 	start := 0
 	for _, n := range rowChunks(len(idx)) {
-		args := make([]any, 0, 2*n)
+		args := make([]any, 0, 3*n)
 		for _, i := range idx[start : start+n] {
-			args = append(args, b.accounts[i], b.sums[i])
+			args = append(args, b.accounts[i], b.sums[i], b.dsums[i])
 		}
 		start += n
 		if after == nil {
@@ -251,11 +258,12 @@ func (s *Store) addPendingSQLite(ctx context.Context, tx *sql.Tx, b batchSums, i
 // sqliteReserveAddText adds to rows counters, creating missing ones; with
 // readBack it returns each counter's new value and its account's balance.
 func sqliteReserveAddText(rows int, readBack bool) string {
-	text := `INSERT INTO netting_reservations (account, pending) VALUES ` + repeatJoin("(?, ?)", rows) + `
-			ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending + excluded.pending`
+	text := `INSERT INTO netting_reservations (account, pending, debits) VALUES ` + repeatJoin("(?, ?, ?)", rows) + `
+			ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending + excluded.pending,
+				debits = netting_reservations.debits + excluded.debits`
 	if readBack {
 		text += `
-			RETURNING account, pending, COALESCE((SELECT b.balance FROM ledger_balances b WHERE b.account = netting_reservations.account), 0)`
+			RETURNING account, pending, debits, COALESCE((SELECT b.balance FROM ledger_balances b WHERE b.account = netting_reservations.account), 0)`
 	}
 	return text
 }

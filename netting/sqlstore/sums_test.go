@@ -2,64 +2,67 @@ package sqlstore
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/shardwise/shardwise/ledger"
+	"github.com/shardwise/shardwise/netting"
 )
 
 // allGrantedBySums is the group commit's check (groupCommitPGText), in Go:
 // every request is granted exactly when, for each account with a negative
-// delta, balance + pending + lowest running sum ≥ 0.
-func allGrantedBySums(b batchSums, pending, balances map[string]int64) bool {
+// delta, balance + debits + own + lowest running value ≥ 0.
+func allGrantedBySums(b batchSums, res map[string]netting.Reserved, balances, own map[string]int64) bool {
 	for i, a := range b.accounts {
-		if b.hasLow[i] && balances[a]+pending[a]+b.low[i] < 0 {
+		if b.hasLow[i] && balances[a]+res[a].Debits+own[a]+b.low[i] < 0 {
 			return false
 		}
 	}
 	return true
 }
 
-// The speculative check agrees with the port's rule, request by request, on
-// random batches: it says "all granted" exactly when decideRequests grants
-// every request, and then the counters end at pending + the sums.
+// The speculative check agrees with the port's rule
+// (netting.DecideReservations with the session's own credits), request by
+// request, on random batches: it says "all granted" exactly when the rule
+// grants every request, and then the counters end at their values plus the
+// sums, net and debits.
 func TestBatchSumsMatchDecide(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	accounts := []string{"a", "b", "c", "d"}
 	for trial := range 20000 {
 		balances := map[string]int64{}
-		pending := map[string]int64{}
+		res := map[string]netting.Reserved{}
+		own := map[string]int64{}
 		for _, a := range accounts {
 			balances[a] = rng.Int64N(40)
-			pending[a] = rng.Int64N(21) - 10
+			res[a] = netting.Reserved{Debits: -rng.Int64N(11), Credits: rng.Int64N(11)}
+			own[a] = rng.Int64N(res[a].Credits + 1)
 		}
 		reqs := make([][]ledger.AccountDelta, rng.IntN(6))
 		for i := range reqs {
-			for range rng.IntN(4) {
-				reqs[i] = append(reqs[i], ledger.AccountDelta{Account: accounts[rng.IntN(len(accounts))], Delta: rng.Int64N(31) - 15})
+			// As a session's requests are: one delta per account.
+			for _, a := range rng.Perm(len(accounts))[:rng.IntN(4)] {
+				reqs[i] = append(reqs[i], ledger.AccountDelta{Account: accounts[a], Delta: rng.Int64N(31) - 15})
 			}
 		}
 		b := sumBatch(reqs)
-		final := map[string]int64{}
-		for a, v := range pending {
-			final[a] = v
-		}
-		granted := make([]bool, len(reqs))
-		decideRequests(reqs, final, balances, granted)
+		final := maps.Clone(res)
+		granted := netting.DecideReservations(reqs, final, balances, maps.Clone(own))
 		all := true
 		for _, g := range granted {
 			all = all && g
 		}
-		desc := fmt.Sprintf("trial %d: reqs %v balances %v pending %v", trial, reqs, balances, pending)
-		if got := allGrantedBySums(b, pending, balances); got != all {
+		desc := fmt.Sprintf("trial %d: reqs %v balances %v reserved %v own %v", trial, reqs, balances, res, own)
+		if got := allGrantedBySums(b, res, balances, own); got != all {
 			t.Fatalf("%s: check says all granted = %v, the rule grants %v", desc, got, granted)
 		}
 		if !all {
 			continue
 		}
 		for i, a := range b.accounts {
-			if final[a] != pending[a]+b.sums[i] {
-				t.Fatalf("%s: %s ends at %d, pending + sum = %d", desc, a, final[a], pending[a]+b.sums[i])
+			if final[a].Net() != res[a].Net()+b.sums[i] || final[a].Debits != res[a].Debits+b.dsums[i] {
+				t.Fatalf("%s: %s ends at %+v, not its start plus net %d and debits %d", desc, a, final[a], b.sums[i], b.dsums[i])
 			}
 		}
 	}

@@ -54,7 +54,7 @@ func testBatchReserveAndAppend(t *testing.T, s netting.SharedStore) {
 	}
 	keys := []string{"k0", "k1", "k2", "k3"}
 	var calls [][]bool
-	granted, err := bs.ReserveAndAppend(ctx, reqs, chainGranted("s", 0, netting.GenesisHash, keys, &calls))
+	granted, err := bs.ReserveAndAppend(ctx, nil, reqs, chainGranted("s", 0, netting.GenesisHash, keys, &calls))
 	must(t, err)
 	want := []bool{true, false, true, true}
 	if fmt.Sprint(granted) != fmt.Sprint(want) {
@@ -86,7 +86,7 @@ func testBatchReserveAndAppend(t *testing.T, s netting.SharedStore) {
 	// The journal length moved: the next batch continues the chain.
 	calls = nil
 	fund(t, s, "fa2", "alice", 5)
-	_, err = bs.ReserveAndAppend(ctx, [][]ledger.AccountDelta{deltas(purchase("alice", "bob", 5)...)},
+	_, err = bs.ReserveAndAppend(ctx, nil, [][]ledger.AccountDelta{deltas(purchase("alice", "bob", 5)...)},
 		chainGranted("s", 3, j[2].Hash, []string{"k4"}, &calls))
 	must(t, err)
 	if j, _ := s.ReadJournal(ctx, "s"); len(j) != 4 {
@@ -99,7 +99,7 @@ func testBatchAllRefused(t *testing.T, s netting.SharedStore) {
 	bs := s
 	createSession(t, s, "s", 16)
 	var calls [][]bool
-	granted, err := bs.ReserveAndAppend(ctx, [][]ledger.AccountDelta{deltas(purchase("nobody", "bob", 1)...)},
+	granted, err := bs.ReserveAndAppend(ctx, nil, [][]ledger.AccountDelta{deltas(purchase("nobody", "bob", 1)...)},
 		chainGranted("s", 0, netting.GenesisHash, []string{"k0"}, &calls))
 	must(t, err)
 	if len(granted) != 1 || granted[0] {
@@ -139,7 +139,7 @@ func testBatchRefusalAppliesNothing(t *testing.T, s netting.SharedStore) {
 		{"sealed session", chainGranted("sealed", 1, sealedHead[0].Hash, []string{"z0", "z1"}, &calls), netting.ErrSessionSettled},
 	}
 	for _, c := range cases {
-		granted, err := bs.ReserveAndAppend(ctx, reqs, c.build)
+		granted, err := bs.ReserveAndAppend(ctx, nil, reqs, c.build)
 		if !errors.Is(err, c.is) || granted != nil {
 			t.Errorf("%s: (%v, %v), want (nil, %v)", c.name, granted, err, c.is)
 		}
@@ -151,7 +151,7 @@ func testBatchRefusalAppliesNothing(t *testing.T, s netting.SharedStore) {
 		}
 	}
 	var kc *netting.KeyConflictError
-	_, err = bs.ReserveAndAppend(ctx, reqs, cases[0].build)
+	_, err = bs.ReserveAndAppend(ctx, nil, reqs, cases[0].build)
 	if !errors.As(err, &kc) || len(kc.Keys) != 1 || kc.Keys[0] != "taken" {
 		t.Errorf("key conflict error = %v, want KeyConflictError{[taken]}", err)
 	}
@@ -180,7 +180,7 @@ func testBatchConcurrent(t *testing.T, s netting.SharedStore) {
 				reqs := [][]ledger.AccountDelta{deltas(purchase("alice", "bob", 1)...)}
 				key := fmt.Sprintf("%s-%d", id, i)
 				var built []netting.JournalRecord
-				granted, err := bs.ReserveAndAppend(context.WithoutCancel(ctxT(t)), reqs, func(g []bool) []netting.JournalRecord {
+				granted, err := bs.ReserveAndAppend(context.WithoutCancel(ctxT(t)), nil, reqs, func(g []bool) []netting.JournalRecord {
 					built = nil
 					if g[0] {
 						built = chain(id, seq, head, key)

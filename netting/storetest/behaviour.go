@@ -641,7 +641,7 @@ func testReconcile(t *testing.T, s netting.SharedStore) {
 	accept(t, b, "k1", buy("alice", "carol", 20)...)
 	settle(t, b)
 	// Drift: a lost counter, a stray one.
-	_, err := s.ReplacePending(ctxT(t), map[string]int64{ledger.Spendable("alice"): -5, "ghost:spendable": -9})
+	_, err := s.ReplacePending(ctxT(t), map[string]netting.Reserved{ledger.Spendable("alice"): {Debits: -5}, "ghost:spendable": {Debits: -9}})
 	must(t, err)
 	// The plan names every counter the rebuild sets, and writes nothing.
 	wantChanges := []netting.PendingChange{
@@ -672,6 +672,9 @@ func testReconcile(t *testing.T, s netting.SharedStore) {
 	}
 	if p := pending(t, s, ledger.Earned("bob")); p != 30 {
 		t.Errorf("bob pending = %d, want 30", p)
+	}
+	if r := reserved(t, s); r[ledger.Spendable("alice")] != (netting.Reserved{Debits: -30}) || r[ledger.Earned("bob")] != (netting.Reserved{Credits: 30}) {
+		t.Errorf("reserved after reconcile = %v, want alice's debit and bob's credit on their sides", r)
 	}
 	res, err = netting.ReconcileReservations(ctxT(t), s)
 	must(t, err)

@@ -38,6 +38,9 @@ func Run(t *testing.T, open func(t *testing.T) netting.Store) {
 	for _, c := range behaviourCases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, shared(t)) })
 	}
+	for _, c := range spendingCases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, shared(t)) })
+	}
 	for _, c := range unknownCases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, shared(t)) })
 	}
@@ -101,6 +104,13 @@ func balance(t *testing.T, s netting.Store, account string) int64 {
 	b, err := s.Balance(ctxT(t), account)
 	must(t, err)
 	return b
+}
+
+func reserved(t *testing.T, s netting.SharedStore) map[string]netting.Reserved {
+	t.Helper()
+	r, err := s.ReservedAll(ctxT(t))
+	must(t, err)
+	return r
 }
 
 func pending(t *testing.T, s netting.SharedStore, account string) int64 {
@@ -743,6 +753,9 @@ func testReserve(t *testing.T, s netting.SharedStore) {
 	if got := pending(t, s, ledger.Earned("bob")); got != 100 {
 		t.Errorf("bob pending = %d, want +100 (credits are reserved too)", got)
 	}
+	if r := reserved(t, s); r[ledger.Spendable("alice")] != (netting.Reserved{Debits: -100}) || r[ledger.Earned("bob")] != (netting.Reserved{Credits: 100}) {
+		t.Errorf("ReservedAll = %v, want alice's debits and bob's credits each on its side", r)
+	}
 	if got := pending(t, s, ledger.Spendable("carol")); got != 0 {
 		t.Errorf("carol pending = %d, want 0 (undone when alice's leg failed)", got)
 	}
@@ -869,9 +882,9 @@ func testReplacePending(t *testing.T, s netting.SharedStore) {
 	fund(t, s, "fa", "alice", 100)
 	_, err := s.Reserve(ctx, [][]ledger.AccountDelta{deltas(purchase("alice", "bob", 30)...)})
 	must(t, err)
-	adjusted, err := s.ReplacePending(ctx, map[string]int64{ledger.Spendable("alice"): -30, ledger.Spendable("carol"): -5})
+	adjusted, err := s.ReplacePending(ctx, map[string]netting.Reserved{ledger.Spendable("alice"): {Debits: -30}, ledger.Spendable("carol"): {Debits: -9, Credits: 4}})
 	must(t, err)
-	// alice unchanged, bob 30 -> 0, carol 0 -> -5.
+	// alice unchanged, bob 30 -> 0, carol 0 -> -9/+4.
 	if adjusted != 2 {
 		t.Errorf("adjusted = %d, want 2", adjusted)
 	}
@@ -879,6 +892,9 @@ func testReplacePending(t *testing.T, s netting.SharedStore) {
 	must(t, err)
 	if len(all) != 2 || all[ledger.Spendable("alice")] != -30 || all[ledger.Spendable("carol")] != -5 {
 		t.Errorf("PendingAll = %v", all)
+	}
+	if r := reserved(t, s); len(r) != 2 || r[ledger.Spendable("carol")] != (netting.Reserved{Debits: -9, Credits: 4}) {
+		t.Errorf("ReservedAll = %v, want carol's two sides as replaced", r)
 	}
 	adjusted, err = s.ReplacePending(ctx, nil)
 	must(t, err)

@@ -11,7 +11,7 @@
 // t.Cleanup. The suite needs a netting.SharedStore (the shared reservation
 // counter is part of the contract) and fails if the store is not one.
 //
-// Run holds four kinds of test:
+// Run holds five kinds of test:
 //   - one per method semantic of the port (the hashicorp/raft lesson: an
 //     in-memory store that disagrees with the real one must fail here, not
 //     in production), the ledger's hash chain among them (LedgerChain/…),
@@ -26,6 +26,13 @@
 //     crashes mid-commit, mid-settle and mid-replay. The wrapper intercepts
 //     the session's two write calls, ReserveAndAppend and
 //     PostFencedReleasing, which every store has (port v2);
+//   - the spending rule of port v3 and the first answer of a resent key
+//     (spending.go, issue 27): no debit spends another session's pending
+//     credit, so sessions settle in any order without a refusal; a
+//     session's own credits are spendable; both sides of the counter
+//     leave as the postings land; a settle refusal (caused here by an
+//     outside post) is a counted breach; a resent accepted key answers
+//     ACCEPTED with its seq after its funds are gone;
 //   - the "outcome unknown, do not guess" paths (unknown.go): every store
 //     call of a group commit or a settle whose reply is lost, the write
 //     having landed or not (faultStore.failReply fails the reply after or

@@ -147,7 +147,7 @@ func (f *faultStore) setReadHook(h func([]netting.JournalRecord) []netting.Journ
 
 // ReserveAndAppend is the real one under the append hooks and counters
 // (it counts as one reserve call and one append).
-func (f *faultStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
+func (f *faultStore) ReserveAndAppend(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
 	f.mu.Lock()
 	h := f.appendHook
 	f.mu.Unlock()
@@ -173,7 +173,7 @@ func (f *faultStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.Accou
 	f.reserves.Add(1)
 	f.appends.Add(1)
 	var recs []netting.JournalRecord
-	granted, err := f.SharedStore.ReserveAndAppend(ctx, reqs, func(g []bool) []netting.JournalRecord {
+	granted, err := f.SharedStore.ReserveAndAppend(ctx, own, reqs, func(g []bool) []netting.JournalRecord {
 		recs = build(g)
 		return recs
 	})
@@ -196,7 +196,7 @@ func (f *faultStore) ReserveAndAppend(ctx context.Context, reqs [][]ledger.Accou
 
 // PostFencedReleasing is the real one under the settle-posting hook and
 // counters.
-func (f *faultStore) PostFencedReleasing(ctx context.Context, fe netting.Fence, p ledger.Posting, release []ledger.AccountDelta) error {
+func (f *faultStore) PostFencedReleasing(ctx context.Context, fe netting.Fence, p ledger.Posting, release []netting.ReservedChange) error {
 	f.mu.Lock()
 	h := f.postFencedHook
 	f.mu.Unlock()
