@@ -121,10 +121,11 @@ type ReconcileResult struct {
 	Changes []PendingChange
 }
 
-// PendingChange is one reservation counter a rebuild corrects.
+// PendingChange is one reservation counter a rebuild corrects: both sides
+// as the store held them, and as the journals say they should be.
 type PendingChange struct {
 	Account  string
-	Was, Now int64
+	Was, Now Reserved
 }
 
 // ReconcileReservations rebuilds the shared reservation counters from the
@@ -151,7 +152,7 @@ func PlanReconcile(ctx context.Context, store Store) (ReconcileResult, error) {
 	return res, err
 }
 
-func planReconcile(ctx context.Context, store Store) (SharedStore, map[string]int64, ReconcileResult, error) {
+func planReconcile(ctx context.Context, store Store) (SharedStore, map[string]Reserved, ReconcileResult, error) {
 	shared, ok := store.(SharedStore)
 	if !ok {
 		return nil, nil, ReconcileResult{}, errcode.Config("store", fmt.Sprintf("%T", store), "has no shared reservation counter (netting.ReservationStore)")
@@ -160,7 +161,7 @@ func planReconcile(ctx context.Context, store Store) (SharedStore, map[string]in
 	if err != nil {
 		return nil, nil, ReconcileResult{}, fmt.Errorf("netting: reconcile: %w", err)
 	}
-	have, err := shared.PendingAll(ctx)
+	have, err := shared.ReservedAll(ctx)
 	if err != nil {
 		return nil, nil, ReconcileResult{}, fmt.Errorf("netting: reconcile: %w", err)
 	}
@@ -171,7 +172,7 @@ func planReconcile(ctx context.Context, store Store) (SharedStore, map[string]in
 		}
 	}
 	for a, was := range have {
-		if _, kept := want[a]; !kept && was != 0 {
+		if _, kept := want[a]; !kept && was != (Reserved{}) {
 			res.Changes = append(res.Changes, PendingChange{Account: a, Was: was})
 		}
 	}

@@ -101,7 +101,7 @@ func quiesced(cmd *cobra.Command, etcd *etcdFlags) error {
 
 func printReconcile(w io.Writer, r netting.ReconcileResult, dryRun bool) {
 	for _, c := range r.Changes {
-		fmt.Fprintf(w, "%-32s pending %d -> %d\n", c.Account, c.Was, c.Now)
+		fmt.Fprintf(w, "%-32s debits %d credits %d -> debits %d credits %d\n", c.Account, c.Was.Debits, c.Was.Credits, c.Now.Debits, c.Now.Credits)
 	}
 	switch {
 	case dryRun:

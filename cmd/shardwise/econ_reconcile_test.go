@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/econ"
+	"github.com/shardwise/shardwise/netting"
 	"github.com/shardwise/shardwise/netting/sqlstore"
 )
 
@@ -30,7 +31,7 @@ func TestEconReconcile(t *testing.T) {
 	}
 	defer store.Close()
 	// Drift with no session behind it: both counters belong at 0.
-	if _, err := store.ReplacePending(ctx, map[string]int64{"alice:spendable": -5, "ghost:spendable": 9}); err != nil {
+	if _, err := store.ReplacePending(ctx, map[string]netting.Reserved{"alice:spendable": {Debits: -5}, "ghost:spendable": {Credits: 9}}); err != nil {
 		t.Fatal(err)
 	}
 	pendingNow := func() map[string]int64 {
@@ -64,8 +65,8 @@ func TestEconReconcile(t *testing.T) {
 	}
 	defer zone.Close()
 
-	changes := "alice:spendable                  pending -5 -> 0\n" +
-		"ghost:spendable                  pending 9 -> 0\n"
+	changes := "alice:spendable                  debits -5 credits 0 -> debits 0 credits 0\n" +
+		"ghost:spendable                  debits 0 credits 9 -> debits 0 credits 0\n"
 	out, err := runCmd(t, newRootCmd(), "", append(args, "--dry-run")...)
 	if err != nil {
 		t.Fatal(err)

@@ -645,9 +645,9 @@ func testReconcile(t *testing.T, s netting.SharedStore) {
 	must(t, err)
 	// The plan names every counter the rebuild sets, and writes nothing.
 	wantChanges := []netting.PendingChange{
-		{Account: ledger.Spendable("alice"), Was: -5, Now: -30},
-		{Account: ledger.Earned("bob"), Was: 0, Now: 30},
-		{Account: "ghost:spendable", Was: -9, Now: 0},
+		{Account: ledger.Spendable("alice"), Was: netting.Reserved{Debits: -5}, Now: netting.Reserved{Debits: -30}},
+		{Account: ledger.Earned("bob"), Now: netting.Reserved{Credits: 30}},
+		{Account: "ghost:spendable", Was: netting.Reserved{Debits: -9}},
 	}
 	slices.SortFunc(wantChanges, func(x, y netting.PendingChange) int { return strings.Compare(x.Account, y.Account) })
 	plan, err := netting.PlanReconcile(ctxT(t), s)
