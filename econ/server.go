@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -213,6 +215,40 @@ func (s *Server) Sweep(ctx context.Context, _ *econpb.SweepRequest) (*econpb.Swe
 		return nil, s.fail("Sweep", err)
 	}
 	return sweepToPB(sum), nil
+}
+
+// Members implements econpb.EconomyServer: the live econ members, read from
+// the membership now (not the node's view, which can lag it while the node
+// re-forms), so that a caller in any language can place scopes without
+// reading etcd. A node with no member source answers with its own view,
+// without addresses.
+func (s *Server) Members(ctx context.Context, _ *econpb.MembersRequest) (*econpb.MembersResponse, error) {
+	resp := &econpb.MembersResponse{Node: s.node.Name()}
+	if s.members == nil {
+		for _, name := range s.node.Status().View {
+			resp.Members = append(resp.Members, &econpb.EconMember{Name: name})
+		}
+		return resp, nil
+	}
+	ms, err := s.members.Members(ctx)
+	if err != nil {
+		return nil, s.fail("Members", fmt.Errorf("econ: read members: %w", err))
+	}
+	byName := map[string]string{}
+	for _, m := range ms {
+		if m.Role != Role {
+			continue
+		}
+		// Two records under one name (a restart whose old lease has not
+		// expired yet) are one name for placement; keep an address.
+		if a, ok := byName[m.Name]; !ok || a == "" {
+			byName[m.Name] = m.Addrs[AddrKey]
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		resp.Members = append(resp.Members, &econpb.EconMember{Name: name, Addr: byName[name]})
+	}
+	return resp, nil
 }
 
 // Health implements econpb.EconomyServer.

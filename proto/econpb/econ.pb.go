@@ -1499,6 +1499,153 @@ func (x *HealthResponse) GetViewId() string {
 	return ""
 }
 
+type MembersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MembersRequest) Reset() {
+	*x = MembersRequest{}
+	mi := &file_econ_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MembersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MembersRequest) ProtoMessage() {}
+
+func (x *MembersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_econ_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
+func (*MembersRequest) Descriptor() ([]byte, []int) {
+	return file_econ_proto_rawDescGZIP(), []int{24}
+}
+
+// EconMember is one live economy member.
+type EconMember struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the member name scopes are placed on.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// addr is the member's Addrs["econ"], its economy service address; empty
+	// when it publishes none (it still counts for placement).
+	Addr          string `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EconMember) Reset() {
+	*x = EconMember{}
+	mi := &file_econ_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EconMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EconMember) ProtoMessage() {}
+
+func (x *EconMember) ProtoReflect() protoreflect.Message {
+	mi := &file_econ_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EconMember.ProtoReflect.Descriptor instead.
+func (*EconMember) Descriptor() ([]byte, []int) {
+	return file_econ_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *EconMember) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EconMember) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+type MembersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// members are the live members with role "econ", sorted by name
+	// (bytewise), one per name.
+	Members []*EconMember `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	// node is the name of the node that answered.
+	Node          string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MembersResponse) Reset() {
+	*x = MembersResponse{}
+	mi := &file_econ_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MembersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MembersResponse) ProtoMessage() {}
+
+func (x *MembersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_econ_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
+func (*MembersResponse) Descriptor() ([]byte, []int) {
+	return file_econ_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *MembersResponse) GetMembers() []*EconMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *MembersResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
 var File_econ_proto protoreflect.FileDescriptor
 
 const file_econ_proto_rawDesc = "" +
@@ -1589,7 +1736,15 @@ const file_econ_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05ready\x18\x02 \x01(\bR\x05ready\x12\x12\n" +
 	"\x04view\x18\x03 \x03(\tR\x04view\x12\x17\n" +
-	"\aview_id\x18\x04 \x01(\tR\x06viewId*=\n" +
+	"\aview_id\x18\x04 \x01(\tR\x06viewId\"\x10\n" +
+	"\x0eMembersRequest\"4\n" +
+	"\n" +
+	"EconMember\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04addr\x18\x02 \x01(\tR\x04addr\"^\n" +
+	"\x0fMembersResponse\x127\n" +
+	"\amembers\x18\x01 \x03(\v2\x1d.shardwise.econ.v1.EconMemberR\amembers\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node*=\n" +
 	"\x04Side\x12\x14\n" +
 	"\x10SIDE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -1598,7 +1753,7 @@ const file_econ_proto_rawDesc = "" +
 	"\x06Status\x12\x16\n" +
 	"\x12STATUS_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fSTATUS_ACCEPTED\x10\x01\x12\x13\n" +
-	"\x0fSTATUS_REJECTED\x10\x022\xbb\x04\n" +
+	"\x0fSTATUS_REJECTED\x10\x022\x8d\x05\n" +
 	"\aEconomy\x12M\n" +
 	"\x06Record\x12 .shardwise.econ.v1.RecordRequest\x1a!.shardwise.econ.v1.RecordResponse\x12S\n" +
 	"\bBalances\x12\".shardwise.econ.v1.BalancesRequest\x1a#.shardwise.econ.v1.BalancesResponse\x12P\n" +
@@ -1606,7 +1761,8 @@ const file_econ_proto_rawDesc = "" +
 	"\x06Settle\x12 .shardwise.econ.v1.SettleRequest\x1a!.shardwise.econ.v1.SettleResponse\x12P\n" +
 	"\aRecover\x12!.shardwise.econ.v1.RecoverRequest\x1a\".shardwise.econ.v1.RecoverResponse\x12J\n" +
 	"\x05Sweep\x12\x1f.shardwise.econ.v1.SweepRequest\x1a .shardwise.econ.v1.SweepResponse\x12M\n" +
-	"\x06Health\x12 .shardwise.econ.v1.HealthRequest\x1a!.shardwise.econ.v1.HealthResponseB-Z+github.com/shardwise/shardwise/proto/econpbb\x06proto3"
+	"\x06Health\x12 .shardwise.econ.v1.HealthRequest\x1a!.shardwise.econ.v1.HealthResponse\x12P\n" +
+	"\aMembers\x12!.shardwise.econ.v1.MembersRequest\x1a\".shardwise.econ.v1.MembersResponseB-Z+github.com/shardwise/shardwise/proto/econpbb\x06proto3"
 
 var (
 	file_econ_proto_rawDescOnce sync.Once
@@ -1621,7 +1777,7 @@ func file_econ_proto_rawDescGZIP() []byte {
 }
 
 var file_econ_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_econ_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_econ_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_econ_proto_goTypes = []any{
 	(Side)(0),                // 0: shardwise.econ.v1.Side
 	(Status)(0),              // 1: shardwise.econ.v1.Status
@@ -1649,6 +1805,9 @@ var file_econ_proto_goTypes = []any{
 	(*SweepResponse)(nil),    // 23: shardwise.econ.v1.SweepResponse
 	(*HealthRequest)(nil),    // 24: shardwise.econ.v1.HealthRequest
 	(*HealthResponse)(nil),   // 25: shardwise.econ.v1.HealthResponse
+	(*MembersRequest)(nil),   // 26: shardwise.econ.v1.MembersRequest
+	(*EconMember)(nil),       // 27: shardwise.econ.v1.EconMember
+	(*MembersResponse)(nil),  // 28: shardwise.econ.v1.MembersResponse
 }
 var file_econ_proto_depIdxs = []int32{
 	0,  // 0: shardwise.econ.v1.Leg.side:type_name -> shardwise.econ.v1.Side
@@ -1664,25 +1823,28 @@ var file_econ_proto_depIdxs = []int32{
 	20, // 10: shardwise.econ.v1.SweepResponse.orphans:type_name -> shardwise.econ.v1.Orphan
 	21, // 11: shardwise.econ.v1.SweepResponse.settled:type_name -> shardwise.econ.v1.SettledOrphan
 	22, // 12: shardwise.econ.v1.SweepResponse.failed:type_name -> shardwise.econ.v1.FailedOrphan
-	3,  // 13: shardwise.econ.v1.Economy.Record:input_type -> shardwise.econ.v1.RecordRequest
-	7,  // 14: shardwise.econ.v1.Economy.Balances:input_type -> shardwise.econ.v1.BalancesRequest
-	10, // 15: shardwise.econ.v1.Economy.Pending:input_type -> shardwise.econ.v1.PendingRequest
-	13, // 16: shardwise.econ.v1.Economy.Settle:input_type -> shardwise.econ.v1.SettleRequest
-	17, // 17: shardwise.econ.v1.Economy.Recover:input_type -> shardwise.econ.v1.RecoverRequest
-	19, // 18: shardwise.econ.v1.Economy.Sweep:input_type -> shardwise.econ.v1.SweepRequest
-	24, // 19: shardwise.econ.v1.Economy.Health:input_type -> shardwise.econ.v1.HealthRequest
-	4,  // 20: shardwise.econ.v1.Economy.Record:output_type -> shardwise.econ.v1.RecordResponse
-	9,  // 21: shardwise.econ.v1.Economy.Balances:output_type -> shardwise.econ.v1.BalancesResponse
-	12, // 22: shardwise.econ.v1.Economy.Pending:output_type -> shardwise.econ.v1.PendingResponse
-	16, // 23: shardwise.econ.v1.Economy.Settle:output_type -> shardwise.econ.v1.SettleResponse
-	18, // 24: shardwise.econ.v1.Economy.Recover:output_type -> shardwise.econ.v1.RecoverResponse
-	23, // 25: shardwise.econ.v1.Economy.Sweep:output_type -> shardwise.econ.v1.SweepResponse
-	25, // 26: shardwise.econ.v1.Economy.Health:output_type -> shardwise.econ.v1.HealthResponse
-	20, // [20:27] is the sub-list for method output_type
-	13, // [13:20] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	27, // 13: shardwise.econ.v1.MembersResponse.members:type_name -> shardwise.econ.v1.EconMember
+	3,  // 14: shardwise.econ.v1.Economy.Record:input_type -> shardwise.econ.v1.RecordRequest
+	7,  // 15: shardwise.econ.v1.Economy.Balances:input_type -> shardwise.econ.v1.BalancesRequest
+	10, // 16: shardwise.econ.v1.Economy.Pending:input_type -> shardwise.econ.v1.PendingRequest
+	13, // 17: shardwise.econ.v1.Economy.Settle:input_type -> shardwise.econ.v1.SettleRequest
+	17, // 18: shardwise.econ.v1.Economy.Recover:input_type -> shardwise.econ.v1.RecoverRequest
+	19, // 19: shardwise.econ.v1.Economy.Sweep:input_type -> shardwise.econ.v1.SweepRequest
+	24, // 20: shardwise.econ.v1.Economy.Health:input_type -> shardwise.econ.v1.HealthRequest
+	26, // 21: shardwise.econ.v1.Economy.Members:input_type -> shardwise.econ.v1.MembersRequest
+	4,  // 22: shardwise.econ.v1.Economy.Record:output_type -> shardwise.econ.v1.RecordResponse
+	9,  // 23: shardwise.econ.v1.Economy.Balances:output_type -> shardwise.econ.v1.BalancesResponse
+	12, // 24: shardwise.econ.v1.Economy.Pending:output_type -> shardwise.econ.v1.PendingResponse
+	16, // 25: shardwise.econ.v1.Economy.Settle:output_type -> shardwise.econ.v1.SettleResponse
+	18, // 26: shardwise.econ.v1.Economy.Recover:output_type -> shardwise.econ.v1.RecoverResponse
+	23, // 27: shardwise.econ.v1.Economy.Sweep:output_type -> shardwise.econ.v1.SweepResponse
+	25, // 28: shardwise.econ.v1.Economy.Health:output_type -> shardwise.econ.v1.HealthResponse
+	28, // 29: shardwise.econ.v1.Economy.Members:output_type -> shardwise.econ.v1.MembersResponse
+	22, // [22:30] is the sub-list for method output_type
+	14, // [14:22] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_econ_proto_init() }
@@ -1700,7 +1862,7 @@ func file_econ_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_econ_proto_rawDesc), len(file_econ_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   24,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -39,6 +39,7 @@ const (
 	Economy_Recover_FullMethodName  = "/shardwise.econ.v1.Economy/Recover"
 	Economy_Sweep_FullMethodName    = "/shardwise.econ.v1.Economy/Sweep"
 	Economy_Health_FullMethodName   = "/shardwise.econ.v1.Economy/Health"
+	Economy_Members_FullMethodName  = "/shardwise.econ.v1.Economy/Members"
 )
 
 // EconomyClient is the client API for Economy service.
@@ -68,6 +69,10 @@ type EconomyClient interface {
 	// Health says who the node is, whether it is ready to record, and the
 	// member names it routes over.
 	Health(ctx context.Context, in *HealthRequest, opts ...grpc.CallOption) (*HealthResponse, error)
+	// Members lists the live economy members and their service addresses as
+	// the node called reads them from the membership now: all a client needs
+	// to place scopes (docs/protocol.md, Placement) without reading etcd.
+	Members(ctx context.Context, in *MembersRequest, opts ...grpc.CallOption) (*MembersResponse, error)
 }
 
 type economyClient struct {
@@ -148,6 +153,16 @@ func (c *economyClient) Health(ctx context.Context, in *HealthRequest, opts ...g
 	return out, nil
 }
 
+func (c *economyClient) Members(ctx context.Context, in *MembersRequest, opts ...grpc.CallOption) (*MembersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MembersResponse)
+	err := c.cc.Invoke(ctx, Economy_Members_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // EconomyServer is the server API for Economy service.
 // All implementations must embed UnimplementedEconomyServer
 // for forward compatibility.
@@ -175,6 +190,10 @@ type EconomyServer interface {
 	// Health says who the node is, whether it is ready to record, and the
 	// member names it routes over.
 	Health(context.Context, *HealthRequest) (*HealthResponse, error)
+	// Members lists the live economy members and their service addresses as
+	// the node called reads them from the membership now: all a client needs
+	// to place scopes (docs/protocol.md, Placement) without reading etcd.
+	Members(context.Context, *MembersRequest) (*MembersResponse, error)
 	mustEmbedUnimplementedEconomyServer()
 }
 
@@ -205,6 +224,9 @@ func (UnimplementedEconomyServer) Sweep(context.Context, *SweepRequest) (*SweepR
 }
 func (UnimplementedEconomyServer) Health(context.Context, *HealthRequest) (*HealthResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Health not implemented")
+}
+func (UnimplementedEconomyServer) Members(context.Context, *MembersRequest) (*MembersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Members not implemented")
 }
 func (UnimplementedEconomyServer) mustEmbedUnimplementedEconomyServer() {}
 func (UnimplementedEconomyServer) testEmbeddedByValue()                 {}
@@ -353,6 +375,24 @@ func _Economy_Health_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Economy_Members_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MembersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(EconomyServer).Members(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Economy_Members_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(EconomyServer).Members(ctx, req.(*MembersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Economy_ServiceDesc is the grpc.ServiceDesc for Economy service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -387,6 +427,10 @@ var Economy_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Health",
 			Handler:    _Economy_Health_Handler,
+		},
+		{
+			MethodName: "Members",
+			Handler:    _Economy_Members_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
