@@ -197,7 +197,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		}
 		return err
 	}
-	gs := grpc.NewServer(grpc.Creds(creds))
+	gs := grpc.NewServer(append(ServerOptions(), grpc.Creds(creds))...)
 	NewServer(node, WithServerLogger(log)).Register(gs)
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()

@@ -37,7 +37,7 @@ func serveNode(t testing.TB, prefix, name string, store netting.SharedStore, cfg
 	}
 	cfg.Addr = lis.Addr().String()
 	n := startNode(t, prefix, name, store, cfg)
-	g := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
+	g := grpc.NewServer(append(ServerOptions(), grpc.ChainUnaryInterceptor(interceptors...))...)
 	NewServer(n, append([]ServerOption{WithServerLogger(testLogger(t))}, opts...)...).Register(g)
 	done := make(chan struct{})
 	go func() {
