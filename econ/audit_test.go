@@ -299,3 +299,76 @@ func TestSessionListerPages(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditTellsTheTruthAboutCrossScopeSpending is issue 27's sequence 1 on
+// real nodes: a credit accepted in one scope, a debit spending it accepted
+// (or not) in a scope another node owns, the spender's node settling
+// first. Whatever the spending rule, the audit must be true: it is ok
+// exactly when every movement a caller saw accepted is in the ledger (the
+// balances equal those replayed from the accepted movements), and it names
+// exactly the accepted movements that are not. Before issue 27 the rule
+// accepted the debit, the settle's replay dropped it, and the audit said ok.
+func TestAuditTellsTheTruthAboutCrossScopeSpending(t *testing.T) {
+	prefix := testPrefix(t)
+	store, _ := newSQLite(t)
+	ctx := testCtx(t)
+	a := startNode(t, prefix, "econ-a", store, Config{})
+	b := startNode(t, prefix, "econ-b", store, Config{})
+	waitView(t, []string{"econ-a", "econ-b"}, a, b)
+	owner := router(t, "econ-a", "econ-b")
+	s1, s2 := scopeOwnedBy(t, owner, "econ-a"), scopeOwnedBy(t, owner, "econ-b")
+
+	want := map[string]int64{}
+	var accepted []string
+	record := func(n *Node, scope, key string, legs ...ledger.Leg) {
+		t.Helper()
+		out, err := n.Record(ctx, scope, netting.Movement{Key: key, Legs: legs})
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		t.Logf("%s on %s: %+v", key, n.Name(), out)
+		if out.Status == netting.Accepted {
+			accepted = append(accepted, key)
+			for _, l := range legs {
+				want[l.Account] -= l.Amount // balances are credit-normal
+			}
+		}
+	}
+	record(a, s1, "K1", ledger.Debit("platform:mint", 100), ledger.Credit(ledger.Spendable("w"), 100))
+	record(b, s2, "K2", ledger.Debit(ledger.Spendable("w"), 100), ledger.Credit("platform:sink", 100))
+	for _, n := range []*Node{b, a} {
+		reps, err := n.SettleAll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("settle on %s: %+v", n.Name(), reps)
+	}
+
+	rep, err := Audit(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost []string
+	for _, key := range accepted {
+		if rec, ok, err := store.LookupKey(ctx, key); err != nil || !ok {
+			t.Fatalf("accepted %s is not journaled: %+v %v %v", key, rec, ok, err)
+		}
+	}
+	allIn := true
+	for acc, w := range want {
+		if got := rep.Balance(acc).Balance; got != w {
+			allIn = false
+			t.Logf("%s: balance %d, the accepted movements make it %d", acc, got, w)
+		}
+	}
+	for _, m := range rep.Missing {
+		lost = append(lost, m.Key)
+	}
+	t.Logf("accepted %v; audit ok %v, missing %v, problems %v", accepted, rep.OK(true), lost, rep.Problems(true))
+	if rep.OK(true) != allIn {
+		t.Fatalf("audit ok %v, but every accepted movement in the ledger: %v", rep.OK(true), allIn)
+	}
+	if !allIn && !slices.Equal(lost, []string{"K2"}) {
+		t.Fatalf("audit names %v missing; the lost movement is K2", lost)
+	}
+}
