@@ -372,3 +372,48 @@ func TestAuditTellsTheTruthAboutCrossScopeSpending(t *testing.T) {
 		t.Fatalf("audit names %v missing; the lost movement is K2", lost)
 	}
 }
+
+// BenchmarkAudit audits a SQLite store of 500 sessions of 20 movements
+// each, settled netted (half of them) or replayed: what an operator's
+// "econ audit" reads per settled session.
+func BenchmarkAudit(b *testing.B) {
+	ctx := context.Background()
+	store, _ := newSQLite(b)
+	book := ledgerBook{t: b, ctx: ctx, store: store}
+	if err := store.Post(ctx, ledger.Posting{ID: "fund", Legs: mintTo("u0", 1_000_000)}); err != nil {
+		b.Fatal(err)
+	}
+	for s := range 500 {
+		id := fmt.Sprintf("sess:m%d:n-0", s)
+		var moves [][]ledger.Leg
+		for i := range 20 {
+			moves = append(moves, pay("u0", fmt.Sprintf("u%d", 1+(s*20+i)%300), 1))
+		}
+		recs := book.journal(id, moves...)
+		if s%2 == 0 {
+			book.settleReplayed(id, recs, seqs(len(recs))...)
+			continue
+		}
+		var chunk []ledger.Leg
+		for _, r := range recs {
+			chunk = append(chunk, r.Legs...)
+		}
+		book.settleNetted(id, chunk)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		rep, err := Audit(ctx, store)
+		if err != nil || !rep.OK(true) || rep.Sessions != 500 {
+			b.Fatalf("%v %v %d", err, rep.Problems(true), rep.Sessions)
+		}
+	}
+}
+
+func seqs(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(i)
+	}
+	return out
+}
