@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
+	"github.com/shardwise/shardwise/netting/sqlstore"
 )
 
 // auditStores are the stores the audit is checked on: every store that
@@ -18,6 +20,14 @@ func auditStores(t *testing.T) map[string]func(t *testing.T) netting.SharedStore
 	return map[string]func(t *testing.T) netting.SharedStore{
 		"memory": func(t *testing.T) netting.SharedStore { return netting.NewMemStore() },
 		"sqlite": func(t *testing.T) netting.SharedStore { s, _ := newSQLite(t); return s },
+		"postgres": func(t *testing.T) netting.SharedStore {
+			s, err := sqlstore.Open(testCtx(t), testenv.StartPostgres(t).NewDatabase(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			return s
+		},
 	}
 }
 
