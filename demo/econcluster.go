@@ -105,7 +105,7 @@ func startEcon(ctx context.Context, endpoints []string, prefix string, store *sq
 			cl.Close()
 			return nil, err
 		}
-		gs := grpc.NewServer()
+		gs := grpc.NewServer(econ.ServerOptions()...)
 		econ.NewServer(node, econ.WithServerLogger(log)).Register(gs)
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(node.Collectors()...)

@@ -668,6 +668,33 @@ func (c *Client) Health(ctx context.Context, member string) (Status, error) {
 	return Status{Name: resp.GetName(), Ready: resp.GetReady(), View: resp.GetView(), ViewID: resp.GetViewId()}, nil
 }
 
+// MemberAddr is one live economy member as Members reports it: its name
+// (what scopes are placed on) and its service address ("" when it publishes
+// none).
+type MemberAddr struct {
+	Name string
+	Addr string
+}
+
+// Members asks member (any member for "") for the live economy members and
+// their addresses, sorted by name. The client itself follows the membership
+// through its MemberSource; this call is what a caller without etcd uses.
+func (c *Client) Members(ctx context.Context, member string) ([]MemberAddr, error) {
+	var resp *econpb.MembersResponse
+	err := c.withRetry(ctx, member, c.cfg.AttemptTimeout, func(ctx context.Context, s econpb.EconomyClient) (err error) {
+		resp, err = s.Members(ctx, &econpb.MembersRequest{})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MemberAddr, 0, len(resp.GetMembers()))
+	for _, m := range resp.GetMembers() {
+		out = append(out, MemberAddr{Name: m.GetName(), Addr: m.GetAddr()})
+	}
+	return out, nil
+}
+
 // SettleAll asks member to settle every open session it has (an operator
 // action; bounded by ctx only).
 func (c *Client) SettleAll(ctx context.Context, member string) ([]netting.SettleReport, error) {

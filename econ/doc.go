@@ -5,8 +5,11 @@
 // address under Addrs["econ"]), the view (the live econ members the node
 // routes scopes over), re-forming the node's netting.ClusterNode when the
 // view changes, epoch rotation and the orphan sweep on timers of an injected
-// clock, the fence on a lost lease, graceful close, and the money audit
-// (Audit) any operator tool can call. It does not own the netting rules
+// clock, the fence on a lost lease, graceful close, the decoding of the
+// service's requests (codec.go: bytes that are not a request are answered
+// with a code, not by gRPC), and the money audit (Audit) any operator tool
+// can call: the sums, and every accepted movement matched with the ledger
+// postings that settle it. It does not own the netting rules
 // (package netting), storage (netting.SharedStore: netting/sqlstore on
 // SQLite or PostgreSQL, or netting.MemStore), or the transport that brings
 // callers to a node (server.go and client.go, over gRPC).

@@ -228,7 +228,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	}
 	reg.MustRegister(node.Collectors()...)
 	hh.node.Store(node)
-	gs := grpc.NewServer(grpc.Creds(creds))
+	gs := grpc.NewServer(append(ServerOptions(), grpc.Creds(creds))...)
 	NewServer(node, WithServerLogger(log)).Register(gs)
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()

@@ -12,6 +12,7 @@ import (
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
 )
 
@@ -312,12 +313,21 @@ func (n *Node) Store() netting.SharedStore { return n.cfg.Store }
 // Registration returns the node's membership (its id, lease and record).
 func (n *Node) Registration() *coord.Registration { return n.reg }
 
-// Record records m under scope. A scope the node's view places elsewhere
-// fails at once with *netting.MisroutedError naming the owner. While the
+// Record records m under scope. A movement with no key or with legs
+// ledger.ValidateLegs refuses fails first, whichever node is called
+// (OP.MALFORMED, LEDGER.UNBALANCED; the order docs/protocol.md gives the
+// service's callers). A scope the node's view places elsewhere then fails
+// at once with *netting.MisroutedError naming the owner. While the
 // node re-forms it waits, up to ReadyWait and ctx, and then fails with
 // ErrNotReady; after Close, ErrClosed; after a lost lease, ErrLeaseLost.
 // The outcome and the other errors are netting.ClusterNode.Record's.
 func (n *Node) Record(ctx context.Context, scope string, m netting.Movement) (netting.Outcome, error) {
+	// Judged before it is routed: a caller must not follow a misroute only
+	// to be refused by the owner (netting makes the same two checks there).
+	if err := checkMovement(m); err != nil {
+		n.met.record(err)
+		return netting.Outcome{}, err
+	}
 	var timeout <-chan time.Time
 	for {
 		n.gate.RLock()
@@ -634,4 +644,13 @@ func (n *Node) sweep() {
 	for _, s := range sum.Settled {
 		n.log.Info("econ: swept an orphan", "session", s.SessionID, "mode", s.Mode)
 	}
+}
+
+// checkMovement is the shape netting's session requires of a movement: a
+// key and legs ledger.ValidateLegs accepts.
+func checkMovement(m netting.Movement) error {
+	if m.Key == "" {
+		return &ledger.MalformedError{Index: -1, Reason: "empty idempotency key"}
+	}
+	return ledger.ValidateLegs(m.Legs)
 }

@@ -527,3 +527,31 @@ func auditSettled(t *testing.T, store AuditStore, when string) AuditReport {
 	}
 	return rep
 }
+
+// TestNodeJudgesAMovementBeforeRoutingIt: Node.Record refuses a movement
+// with no key or unbalanced legs at the node called, owner or not, as the
+// service does; a valid one for a scope another node owns is misrouted.
+func TestNodeJudgesAMovementBeforeRoutingIt(t *testing.T) {
+	prefix := testPrefix(t)
+	store, _ := newSQLite(t)
+	a := startNode(t, prefix, "econ-a", store, Config{})
+	b := startNode(t, prefix, "econ-b", store, Config{})
+	waitView(t, []string{"econ-a", "econ-b"}, a, b)
+	scope := scopeOwnedBy(t, router(t, "econ-a", "econ-b"), "econ-b")
+	ctx := testCtx(t)
+	good := []ledger.Leg{ledger.Debit("platform:mint", 5), ledger.Credit(ledger.Spendable("u1"), 5)}
+	for _, tc := range []struct {
+		name string
+		m    netting.Movement
+		want error
+	}{
+		{"no key", netting.Movement{Legs: good}, ledger.ErrMalformed},
+		{"unbalanced", netting.Movement{Key: "judge-1", Legs: []ledger.Leg{ledger.Debit("platform:mint", 5), ledger.Credit(ledger.Spendable("u1"), 4)}}, ledger.ErrUnbalanced},
+		{"valid", netting.Movement{Key: "judge-2", Legs: good}, netting.ErrMisrouted},
+	} {
+		if _, err := a.Record(ctx, scope, tc.m); !errors.Is(err, tc.want) {
+			t.Errorf("%s at the non-owner: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	checkNothingWritten(t, store, []string{"judge-1", "judge-2"})
+}

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -34,8 +36,10 @@ const ownerLookupTimeout = 2 * time.Second
 
 // Server serves one Node as the gRPC service shardwise.econ.v1.Economy
 // (proto/econ.proto, docs/protocol.md). It validates every request before
-// the node sees it (the limits in wire.go; a refused request writes
-// nothing), answers a misroute in the reply with the owner's name and
+// the node sees it (the limits in wire.go, and, on a grpc.Server made with
+// ServerOptions, the bytes themselves: codec.go; a refused request writes
+// nothing, and a request is judged before its scope is routed, so an
+// invalid one is OP.MALFORMED at any node), answers a misroute in the reply with the owner's name and
 // address, and reports errors as gRPC statuses with the stable code in an
 // ErrorInfo (StatusOf). It starts no goroutines; transport security is the
 // grpc.Server's the caller registers it on.
@@ -93,6 +97,9 @@ func (s *Server) fail(method string, err error) error {
 
 // Record implements econpb.EconomyServer.
 func (s *Server) Record(ctx context.Context, req *econpb.RecordRequest) (*econpb.RecordResponse, error) {
+	if err := decodeFailure(req); err != nil {
+		return nil, s.fail("Record", err)
+	}
 	scope, m, err := DecodeRecordRequest(req)
 	if err != nil {
 		return nil, s.fail("Record", err)
@@ -135,6 +142,9 @@ func (s *Server) ownerAddr(ctx context.Context, owner string) string {
 
 // Balances implements econpb.EconomyServer.
 func (s *Server) Balances(ctx context.Context, req *econpb.BalancesRequest) (*econpb.BalancesResponse, error) {
+	if err := decodeFailure(req); err != nil {
+		return nil, s.fail("Balances", err)
+	}
 	if err := CheckBalancesRequest(req); err != nil {
 		return nil, s.fail("Balances", err)
 	}
@@ -158,6 +168,9 @@ func (s *Server) Balances(ctx context.Context, req *econpb.BalancesRequest) (*ec
 // them for each page: the counters are one per account with an unsettled
 // movement, few enough for that.
 func (s *Server) Pending(ctx context.Context, req *econpb.PendingRequest) (*econpb.PendingResponse, error) {
+	if err := decodeFailure(req); err != nil {
+		return nil, s.fail("Pending", err)
+	}
 	limit, err := CheckPendingRequest(req)
 	if err != nil {
 		return nil, s.fail("Pending", err)
@@ -182,7 +195,12 @@ func (s *Server) Pending(ctx context.Context, req *econpb.PendingRequest) (*econ
 }
 
 // Settle implements econpb.EconomyServer.
-func (s *Server) Settle(ctx context.Context, _ *econpb.SettleRequest) (*econpb.SettleResponse, error) {
+func (s *Server) Settle(ctx context.Context, req *econpb.SettleRequest) (*econpb.SettleResponse, error) {
+	// Garbage is not an empty request: an operator action must not run
+	// on bytes that are not its message.
+	if err := decodeFailure(req); err != nil {
+		return nil, s.fail("Settle", err)
+	}
 	reps, err := s.node.SettleAll(ctx)
 	if err != nil {
 		return nil, s.fail("Settle", err)
@@ -196,6 +214,9 @@ func (s *Server) Settle(ctx context.Context, _ *econpb.SettleRequest) (*econpb.S
 
 // Recover implements econpb.EconomyServer.
 func (s *Server) Recover(ctx context.Context, req *econpb.RecoverRequest) (*econpb.RecoverResponse, error) {
+	if err := decodeFailure(req); err != nil {
+		return nil, s.fail("Recover", err)
+	}
 	if err := CheckRecoverRequest(req); err != nil {
 		return nil, s.fail("Recover", err)
 	}
@@ -207,7 +228,10 @@ func (s *Server) Recover(ctx context.Context, req *econpb.RecoverRequest) (*econ
 }
 
 // Sweep implements econpb.EconomyServer.
-func (s *Server) Sweep(ctx context.Context, _ *econpb.SweepRequest) (*econpb.SweepResponse, error) {
+func (s *Server) Sweep(ctx context.Context, req *econpb.SweepRequest) (*econpb.SweepResponse, error) {
+	if err := decodeFailure(req); err != nil {
+		return nil, s.fail("Sweep", err)
+	}
 	sum, err := s.node.Sweep(ctx)
 	if err != nil {
 		return nil, s.fail("Sweep", err)
@@ -215,8 +239,48 @@ func (s *Server) Sweep(ctx context.Context, _ *econpb.SweepRequest) (*econpb.Swe
 	return sweepToPB(sum), nil
 }
 
+// Members implements econpb.EconomyServer: the live econ members, read from
+// the membership now (not the node's view, which can lag it while the node
+// re-forms), so that a caller in any language can place scopes without
+// reading etcd. A node with no member source answers with its own view,
+// without addresses.
+func (s *Server) Members(ctx context.Context, req *econpb.MembersRequest) (*econpb.MembersResponse, error) {
+	if err := decodeFailure(req); err != nil {
+		return nil, s.fail("Members", err)
+	}
+	resp := &econpb.MembersResponse{Node: s.node.Name()}
+	if s.members == nil {
+		for _, name := range s.node.Status().View {
+			resp.Members = append(resp.Members, &econpb.EconMember{Name: name})
+		}
+		return resp, nil
+	}
+	ms, err := s.members.Members(ctx)
+	if err != nil {
+		return nil, s.fail("Members", fmt.Errorf("econ: read members: %w", err))
+	}
+	byName := map[string]string{}
+	for _, m := range ms {
+		if m.Role != Role {
+			continue
+		}
+		// Two records under one name (a restart whose old lease has not
+		// expired yet) are one name for placement; keep an address.
+		if a, ok := byName[m.Name]; !ok || a == "" {
+			byName[m.Name] = m.Addrs[AddrKey]
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		resp.Members = append(resp.Members, &econpb.EconMember{Name: name, Addr: byName[name]})
+	}
+	return resp, nil
+}
+
 // Health implements econpb.EconomyServer.
-func (s *Server) Health(context.Context, *econpb.HealthRequest) (*econpb.HealthResponse, error) {
+func (s *Server) Health(_ context.Context, req *econpb.HealthRequest) (*econpb.HealthResponse, error) {
+	if err := decodeFailure(req); err != nil {
+		return nil, s.fail("Health", err)
+	}
 	st := s.node.Status()
 	return &econpb.HealthResponse{Name: st.Name, Ready: st.Ready, View: st.View, ViewId: st.ViewID}, nil
 }

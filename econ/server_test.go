@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -36,7 +37,7 @@ func serveNode(t testing.TB, prefix, name string, store netting.SharedStore, cfg
 	}
 	cfg.Addr = lis.Addr().String()
 	n := startNode(t, prefix, name, store, cfg)
-	g := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
+	g := grpc.NewServer(append(ServerOptions(), grpc.ChainUnaryInterceptor(interceptors...))...)
 	NewServer(n, append([]ServerOption{WithServerLogger(testLogger(t))}, opts...)...).Register(g)
 	done := make(chan struct{})
 	go func() {
@@ -320,4 +321,56 @@ func TestServerReadsAndOperatorCalls(t *testing.T) {
 // StaticMembers view.
 func econMember(id int, name, addr string) coord.Member {
 	return coord.Member{ID: coord.NodeID(id), Name: name, Role: Role, Addrs: map[string]string{AddrKey: addr}}
+}
+
+// TestServerMembersListsLiveEconMembersWithAddresses: Members answers, from
+// any node, every live econ member (not other roles) with its service
+// address, sorted by name, and follows a member that leaves: what a caller
+// without etcd places scopes over. The Go client's Members reads the same.
+func TestServerMembersListsLiveEconMembersWithAddresses(t *testing.T) {
+	prefix := testPrefix(t)
+	store, _ := newSQLite(t)
+	ctx := testCtx(t)
+	zone, err := newCoord(t, prefix).Register(ctx, coord.RegisterConfig{Name: "zone-a", Role: "zone", TTL: time.Second,
+		Addrs: map[string]string{AddrKey: "127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = zone.Close() })
+	b := serveNode(t, prefix, "econ-b", store, Config{}, nil)
+	a := serveNode(t, prefix, "econ-a", store, Config{}, nil)
+	waitView(t, []string{"econ-a", "econ-b"}, a.Node, b.Node)
+
+	members := func(addr string) string {
+		t.Helper()
+		resp, err := rawStub(t, addr).Members(ctx, &econpb.MembersRequest{})
+		if err != nil {
+			t.Fatalf("Members at %s: %v", addr, err)
+		}
+		var out []string
+		for _, m := range resp.GetMembers() {
+			out = append(out, m.GetName()+"@"+m.GetAddr())
+		}
+		return resp.GetNode() + ": " + strings.Join(out, " ")
+	}
+	if got, want := members(a.addr), "econ-a: econ-a@"+a.addr+" econ-b@"+b.addr; got != want {
+		t.Fatalf("Members from a: %q, want %q", got, want)
+	}
+	if got, want := members(b.addr), "econ-b: econ-a@"+a.addr+" econ-b@"+b.addr; got != want {
+		t.Fatalf("Members from b: %q, want %q", got, want)
+	}
+	cl := newEconClient(t, StaticMembers{{ID: 1, Name: "econ-a", Role: Role, Addrs: map[string]string{AddrKey: a.addr}}}, nil)
+	got, err := cl.Members(ctx, "econ-a")
+	if err != nil || fmt.Sprint(got) != fmt.Sprintf("[{econ-a %s} {econ-b %s}]", a.addr, b.addr) {
+		t.Fatalf("Client.Members: %v, %v", got, err)
+	}
+
+	// A graceful close ends b's registration at once: the next read no
+	// longer has it.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := members(a.addr), "econ-a: econ-a@"+a.addr; got != want {
+		t.Fatalf("Members after b left: %q, want %q", got, want)
+	}
 }

@@ -53,10 +53,12 @@ const ErrorDomain = "econ.shardwise"
 const CodeInternal = "ECON.INTERNAL"
 
 // RequestError is a request the service refused before it reached the node:
-// Field names the request field as it is on the wire ("legs[2].amount"),
-// Reason says what is wrong. Its code is OP.MALFORMED (errors.Is
-// ledger.ErrMalformed), or the ledger's own code when the ledger refused the
-// legs (LEDGER.UNBALANCED; the ledger's error is Err).
+// Field names the request field as it is on the wire ("legs[2].amount"; empty
+// when the fault is the message as a whole), Reason says what is wrong. Its
+// code is OP.MALFORMED (errors.Is ledger.ErrMalformed), or the code of Err
+// when set: the ledger's own when the ledger refused the legs
+// (LEDGER.UNBALANCED), OP.TOO_LARGE (ErrTooLarge) for a message over
+// MaxRequestBytes.
 type RequestError struct {
 	Field  string
 	Reason string
@@ -64,6 +66,9 @@ type RequestError struct {
 }
 
 func (e *RequestError) Error() string {
+	if e.Field == "" {
+		return "econ: bad request: " + e.Reason
+	}
 	return "econ: bad request: " + e.Field + ": " + e.Reason
 }
 
@@ -327,6 +332,8 @@ func grpcCodeOf(code string) codes.Code {
 	switch code {
 	case ledger.CodeMalformed, ledger.CodeUnbalanced, errcode.ConfigInvalid:
 		return codes.InvalidArgument
+	case CodeTooLarge:
+		return codes.ResourceExhausted
 	case CodeNotReady, CodeClosed, CodeLeaseLost, netting.CodeClosed:
 		return codes.Unavailable
 	case netting.CodeSettled, netting.CodeSettleClaimed, netting.CodeFenced,
@@ -355,7 +362,7 @@ func StatusOf(err error) *status.Status {
 	}
 	info := &errdetails.ErrorInfo{Reason: code, Domain: ErrorDomain}
 	var rerr *RequestError
-	if errors.As(err, &rerr) {
+	if errors.As(err, &rerr) && rerr.Field != "" {
 		info.Metadata = map[string]string{"field": rerr.Field}
 	}
 	st := status.New(grpcCodeOf(code), err.Error())

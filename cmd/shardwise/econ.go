@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/econ"
+	"github.com/shardwise/shardwise/ledger"
 )
 
 // newEconCmd is "shardwise econ": one economy node as its own process
@@ -122,18 +123,27 @@ func newEconAuditCmd() *cobra.Command {
 		storeURL string
 		settled  bool
 		asJSON   bool
+		account  string
 	)
 	cmd := &cobra.Command{
 		Use:   "audit",
-		Short: "Print the money audit of an economy store: balances, clearing, wallets, pending reservations, unsettled sessions",
+		Short: "Print the money audit of an economy store: every accepted movement in the ledger once, balances, clearing, wallets, pending, unsettled sessions",
 		Long: "audit reads the store --store (sqlite:///PATH or postgres://…) and prints the\n" +
-			"money audit: the sum of every balance (0 in a sound ledger) and, on SQL\n" +
+			"money audit. It matches the journal with the ledger: every accepted movement\n" +
+			"of a settled session must be in the ledger (its session's chunks, all posted\n" +
+			"and none compensated, if it settled netted; its own posting mv_<session>_<seq>\n" +
+			"if it settled replayed), and every settle posting must have accepted journal\n" +
+			"rows behind it; each movement missing and each posting unbacked is named (a\n" +
+			"breach). It prints the sum of every balance (0 in a sound ledger) and, on SQL\n" +
 			"stores, of every posting entry; the netting clearing account; the wallets'\n" +
 			"total and any wallet below zero; the reservations pending and the sessions\n" +
-			"not settled yet. It writes nothing and may run while the cluster runs. It\n" +
-			"exits with status 1 when the ledger is unsound, and with --settled (the\n" +
-			"cluster is stopped: everything should be settled) also when the clearing\n" +
-			"account is not 0 or reservations or sessions are left.",
+			"not settled yet; with --account NAME, that account's balance and pending.\n" +
+			"--json prints all of it, every account's balance included (fields in\n" +
+			"docs/protocol.md, \"The audit and verify\"). It writes nothing and may run\n" +
+			"while the cluster runs. It exits with status 1 on a breach or an unsound\n" +
+			"ledger, and with --settled (the cluster is stopped: everything should be\n" +
+			"settled) also when the clearing account is not 0 or reservations or\n" +
+			"sessions are left.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -148,10 +158,15 @@ func newEconAuditCmd() *cobra.Command {
 				return withCode(err)
 			}
 			problems := rep.Problems(settled)
+			if account != "" {
+				if err := econ.CheckAccount("--account", account); err != nil && account != ledger.NettingClearing {
+					return withCode(err)
+				}
+			}
 			if asJSON {
-				err = printAuditJSON(cmd.OutOrStdout(), rep, problems)
+				err = printAuditJSON(cmd.OutOrStdout(), rep, problems, account)
 			} else {
-				printAudit(cmd.OutOrStdout(), rep, problems)
+				printAudit(cmd.OutOrStdout(), rep, problems, account)
 			}
 			if err != nil {
 				return err
@@ -165,11 +180,12 @@ func newEconAuditCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&storeURL, "store", "", "the economy store: sqlite:///PATH or postgres://… (required)")
 	f.BoolVar(&settled, "settled", false, "the cluster is stopped: also require the clearing account at 0 and nothing pending or unsettled")
-	f.BoolVar(&asJSON, "json", false, "print the audit as JSON")
+	f.BoolVar(&asJSON, "json", false, "print the audit as JSON (every account's balance included)")
+	f.StringVar(&account, "account", "", "also print this account's balance and pending (with --json: list only it)")
 	return cmd
 }
 
-func printAudit(w io.Writer, r econ.AuditReport, problems []string) {
+func printAudit(w io.Writer, r econ.AuditReport, problems []string, account string) {
 	fmt.Fprintf(w, "accounts          %d\n", r.Accounts)
 	fmt.Fprintf(w, "sum of balances   %d\n", r.SumBalances)
 	if r.HasSumEntries {
@@ -196,6 +212,18 @@ func printAudit(w io.Writer, r econ.AuditReport, problems []string) {
 		fmt.Fprintf(w, " %s:%d", n, byNode[n])
 	}
 	fmt.Fprintln(w)
+	listed := ""
+	if !r.SessionsListed {
+		listed = ", found through postings (the store cannot list sessions)"
+	}
+	fmt.Fprintf(w, "sessions          %d (%d settled%s)\n", r.Sessions, r.SettledSessions, listed)
+	fmt.Fprintf(w, "postings          %d (%d by settles)\n", r.Postings, r.SessionPostings)
+	fmt.Fprintf(w, "missing           %d accepted movements not in the ledger\n", len(r.Missing))
+	fmt.Fprintf(w, "unbacked          %d postings with no accepted movement\n", len(r.Unbacked))
+	if account != "" {
+		b := r.Balance(account)
+		fmt.Fprintf(w, "account           %s balance %d pending %d\n", b.Account, b.Balance, b.Pending)
+	}
 	if len(problems) == 0 {
 		fmt.Fprintln(w, "audit: ok")
 		return
@@ -203,31 +231,57 @@ func printAudit(w io.Writer, r econ.AuditReport, problems []string) {
 	for _, p := range problems {
 		fmt.Fprintln(w, "problem:", p)
 	}
+	fmt.Fprintf(w, "audit: FAILED (%d problems, %d breaches)\n", len(problems), r.Breaches())
 }
 
-func printAuditJSON(w io.Writer, r econ.AuditReport, problems []string) error {
-	type unsettled struct {
-		ID, Scope, Node string
-		Records         int64
-		LastRecordedAt  time.Time
+// auditJSON is "econ audit --json"; docs/protocol.md documents its fields.
+type auditJSON struct {
+	OK              bool                   `json:"ok"`
+	Problems        []string               `json:"problems"`
+	Missing         []econ.MissingMovement `json:"missing"`
+	Unbacked        []econ.UnbackedPosting `json:"unbacked"`
+	Accounts        int                    `json:"accounts"`
+	SumBalances     int64                  `json:"sum_balances"`
+	SumEntries      *int64                 `json:"sum_entries,omitempty"`
+	Clearing        int64                  `json:"clearing"`
+	Wallets         int64                  `json:"wallets"`
+	NegativeWallets []string               `json:"negative_wallets"`
+	Pending         map[string]int64       `json:"pending"`
+	Unsettled       []auditUnsettled       `json:"unsettled"`
+	Sessions        int                    `json:"sessions"`
+	SettledSessions int                    `json:"settled_sessions"`
+	SessionsListed  bool                   `json:"sessions_listed"`
+	Postings        int64                  `json:"postings"`
+	SessionPostings int64                  `json:"session_postings"`
+	Balances        []econ.AccountBalance  `json:"balances"`
+}
+
+// auditUnsettled is one unsettled session in auditJSON. Its field names
+// predate the others' (kept: tools read them).
+type auditUnsettled struct {
+	ID, Scope, Node string
+	Records         int64
+	LastRecordedAt  time.Time
+}
+
+func printAuditJSON(w io.Writer, r econ.AuditReport, problems []string, account string) error {
+	out := auditJSON{
+		OK: len(problems) == 0, Problems: append([]string{}, problems...),
+		Missing: append([]econ.MissingMovement{}, r.Missing...), Unbacked: append([]econ.UnbackedPosting{}, r.Unbacked...),
+		Accounts: r.Accounts, SumBalances: r.SumBalances, Clearing: r.Clearing, Wallets: r.Wallets,
+		NegativeWallets: append([]string{}, r.NegativeWallets...), Pending: r.Pending,
+		Sessions: r.Sessions, SettledSessions: r.SettledSessions, SessionsListed: r.SessionsListed,
+		Postings: r.Postings, SessionPostings: r.SessionPostings,
+		Balances: append([]econ.AccountBalance{}, r.Balances...),
 	}
-	out := struct {
-		Accounts        int              `json:"accounts"`
-		SumBalances     int64            `json:"sum_balances"`
-		SumEntries      *int64           `json:"sum_entries,omitempty"`
-		Clearing        int64            `json:"clearing"`
-		Wallets         int64            `json:"wallets"`
-		NegativeWallets []string         `json:"negative_wallets"`
-		Pending         map[string]int64 `json:"pending"`
-		Unsettled       []unsettled      `json:"unsettled"`
-		Problems        []string         `json:"problems"`
-	}{Accounts: r.Accounts, SumBalances: r.SumBalances, Clearing: r.Clearing, Wallets: r.Wallets,
-		NegativeWallets: append([]string{}, r.NegativeWallets...), Pending: r.Pending, Problems: append([]string{}, problems...)}
+	if account != "" {
+		out.Balances = []econ.AccountBalance{r.Balance(account)}
+	}
 	if r.HasSumEntries {
 		out.SumEntries = &r.SumEntries
 	}
 	for _, u := range r.Unsettled {
-		out.Unsettled = append(out.Unsettled, unsettled{u.ID, u.Scope, u.NodeID, u.Records, u.LastRecordedAt})
+		out.Unsettled = append(out.Unsettled, auditUnsettled{u.ID, u.Scope, u.NodeID, u.Records, u.LastRecordedAt})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
