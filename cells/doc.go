@@ -19,8 +19,8 @@
 //     with hysteresis.
 //
 // It does not own how a table is stored, watched or fenced (coord does,
-// in etcd), nor the handoff protocol or ghost replicas (both planned, see
-// the README's roadmap).
+// in etcd), nor the handoff protocol or ghost replicas (package zone does,
+// over packages handoff and replica).
 //
 // Invariants:
 //   - The grid never moves: region edges lie on chunk boundaries and divide

@@ -21,8 +21,8 @@
 //     checked against live members unless forced. ParseRegionsFile and
 //     FormatRegions are the operator's JSON/YAML forms.
 //   - Embedded and EmbeddedCluster: etcd members run inside this process,
-//     for one-machine use and for tests (shardwise demo does not use etcd
-//     yet; the multi-node demo on the README's roadmap will).
+//     for one-machine use and for tests (shardwise demo and shardwise dev
+//     run one).
 //   - Metrics: Prometheus collectors (renewals, lost leases, registrations
 //     and applies by result, fence headroom) that the user registers.
 //

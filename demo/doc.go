@@ -2,13 +2,14 @@
 // ("shardwise demo") and the tests call, so the command keeps only flags
 // and output.
 //
-// What exists today is the economy demo (RunEconomy): an embedded etcd,
+// RunEconomy is the economy demo: an embedded etcd,
 // economy nodes (package econ) each serving the economy service on a
 // loopback gRPC address, simulated buyers paying sellers through the econ
 // client (routed by scope, following misroutes, retrying unknown outcomes
 // with the same key), one node halted mid-epoch, and the survivors
 // re-forming, serving its scopes and sweeping its orphans. It ends with a
 // report checked against the store: econ's money audit, the netting ratio,
-// every orphan settled. The whole-cluster demo (zone nodes, bots, a region
-// move) is on the README's roadmap.
+// every orphan settled. RunWorld is the whole-cluster demo (zone nodes,
+// economy nodes, bots, a region move, an economy node killed), described
+// in docs/world.md.
 package demo
