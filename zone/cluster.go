@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/handoff"
 	"github.com/shardwise/shardwise/interest"
@@ -154,13 +155,18 @@ type cluster struct {
 	pending   map[ecs.ID]*outgoing
 	retryAt   map[ecs.ID]uint64
 	toHand    []ecs.ID
-	handTable uint64
+	handTable *cells.Table // the table the handoff last checked every entity against
 	adopted   []ecs.ID
 	settle    []ecs.ID                    // adopted where their ghost was filed: reindex hooks at the end of the tick
 	thawAt    map[ecs.ID]uint64           // adopted, frozen until a tick after this time (ms)
 	went      map[ecs.ID]wentTo           // handed on, or a ghost gone out of sight: where intents follow it
 	handedIn  map[torus.ChunkPos][]ecs.ID // the went records this node handed over, by chunk, for snapshots
 	hstats    HandoffStats
+
+	// outside are the local entities standing in a region another node
+	// owns (within the margin, or waiting to go): considerHandoff checks
+	// them at every tick, not only when they change chunk.
+	outside map[ecs.ID]struct{}
 
 	progMu   sync.Mutex
 	progress Progress
@@ -345,6 +351,7 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		epochs:     make(map[ecs.ID]uint64),
 		pending:    make(map[ecs.ID]*outgoing),
 		retryAt:    make(map[ecs.ID]uint64),
+		outside:    make(map[ecs.ID]struct{}),
 		thawAt:     make(map[ecs.ID]uint64),
 		went:       make(map[ecs.ID]wentTo),
 		handedIn:   make(map[torus.ChunkPos][]ecs.ID),

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"slices"
 
+	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/handoff"
 	"github.com/shardwise/shardwise/interest"
@@ -218,19 +219,48 @@ func (c *cluster) epochOf(id ecs.ID) uint64 {
 }
 
 // considerHandoff queues id for a handoff if it stands past the margin.
+// An entity standing in a
+// region another node owns is remembered (outside) and checked again at
+// every tick until it stands in this node's territory or leaves: borders
+// are chunk-aligned and the margin is a chunk, so the check at a chunk
+// change alone let one that entered the chunk beyond the margin exactly
+// at its edge be simulated a whole chunk past the margin.
 func (c *cluster) considerHandoff(id ecs.ID, p torus.Pos) {
 	r := c.r
-	if r.cfg.NoHandoff || !r.Simulated(id) || c.pending[id] != nil {
+	if r.cfg.NoHandoff {
+		return
+	}
+	table := r.terr.Table()
+	if table.OwnerOf(p) == r.cfg.Name || !r.w.Alive(id) || r.ghost.Has(id) || r.isGhost(id) {
+		delete(c.outside, id)
+		return
+	}
+	c.outside[id] = struct{}{}
+	if !r.Simulated(id) || c.pending[id] != nil {
 		return
 	}
 	if at, ok := c.retryAt[id]; ok && r.w.CurrentTick().N < at {
 		return
 	}
-	if target, ok := r.terr.Table().HandoffTarget(r.cfg.Name, p, r.cfg.Bands.HandoffMargin); ok {
+	if target, ok := c.handoffTarget(table, id, p); ok {
 		if _, fenced := c.fenced[target]; !fenced {
 			c.toHand = append(c.toHand, id)
 		}
 	}
+}
+
+// handoffTarget is where local entity id, standing at p, goes, if it
+// goes: to the owner of p's region, past the margin
+// (cells.Table.HandoffTarget: the hysteresis of a walk over a border).
+func (c *cluster) handoffTarget(table *cells.Table, _ ecs.ID, p torus.Pos) (string, bool) {
+	return table.HandoffTarget(c.r.cfg.Name, p, c.r.cfg.Bands.HandoffMargin)
+}
+
+// newTable checks every local entity against a table the handoff has not
+// seen yet: a region move hands them all over, over several ticks.
+func (c *cluster) newTable(table *cells.Table) {
+	c.handTable = table
+	c.r.pos.Each(func(id ecs.ID, p *Position) { c.considerHandoff(id, p.Pos) })
 }
 
 // settleAdopted finishes, after the tick's reindex, what a reindex does
@@ -263,11 +293,16 @@ func (c *cluster) sendHandoffs(tick uint64) {
 	if r.cfg.NoHandoff {
 		return
 	}
-	if v := r.terr.Table().Version(); v != c.handTable {
-		// A new table: every local entity may stand in a region this node
-		// lost (a region move hands them all over, over several ticks).
-		c.handTable = v
-		r.pos.Each(func(id ecs.ID, p *Position) { c.considerHandoff(id, p.Pos) })
+	table := r.terr.Table()
+	if c.handTable == nil || table.Version() != c.handTable.Version() {
+		c.newTable(table)
+	}
+	for id := range c.outside { // past a border: the margin is checked at every tick
+		if p, ok := r.pos.Get(id); ok {
+			c.considerHandoff(id, p.Pos)
+		} else {
+			delete(c.outside, id)
+		}
 	}
 	if len(c.toHand) == 0 {
 		return
@@ -276,7 +311,6 @@ func (c *cluster) sendHandoffs(tick uint64) {
 	c.toHand = slices.Compact(c.toHand)
 	n := min(len(c.toHand), handoffsPerTick)
 	batch := make(map[string]*handoff.Transfer)
-	table := r.terr.Table()
 	var later, mates []ecs.ID
 	send := func(id ecs.ID, target string) {
 		epoch := c.epochOf(id) + 1
@@ -301,7 +335,7 @@ func (c *cluster) sendHandoffs(tick uint64) {
 		if !ok || !r.Simulated(id) || c.pending[id] != nil {
 			continue
 		}
-		target, ok := table.HandoffTarget(r.cfg.Name, p.Pos, r.cfg.Bands.HandoffMargin)
+		target, ok := c.handoffTarget(table, id, p.Pos)
 		if !ok {
 			continue
 		}
@@ -629,6 +663,7 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		delete(c.pending, id)
 		c.part(id)
 		delete(c.epochs, id)
+		delete(c.outside, id) // the forget hook skips what becomes a ghost here
 		c.hstats.AckTicks[min(c.r.w.CurrentTick().N-o.sent, uint64(len(c.hstats.AckTicks)-1))]++
 		// What arrived for it meanwhile follows it, after the snapshot on
 		// the same ordered stream; so does what arrives for a while yet.

@@ -1175,6 +1175,7 @@ func (r *Runtime) forget(id ecs.ID) {
 		delete(r.cluster.epochs, id)
 		delete(r.cluster.retryAt, id)
 		delete(r.cluster.thawAt, id)
+		delete(r.cluster.outside, id)
 	}
 }
 
