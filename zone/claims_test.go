@@ -2,6 +2,7 @@ package zone_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/shardwise/shardwise/cells"
@@ -129,4 +130,59 @@ func TestNoEntityIsSimulatedPastTheMargin(t *testing.T) {
 	if st := totalHandoffs(c); len(on) != 1 || on[0] != "zone-1" || st.Acked != 1 {
 		t.Fatalf("the strider ends simulated on %v at %v after handoffs %+v; want zone-1, after one handoff", on, at, st)
 	}
+}
+
+// TestARegionSwapHandsOverEveryEntityInIt: zone-0 and zone-3 swap region
+// (1, 1) for region (2, 2). Standing entities fill both, many of them
+// within the handoff margin (32 m) of a region their old owner keeps.
+// The margin is for walking over a border; an entity standing in a region
+// whose owner changed goes to its new owner, margin or not: every one
+// ends on the new owner, none on two nodes at any tick.
+func TestARegionSwapHandsOverEveryEntityInIt(t *testing.T) {
+	grid := mustGrid(t, clusterGrid())
+	a := grid.RegionOf(torus.Pos{X: 3000, Y: 3000}) // (1, 1): zone-0's, by zone-0's regions on its west and south
+	b := grid.RegionOf(torus.Pos{X: 5000, Y: 5000}) // (2, 2): zone-3's, by zone-3's regions on its east and north
+	var specs []Pace
+	for k := range 8 {
+		d := 1 + 4*float64(k) // 1 … 29 m from the border: inside the margin
+		specs = append(specs,
+			Pace{Centre: torus.Pos{X: 2048 + d, Y: 2300 + 200*float64(k)}}, // by (0, 1), zone-0 keeps it
+			Pace{Centre: torus.Pos{X: 2300 + 200*float64(k), Y: 2048 + d}}, // by (1, 0), zone-0 keeps it
+			Pace{Centre: torus.Pos{X: 6144 - d, Y: 4300 + 200*float64(k)}}, // by (3, 2), zone-3 keeps it
+			Pace{Centre: torus.Pos{X: 4300 + 200*float64(k), Y: 6144 - d}}, // by (2, 3), zone-3 keeps it
+			Pace{Centre: torus.Pos{X: 2800 + 60*float64(k), Y: 3000}},      // inside (1, 1)
+			Pace{Centre: torus.Pos{X: 4800 + 60*float64(k), Y: 5000}},      // inside (2, 2)
+		)
+	}
+	c := zonetest.Start(t, zonetest.Config{Grid: clusterGrid(), Table: fourWays,
+		Module: func(int, string) (zone.Module, error) { return &pacers{specs: specs}, nil }})
+	old := c.Nodes[0].Runtime.Table()
+	if old.Owner(a) != "zone-0" || old.Owner(b) != "zone-3" {
+		t.Fatalf("regions %d and %d are %s's and %s's, not zone-0's and zone-3's", a, b, old.Owner(a), old.Owner(b))
+	}
+	ids := make([]ecs.ID, len(specs))
+	for i := range specs {
+		ids[i], _ = zone.DerivedID(uint64(i))
+	}
+	c.StepSync(5)
+	next, err := old.WithOwners(2, map[cells.RegionID]string{a: "zone-3", b: "zone-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Apply(next)
+	for tick := 1; tick <= 100; tick++ {
+		c.StepSync(1)
+		checkOneWriter(t, c, ids, tick)
+	}
+	var left []string
+	for i, id := range ids {
+		if on, _ := simulatedOn(c, id); len(on) != 1 || on[0] != next.OwnerOf(specs[i].Centre) {
+			left = append(left, fmt.Sprintf("%d at %v on %v", id, specs[i].Centre, on))
+		}
+	}
+	if len(left) > 0 {
+		t.Fatalf("100 ticks after the swap %d of %d standing entities are not simulated on their region's new owner, e.g. %v",
+			len(left), len(ids), left[:min(len(left), 4)])
+	}
+	t.Logf("handoffs %+v", totalHandoffs(c))
 }

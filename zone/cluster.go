@@ -167,6 +167,10 @@ type cluster struct {
 	// owns (within the margin, or waiting to go): considerHandoff checks
 	// them at every tick, not only when they change chunk.
 	outside map[ecs.ID]struct{}
+	// rehomed are the local entities standing in a region whose owner a
+	// table changed (to another node): they go to it whatever the margin
+	// (handoffTarget).
+	rehomed map[ecs.ID]struct{}
 
 	progMu   sync.Mutex
 	progress Progress
@@ -352,6 +356,7 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		pending:    make(map[ecs.ID]*outgoing),
 		retryAt:    make(map[ecs.ID]uint64),
 		outside:    make(map[ecs.ID]struct{}),
+		rehomed:    make(map[ecs.ID]struct{}),
 		thawAt:     make(map[ecs.ID]uint64),
 		went:       make(map[ecs.ID]wentTo),
 		handedIn:   make(map[torus.ChunkPos][]ecs.ID),

@@ -113,9 +113,10 @@
 //     message under its current lease, that its columns follow the same
 //     table version, so it has torn down what that table takes from it
 //     (game/columnfence_test.go). An entity that walks a margin past its
-//     node's regions, or stands in a region a new table moves, is handed
-//     over (handoff.go); while a handoff waits for its answer the source
-//     holds it frozen.
+//     node's regions (checked at every tick while it stands in another
+//     node's region), or stands in a region a new table gives another
+//     node (whatever the margin), is handed over (handoff.go); while a
+//     handoff waits for its answer the source holds it frozen.
 //  2. A node never sends a ghost on to another node: node subscribers are
 //     told only of entities the node simulates.
 //  3. A client sees the same as on one node, within 2 ticks: messages sent

@@ -17,7 +17,10 @@ import (
 
 // Entity handoff. An entity that stands more than the handoff margin past
 // its node's territory (cells.Table.HandoffTarget, checked in the reindex
-// after movement) is frozen (out of every system), encoded with every
+// after movement and, while it stands in another node's region, at every
+// tick), or that stands in a region a new table gave another node
+// (whatever the margin: the margin is for walking over a border), is
+// frozen (out of every system), encoded with every
 // component's handoff codec, and sent to the owner of its position on the
 // ordered control stream at epoch e+1. The target creates it under the
 // same id — taking over its own ghost of it, so its clients see no appear —
@@ -218,8 +221,8 @@ func (c *cluster) epochOf(id ecs.ID) uint64 {
 	return firstEpoch
 }
 
-// considerHandoff queues id for a handoff if it stands past the margin.
-// An entity standing in a
+// considerHandoff queues id for a handoff if it stands past the margin,
+// or in a region a new table moved (rehomed). An entity standing in a
 // region another node owns is remembered (outside) and checked again at
 // every tick until it stands in this node's territory or leaves: borders
 // are chunk-aligned and the margin is a chunk, so the check at a chunk
@@ -233,6 +236,7 @@ func (c *cluster) considerHandoff(id ecs.ID, p torus.Pos) {
 	table := r.terr.Table()
 	if table.OwnerOf(p) == r.cfg.Name || !r.w.Alive(id) || r.ghost.Has(id) || r.isGhost(id) {
 		delete(c.outside, id)
+		delete(c.rehomed, id)
 		return
 	}
 	c.outside[id] = struct{}{}
@@ -251,16 +255,36 @@ func (c *cluster) considerHandoff(id ecs.ID, p torus.Pos) {
 
 // handoffTarget is where local entity id, standing at p, goes, if it
 // goes: to the owner of p's region, past the margin
-// (cells.Table.HandoffTarget: the hysteresis of a walk over a border).
-func (c *cluster) handoffTarget(table *cells.Table, _ ecs.ID, p torus.Pos) (string, bool) {
+// (cells.Table.HandoffTarget: the hysteresis of a walk over a border) or,
+// when a new table moved that region (rehomed), at once: nothing
+// walked, and the margin would leave an entity standing within it of a
+// region its node keeps on that node for good.
+func (c *cluster) handoffTarget(table *cells.Table, id ecs.ID, p torus.Pos) (string, bool) {
+	if _, ok := c.rehomed[id]; ok {
+		if owner := table.OwnerOf(p); owner != c.r.cfg.Name {
+			return owner, true
+		}
+		return "", false
+	}
 	return table.HandoffTarget(c.r.cfg.Name, p, c.r.cfg.Bands.HandoffMargin)
 }
 
-// newTable checks every local entity against a table the handoff has not
-// seen yet: a region move hands them all over, over several ticks.
+// newTable notes, for a table the handoff has not seen yet, the local
+// entities standing in a region whose owner it changed (to a node other
+// than this one), and checks every local entity: a region move hands
+// them all over, over several ticks.
 func (c *cluster) newTable(table *cells.Table) {
+	old := c.handTable
 	c.handTable = table
-	c.r.pos.Each(func(id ecs.ID, p *Position) { c.considerHandoff(id, p.Pos) })
+	self := c.r.cfg.Name
+	c.r.pos.Each(func(id ecs.ID, p *Position) {
+		if old != nil {
+			if owner := table.OwnerOf(p.Pos); owner != self && (old.Grid() != table.Grid() || old.OwnerOf(p.Pos) != owner) {
+				c.rehomed[id] = struct{}{}
+			}
+		}
+		c.considerHandoff(id, p.Pos)
+	})
 }
 
 // settleAdopted finishes, after the tick's reindex, what a reindex does
@@ -664,6 +688,7 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		c.part(id)
 		delete(c.epochs, id)
 		delete(c.outside, id) // the forget hook skips what becomes a ghost here
+		delete(c.rehomed, id)
 		c.hstats.AckTicks[min(c.r.w.CurrentTick().N-o.sent, uint64(len(c.hstats.AckTicks)-1))]++
 		// What arrived for it meanwhile follows it, after the snapshot on
 		// the same ordered stream; so does what arrives for a while yet.

@@ -1176,6 +1176,7 @@ func (r *Runtime) forget(id ecs.ID) {
 		delete(r.cluster.retryAt, id)
 		delete(r.cluster.thawAt, id)
 		delete(r.cluster.outside, id)
+		delete(r.cluster.rehomed, id)
 	}
 }
 
