@@ -4,9 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/link/faulty"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/zone"
 	"github.com/shardwise/shardwise/zone/zonetest"
@@ -30,7 +34,12 @@ type Stride struct {
 // (which resends positions only every 8th step), and marks a chunk change
 // only (MarkMoved): the runtime must not need more to keep the margin.
 type striders struct {
-	specs  []Stride
+	specs []Stride
+	// accounts: the first accounts entities are viewers (account i+1's),
+	// residency anchors, owned by their account.
+	accounts int
+	// dirty marks every move (the position is replicated each step).
+	dirty  bool
 	r      *zone.Runtime
 	stride *ecs.Store[Stride]
 	q      *ecs.Query2[zone.Position, Stride]
@@ -62,6 +71,14 @@ func (m *striders) Setup(r *zone.Runtime) error {
 			return err
 		}
 		r.World().MarkMoved(id)
+		if i < m.accounts {
+			a := account.ID(i + 1)
+			if err := r.SetOwner(id, a); err != nil {
+				return err
+			}
+			r.SetViewer(a, id)
+			r.SetAnchor(id)
+		}
 	}
 	return nil
 }
@@ -79,6 +96,9 @@ func (m *striders) run(w *ecs.World, _ ecs.Tick) {
 			w.MarkMoved(id)
 		}
 		p.Pos = next
+		if m.dirty {
+			m.r.Positions().MarkDirty(id)
+		}
 	})
 }
 
@@ -185,4 +205,53 @@ func TestARegionSwapHandsOverEveryEntityInIt(t *testing.T) {
 			len(left), len(ids), left[:min(len(left), 4)])
 	}
 	t.Logf("handoffs %+v", totalHandoffs(c))
+}
+
+// TestAGhostFollowsItsNewOwnerAfterTheOldOnesSnapshot: a viewer on zone-2
+// watches a walker go from zone-0 into zone-1 and on. Then one of
+// zone-0's batches to zone-2 is lost, and zone-2 resyncs every chunk it
+// holds from zone-0: zone-0's snapshot of the chunk where it handed the
+// walker over lists it as it was then, at its old epoch, for zone-2 saw
+// it there. zone-2 holds it from zone-1 at the newer epoch and skips that
+// entry; the ghost must stay zone-1's and go on following the walker.
+func TestAGhostFollowsItsNewOwnerAfterTheOldOnesSnapshot(t *testing.T) {
+	specs := []Stride{
+		{Start: torus.Pos{X: 4140, Y: 4110}},                                      // zone-2's viewer, looking at the border of zone-0 and zone-1
+		{Start: torus.Pos{X: 4000, Y: 3950}, Step: torus.Pos{X: 2}, Max: 120},     // the walker: handed to zone-1 past x 4128, on to x 4240
+		{Start: torus.Pos{X: 4060, Y: 4000}, Step: torus.Pos{X: -0.25}, Max: 300}, // zone-0's, moving in the viewer's sight: a batch every tick
+	}
+	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays,
+		Module: func(int, string) (zone.Module, error) { return &striders{specs: specs, accounts: 1, dirty: true}, nil }})
+	z1, z2 := c.Node("zone-1"), c.Node("zone-2")
+	if _, ok := z2.Runtime.Viewer(account.ID(1)); !ok {
+		t.Fatal("the viewer is not on zone-2")
+	}
+	cl := newClient()
+	z2.Runtime.Attach(account.ID(1), cl)
+	walker, _ := zone.DerivedID(1)
+	c.StepSync(90)
+	if on, at := simulatedOn(c, walker); len(on) != 1 || on[0] != "zone-1" || totalHandoffs(c).Acked != 1 {
+		t.Fatalf("the walker is simulated on %v at %v after handoffs %+v; want zone-1, after one handoff", on, at, totalHandoffs(c))
+	}
+	if _, ok := cl.shown[uint64(walker)]; !ok || cl.bad != nil {
+		t.Fatalf("zone-2's viewer is not shown the walker (%v)", cl.bad)
+	}
+	c.Net.Set("zone-0", "zone-2", string(link.StreamReplication), faulty.Rule{DropRate: 1})
+	c.Step()
+	if !zonetest.Poll(10*time.Second, func() bool { return c.Net.Injected("drop") > 0 }) {
+		t.Fatal("no batch of zone-0's to zone-2 was dropped: the test shows nothing")
+	}
+	c.Net.Set("zone-0", "zone-2", string(link.StreamReplication), faulty.Rule{})
+	c.StepSync(20)
+	p, _ := z1.Runtime.Positions().Get(walker)
+	shown, err := zone.DecodePos([]byte(cl.shown[uint64(walker)][1]))
+	if err != nil || cl.bad != nil {
+		t.Fatalf("zone-2's viewer holds no position of the walker: %v, %v", err, cl.bad)
+	}
+	if d := p.Pos.X - shown.X; d < 0 || d > 4 {
+		t.Fatalf("zone-2's viewer is shown the walker at x %v; it stands at x %v on zone-1 (a ghost that stopped following its owner)", shown.X, p.Pos.X)
+	}
+	if st := z2.Runtime.ClusterStats(); st.Gaps == 0 {
+		t.Fatalf("zone-2 saw no gap in zone-0's batches (%+v): the test shows nothing", st)
+	}
 }

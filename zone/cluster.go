@@ -1059,10 +1059,11 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot) {
 			ups = append(ups, replica.Update{Entity: e, Stamp: st, Frames: burst})
 		}
 	}
+	took := len(ups) // ups[took:] are the sender's entries applied
 	for _, e := range s.Entries {
 		if src, ok := c.source[ecs.ID(e.Entity)]; ok && src != from {
 			if st, _, ok := c.rep.Has(e.Entity); ok && e.Epoch <= st.Epoch {
-				continue
+				continue // another node's, newer: it stays theirs (source and all)
 			}
 		}
 		if id := ecs.ID(e.Entity); c.r.w.Alive(id) && !c.r.ghost.Has(id) {
@@ -1070,11 +1071,16 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot) {
 		}
 		ups = append(ups, replica.Update{Entity: e.Entity, Stamp: replica.Stamp{Epoch: e.Epoch, Seq: e.Seq}, Frames: e.Frames})
 	}
+	applied := slices.Clone(ups[took:])
 	if err := c.rep.Replace(ch, ups); err != nil {
 		c.stats.Refused++
 		return
 	}
-	for _, e := range s.Entries {
+	// Only an entry applied makes the sender the ghost's source: one
+	// skipped for its lower epoch named the sender as the source of a
+	// ghost another node sends, whose updates were then refused as stale
+	// and the ghost froze.
+	for _, e := range applied {
 		if _, _, ok := c.rep.Has(e.Entity); ok {
 			c.source[ecs.ID(e.Entity)] = from
 			c.r.markAllDirty(ecs.ID(e.Entity))
