@@ -1151,6 +1151,7 @@ func (c *cluster) subscribe(from string, s wire.Subscribe) {
 	}
 	for _, ch := range s.Remove {
 		c.r.subs.Withdraw(key, ch)
+		c.unseeWent(key, c.r.geo.NormaliseChunk(ch))
 	}
 	for _, ch := range s.Add {
 		c.r.subs.Announce(key, ch)
@@ -1182,7 +1183,7 @@ func (c *cluster) publish(seq uint64) {
 		entries := []link.Entry{{Kind: wire.EntryFence, Payload: fence}}
 		entries = c.appendUpdates(entries, sink.frames, seq)
 		for _, ch := range snaps {
-			entries = append(entries, link.Entry{Kind: wire.EntrySnapshot, Payload: c.r.snapshot(ch, seq).Append(nil)})
+			entries = append(entries, link.Entry{Kind: wire.EntrySnapshot, Payload: c.r.snapshot(ch, seq, interest.Node(c.numOf[p])).Append(nil)})
 			c.stats.Snapshots++
 		}
 		clear(sink.frames)
@@ -1631,6 +1632,9 @@ func (c *cluster) fencedPeers() {
 // node subscriptions here, and the accounts routed to it.
 func (c *cluster) forgetPeer(p string) {
 	if n, ok := c.numOf[p]; ok {
+		for id := range c.went { // its next incarnation holds no ghost from here
+			c.unsee(id, interest.Node(n))
+		}
 		c.r.subs.Forget(interest.Node(n))
 		c.r.out.Detach(interest.Node(n))
 		delete(c.sinks, p)

@@ -73,22 +73,29 @@ type wentTo struct {
 	// handed says this node handed it over (rather than saw its ghost
 	// leave sight); chunk and burst are then where it stood and what it
 	// was when the target took it, for a snapshot of that chunk while no
-	// ghost is kept.
+	// ghost is kept, to the node subscribers in seen: those that saw it
+	// there from this node then and have held the chunk from it since.
 	handed bool
 	chunk  torus.ChunkPos
 	burst  []byte
 	seq    uint64
+	seen   []Subscriber
 }
 
-// appendWent adds to a snapshot of its chunk the entities this node
-// handed over lately, as they were when the target took them, at the
-// epoch they had here: an observer whose ghost of one came from here and
-// that has not heard from the new owner yet (a message lost, a resync)
-// keeps it instead of seeing it vanish; the new owner's higher epoch
-// replaces it, and an observer that already heard from the new owner
-// ignores the older epoch. (Never the ghost this node may keep of it: its
-// frames are the new owner's, newer than that epoch.)
-func (c *cluster) appendWent(s wire.Snapshot) wire.Snapshot {
+// appendWent adds to a snapshot of its chunk for node subscriber sub the
+// entities this node handed over lately that sub saw here then and has
+// not stopped seeing (wentTo.seen), as they were when the target took
+// them, at the epoch they had here: an observer whose ghost of one came
+// from here and that has not heard from the new owner yet (a message
+// lost, a resync) keeps it instead of seeing it vanish; the new owner's
+// higher epoch replaces it, and an observer that already heard from the
+// new owner ignores the older epoch. (Never the ghost this node may keep
+// of it: its frames are the new owner's, newer than that epoch.) Never to
+// another subscriber: it holds no ghost to keep, would make one of the
+// entity where it was handed over, and nothing would ever move or remove
+// it (this node no longer sends it, and the new owner does not know that
+// subscriber sees it).
+func (c *cluster) appendWent(s wire.Snapshot, sub Subscriber) wire.Snapshot {
 	ids := c.handedIn[s.Chunk]
 	kept := ids[:0]
 	for _, id := range ids {
@@ -97,7 +104,7 @@ func (c *cluster) appendWent(s wire.Snapshot) wire.Snapshot {
 			continue // expired, or a newer record elsewhere
 		}
 		kept = append(kept, id)
-		if !c.r.w.Alive(id) {
+		if !c.r.w.Alive(id) && slices.Contains(w.seen, sub) {
 			s.Entries = append(s.Entries, wire.SnapshotEntry{Entity: uint64(id), Epoch: w.epoch - 1, Seq: w.seq, Frames: w.burst})
 		}
 	}
@@ -107,6 +114,25 @@ func (c *cluster) appendWent(s wire.Snapshot) wire.Snapshot {
 		c.handedIn[s.Chunk] = kept
 	}
 	return s
+}
+
+// unseeWent forgets that node subscriber sub saw the entities handed over
+// from chunk ch: it stopped holding the chunk, so it holds no ghost of
+// them from here any more.
+func (c *cluster) unseeWent(sub Subscriber, ch torus.ChunkPos) {
+	for _, id := range c.handedIn[ch] {
+		c.unsee(id, sub)
+	}
+}
+
+// unsee forgets that sub saw handed-over entity id here.
+func (c *cluster) unsee(id ecs.ID, sub Subscriber) {
+	w, ok := c.went[id]
+	if !ok || !w.handed || !slices.Contains(w.seen, sub) {
+		return
+	}
+	w.seen = slices.DeleteFunc(slices.Clone(w.seen), func(s Subscriber) bool { return s == sub })
+	c.went[id] = w
 }
 
 // atName is the pseudo-component of a snapshot that says when it was
@@ -697,7 +723,8 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		}
 		ch, _ := c.r.vis.ChunkOf(id)
 		burst := c.r.appendBurst(nil, id)
-		c.went[id] = wentTo{peer: from, epoch: o.epoch, until: c.r.w.CurrentTick().N + wentTicks, handed: true, chunk: ch, burst: burst, seq: c.r.seq()}
+		seen := slices.DeleteFunc(c.r.vis.AppendObserversOf(nil, id), func(s Subscriber) bool { return !isNode(s) })
+		c.went[id] = wentTo{peer: from, epoch: o.epoch, until: c.r.w.CurrentTick().N + wentTicks, handed: true, chunk: ch, burst: burst, seq: c.r.seq(), seen: seen}
 		if !slices.Contains(c.handedIn[ch], id) {
 			c.handedIn[ch] = append(c.handedIn[ch], id)
 		}
