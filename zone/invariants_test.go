@@ -2,6 +2,7 @@ package zone_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -87,4 +88,31 @@ func TestEachInvariantCheckFires(t *testing.T) {
 			t.Log(err)
 		})
 	}
+}
+
+// BenchmarkCheckInvariants measures CheckInvariants on zone-0 of four
+// nodes meeting at one corner, with 2,000 entities standing within 150 m
+// of it (every node holds render and simulation ghosts of the others')
+// and 8 viewers.
+func BenchmarkCheckInvariants(b *testing.B) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var specs []Pace
+	for i := range 8 {
+		specs = append(specs, Pace{Centre: torus.Pos{X: 4096 + float64(i%2*2-1)*60, Y: 4096 + float64(i/2%2*2-1)*60 + float64(i/4)*5}})
+	}
+	for range 2000 {
+		specs = append(specs, Pace{Centre: torus.Pos{X: 4096 + (rnd.Float64()*2-1)*150, Y: 4096 + (rnd.Float64()*2-1)*150}})
+	}
+	c := zonetest.Start(b, zonetest.Config{Grid: clusterGrid(), Table: fourWays,
+		Module: func(int, string) (zone.Module, error) { return &pacers{specs: specs, accounts: 8}, nil }})
+	c.StepSync(10)
+	r := c.Nodes[0].Runtime
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := r.CheckInvariants(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(r.World().Len()), "entities")
+	b.ReportMetric(float64(r.RenderGhosts()), "ghosts")
 }
