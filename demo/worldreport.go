@@ -241,12 +241,7 @@ func (r *WorldReport) check() {
 		fail("%d times an entity was simulated by two nodes (first: %s)", r.DoubleSimulated, r.DoubleExamples[0])
 	}
 	if r.InvariantBreaches > 0 {
-		// Not a failure yet: on a region move a den standing in the moved
-		// region is handed over and, in the same tick, torn down by the
-		// column hooks while frozen, which leaves the handoff waiting for
-		// an entity that is gone (invariant 5; docs/decisions.md, issue
-		// 28). Counted and shown until that is settled.
-		note("%d ticks broke a runtime invariant (first: %s)", r.InvariantBreaches, r.InvariantExamples[0])
+		fail("%d ticks broke a runtime invariant (first: %s)", r.InvariantBreaches, r.InvariantExamples[0])
 	}
 	if len(r.BotErrors) > 0 {
 		fail("%s up (first: %s)", plural(len(r.BotErrors), "bot gave", "bots gave"), r.BotErrors[0])
