@@ -289,6 +289,10 @@ type worldDemo struct {
 	moved regionMove
 	// postingsBefore is the ledger's postings before the bots played.
 	postingsBefore int64
+	// breaches counts the ticks after which a zone node's invariant check
+	// failed; breachExamples keeps the first few (under mu).
+	breaches       int
+	breachExamples []string
 }
 
 // zoneNode is one zone node of the demo and what its ticks reported last.
@@ -769,9 +773,15 @@ func (d *worldDemo) tick(zn *zoneNode, r zone.HostReport) {
 		d.dash.col.Zone(r)
 	}
 	es := zn.game.EconomyStats()
+	breach := r.Runtime.CheckInvariants() // on the runtime's goroutine, as it must be
 	kept := r
 	kept.Runtime = nil // valid only during the call
 	d.mu.Lock()
+	if breach != nil {
+		if d.breaches++; len(d.breachExamples) < 3 {
+			d.breachExamples = append(d.breachExamples, fmt.Sprintf("%s after tick %d: %v", zn.name, r.Tick, breach))
+		}
+	}
 	zn.last, zn.econ = kept, es
 	if len(zn.ticks) < tickWindow {
 		zn.ticks = append(zn.ticks, r.Took)

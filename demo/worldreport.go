@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/shardwise/shardwise/econ"
@@ -30,6 +31,11 @@ type WorldReport struct {
 	// by two nodes (must be 0); DoubleExamples the first of them.
 	DoubleSimulated int      `json:"double_simulated"`
 	DoubleExamples  []string `json:"double_examples,omitempty"`
+	// InvariantBreaches counts the ticks after which a zone node's
+	// Runtime.CheckInvariants found a breach (must be 0);
+	// InvariantExamples the first of them.
+	InvariantBreaches int      `json:"invariant_breaches"`
+	InvariantExamples []string `json:"invariant_examples,omitempty"`
 	// Players is the end-of-run count of the logged-in accounts' entities
 	// (a master and a pet each, each held once); PlayerMismatches the
 	// accounts that disagreed at the best instant.
@@ -187,6 +193,9 @@ func (d *worldDemo) report(ctx context.Context, end runEnd) (WorldReport, error)
 		r.HandoffP99Ticks = q + 1 // AckTicks counts the ticks begun in between
 	}
 	r.DoubleSimulated, r.DoubleExamples = d.census.doubles()
+	d.mu.Lock()
+	r.InvariantBreaches, r.InvariantExamples = d.breaches, slices.Clone(d.breachExamples)
+	d.mu.Unlock()
 
 	after, err := d.ledger.PostingCount(ctx)
 	if err != nil {
@@ -230,6 +239,9 @@ func (r *WorldReport) check() {
 	}
 	if r.DoubleSimulated > 0 {
 		fail("%d times an entity was simulated by two nodes (first: %s)", r.DoubleSimulated, r.DoubleExamples[0])
+	}
+	if r.InvariantBreaches > 0 {
+		fail("%d ticks broke a runtime invariant (first: %s)", r.InvariantBreaches, r.InvariantExamples[0])
 	}
 	if len(r.BotErrors) > 0 {
 		fail("%s up (first: %s)", plural(len(r.BotErrors), "bot gave", "bots gave"), r.BotErrors[0])
@@ -348,6 +360,7 @@ func (r WorldReport) Print(w io.Writer) {
 		return "NO"
 	}
 	fmt.Fprintf(w, "  simulated by two nodes    %d times (census at every tick end)\n", r.DoubleSimulated)
+	fmt.Fprintf(w, "  runtime invariants        broken after %d ticks (zone.Runtime.CheckInvariants at every tick end)\n", r.InvariantBreaches)
 	fmt.Fprintf(w, "  players conserved         %s: %d logged in, %d entities (a master and a pet each)\n", yes(len(r.PlayerMismatches) == 0), r.PlayersLoggedIn, r.PlayerEntities)
 	fmt.Fprintf(w, "  handoffs                  %d acked, %d refused, %d aborted; %s\n", r.Handoffs.Acked, r.Handoffs.Refused, r.Handoffs.Aborted, r.handoffP99())
 	switch m := r.RegionMove; {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/handoff"
 	"github.com/shardwise/shardwise/interest"
@@ -154,13 +155,22 @@ type cluster struct {
 	pending   map[ecs.ID]*outgoing
 	retryAt   map[ecs.ID]uint64
 	toHand    []ecs.ID
-	handTable uint64
+	handTable *cells.Table // the table the handoff last checked every entity against
 	adopted   []ecs.ID
 	settle    []ecs.ID                    // adopted where their ghost was filed: reindex hooks at the end of the tick
 	thawAt    map[ecs.ID]uint64           // adopted, frozen until a tick after this time (ms)
 	went      map[ecs.ID]wentTo           // handed on, or a ghost gone out of sight: where intents follow it
 	handedIn  map[torus.ChunkPos][]ecs.ID // the went records this node handed over, by chunk, for snapshots
 	hstats    HandoffStats
+
+	// outside are the local entities standing in a region another node
+	// owns (within the margin, or waiting to go): considerHandoff checks
+	// them at every tick, not only when they change chunk.
+	outside map[ecs.ID]struct{}
+	// rehomed are the local entities standing in a region whose owner a
+	// table changed (to another node): they go to it whatever the margin
+	// (handoffTarget).
+	rehomed map[ecs.ID]struct{}
 
 	progMu   sync.Mutex
 	progress Progress
@@ -345,6 +355,8 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		epochs:     make(map[ecs.ID]uint64),
 		pending:    make(map[ecs.ID]*outgoing),
 		retryAt:    make(map[ecs.ID]uint64),
+		outside:    make(map[ecs.ID]struct{}),
+		rehomed:    make(map[ecs.ID]struct{}),
 		thawAt:     make(map[ecs.ID]uint64),
 		went:       make(map[ecs.ID]wentTo),
 		handedIn:   make(map[torus.ChunkPos][]ecs.ID),
@@ -1047,10 +1059,11 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot) {
 			ups = append(ups, replica.Update{Entity: e, Stamp: st, Frames: burst})
 		}
 	}
+	took := len(ups) // ups[took:] are the sender's entries applied
 	for _, e := range s.Entries {
 		if src, ok := c.source[ecs.ID(e.Entity)]; ok && src != from {
 			if st, _, ok := c.rep.Has(e.Entity); ok && e.Epoch <= st.Epoch {
-				continue
+				continue // another node's, newer: it stays theirs (source and all)
 			}
 		}
 		if id := ecs.ID(e.Entity); c.r.w.Alive(id) && !c.r.ghost.Has(id) {
@@ -1058,11 +1071,16 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot) {
 		}
 		ups = append(ups, replica.Update{Entity: e.Entity, Stamp: replica.Stamp{Epoch: e.Epoch, Seq: e.Seq}, Frames: e.Frames})
 	}
+	applied := slices.Clone(ups[took:])
 	if err := c.rep.Replace(ch, ups); err != nil {
 		c.stats.Refused++
 		return
 	}
-	for _, e := range s.Entries {
+	// Only an entry applied makes the sender the ghost's source: one
+	// skipped for its lower epoch named the sender as the source of a
+	// ghost another node sends, whose updates were then refused as stale
+	// and the ghost froze.
+	for _, e := range applied {
 		if _, _, ok := c.rep.Has(e.Entity); ok {
 			c.source[ecs.ID(e.Entity)] = from
 			c.r.markAllDirty(ecs.ID(e.Entity))
@@ -1133,6 +1151,7 @@ func (c *cluster) subscribe(from string, s wire.Subscribe) {
 	}
 	for _, ch := range s.Remove {
 		c.r.subs.Withdraw(key, ch)
+		c.unseeWent(key, c.r.geo.NormaliseChunk(ch))
 	}
 	for _, ch := range s.Add {
 		c.r.subs.Announce(key, ch)
@@ -1164,7 +1183,7 @@ func (c *cluster) publish(seq uint64) {
 		entries := []link.Entry{{Kind: wire.EntryFence, Payload: fence}}
 		entries = c.appendUpdates(entries, sink.frames, seq)
 		for _, ch := range snaps {
-			entries = append(entries, link.Entry{Kind: wire.EntrySnapshot, Payload: c.r.snapshot(ch, seq).Append(nil)})
+			entries = append(entries, link.Entry{Kind: wire.EntrySnapshot, Payload: c.r.snapshot(ch, seq, interest.Node(c.numOf[p])).Append(nil)})
 			c.stats.Snapshots++
 		}
 		clear(sink.frames)
@@ -1613,6 +1632,9 @@ func (c *cluster) fencedPeers() {
 // node subscriptions here, and the accounts routed to it.
 func (c *cluster) forgetPeer(p string) {
 	if n, ok := c.numOf[p]; ok {
+		for id := range c.went { // its next incarnation holds no ghost from here
+			c.unsee(id, interest.Node(n))
+		}
 		c.r.subs.Forget(interest.Node(n))
 		c.r.out.Detach(interest.Node(n))
 		delete(c.sinks, p)

@@ -157,6 +157,12 @@ func sameAsOneNode(t *testing.T, cfg wander.Config, ticks, lag int) int {
 }
 
 func sameAsOneNodeWith(t *testing.T, cfg wander.Config, ticks, lag int, handoff bool) int {
+	return sameAsOneNodeOn(t, cfg, ticks, lag, handoff, nil)
+}
+
+// sameAsOneNodeOn is sameAsOneNodeWith with the four nodes' region table
+// from table (nil: zonetest's default, bands of rows).
+func sameAsOneNodeOn(t *testing.T, cfg wander.Config, ticks, lag int, handoff bool, table func(cells.Grid, []string) (*cells.Table, error)) int {
 	accounts := cfg.WithDefaults().Accounts
 
 	// One node.
@@ -214,7 +220,7 @@ func sameAsOneNodeWith(t *testing.T, cfg wander.Config, ticks, lag int, handoff 
 
 	// Four nodes.
 	c := zonetest.Start(t, zonetest.Config{
-		Nodes: 4, Grid: clusterGrid(),
+		Nodes: 4, Grid: clusterGrid(), Table: table,
 		Module:  func(int, string) (zone.Module, error) { return wander.New(cfg) },
 		Runtime: func(_ int, rc *zone.Config) { rc.NoHandoff = !handoff },
 	})

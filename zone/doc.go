@@ -113,9 +113,10 @@
 //     message under its current lease, that its columns follow the same
 //     table version, so it has torn down what that table takes from it
 //     (game/columnfence_test.go). An entity that walks a margin past its
-//     node's regions, or stands in a region a new table moves, is handed
-//     over (handoff.go); while a handoff waits for its answer the source
-//     holds it frozen.
+//     node's regions (checked at every tick while it stands in another
+//     node's region), or stands in a region a new table gives another
+//     node (whatever the margin), is handed over (handoff.go); while a
+//     handoff waits for its answer the source holds it frozen.
 //  2. A node never sends a ghost on to another node: node subscribers are
 //     told only of entities the node simulates.
 //  3. A client sees the same as on one node, within 2 ticks: messages sent
@@ -127,6 +128,27 @@
 //     Step; the goroutines the runtime starts (one control-message sender
 //     per peer) are joined by Close, which must be called by that same
 //     goroutine.
+//
+// Between two ticks, on every node (Runtime.CheckInvariants checks 5–8;
+// zonetest runs it after every Step, and checks 1 across the cluster):
+//  5. An entity is Frozen exactly while a handoff of it is in flight: it
+//     is outgoing (its source waits for the answer) or adopted and not
+//     yet thawed (its target waits for the source's last tick to pass).
+//     A known hole: the module may destroy an outgoing entity (a den
+//     whose region a new table moved is sent and, later in the same tick
+//     end, torn down by its column's Dematerialise), and the handoff then
+//     waits for its answer about an entity that is gone here while its
+//     target adopts it (docs/decisions.md, issue 28).
+//  6. The render ghosts are exactly the entities with a source (the peer
+//     that sends them), and none of them is a local entity. A parked
+//     ghost, and a ghost whose vanish is held, is a render ghost of the
+//     peer it was parked or held from.
+//  7. A simulation ghost (the Ghost marker) is a render ghost standing in
+//     the interaction band.
+//  8. A simulated entity standing in another node's region is checked at
+//     every tick; one past the margin (or in a region a new table moved)
+//     is queued to go, waits for a retry after a refusal, or its target
+//     has lost its lease.
 //
 // Ownership invariants:
 //  1. The node owns a region only while it holds a table version that gives

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"slices"
 
+	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/handoff"
 	"github.com/shardwise/shardwise/interest"
@@ -16,7 +17,10 @@ import (
 
 // Entity handoff. An entity that stands more than the handoff margin past
 // its node's territory (cells.Table.HandoffTarget, checked in the reindex
-// after movement) is frozen (out of every system), encoded with every
+// after movement and, while it stands in another node's region, at every
+// tick), or that stands in a region a new table gave another node
+// (whatever the margin: the margin is for walking over a border), is
+// frozen (out of every system), encoded with every
 // component's handoff codec, and sent to the owner of its position on the
 // ordered control stream at epoch e+1. The target creates it under the
 // same id — taking over its own ghost of it, so its clients see no appear —
@@ -69,22 +73,29 @@ type wentTo struct {
 	// handed says this node handed it over (rather than saw its ghost
 	// leave sight); chunk and burst are then where it stood and what it
 	// was when the target took it, for a snapshot of that chunk while no
-	// ghost is kept.
+	// ghost is kept, to the node subscribers in seen: those that saw it
+	// there from this node then and have held the chunk from it since.
 	handed bool
 	chunk  torus.ChunkPos
 	burst  []byte
 	seq    uint64
+	seen   []Subscriber
 }
 
-// appendWent adds to a snapshot of its chunk the entities this node
-// handed over lately, as they were when the target took them, at the
-// epoch they had here: an observer whose ghost of one came from here and
-// that has not heard from the new owner yet (a message lost, a resync)
-// keeps it instead of seeing it vanish; the new owner's higher epoch
-// replaces it, and an observer that already heard from the new owner
-// ignores the older epoch. (Never the ghost this node may keep of it: its
-// frames are the new owner's, newer than that epoch.)
-func (c *cluster) appendWent(s wire.Snapshot) wire.Snapshot {
+// appendWent adds to a snapshot of its chunk for node subscriber sub the
+// entities this node handed over lately that sub saw here then and has
+// not stopped seeing (wentTo.seen), as they were when the target took
+// them, at the epoch they had here: an observer whose ghost of one came
+// from here and that has not heard from the new owner yet (a message
+// lost, a resync) keeps it instead of seeing it vanish; the new owner's
+// higher epoch replaces it, and an observer that already heard from the
+// new owner ignores the older epoch. (Never the ghost this node may keep
+// of it: its frames are the new owner's, newer than that epoch.) Never to
+// another subscriber: it holds no ghost to keep, would make one of the
+// entity where it was handed over, and nothing would ever move or remove
+// it (this node no longer sends it, and the new owner does not know that
+// subscriber sees it).
+func (c *cluster) appendWent(s wire.Snapshot, sub Subscriber) wire.Snapshot {
 	ids := c.handedIn[s.Chunk]
 	kept := ids[:0]
 	for _, id := range ids {
@@ -93,7 +104,7 @@ func (c *cluster) appendWent(s wire.Snapshot) wire.Snapshot {
 			continue // expired, or a newer record elsewhere
 		}
 		kept = append(kept, id)
-		if !c.r.w.Alive(id) {
+		if !c.r.w.Alive(id) && slices.Contains(w.seen, sub) {
 			s.Entries = append(s.Entries, wire.SnapshotEntry{Entity: uint64(id), Epoch: w.epoch - 1, Seq: w.seq, Frames: w.burst})
 		}
 	}
@@ -103,6 +114,25 @@ func (c *cluster) appendWent(s wire.Snapshot) wire.Snapshot {
 		c.handedIn[s.Chunk] = kept
 	}
 	return s
+}
+
+// unseeWent forgets that node subscriber sub saw the entities handed over
+// from chunk ch: it stopped holding the chunk, so it holds no ghost of
+// them from here any more.
+func (c *cluster) unseeWent(sub Subscriber, ch torus.ChunkPos) {
+	for _, id := range c.handedIn[ch] {
+		c.unsee(id, sub)
+	}
+}
+
+// unsee forgets that sub saw handed-over entity id here.
+func (c *cluster) unsee(id ecs.ID, sub Subscriber) {
+	w, ok := c.went[id]
+	if !ok || !w.handed || !slices.Contains(w.seen, sub) {
+		return
+	}
+	w.seen = slices.DeleteFunc(slices.Clone(w.seen), func(s Subscriber) bool { return s == sub })
+	c.went[id] = w
 }
 
 // atName is the pseudo-component of a snapshot that says when it was
@@ -217,20 +247,70 @@ func (c *cluster) epochOf(id ecs.ID) uint64 {
 	return firstEpoch
 }
 
-// considerHandoff queues id for a handoff if it stands past the margin.
+// considerHandoff queues id for a handoff if it stands past the margin,
+// or in a region a new table moved (rehomed). An entity standing in a
+// region another node owns is remembered (outside) and checked again at
+// every tick until it stands in this node's territory or leaves: borders
+// are chunk-aligned and the margin is a chunk, so the check at a chunk
+// change alone let one that entered the chunk beyond the margin exactly
+// at its edge be simulated a whole chunk past the margin.
 func (c *cluster) considerHandoff(id ecs.ID, p torus.Pos) {
 	r := c.r
-	if r.cfg.NoHandoff || !r.Simulated(id) || c.pending[id] != nil {
+	if r.cfg.NoHandoff {
+		return
+	}
+	table := r.terr.Table()
+	if table.OwnerOf(p) == r.cfg.Name || !r.w.Alive(id) || r.ghost.Has(id) || r.isGhost(id) {
+		delete(c.outside, id)
+		delete(c.rehomed, id)
+		return
+	}
+	c.outside[id] = struct{}{}
+	if !r.Simulated(id) || c.pending[id] != nil {
 		return
 	}
 	if at, ok := c.retryAt[id]; ok && r.w.CurrentTick().N < at {
 		return
 	}
-	if target, ok := r.terr.Table().HandoffTarget(r.cfg.Name, p, r.cfg.Bands.HandoffMargin); ok {
+	if target, ok := c.handoffTarget(table, id, p); ok {
 		if _, fenced := c.fenced[target]; !fenced {
 			c.toHand = append(c.toHand, id)
 		}
 	}
+}
+
+// handoffTarget is where local entity id, standing at p, goes, if it
+// goes: to the owner of p's region, past the margin
+// (cells.Table.HandoffTarget: the hysteresis of a walk over a border) or,
+// when a new table moved that region (rehomed), at once: nothing
+// walked, and the margin would leave an entity standing within it of a
+// region its node keeps on that node for good.
+func (c *cluster) handoffTarget(table *cells.Table, id ecs.ID, p torus.Pos) (string, bool) {
+	if _, ok := c.rehomed[id]; ok {
+		if owner := table.OwnerOf(p); owner != c.r.cfg.Name {
+			return owner, true
+		}
+		return "", false
+	}
+	return table.HandoffTarget(c.r.cfg.Name, p, c.r.cfg.Bands.HandoffMargin)
+}
+
+// newTable notes, for a table the handoff has not seen yet, the local
+// entities standing in a region whose owner it changed (to a node other
+// than this one), and checks every local entity: a region move hands
+// them all over, over several ticks.
+func (c *cluster) newTable(table *cells.Table) {
+	old := c.handTable
+	c.handTable = table
+	self := c.r.cfg.Name
+	c.r.pos.Each(func(id ecs.ID, p *Position) {
+		if old != nil {
+			if owner := table.OwnerOf(p.Pos); owner != self && (old.Grid() != table.Grid() || old.OwnerOf(p.Pos) != owner) {
+				c.rehomed[id] = struct{}{}
+			}
+		}
+		c.considerHandoff(id, p.Pos)
+	})
 }
 
 // settleAdopted finishes, after the tick's reindex, what a reindex does
@@ -263,11 +343,16 @@ func (c *cluster) sendHandoffs(tick uint64) {
 	if r.cfg.NoHandoff {
 		return
 	}
-	if v := r.terr.Table().Version(); v != c.handTable {
-		// A new table: every local entity may stand in a region this node
-		// lost (a region move hands them all over, over several ticks).
-		c.handTable = v
-		r.pos.Each(func(id ecs.ID, p *Position) { c.considerHandoff(id, p.Pos) })
+	table := r.terr.Table()
+	if c.handTable == nil || table.Version() != c.handTable.Version() {
+		c.newTable(table)
+	}
+	for id := range c.outside { // past a border: the margin is checked at every tick
+		if p, ok := r.pos.Get(id); ok {
+			c.considerHandoff(id, p.Pos)
+		} else {
+			delete(c.outside, id)
+		}
 	}
 	if len(c.toHand) == 0 {
 		return
@@ -276,7 +361,6 @@ func (c *cluster) sendHandoffs(tick uint64) {
 	c.toHand = slices.Compact(c.toHand)
 	n := min(len(c.toHand), handoffsPerTick)
 	batch := make(map[string]*handoff.Transfer)
-	table := r.terr.Table()
 	var later, mates []ecs.ID
 	send := func(id ecs.ID, target string) {
 		epoch := c.epochOf(id) + 1
@@ -301,7 +385,7 @@ func (c *cluster) sendHandoffs(tick uint64) {
 		if !ok || !r.Simulated(id) || c.pending[id] != nil {
 			continue
 		}
-		target, ok := table.HandoffTarget(r.cfg.Name, p.Pos, r.cfg.Bands.HandoffMargin)
+		target, ok := c.handoffTarget(table, id, p.Pos)
 		if !ok {
 			continue
 		}
@@ -629,6 +713,8 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		delete(c.pending, id)
 		c.part(id)
 		delete(c.epochs, id)
+		delete(c.outside, id) // the forget hook skips what becomes a ghost here
+		delete(c.rehomed, id)
 		c.hstats.AckTicks[min(c.r.w.CurrentTick().N-o.sent, uint64(len(c.hstats.AckTicks)-1))]++
 		// What arrived for it meanwhile follows it, after the snapshot on
 		// the same ordered stream; so does what arrives for a while yet.
@@ -637,7 +723,8 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		}
 		ch, _ := c.r.vis.ChunkOf(id)
 		burst := c.r.appendBurst(nil, id)
-		c.went[id] = wentTo{peer: from, epoch: o.epoch, until: c.r.w.CurrentTick().N + wentTicks, handed: true, chunk: ch, burst: burst, seq: c.r.seq()}
+		seen := slices.DeleteFunc(c.r.vis.AppendObserversOf(nil, id), func(s Subscriber) bool { return !isNode(s) })
+		c.went[id] = wentTo{peer: from, epoch: o.epoch, until: c.r.w.CurrentTick().N + wentTicks, handed: true, chunk: ch, burst: burst, seq: c.r.seq(), seen: seen}
 		if !slices.Contains(c.handedIn[ch], id) {
 			c.handedIn[ch] = append(c.handedIn[ch], id)
 		}

@@ -837,10 +837,10 @@ func (r *Runtime) ownDeliveries(ds []interest.Delivery[Subscriber, ecs.ID]) []in
 	return ds
 }
 
-// snapshot is the state of this node's entities in chunk ch, as a node
-// subscriber sees it: every local entity filed there, each as an appear
-// burst of its public components.
-func (r *Runtime) snapshot(ch torus.ChunkPos, seq uint64) wire.Snapshot {
+// snapshot is the state of this node's entities in chunk ch, as node
+// subscriber sub sees it: every local entity filed there, each as an
+// appear burst of its public components (and appendWent's).
+func (r *Runtime) snapshot(ch torus.ChunkPos, seq uint64, sub Subscriber) wire.Snapshot {
 	s := wire.Snapshot{Chunk: ch}
 	r.residents = r.vis.AppendResidents(r.residents[:0], ch)
 	for _, e := range r.residents {
@@ -849,7 +849,7 @@ func (r *Runtime) snapshot(ch torus.ChunkPos, seq uint64) wire.Snapshot {
 		}
 		s.Entries = append(s.Entries, wire.SnapshotEntry{Entity: uint64(e), Epoch: r.cluster.epochOf(e), Seq: seq, Frames: r.appendBurst(nil, e)})
 	}
-	return r.cluster.appendWent(s)
+	return r.cluster.appendWent(s, sub)
 }
 
 // ReplicaStats returns the render-ghost store's counters (zero for a node
@@ -1175,6 +1175,8 @@ func (r *Runtime) forget(id ecs.ID) {
 		delete(r.cluster.epochs, id)
 		delete(r.cluster.retryAt, id)
 		delete(r.cluster.thawAt, id)
+		delete(r.cluster.outside, id)
+		delete(r.cluster.rehomed, id)
 	}
 }
 

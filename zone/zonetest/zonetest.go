@@ -21,6 +21,7 @@ package zonetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -34,6 +35,7 @@ import (
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/coord"
+	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/link/faulty"
 	"github.com/shardwise/shardwise/zone"
@@ -386,11 +388,41 @@ func (c *Cluster) WaitConnected() {
 	}
 }
 
-// Step runs one tick on every node, in index order.
+// Step runs one tick on every node, in index order, and checks the
+// runtime invariants after each (Runtime.CheckInvariants) and, after
+// all, that no entity is simulated on two nodes (CheckOneSimulator): a
+// breach fails the test.
 func (c *Cluster) Step() {
+	c.tb.Helper()
 	for _, n := range c.Nodes {
 		n.Runtime.Step()
+		if err := n.Runtime.CheckInvariants(); err != nil {
+			c.tb.Fatalf("zonetest: after %s's tick %d: %v", n.Name, n.Runtime.World().CurrentTick().N, err)
+		}
 	}
+	if err := c.CheckOneSimulator(); err != nil {
+		c.tb.Fatalf("zonetest: %v", err)
+	}
+}
+
+// CheckOneSimulator checks runtime invariant 1 across the cluster: no
+// entity with a position is simulated (Runtime.Simulated) on two nodes.
+func (c *Cluster) CheckOneSimulator() error {
+	on := make(map[ecs.ID]string)
+	var errs []error
+	for _, n := range c.Nodes {
+		r := n.Runtime
+		r.Positions().Each(func(id ecs.ID, _ *zone.Position) {
+			if !r.Simulated(id) {
+				return
+			}
+			if other, ok := on[id]; ok && len(errs) < 8 {
+				errs = append(errs, fmt.Errorf("runtime invariant 1: entity %d is simulated on %s and on %s", id, other, n.Name))
+			}
+			on[id] = n.Name
+		})
+	}
+	return errors.Join(errs...)
 }
 
 // Sync waits until every message the nodes sent so far has arrived at its
