@@ -88,8 +88,12 @@ func TestHostProbes(t *testing.T) {
 	if code, body := probe(t, base+"/healthz"); code != http.StatusOK || body != "alive\n" {
 		t.Errorf("joining: /healthz %d %q, want 200 alive", code, body)
 	}
-	if code, body := probe(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "joining: no region table held yet") {
-		t.Errorf("joining: /readyz %d %q, want 503 joining", code, body)
+	// The metrics address is published before the membership is noted as
+	// the node's own, so the probe may see either joining step; with no
+	// table applied it can see no other answer.
+	if code, body := probe(t, base+"/readyz"); code != http.StatusServiceUnavailable ||
+		(body != "not ready: joining: not a member yet\n" && body != "not ready: joining: no region table held yet\n") {
+		t.Errorf("joining: /readyz %d %q, want 503 joining (not a member yet, or no region table held yet)", code, body)
 	}
 
 	grid, err := cells.NewGrid(hostGrid())
