@@ -24,6 +24,7 @@ var spendingCases = []contractCase{
 	{"Spending/BreachIsLoud", testSpendBreach},
 	{"Keys/ResentKeyAnswersFirstOutcome", testResentKeyFirstOutcome},
 	{"Spending/SumsDoNotWrap", testSpendNoWrap},
+	{"Spending/MatchesMemStore", testMatchesMemStore},
 }
 
 // mint credits user's spendable with amount from platform:mint, as a
