@@ -115,9 +115,10 @@ func DecideReservations(reqs [][]ledger.AccountDelta, res map[string]Reserved, b
 	return granted
 }
 
-// nonNegativeSum reports whether a + b + c ≥ 0, computed exactly (in 128
-// bits): the spending rule's terms are each an int64, but their sum need
-// not be, and a wrapped sum would grant a debit nothing covers.
+// nonNegativeSum reports whether the sum of terms is ≥ 0, computed exactly
+// (in 128 bits, enough for fewer than 2^64 terms): the spending rule's
+// terms are each an int64, but their sum need not be, and a wrapped sum
+// would grant a debit nothing covers.
 func nonNegativeSum(terms ...int64) bool {
 	var hi, lo uint64
 	for _, t := range terms {
