@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/examples/wander"
 	"github.com/shardwise/shardwise/zone/zonecli"
 )
@@ -44,6 +45,13 @@ func module() zonecli.Module {
 			"Roam":     "--roam",
 		},
 		New: func(_ context.Context, n zonecli.Node) (zonecli.Hosted, error) {
+			// wander.Config reads 0 as "the default": typed, it is refused.
+			if cfg.Entities == 0 {
+				return zonecli.Hosted{}, errcode.Config("--entities", cfg.Entities, "must be positive")
+			}
+			if cfg.Accounts == 0 {
+				return zonecli.Hosted{}, errcode.Config("--accounts", cfg.Accounts, "must be positive")
+			}
 			cfg.Seed = n.Seed // the world seed, the same on every node
 			m, err := wander.New(cfg)
 			return zonecli.Hosted{Module: m}, err

@@ -83,6 +83,8 @@ func TestRefusedFlagIsNamed(t *testing.T) {
 		want string
 	}{
 		{[]string{"--entities", "-1"}, "--entities = -1: must be positive"},
+		{[]string{"--entities", "0"}, "--entities = 0: must be positive"},
+		{[]string{"--accounts", "0"}, "--accounts = 0: must be positive"},
 		{[]string{"--accounts", "9", "--entities", "8"}, "--accounts = 9: must be positive and at most Entities"},
 		{[]string{"--roam", "-5"}, "--roam = -5: must be finite and not negative"},
 		{[]string{"--tick", "0"}, "--tick = 0s: must be positive"},
