@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"regexp"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -218,17 +216,4 @@ func dialEconomy(ctx context.Context, cc coord.ClientConfig, mode, certDir, name
 		return nil, nil, err
 	}
 	return game.ClientEconomy{Client: client}, func() { client.Close(); cl.Close() }, nil
-}
-
-// indexRE matches the index of a list field ("Endpoints[2]").
-var indexRE = regexp.MustCompile(`\[\d+\]$`)
-
-// indexless returns a configuration error about one element of a list
-// field as the same error about the field, whose flag takes the list.
-func indexless(err error) error {
-	var ce *errcode.ConfigError
-	if !errors.As(err, &ce) || !indexRE.MatchString(ce.Field) {
-		return err
-	}
-	return errcode.Config(indexRE.ReplaceAllString(ce.Field, ""), ce.Value, ce.Reason)
 }
