@@ -26,5 +26,8 @@
 //	                                with the CA key kept, nodes added and rotated
 //
 // Each subcommand lives in its own file with its flags; main.go only wires
-// them to the root command and to the process's signals.
+// them to the root command and to the process's signals. The zone
+// command's node flags and running are package zone/zonecli's, which a
+// user's own main builds with its own module; zone.go adds only the
+// reference game's and wander's flags.
 package main

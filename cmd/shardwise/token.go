@@ -19,11 +19,13 @@ import (
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/logintoken"
+	"github.com/shardwise/shardwise/zone/zonecli"
 )
 
 // defaultCluster is the cluster id tokens name and gateways accept when
-// no --cluster is given (the same default as "shardwise certs").
-const defaultCluster = "local"
+// no --cluster is given (the same default as "shardwise certs" and the
+// zone command's --cluster).
+const defaultCluster = zonecli.DefaultCluster
 
 // newTokenCmd is "shardwise token": login tokens for accounts, signed
 // with the login key, and "token keygen", which makes the key pair.

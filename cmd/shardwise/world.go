@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"regexp"
 
 	"github.com/spf13/cobra"
 
@@ -95,4 +96,17 @@ func renameToFlags(err error, flagOf map[string]string) error {
 		return err
 	}
 	return errcode.Config(flag, ce.Value, ce.Reason)
+}
+
+// indexRE matches the index of a list field ("Endpoints[2]").
+var indexRE = regexp.MustCompile(`\[\d+\]$`)
+
+// indexless returns a configuration error about one element of a list
+// field as the same error about the field, whose flag takes the list.
+func indexless(err error) error {
+	var ce *errcode.ConfigError
+	if !errors.As(err, &ce) || !indexRE.MatchString(ce.Field) {
+		return err
+	}
+	return errcode.Config(indexRE.ReplaceAllString(ce.Field, ""), ce.Value, ce.Reason)
 }
