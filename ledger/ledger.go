@@ -139,8 +139,8 @@ func (e *Overdraft) ErrorCode() string { return CodeOverdraft }
 func (e *Overdraft) Is(target error) bool { return target == ErrOverdraft }
 
 // ValidateLegs checks the shape and balance of legs: non-empty, every account
-// named, every amount nonzero (OP.MALFORMED), summing to zero without
-// overflow (LEDGER.UNBALANCED).
+// named, every amount nonzero, each account's legs summing within int64
+// (OP.MALFORMED), all summing to zero without overflow (LEDGER.UNBALANCED).
 func ValidateLegs(legs []Leg) error {
 	if len(legs) == 0 {
 		return &MalformedError{Index: -1, Reason: "no legs"}
@@ -168,7 +168,46 @@ func ValidateLegs(legs []Leg) error {
 	if sum != 0 {
 		return &UnbalancedError{Sum: sum}
 	}
+	// Each account's legs must sum within int64 too: a balance change is
+	// the account's net, and a net that wraps moves the balance the other
+	// way (two credits of MaxInt64 to one wallet would take 2 from it).
+	if i := accountNetOverflow(legs); i >= 0 {
+		return &MalformedError{Index: i, Reason: "the legs on " + legs[i].Account + " sum past int64"}
+	}
 	return nil
+}
+
+// accountNetOverflow returns the index of the first leg at which its
+// account's running sum leaves int64, or -1. A few legs (a movement) are
+// compared pairwise, without allocating; many (a settle's chunk, whose
+// accounts are distinct) through a map.
+func accountNetOverflow(legs []Leg) int {
+	wraps := func(prev, amount int64) bool {
+		next := prev + amount
+		return (amount > 0 && next < prev) || (amount < 0 && next > prev)
+	}
+	if len(legs) <= 16 {
+		for i, l := range legs {
+			var prev int64
+			for _, m := range legs[:i] {
+				if m.Account == l.Account {
+					prev += m.Amount // the earlier legs' sums fit: checked at their own index
+				}
+			}
+			if wraps(prev, l.Amount) {
+				return i
+			}
+		}
+		return -1
+	}
+	net := make(map[string]int64, len(legs))
+	for i, l := range legs {
+		if wraps(net[l.Account], l.Amount) {
+			return i
+		}
+		net[l.Account] += l.Amount
+	}
+	return -1
 }
 
 // Validate checks a posting: a non-empty id and valid legs.

@@ -131,3 +131,31 @@ func Example() {
 	// 70 30 -100
 	// LEDGER.OVERDRAFT
 }
+
+// Legs that balance overall but whose sum on one account leaves int64 are
+// refused: two credits of MaxInt64 to w (each paired with a debit of
+// platform:p, so the running sum never overflows) netted to a delta of −2,
+// and a Book, the stores and the reservations all applied it as a debit of
+// 2 — a movement meant as a credit took money from the wallet.
+func TestValidateAccountNetOverflow(t *testing.T) {
+	legs := []ledger.Leg{ledger.Credit("w", math.MaxInt64), ledger.Debit("platform:p", math.MaxInt64), ledger.Credit("w", math.MaxInt64), ledger.Debit("platform:p", math.MaxInt64)}
+	err := ledger.ValidateLegs(legs)
+	var me *ledger.MalformedError
+	if !errors.As(err, &me) || me.Index != 2 {
+		t.Fatalf("ValidateLegs = %v (net deltas %v); want a MalformedError at leg 2", err, ledger.NetDeltas(legs))
+	}
+	// The same past 16 legs (the map path).
+	long := []ledger.Leg{}
+	for i := range 8 {
+		a := fmt.Sprintf("u%d", i)
+		long = append(long, ledger.Credit(a, 1), ledger.Debit("platform:q", 1))
+	}
+	long = append(long, legs...)
+	if err := ledger.ValidateLegs(long); !errors.As(err, &me) || me.Index != 18 {
+		t.Fatalf("ValidateLegs of %d legs = %v; want a MalformedError at leg 18", len(long), err)
+	}
+	// At the edge it fits: MaxInt64 in two legs.
+	if err := ledger.ValidateLegs([]ledger.Leg{ledger.Credit("w", math.MaxInt64-1), ledger.Credit("w", 1), ledger.Debit("platform:p", math.MaxInt64)}); err != nil {
+		t.Errorf("a net of exactly MaxInt64 refused: %v", err)
+	}
+}

@@ -1,6 +1,8 @@
 package netting
 
 import (
+	"math/bits"
+
 	"github.com/shardwise/shardwise/ledger"
 )
 
@@ -89,8 +91,12 @@ func DecideReservations(reqs [][]ledger.AccountDelta, res map[string]Reserved, b
 	for i, req := range reqs {
 		granted[i] = true
 		for j, d := range req {
+			was := res[d.Account].Debits
 			res[d.Account] = res[d.Account].add(d.Delta)
-			if d.Delta < 0 && balances[d.Account]+res[d.Account].Debits+own[d.Account] < 0 {
+			// The check is on the true sums: pending debits that wrapped
+			// past MinInt64 (they only ever grow more negative here) are
+			// refused, and the headroom is summed without wrapping.
+			if d.Delta < 0 && (res[d.Account].Debits > was || !nonNegativeSum(balances[d.Account], res[d.Account].Debits, own[d.Account])) {
 				for k := j; k >= 0; k-- {
 					res[req[k].Account] = res[req[k].Account].Minus(ReservedOf(req[k].Delta))
 				}
@@ -107,6 +113,24 @@ func DecideReservations(reqs [][]ledger.AccountDelta, res map[string]Reserved, b
 		}
 	}
 	return granted
+}
+
+// nonNegativeSum reports whether the sum of terms is ≥ 0, computed exactly
+// (in 128 bits, enough for fewer than 2^64 terms): the spending rule's
+// terms are each an int64, but their sum need not be, and a wrapped sum
+// would grant a debit nothing covers.
+func nonNegativeSum(terms ...int64) bool {
+	var hi, lo uint64
+	for _, t := range terms {
+		var carry uint64
+		lo, carry = bits.Add64(lo, uint64(t), 0)
+		ext := uint64(0)
+		if t < 0 {
+			ext = ^uint64(0)
+		}
+		hi, _ = bits.Add64(hi, ext, carry)
+	}
+	return int64(hi) >= 0
 }
 
 // splitDeltas is what the movements recs hold reserved, per account (in

@@ -101,8 +101,9 @@ func (s *Session) WasSettled() bool {
 //   - On a settled or settling session: ErrSessionSettled (SESSION.SETTLED).
 //   - A key seen before by this session (or journaled by any session)
 //     returns the earlier outcome; a key still being decided waits for it.
-//   - Malformed or unbalanced legs, or an empty key: an error
-//     (OP.MALFORMED / LEDGER.UNBALANCED), nothing recorded.
+//   - Malformed or unbalanced legs, a leg on the clearing account
+//     (ledger.NettingClearing), or an empty key: an error (OP.MALFORMED /
+//     LEDGER.UNBALANCED), nothing recorded.
 //   - Otherwise Accepted with its seq once the journal row has committed,
 //     or Rejected with INSUFFICIENT_FUNDS by the shared reservation check.
 //
@@ -123,6 +124,9 @@ func (s *Session) Record(ctx context.Context, m Movement) (Outcome, error) {
 	// already has an outcome or is in flight, which then answers as before,
 	// whatever its legs.
 	verr := ledger.ValidateLegs(m.Legs)
+	if verr == nil {
+		verr = clearingLeg(m.Legs)
+	}
 	var fresh *proposal
 	if verr == nil {
 		legs := append([]ledger.Leg(nil), m.Legs...)
@@ -187,6 +191,20 @@ func (s *Session) Record(ctx context.Context, m Movement) (Outcome, error) {
 			return Outcome{}, ctx.Err()
 		}
 	}
+}
+
+// clearingLeg refuses a movement that names the clearing account: only a
+// settle's chunks post to it (their balancing leg), which is what brings it
+// back to zero after every settle, and what lets an audit tell a session's
+// chunks from its journal. A movement on it would leave it off zero for
+// ever and make an audit report the movement missing although it landed.
+func clearingLeg(legs []ledger.Leg) error {
+	for i, l := range legs {
+		if l.Account == ledger.NettingClearing {
+			return &ledger.MalformedError{Index: i, Reason: ledger.NettingClearing + " is reserved for settles"}
+		}
+	}
+	return nil
 }
 
 // Flush returns once every Record started before it has been decided.

@@ -182,6 +182,9 @@ func (s *Store) groupCommitPG(ctx context.Context, own map[string]int64, reqs []
 		return nil, false, err
 	}
 	b := sumBatch(reqs)
+	if b.wrapped {
+		return nil, false, nil // decided request by request, on true sums
+	}
 	owns := make([]int64, len(b.accounts))
 	for i, a := range b.accounts {
 		owns[i] = own[a]

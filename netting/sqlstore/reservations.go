@@ -112,6 +112,16 @@ type batchSums struct {
 	// is then the lowest running value at one (0 otherwise).
 	hasLow []bool
 	low    []int64
+	// wrapped reports that a sum left int64 (amounts near the limit): the
+	// sums are then not the batch's, and the one-statement check cannot be
+	// trusted with them (groupCommitPG declines the batch).
+	wrapped bool
+}
+
+// addWraps returns a + b and whether it left int64.
+func addWraps(a, b int64) (int64, bool) {
+	s := a + b
+	return s, (b > 0 && s < a) || (b < 0 && s > a)
 }
 
 func sumBatch(reqs [][]ledger.AccountDelta) batchSums {
@@ -120,6 +130,12 @@ func sumBatch(reqs [][]ledger.AccountDelta) batchSums {
 		hasLow                   bool
 	}
 	by := map[string]*acc{}
+	wrapped := false
+	add := func(a *int64, b int64) {
+		var w bool
+		*a, w = addWraps(*a, b)
+		wrapped = wrapped || w
+	}
 	get := func(name string) *acc {
 		a := by[name]
 		if a == nil {
@@ -131,10 +147,12 @@ func sumBatch(reqs [][]ledger.AccountDelta) batchSums {
 	for _, req := range reqs {
 		for _, d := range req {
 			a := get(d.Account)
-			a.sum += d.Delta
+			add(&a.sum, d.Delta)
 			if d.Delta < 0 {
-				a.dsum += d.Delta
-				if run := a.dsum + a.credited; !a.hasLow || run < a.low {
+				add(&a.dsum, d.Delta)
+				run := a.dsum
+				add(&run, a.credited)
+				if !a.hasLow || run < a.low {
 					a.low, a.hasLow = run, true
 				}
 			}
@@ -142,11 +160,11 @@ func sumBatch(reqs [][]ledger.AccountDelta) batchSums {
 		// The request's credits are spendable by the requests after it.
 		for _, d := range req {
 			if d.Delta > 0 {
-				by[d.Account].credited += d.Delta
+				add(&by[d.Account].credited, d.Delta)
 			}
 		}
 	}
-	b := batchSums{accounts: make([]string, 0, len(by))}
+	b := batchSums{accounts: make([]string, 0, len(by)), wrapped: wrapped}
 	for name := range by {
 		b.accounts = append(b.accounts, name)
 	}

@@ -171,6 +171,12 @@ func (sqliteEngine) reserveAndAppend(ctx context.Context, s *Store, own map[stri
 // and the correction: the transaction holds SQLite's write lock.
 func (s *Store) addAndDecideSQLite(ctx context.Context, tx *sql.Tx, own map[string]int64, reqs [][]ledger.AccountDelta, granted []bool) error {
 	b := sumBatch(reqs)
+	if b.wrapped {
+		// The speculative add would not be the batch's (SQLite turns an
+		// integer overflow into a REAL): read, decide and write absolute
+		// values instead.
+		return s.reserveTx(ctx, tx, reqs, own, granted)
+	}
 	if len(b.accounts) == 0 {
 		for i := range granted {
 			granted[i] = true

@@ -84,3 +84,25 @@ func TestRowChunks(t *testing.T) {
 		}
 	}
 }
+
+// A batch whose sums leave int64 is not judged by the one-statement check:
+// own credits of MaxInt64−100 and a balance of 100 cover one debit of
+// MaxInt64 but not two; the two debits' sum wraps to +2 in int64, which
+// the lowest running value (the first debit's) hid, so the check said
+// "all granted" for a batch the rule refuses half of. sumBatch reports the
+// wrap and groupCommitPG declines the batch to the rule.
+func TestBatchSumsWrapIsDeclined(t *testing.T) {
+	const max = int64(1<<63 - 1)
+	reqs := [][]ledger.AccountDelta{{{Account: "w", Delta: -max}}, {{Account: "w", Delta: -max}}}
+	balances := map[string]int64{"w": 100}
+	own := map[string]int64{"w": max - 100}
+	res := map[string]netting.Reserved{}
+	granted := netting.DecideReservations(reqs, maps.Clone(res), balances, maps.Clone(own))
+	if !granted[0] || granted[1] {
+		t.Fatalf("the rule granted %v, want [true false]", granted)
+	}
+	b := sumBatch(reqs)
+	if !b.wrapped {
+		t.Fatalf("sumBatch did not report the wrap (the check would say all granted = %v)", allGrantedBySums(b, res, balances, own))
+	}
+}

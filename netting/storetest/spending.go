@@ -23,6 +23,8 @@ var spendingCases = []contractCase{
 	{"Spending/SessionNettingToZero", testSpendNetsToZero},
 	{"Spending/BreachIsLoud", testSpendBreach},
 	{"Keys/ResentKeyAnswersFirstOutcome", testResentKeyFirstOutcome},
+	{"Spending/SumsDoNotWrap", testSpendNoWrap},
+	{"Spending/MatchesMemStore", testMatchesMemStore},
 }
 
 // mint credits user's spendable with amount from platform:mint, as a
@@ -308,4 +310,37 @@ func testResentKeyFirstOutcome(t *testing.T, s netting.SharedStore) {
 		t.Errorf("sink = %d, want 100 (K once)", b)
 	}
 	checkMoney(t, s, true)
+}
+
+// The rule is checked on the true sums, which need not fit in an int64.
+// Session s's own credit of MaxInt64−100 and the balance of 100 cover one
+// debit of MaxInt64, not two: the two debits sum to −2·MaxInt64, which
+// wraps to +2 (a store that checked the wrapped sum granted both, and the
+// settle was refused by the ledger: accepted money lost). Then session t,
+// with no credit, debits MaxInt64: the pending debits would wrap again.
+func testSpendNoWrap(t *testing.T, s netting.SharedStore) {
+	ctx := ctxT(t)
+	const max = int64(1<<63 - 1)
+	w := ledger.Spendable("w")
+	fund(t, s, "f", "w", 100)
+	createSession(t, s, "s", 16)
+	createSession(t, s, "t", 16)
+	var calls [][]bool
+	granted, err := s.ReserveAndAppend(ctx, map[string]int64{w: max - 100},
+		[][]ledger.AccountDelta{{{Account: w, Delta: -max}}, {{Account: w, Delta: -max}}},
+		chainGranted("s", 0, netting.GenesisHash, []string{"s1", "s2"}, &calls))
+	if err == nil && fmt.Sprint(granted) != "[true false]" {
+		t.Fatalf("session s: granted = %v, want [true false]", granted)
+	}
+	if err != nil {
+		t.Logf("session s: %v (refused whole: safe)", err)
+	}
+	granted, err = s.ReserveAndAppend(ctx, nil, [][]ledger.AccountDelta{{{Account: w, Delta: -max}}},
+		chainGranted("t", 0, netting.GenesisHash, []string{"t1"}, &calls))
+	if err == nil && granted[0] {
+		t.Fatalf("session t: a debit of MaxInt64 against a balance of 100 and the pending debits was granted")
+	}
+	if err != nil {
+		t.Logf("session t: %v (refused whole: safe)", err)
+	}
 }
