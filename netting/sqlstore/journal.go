@@ -105,13 +105,32 @@ func (s *Store) refusedKeys(ctx context.Context, tx *sql.Tx, recs []netting.Jour
 			args[i] = r.Key
 		}
 		start += n
-		keys, err := queryStrings(ctx, tx, s.d.q(`SELECT key FROM netting_refusals WHERE key IN (`+repeatJoin("?", n)+`)`), args...)
+		rs, err := s.queryTx(ctx, tx, s.d.q(refusedKeysText(n)), args...)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, keys...)
+		for rs.Next() {
+			var k string
+			if err := rs.Scan(&k); err != nil {
+				rs.Close()
+				return nil, err
+			}
+			out = append(out, k)
+		}
+		if err := rs.Close(); err != nil {
+			return nil, err
+		}
+		if err := rs.Err(); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
+}
+
+// refusedKeysText finds which of rows keys are refused (a hot statement on
+// SQLite, prepared at open: every append runs it).
+func refusedKeysText(rows int) string {
+	return `SELECT key FROM netting_refusals WHERE key IN (` + repeatJoin("?", rows) + `)`
 }
 
 func encodeAll(recs []netting.JournalRecord) ([]string, error) {

@@ -290,7 +290,7 @@ func sqliteJournalInsertText(rows int) string {
 func sqliteHotTexts() []string {
 	texts := []string{sqliteDialect.q(appendSessionText)}
 	for rows := 1; rows <= maxChunkRows; rows *= 2 {
-		texts = append(texts, sqliteReserveAddText(rows, true), sqliteReserveAddText(rows, false), sqliteJournalInsertText(rows))
+		texts = append(texts, sqliteReserveAddText(rows, true), sqliteReserveAddText(rows, false), sqliteJournalInsertText(rows), refusedKeysText(rows))
 	}
 	return texts
 }
