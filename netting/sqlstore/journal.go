@@ -127,6 +127,36 @@ func (s *Store) refusedKeys(ctx context.Context, tx *sql.Tx, recs []netting.Jour
 	return out, nil
 }
 
+// refusedConflict is the error of an append some of whose keys are
+// refused: every key of recs refused, journaled or repeated in recs, as
+// the port's *netting.KeyConflictError lists them (an error path: one
+// lookup per other key).
+func (s *Store) refusedConflict(ctx context.Context, tx *sql.Tx, recs []netting.JournalRecord, refused []string) error {
+	taken := make(map[string]bool, len(refused))
+	for _, k := range refused {
+		taken[k] = true
+	}
+	var conflicts []string
+	seen := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		switch {
+		case seen[r.Key] || taken[r.Key]:
+			conflicts = append(conflicts, r.Key)
+		default:
+			var one int
+			err := tx.QueryRowContext(ctx, s.d.q(`SELECT 1 FROM netting_journal WHERE key = ?`), r.Key).Scan(&one)
+			switch {
+			case err == nil:
+				conflicts = append(conflicts, r.Key)
+			case !errors.Is(err, sql.ErrNoRows):
+				return fmt.Errorf("sqlstore: append %s: %w", r.SessionID, err)
+			}
+		}
+		seen[r.Key] = true
+	}
+	return &netting.KeyConflictError{Keys: conflicts}
+}
+
 // refusedKeysText finds which of rows keys are refused (a hot statement on
 // SQLite, prepared at open: every append runs it).
 func refusedKeysText(rows int) string {
@@ -173,7 +203,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []netting.Journal
 		return fmt.Errorf("sqlstore: append %s: %w", sid, err)
 	}
 	if len(refused) > 0 {
-		return &netting.KeyConflictError{Keys: refused}
+		return s.refusedConflict(ctx, tx, recs, refused)
 	}
 	wrote, complete, err := s.d.insertJournal(ctx, s, tx, recs, encoded, now)
 	if err != nil {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/shardwise/shardwise/ledger"
@@ -47,6 +48,10 @@ func testRefusalRemembered(t *testing.T, s netting.SharedStore) {
 	var kc *netting.KeyConflictError
 	if err := s.Append(ctx, []netting.JournalRecord{next}); !errors.As(err, &kc) || len(kc.Keys) != 1 || kc.Keys[0] != "no" {
 		t.Errorf("append of a refused key: %v, want a key conflict on it", err)
+	}
+	both := []netting.JournalRecord{next, {SessionID: "s", Seq: 2, Key: "ok", Legs: legs, PrevHash: next.Hash, Hash: netting.ChainHash(next.Hash, "ok", legs)}}
+	if err := s.Append(ctx, both); !errors.As(err, &kc) || !slices.Equal(kc.Keys, []string{"no", "ok"}) {
+		t.Errorf("append of a refused and a journaled key: %v, want a key conflict naming both", err)
 	}
 	if _, err := s.ReserveAndAppend(ctx, nil, [][]ledger.AccountDelta{nil}, func([]bool) []netting.JournalRecord { return []netting.JournalRecord{next} }); !errors.As(err, &kc) {
 		t.Errorf("group commit of a refused key: %v, want a key conflict", err)
