@@ -37,9 +37,10 @@ package game
 // run to their end by its node without it). The end waits for every offer
 // sent to be answered, so a cancel returns exactly what was reserved.
 //
-// An offer is the one step netting may answer differently twice (a key
-// refused once is not remembered, and may be accepted later), so only
-// one attempt of it may be undecided at a time: an answer that comes back
+// An offer is the one step netting may refuse. A key keeps its first
+// answer (since netting's port v4 a refusal is remembered too, so a resend
+// cannot turn a refusal into an acceptance); still, only one attempt of
+// it may be undecided at a time: an answer that comes back
 // after the master has moved on is sent after it (TradeAnswer), and the
 // node that holds the trade sends it again (the same key) only after
 // ResubmitAfter without an answer, when no earlier attempt can still be

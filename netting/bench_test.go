@@ -121,7 +121,7 @@ func BenchmarkCrossScopeSpend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			netting.PlantBugs(n, old, false)
+			netting.PlantBugs(n, old, false, false)
 			ctx := context.Background()
 			var spends, accepted, refusedAtSettle, movements, postings int
 			b.ReportAllocs()

@@ -29,9 +29,9 @@ type commitActionKind int
 const (
 	// commitDone: nothing more to call; apply the step's answers.
 	commitDone commitActionKind = iota
-	// commitWrite: ReserveAndAppend(reqs, step.build), then wrote.
+	// commitWrite: ReserveAndRecord(reqs, step.build), then wrote.
 	commitWrite
-	// commitLookup: LookupKey of each of keys, in order, then looked.
+	// commitLookup: LookupAnswer of each of keys, in order, then looked.
 	commitLookup
 	// commitReadBack: ReadJournal of the session, then readBack.
 	commitReadBack
@@ -55,11 +55,10 @@ type commitAnswer struct {
 	err  error
 }
 
-// keyLookup is the result of one LookupKey.
+// keyLookup is the result of one LookupAnswer.
 type keyLookup struct {
-	rec   JournalRecord
-	found bool
-	err   error
+	ans KeyAnswer
+	err error
 }
 
 // commitStep is one group commit in progress.
@@ -82,6 +81,10 @@ type commitStep struct {
 	// (export_test.go): a refused item is answered REJECTED without
 	// looking its key up, as before issue 27.
 	plantFundsFirst bool
+	// plantForgetRefusals is a planted bug for the model's bite test: the
+	// refused keys are not written with the group commit (so only the
+	// session that refused one remembers it), as before port v4.
+	plantForgetRefusals bool
 
 	// live are the items still to write, in order.
 	live []int
@@ -138,13 +141,18 @@ func (c *commitStep) write() {
 
 // build is the pure function the store calls inside its transaction (again
 // on a retry; the last call is the one that committed, if any did): the
-// granted live items chained onto the committed head.
-func (c *commitStep) build(granted []bool) []JournalRecord {
+// granted live items chained onto the committed head, and the refused
+// ones' keys, remembered in the same transaction as their first answer.
+func (c *commitStep) build(granted []bool) ([]JournalRecord, []RefusedKey) {
 	c.built = true
 	c.ok, c.recs = nil, nil
+	var refused []RefusedKey
 	prev := c.head
 	for i, it := range c.live {
 		if i >= len(granted) || !granted[i] {
+			if !c.plantForgetRefusals {
+				refused = append(refused, RefusedKey{Key: c.items[it].key, SessionID: c.session, Reason: ReasonInsufficientFunds})
+			}
 			continue
 		}
 		m := c.items[it]
@@ -153,7 +161,7 @@ func (c *commitStep) build(granted []bool) []JournalRecord {
 		c.ok = append(c.ok, it)
 		prev = h
 	}
-	return c.recs
+	return c.recs, refused
 }
 
 func (c *commitStep) answer(it int, out Outcome, err error) {
@@ -170,10 +178,12 @@ func (c *commitStep) failLive(err error) {
 
 // landed decides the live items as the last build did: its granted items
 // accepted with its rows; every other live item was refused by the funds
-// check, and is answered only once its key is looked up (refusedLookup): a
-// key already journaled — by any session, node or epoch, settled or not —
-// answers its first outcome, ACCEPTED with its seq, never the refusal of a
-// funds check it should not have been put to.
+// check (and its refusal written with the rows, unless the key already had
+// a first answer), and is answered only once its key is looked up
+// (refusedLookup): a key already decided — by any session, node or epoch,
+// settled or not — answers its first outcome, ACCEPTED with its seq or
+// its first refusal, never the refusal of a funds check it should not have
+// been put to.
 func (c *commitStep) landed() {
 	granted := make(map[int]bool, len(c.ok))
 	for _, it := range c.ok {
@@ -206,9 +216,10 @@ func (c *commitStep) landed() {
 }
 
 // lookedRefused answers the refused items from their keys' lookups: a
-// key found answers ACCEPTED with its row's seq, a key absent the
-// refusal, and a failed lookup an error (outcome unknown to the caller,
-// who retries with the same key: never a guessed refusal).
+// key found answers its first answer (ACCEPTED with its row's seq, or its
+// remembered refusal), a key absent the refusal, and a failed lookup an
+// error (outcome unknown to the caller, who retries with the same key:
+// never a guessed refusal).
 func (c *commitStep) lookedRefused(res []keyLookup) {
 	for i, it := range c.lookups {
 		var r keyLookup
@@ -221,8 +232,8 @@ func (c *commitStep) lookedRefused(res []keyLookup) {
 		switch {
 		case r.err != nil:
 			c.answer(it, Outcome{}, fmt.Errorf("netting: lookup of refused key %q: %w", key, r.err))
-		case r.found:
-			c.answer(it, Outcome{Status: Accepted, Seq: r.rec.Seq}, nil)
+		case r.ans.Found:
+			c.answer(it, r.ans.outcome(), nil)
 		default:
 			c.answer(it, Outcome{Status: Rejected, Seq: -1, Reason: ReasonInsufficientFunds}, nil)
 		}
@@ -241,8 +252,8 @@ func (c *commitStep) wrote(granted []bool, err error) {
 	case err == nil:
 		c.landed()
 	case errors.As(err, &kc):
-		// Nothing applied: look up the keys journaled elsewhere (their
-		// rows' outcomes are the answers), then write the rest again.
+		// Nothing applied: look up the keys decided elsewhere (their first
+		// answers are the answers), then write the rest again.
 		c.lookups, c.rest = c.splitConflicts(kc.Keys)
 		if len(c.lookups) == 0 {
 			// The store named keys we did not send: do not loop.
@@ -274,6 +285,14 @@ func (c *commitStep) wrote(granted []bool, err error) {
 		c.cause = err
 		c.action = commitAction{kind: commitReadBack}
 	}
+}
+
+// outcome is the answer a found key's first answer gives again.
+func (a KeyAnswer) outcome() Outcome {
+	if a.Refused {
+		return Outcome{Status: Rejected, Seq: -1, Reason: a.Refusal.Reason}
+	}
+	return Outcome{Status: Accepted, Seq: a.Record.Seq}
 }
 
 // splitConflicts separates the live items whose keys are in keys (already
@@ -312,10 +331,10 @@ func (c *commitStep) looked(res []keyLookup) {
 		switch {
 		case r.err != nil:
 			c.answer(it, Outcome{}, fmt.Errorf("netting: lookup of conflicting key %q: %w", key, r.err))
-		case !r.found:
+		case !r.ans.Found:
 			c.answer(it, Outcome{}, fmt.Errorf("netting: key %q reported journaled but not found", key))
 		default:
-			c.answer(it, Outcome{Status: Accepted, Seq: r.rec.Seq}, nil)
+			c.answer(it, r.ans.outcome(), nil)
 		}
 	}
 	c.live, c.lookups, c.rest = c.rest, nil, nil

@@ -156,7 +156,10 @@ func checkCommit(t *testing.T, c *commitStep, want commitWant) {
 }
 
 func TestCommitStep(t *testing.T) {
-	found := func(seq int64) keyLookup { return keyLookup{rec: JournalRecord{Seq: seq}, found: true} }
+	found := func(seq int64) keyLookup {
+		return keyLookup{ans: KeyAnswer{Found: true, Record: JournalRecord{Seq: seq}}}
+	}
+	refused := keyLookup{ans: KeyAnswer{Found: true, Refused: true, Refusal: RefusedKey{Reason: ReasonInsufficientFunds}}}
 	cases := []struct {
 		name   string
 		keys   []string
@@ -180,6 +183,18 @@ func TestCommitStep(t *testing.T) {
 			[]string{"a", "resent", "b"},
 			[]commitCall{{want: commitWrite, granted: []bool{true, false, false}}, {want: commitLookup, wantKeys: []string{"resent", "b"}, lookups: []keyLookup{found(17), {}}}},
 			commitWant{answers: map[string]string{"a": "accepted@5", "resent": "accepted@17", "b": "rejected"}, committed: []string{"a"}}},
+		{"a refused key refused before (a resend): its first refusal",
+			[]string{"a", "resent"},
+			[]commitCall{{want: commitWrite, granted: []bool{true, false}}, {want: commitLookup, wantKeys: []string{"resent"}, lookups: []keyLookup{refused}}},
+			commitWant{answers: map[string]string{"a": "accepted@5", "resent": "rejected"}, committed: []string{"a"}}},
+		{"a granted key refused before (funds arrived since): its first refusal, the rest written again",
+			[]string{"a", "once-refused", "c"},
+			[]commitCall{
+				{want: commitWrite, granted: []bool{true, true, true}, err: &KeyConflictError{Keys: []string{"once-refused"}}},
+				{want: commitLookup, wantKeys: []string{"once-refused"}, lookups: []keyLookup{refused}},
+				{want: commitWrite, granted: []bool{true, true}},
+			},
+			commitWant{answers: map[string]string{"a": "accepted@5", "once-refused": "rejected", "c": "accepted@6"}, committed: []string{"a", "c"}}},
 		{"a refused key's lookup fails: an error (retry), never a guessed refusal",
 			[]string{"a", "b"},
 			[]commitCall{{want: commitWrite, granted: []bool{false, false}}, {want: commitLookup, lookups: []keyLookup{{err: errors.New("db down")}}}},
@@ -281,9 +296,12 @@ func TestCommitStep(t *testing.T) {
 // ChainHash of the row.
 func TestCommitStepChains(t *testing.T) {
 	c := newCommitStep("s", 3, "head", testItems("a", "b", "c"), nil)
-	recs := c.build([]bool{true, false, true})
+	recs, refused := c.build([]bool{true, false, true})
 	if len(recs) != 2 {
 		t.Fatalf("%d rows", len(recs))
+	}
+	if len(refused) != 1 || refused[0] != (RefusedKey{Key: "b", SessionID: "s", Reason: ReasonInsufficientFunds}) {
+		t.Errorf("refused %+v, want b's refusal", refused)
 	}
 	prev := "head"
 	for i, r := range recs {

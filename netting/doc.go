@@ -156,10 +156,11 @@
 //     OwnerOf(scope) and follow the owner named by a SESSION.MISROUTED error.
 //  2. Treat Accepted as durable and Rejected as final for that key; retry
 //     errors with the same key (a retried key never double-counts), in
-//     the same scope: a key journaled anywhere answers ACCEPTED with its
-//     seq, looked up before any refusal is answered; a rejection is
-//     remembered only by the session that gave it, so a key rejected and
-//     resent to a later epoch is judged again.
+//     the same scope: a key decided anywhere answers its first answer —
+//     ACCEPTED with its seq, or its first rejection — looked up before any
+//     refusal is answered, whatever legs the resend carries. A rejection
+//     is final for its key, as an acceptance is: mint a new key for a new
+//     attempt.
 //  8. Post nothing to a wallet outside the sessions while sessions hold
 //     reservations on it (a ledger Post is not checked against them): an
 //     outside debit can make a settle refuse an accepted movement, which
@@ -177,7 +178,9 @@
 // # Invariants
 //
 //   - Accepted means the journal row is committed (group commit: concurrent
-//     Records share one store transaction, SharedStore.ReserveAndAppend).
+//     Records share one store transaction, SharedStore.ReserveAndRecord);
+//     Rejected means the refusal is committed in that same transaction
+//     (unless the key already had a first answer, which is then given).
 //     A commit whose reply is lost is resolved by reading the journal back,
 //     never guessed: rows present are accepted, rows absent failed, and a
 //     journal that cannot be read closes the session.
@@ -189,8 +192,15 @@
 //     balance + every session's pending debits + the session's own
 //     pending credits ≥ 0, in the store's transaction.
 //   - A key answered ACCEPTED answers ACCEPTED with the same seq to every
+//     resend, and a key answered REJECTED answers that rejection to every
 //     resend, in any session, node, epoch or settle state: a refused key
-//     is looked up before the refusal is given.
+//     is looked up (LookupAnswer) before the refusal is given, and an
+//     append refuses a key remembered as refused (a key conflict, answered
+//     from its refusal). Refusals are kept as long as journal rows: for
+//     ever. One gap: two first requests of one key racing on two nodes of
+//     a PostgreSQL cluster (a resend to another scope before the first
+//     answer, which the caller obligations forbid) can be accepted by one
+//     and refused by the other; the journal row wins every later lookup.
 //   - The clearing account returns to zero after every complete settle;
 //     the sum of all balances is always zero.
 //   - A session's reservations are added once (at accept) and released

@@ -33,9 +33,11 @@ func RegistryHeld(l *LocalReservations) bool {
 // 27 removed, for the model's bite test: oldRule lets a debit spend every
 // session's pending credits (so a settle's replay refuses accepted
 // movements), fundsFirst answers a refused resent key REJECTED without
-// looking it up.
-func PlantBugs(n *ClusterNode, oldRule, fundsFirst bool) {
-	n.plant = plantedBugs{oldRule: oldRule, fundsFirst: fundsFirst}
+// looking it up, forgetRefusals does not write a group commit's refused
+// keys (rejections forgotten across sessions: a resend in a later epoch is
+// judged again).
+func PlantBugs(n *ClusterNode, oldRule, fundsFirst, forgetRefusals bool) {
+	n.plant = plantedBugs{oldRule: oldRule, fundsFirst: fundsFirst, forgetRefusals: forgetRefusals}
 }
 
 // SetNonce fixes n's session nonce (normally random), so that a

@@ -365,17 +365,28 @@ func (l *LocalReservations) ReplacePending(ctx context.Context, want map[string]
 // unreadable too, the registry is rebuilt from the store before it
 // promises again.
 func (l *LocalReservations) ReserveAndAppend(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) ([]bool, error) {
+	return l.ReserveAndRecord(ctx, own, reqs, AppendOnly(build))
+}
+
+// ReserveAndRecord implements SharedStore as ReserveAndAppend does, the
+// append being the store's AppendRecording of the rows and the refusals
+// (one transaction of the store).
+func (l *LocalReservations) ReserveAndRecord(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) ([]JournalRecord, []RefusedKey)) ([]bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	granted, err := l.reserveLocked(ctx, reqs, ownCredits(own))
 	if err != nil {
 		return nil, err
 	}
-	recs := build(append([]bool(nil), granted...))
+	recs, refused := build(append([]bool(nil), granted...))
 	if len(recs) == 0 {
+		// Nothing granted, so nothing reserved to undo if this fails.
+		if err := l.Store.AppendRecording(ctx, nil, refused); err != nil {
+			return nil, err
+		}
 		return granted, nil
 	}
-	err = l.Store.Append(ctx, recs)
+	err = l.Store.AppendRecording(ctx, recs, refused)
 	if err == nil {
 		return granted, nil
 	}

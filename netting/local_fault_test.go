@@ -51,6 +51,19 @@ func (h *hookStore) Append(ctx context.Context, recs []netting.JournalRecord) er
 	return after
 }
 
+// AppendRecording is the session's append (through LocalReservations),
+// under the same hook as Append.
+func (h *hookStore) AppendRecording(ctx context.Context, recs []netting.JournalRecord, refused []netting.RefusedKey) error {
+	var after error
+	if f := take(&h.mu, &h.onAppend); f != nil {
+		after = f()
+	}
+	if err := h.Store.AppendRecording(ctx, recs, refused); err != nil {
+		return err
+	}
+	return after
+}
+
 func (h *hookStore) PostFenced(ctx context.Context, fe netting.Fence, p ledger.Posting) error {
 	if err := h.Store.PostFenced(ctx, fe, p); err != nil {
 		return err
@@ -249,3 +262,7 @@ func TestLocalUnknownAppendRebuildsTheRegistry(t *testing.T) {
 type dropAppends struct{ netting.Store }
 
 func (dropAppends) Append(context.Context, []netting.JournalRecord) error { return nil }
+
+func (dropAppends) AppendRecording(context.Context, []netting.JournalRecord, []netting.RefusedKey) error {
+	return nil
+}

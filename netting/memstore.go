@@ -31,6 +31,8 @@ type MemStore struct {
 	closed   bool
 	journals map[string][]JournalRecord
 	keys     map[string]JournalRecord
+	// refused are the keys remembered as refused (port v4), never deleted.
+	refused  map[string]RefusedKey
 	sessions map[string]*memSession
 	pending  map[string]Reserved
 
@@ -235,7 +237,8 @@ func (m *MemStore) appendLocked(recs []JournalRecord) error {
 		if r.SessionID != sid || r.Seq != next+int64(i) {
 			return ErrSeqConflict.Wrap("%s: row %d has session %s seq %d, want seq %d", sid, i, r.SessionID, r.Seq, next+int64(i))
 		}
-		if _, dup := m.keys[r.Key]; dup || seen[r.Key] {
+		_, dup := m.keys[r.Key]
+		if _, no := m.refused[r.Key]; dup || no || seen[r.Key] {
 			conflicts = append(conflicts, r.Key)
 		}
 		seen[r.Key] = true
@@ -251,6 +254,56 @@ func (m *MemStore) appendLocked(recs []JournalRecord) error {
 		m.keys[r.Key] = r
 	}
 	return nil
+}
+
+// rememberLocked remembers each refusal whose key has no first answer yet.
+func (m *MemStore) rememberLocked(refused []RefusedKey) {
+	if len(refused) == 0 {
+		return
+	}
+	if m.refused == nil {
+		m.refused = map[string]RefusedKey{}
+	}
+	now := m.now()
+	for _, r := range refused {
+		_, journaled := m.keys[r.Key]
+		if _, known := m.refused[r.Key]; journaled || known {
+			continue
+		}
+		r.RefusedAt = now
+		m.refused[r.Key] = r
+	}
+}
+
+// AppendRecording implements JournalStore.
+func (m *MemStore) AppendRecording(ctx context.Context, recs []JournalRecord, refused []RefusedKey) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if len(recs) > 0 {
+		if err := m.appendLocked(recs); err != nil {
+			return err
+		}
+	}
+	m.rememberLocked(refused)
+	return nil
+}
+
+// LookupAnswer implements JournalStore.
+func (m *MemStore) LookupAnswer(ctx context.Context, key string) (KeyAnswer, error) {
+	if err := m.lock(ctx); err != nil {
+		return KeyAnswer{}, err
+	}
+	defer m.mu.Unlock()
+	if r, ok := m.keys[key]; ok {
+		r.Legs = slices.Clone(r.Legs)
+		return KeyAnswer{Found: true, Record: r}, nil
+	}
+	if r, ok := m.refused[key]; ok {
+		return KeyAnswer{Found: true, Refused: true, Refusal: r}, nil
+	}
+	return KeyAnswer{}, nil
 }
 
 // ReadJournal implements JournalStore.
@@ -449,9 +502,15 @@ func (m *MemStore) Reserve(ctx context.Context, reqs [][]ledger.AccountDelta) ([
 	return m.reserveLocked(reqs, nil), nil
 }
 
-// ReserveAndAppend implements SharedStore: Reserve and Append under one
-// hold of the lock, the counters put back if the append refuses.
+// ReserveAndAppend implements SharedStore.
 func (m *MemStore) ReserveAndAppend(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) ([]bool, error) {
+	return m.ReserveAndRecord(ctx, own, reqs, AppendOnly(build))
+}
+
+// ReserveAndRecord implements SharedStore: Reserve, Append and the
+// refusals under one hold of the lock, the counters put back if the append
+// refuses.
+func (m *MemStore) ReserveAndRecord(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) ([]JournalRecord, []RefusedKey)) ([]bool, error) {
 	if err := m.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -465,7 +524,8 @@ func (m *MemStore) ReserveAndAppend(ctx context.Context, own map[string]int64, r
 		}
 	}
 	granted := m.reserveLocked(reqs, ownCredits(own))
-	if recs := build(slices.Clone(granted)); len(recs) > 0 {
+	recs, refused := build(slices.Clone(granted))
+	if len(recs) > 0 {
 		if err := m.appendLocked(recs); err != nil {
 			for a, v := range before {
 				m.setReserved(a, v)
@@ -473,6 +533,7 @@ func (m *MemStore) ReserveAndAppend(ctx context.Context, own map[string]int64, r
 			return nil, err
 		}
 	}
+	m.rememberLocked(refused)
 	return granted, nil
 }
 

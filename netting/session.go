@@ -48,6 +48,9 @@ type plantedBugs struct {
 	oldRule bool
 	// fundsFirst: a refused resent key answers REJECTED without a lookup.
 	fundsFirst bool
+	// forgetRefusals: a group commit does not write its refused keys, so
+	// a refusal is remembered by its session only (before port v4).
+	forgetRefusals bool
 }
 
 // plantedOldRuleOwn is the old spending rule on the new port: every
@@ -288,6 +291,7 @@ func (s *Session) commit(ctx context.Context, batch []*proposal) {
 	step := newCommitStep(s.meta.ID, s.st.nextSeq, s.st.head, items, s.st.ownFor(items))
 	s.mu.Unlock()
 	step.plantFundsFirst = s.plant.fundsFirst
+	step.plantForgetRefusals = s.plant.forgetRefusals
 	for {
 		a := step.next()
 		switch a.kind {
@@ -296,11 +300,11 @@ func (s *Session) commit(ctx context.Context, batch []*proposal) {
 			if s.plant.oldRule {
 				own = s.plantedOldRuleOwn(ctx, a.own)
 			}
-			step.wrote(s.store.ReserveAndAppend(ctx, own, a.reqs, step.build))
+			step.wrote(s.store.ReserveAndRecord(ctx, own, a.reqs, step.build))
 		case commitLookup:
 			res := make([]keyLookup, len(a.keys))
 			for i, k := range a.keys {
-				res[i].rec, res[i].found, res[i].err = s.store.LookupKey(ctx, k)
+				res[i].ans, res[i].err = s.store.LookupAnswer(ctx, k)
 			}
 			step.looked(res)
 		case commitReadBack:

@@ -88,6 +88,29 @@ const (
 	ModeReplayed = "replayed"
 )
 
+// RefusedKey is a movement's key refused by a group commit (the funds
+// check), remembered for ever as the key's first answer (port v4).
+type RefusedKey struct {
+	Key       string
+	SessionID string // the session whose group commit refused it
+	// Reason is the Outcome's reason (ReasonInsufficientFunds).
+	Reason string
+	// RefusedAt is stamped by the store's clock; the caller's is ignored.
+	RefusedAt time.Time
+}
+
+// KeyAnswer is a key's first answer as the store remembers it
+// (LookupAnswer): its journal row when it was accepted, its refusal when it
+// was refused, neither when the key was never decided.
+type KeyAnswer struct {
+	Found bool
+	// Refused is set when the key's first answer was a refusal (Refusal
+	// holds it); otherwise, when Found, Record is its journal row.
+	Refused bool
+	Record  JournalRecord
+	Refusal RefusedKey
+}
+
 // SessionMeta is what the store keeps about one session (one epoch of one
 // scope) beside its journal.
 type SessionMeta struct {
@@ -174,7 +197,8 @@ type JournalStore interface {
 	//     granted) or settled — this is the fence that keeps a live writer
 	//     from adding rows a settler has not read;
 	//   - *KeyConflictError (errors.Is ErrKeyConflict) listing every key of
-	//     recs already journaled in any session (keys are globally unique);
+	//     recs already journaled in any session or remembered as refused
+	//     (keys are globally unique, and a key's first answer is final);
 	//     a key repeated inside recs is reported the same way;
 	//   - ErrSeqConflict: the first seq is not the journal length, or seqs
 	//     are not contiguous, or rows name different sessions.
@@ -184,6 +208,16 @@ type JournalStore interface {
 	ReadJournal(ctx context.Context, sessionID string) ([]JournalRecord, error)
 	// LookupKey returns the journal row carrying key, in any session.
 	LookupKey(ctx context.Context, key string) (JournalRecord, bool, error)
+	// AppendRecording is Append(recs) (when recs is non-empty, with the
+	// same checks and errors) and, in the same transaction, remembers each
+	// of refused (RefusedAt from the store's clock) whose key is neither
+	// journaled (recs included) nor already refused — a key keeps its
+	// first answer. Any error writes nothing; recs and refused both empty
+	// write nothing and return nil. Refusals are never deleted (as journal rows are not).
+	AppendRecording(ctx context.Context, recs []JournalRecord, refused []RefusedKey) error
+	// LookupAnswer returns key's first answer, in any session: its journal
+	// row, or its remembered refusal.
+	LookupAnswer(ctx context.Context, key string) (KeyAnswer, error)
 }
 
 // SessionStore holds session metadata and the settle claim.
@@ -313,6 +347,14 @@ type SharedStore interface {
 	// call's rows are committed. The transaction is durable like Append's.
 	ReserveAndAppend(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []JournalRecord) (granted []bool, err error)
 
+	// ReserveAndRecord is ReserveAndAppend whose build also yields the
+	// keys the batch refused: after the reservations and the append, in
+	// the SAME transaction, they are remembered as AppendRecording does
+	// (port v4), so a refusal is durable before it is answered, as an
+	// acceptance is. It is the one call a session's group commit makes;
+	// ReserveAndAppend is ReserveAndRecord with no refusals.
+	ReserveAndRecord(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) ([]JournalRecord, []RefusedKey)) (granted []bool, err error)
+
 	// PostFencedReleasing is PostFenced that, in the same transaction, also
 	// takes release off the pending counters (each change's Debits off
 	// Debits and Credits off Credits; a compensation's negative sides put
@@ -348,6 +390,12 @@ type BatchStore interface {
 // that code asserting it keeps compiling.
 type SettlePoster interface {
 	PostFencedReleasing(ctx context.Context, f Fence, p ledger.Posting, release []ReservedChange) error
+}
+
+// AppendOnly is a ReserveAndAppend build as a ReserveAndRecord one (no
+// refusals remembered).
+func AppendOnly(build func(granted []bool) []JournalRecord) func(granted []bool) ([]JournalRecord, []RefusedKey) {
+	return func(granted []bool) ([]JournalRecord, []RefusedKey) { return build(granted), nil }
 }
 
 var (

@@ -191,8 +191,12 @@ type countingStore struct {
 }
 
 func (c *countingStore) ReserveAndAppend(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func([]bool) []netting.JournalRecord) ([]bool, error) {
+	return c.ReserveAndRecord(ctx, own, reqs, netting.AppendOnly(build))
+}
+
+func (c *countingStore) ReserveAndRecord(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func([]bool) ([]netting.JournalRecord, []netting.RefusedKey)) ([]bool, error) {
 	c.commits.Add(1)
-	return c.Store.ReserveAndAppend(ctx, own, reqs, build)
+	return c.Store.ReserveAndRecord(ctx, own, reqs, build)
 }
 
 func benchSession(b *testing.B, s *sqlstore.Store, callers int, legs func(i int) []ledger.Leg) {

@@ -69,9 +69,9 @@ type engine interface {
 	// the rows that did (the others hit a taken key or seq) and the
 	// caller builds the refusal.
 	insertJournal(ctx context.Context, s *Store, tx *sql.Tx, recs []netting.JournalRecord, encoded []string, now int64) (wrote []string, complete bool, err error)
-	// reserveAndAppend is netting.BatchStore.ReserveAndAppend.
+	// reserveAndAppend is netting.SharedStore.ReserveAndRecord.
 	// own is the session's spendable credits (not changed).
-	reserveAndAppend(ctx context.Context, s *Store, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error)
+	reserveAndAppend(ctx context.Context, s *Store, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) ([]netting.JournalRecord, []netting.RefusedKey)) ([]bool, error)
 }
 
 var (

@@ -32,16 +32,135 @@ func (s *Store) Append(ctx context.Context, recs []netting.JournalRecord) error 
 	return s.inTx(ctx, func(tx *sql.Tx) error { return s.appendTx(ctx, tx, recs, encoded) })
 }
 
-// ReserveAndAppend implements netting.BatchStore: the reservations and the
-// rows in one durable transaction — one commit, one flush per group commit.
-// Any refusal of the append rolls the reservations back with it. How the
-// counters are decided and written is the engine's (sqlite.go,
-// postgres.go).
+// ReserveAndAppend implements netting.SharedStore: ReserveAndRecord with
+// no refusals.
 func (s *Store) ReserveAndAppend(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
+	return s.ReserveAndRecord(ctx, own, reqs, netting.AppendOnly(build))
+}
+
+// ReserveAndRecord implements netting.SharedStore: the reservations, the
+// rows and the refused keys in one durable transaction — one commit, one
+// flush per group commit. Any refusal of the append rolls the reservations
+// back with it. How the counters are decided and written is the engine's
+// (sqlite.go, postgres.go).
+func (s *Store) ReserveAndRecord(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) ([]netting.JournalRecord, []netting.RefusedKey)) ([]bool, error) {
 	if own == nil {
 		own = map[string]int64{} // the session's rule, with no own credits
 	}
 	return s.d.reserveAndAppend(ctx, s, own, reqs, build)
+}
+
+// AppendRecording implements netting.JournalStore: appendTx and
+// rememberRefusals in one transaction.
+func (s *Store) AppendRecording(ctx context.Context, recs []netting.JournalRecord, refused []netting.RefusedKey) error {
+	if len(recs) == 0 && len(refused) == 0 {
+		return nil
+	}
+	encoded, err := encodeAll(recs)
+	if err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if len(recs) > 0 {
+			if err := s.appendTx(ctx, tx, recs, encoded); err != nil {
+				return err
+			}
+		}
+		return s.rememberRefusals(ctx, tx, refused)
+	})
+}
+
+// schemaRefusals is the schema version that remembers refused keys.
+const schemaRefusals = 8
+
+// rememberRefusals writes each refused key that has no first answer yet
+// (neither journaled, this transaction's rows included, nor refused
+// before), stamped with the database's clock. Refusals are rare (a wallet
+// out of funds), so it is one small statement per refusal.
+func (s *Store) rememberRefusals(ctx context.Context, tx *sql.Tx, refused []netting.RefusedKey) error {
+	if s.schema < schemaRefusals {
+		return nil // an upgrade test's old store writes as its version did
+	}
+	for _, r := range refused {
+		if _, err := tx.ExecContext(ctx, s.d.q(`INSERT INTO netting_refusals (key, session_id, reason, refused_at)
+			SELECT ?, ?, ?, {now} WHERE NOT EXISTS (SELECT 1 FROM netting_journal WHERE key = ?)
+			ON CONFLICT (key) DO NOTHING`), r.Key, r.SessionID, r.Reason, r.Key); err != nil {
+			return fmt.Errorf("sqlstore: remember refusal of %q: %w", r.Key, err)
+		}
+	}
+	return nil
+}
+
+// refusedKeys returns the keys of recs remembered as refused, checked by
+// every append: a key's first answer, refused, is final.
+func (s *Store) refusedKeys(ctx context.Context, tx *sql.Tx, recs []netting.JournalRecord) ([]string, error) {
+	if s.schema < schemaRefusals {
+		return nil, nil
+	}
+	var out []string
+	start := 0
+	for _, n := range rowChunks(len(recs)) {
+		args := make([]any, n)
+		for i, r := range recs[start : start+n] {
+			args[i] = r.Key
+		}
+		start += n
+		rs, err := s.queryTx(ctx, tx, s.d.q(refusedKeysText(n)), args...)
+		if err != nil {
+			return nil, err
+		}
+		for rs.Next() {
+			var k string
+			if err := rs.Scan(&k); err != nil {
+				rs.Close()
+				return nil, err
+			}
+			out = append(out, k)
+		}
+		if err := rs.Close(); err != nil {
+			return nil, err
+		}
+		if err := rs.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// refusedConflict is the error of an append some of whose keys are
+// refused: every key of recs refused, journaled or repeated in recs, as
+// the port's *netting.KeyConflictError lists them (an error path: one
+// lookup per other key).
+func (s *Store) refusedConflict(ctx context.Context, tx *sql.Tx, recs []netting.JournalRecord, refused []string) error {
+	taken := make(map[string]bool, len(refused))
+	for _, k := range refused {
+		taken[k] = true
+	}
+	var conflicts []string
+	seen := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		switch {
+		case seen[r.Key] || taken[r.Key]:
+			conflicts = append(conflicts, r.Key)
+		default:
+			var one int
+			err := tx.QueryRowContext(ctx, s.d.q(`SELECT 1 FROM netting_journal WHERE key = ?`), r.Key).Scan(&one)
+			switch {
+			case err == nil:
+				conflicts = append(conflicts, r.Key)
+			case !errors.Is(err, sql.ErrNoRows):
+				return fmt.Errorf("sqlstore: append %s: %w", r.SessionID, err)
+			}
+		}
+		seen[r.Key] = true
+	}
+	return &netting.KeyConflictError{Keys: conflicts}
+}
+
+// refusedKeysText finds which of rows keys are refused (a hot statement on
+// SQLite, prepared at open: every append runs it).
+func refusedKeysText(rows int) string {
+	return `SELECT key FROM netting_refusals WHERE key IN (` + repeatJoin("?", rows) + `)`
 }
 
 func encodeAll(recs []netting.JournalRecord) ([]string, error) {
@@ -78,6 +197,13 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []netting.Journal
 	}
 	if err != nil {
 		return fmt.Errorf("sqlstore: append %s: %w", sid, err)
+	}
+	refused, err := s.refusedKeys(ctx, tx, recs)
+	if err != nil {
+		return fmt.Errorf("sqlstore: append %s: %w", sid, err)
+	}
+	if len(refused) > 0 {
+		return s.refusedConflict(ctx, tx, recs, refused)
 	}
 	wrote, complete, err := s.d.insertJournal(ctx, s, tx, recs, encoded, now)
 	if err != nil {
@@ -131,7 +257,11 @@ func (s *Store) collision(ctx context.Context, tx *sql.Tx, batch []netting.Journ
 			conflicts = append(conflicts, r.Key)
 		case !wrote[r.Key]:
 			var one int
-			err := tx.QueryRowContext(ctx, s.d.q(`SELECT 1 FROM netting_journal WHERE key = ?`), r.Key).Scan(&one)
+			q, args := `SELECT 1 FROM netting_journal WHERE key = ?`, []any{r.Key}
+			if s.schema >= schemaRefusals {
+				q, args = q+` UNION ALL SELECT 1 FROM netting_refusals WHERE key = ?`, append(args, r.Key)
+			}
+			err := tx.QueryRowContext(ctx, s.d.q(q), args...).Scan(&one)
 			if errors.Is(err, sql.ErrNoRows) {
 				return netting.ErrSeqConflict.Wrap("%s: seq %d already journaled", r.SessionID, r.Seq)
 			}
@@ -259,6 +389,26 @@ func (s *Store) LookupKey(ctx context.Context, key string) (netting.JournalRecor
 	}
 	r.RecordedAt = fromMicros(at)
 	return r, true, nil
+}
+
+// LookupAnswer implements netting.JournalStore: the journal row, else the
+// remembered refusal.
+func (s *Store) LookupAnswer(ctx context.Context, key string) (netting.KeyAnswer, error) {
+	rec, ok, err := s.LookupKey(ctx, key)
+	if err != nil || ok {
+		return netting.KeyAnswer{Found: ok, Record: rec}, err
+	}
+	r := netting.RefusedKey{Key: key}
+	var at int64
+	err = s.rdb.QueryRowContext(ctx, s.d.q(`SELECT session_id, reason, refused_at FROM netting_refusals WHERE key = ?`), key).Scan(&r.SessionID, &r.Reason, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return netting.KeyAnswer{}, nil
+	}
+	if err != nil {
+		return netting.KeyAnswer{}, fmt.Errorf("sqlstore: lookup refusal of %q: %w", key, err)
+	}
+	r.RefusedAt = fromMicros(at)
+	return netting.KeyAnswer{Found: true, Refused: true, Refusal: r}, nil
 }
 
 func (s *Store) scanJournal(rs *sql.Rows, r *netting.JournalRecord) error {

@@ -317,6 +317,29 @@ var migrations = []migration{
 		},
 		run: splitReservations,
 	},
+	{
+		version: 8,
+		name:    "refused keys",
+		// Port v4 (issue 27: a resent key answers its first outcome): a key
+		// the funds check refused is remembered, in the transaction of the
+		// group commit that refused it, as the key's final answer — by
+		// every node, in every epoch, settled or not. One row per refused
+		// key, never deleted (as journal rows are not). An append refuses
+		// a key found here as it refuses a journaled one. A new, empty
+		// table: nothing to rewrite, an existing database keeps working.
+		stmts: []string{
+			`CREATE TABLE netting_refusals (
+				key        TEXT PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				reason     TEXT NOT NULL,
+				refused_at BIGINT NOT NULL
+			)`,
+		},
+		// Identifiers compare as bytes on PostgreSQL (version 5).
+		postgresStmts: []string{
+			`ALTER TABLE netting_refusals ALTER COLUMN key TYPE TEXT COLLATE "C", ALTER COLUMN session_id TYPE TEXT COLLATE "C"`,
+		},
+	},
 }
 
 const createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -221,3 +221,80 @@ func testPostgresUpgradeFrom3(t *testing.T, url string) {
 		}
 	}
 }
+
+// testUpgradeRefusals upgrades a database written at schema 7 (the schema
+// before refused keys were remembered) and checks that its journal still
+// answers and that the upgraded store remembers a refusal as its first
+// answer, durably across a reopen: a refused key's append is a key
+// conflict, a journaled key written before the upgrade is never recorded
+// as refused.
+func testUpgradeRefusals(t *testing.T, openAt func(ctx context.Context, version int) (*sqlstore.Store, error)) {
+	t.Helper()
+	ctx := testCtx(t)
+	old, err := openAt(ctx, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := old.CreateSession(ctx, netting.SessionMeta{ID: "s", Scope: "shop", NodeID: "n1", ChunkWidth: 16}); err != nil {
+		t.Fatal(err)
+	}
+	legs := []ledger.Leg{ledger.Debit("platform:mint", 5), ledger.Credit("alice:spendable", 5)}
+	first := netting.JournalRecord{SessionID: "s", Seq: 0, Key: "k0", Legs: legs, PrevHash: netting.GenesisHash, Hash: netting.ChainHash(netting.GenesisHash, "k0", legs)}
+	must(old.Append(ctx, []netting.JournalRecord{first}))
+	must(old.Close())
+
+	s, err := openAt(ctx, sqlstore.LatestSchemaVersion)
+	must(err)
+	if v, err := s.SchemaVersion(ctx); err != nil || v != sqlstore.LatestSchemaVersion {
+		t.Fatalf("upgraded store at version %d, %v", v, err)
+	}
+	second := netting.JournalRecord{SessionID: "s", Seq: 1, Key: "k1", Legs: legs, PrevHash: first.Hash, Hash: netting.ChainHash(first.Hash, "k1", legs)}
+	refused := []netting.RefusedKey{{Key: "no", SessionID: "s", Reason: netting.ReasonInsufficientFunds}, {Key: "k0", SessionID: "s", Reason: netting.ReasonInsufficientFunds}}
+	// (build may be called more than once; the last call's output commits.)
+	g, err := s.ReserveAndRecord(ctx, nil, [][]ledger.AccountDelta{{{Account: "alice:spendable", Delta: 5}}, {{Account: "alice:spendable", Delta: -1000}}},
+		func(g []bool) ([]netting.JournalRecord, []netting.RefusedKey) {
+			if g[1] {
+				return []netting.JournalRecord{second}, nil // not this grant's
+			}
+			return []netting.JournalRecord{second}, refused
+		})
+	must(err)
+	if !g[0] || g[1] {
+		t.Errorf("granted %v, want the credit only", g)
+	}
+	must(s.Close())
+
+	s, err = openAt(ctx, sqlstore.LatestSchemaVersion) // a restart: what is durable
+	must(err)
+	t.Cleanup(func() { s.Close() })
+	if a, err := s.LookupAnswer(ctx, "k0"); err != nil || !a.Found || a.Refused || a.Record.Hash != first.Hash {
+		t.Errorf("LookupAnswer(k0) = %+v, %v; want its journal row from before the upgrade", a, err)
+	}
+	if a, err := s.LookupAnswer(ctx, "no"); err != nil || !a.Found || !a.Refused || a.Refusal.Reason != netting.ReasonInsufficientFunds {
+		t.Errorf("LookupAnswer(no) = %+v, %v; want its refusal", a, err)
+	}
+	third := netting.JournalRecord{SessionID: "s", Seq: 2, Key: "no", Legs: legs, PrevHash: second.Hash, Hash: netting.ChainHash(second.Hash, "no", legs)}
+	var kc *netting.KeyConflictError
+	if err := s.Append(ctx, []netting.JournalRecord{third}); !errors.As(err, &kc) {
+		t.Errorf("append of the refused key: %v, want a key conflict", err)
+	}
+	j, err := s.ReadJournal(ctx, "s")
+	must(err)
+	if len(j) != 2 {
+		t.Errorf("journal has %d rows, want k0 and k1", len(j))
+	}
+}
+
+// A SQLite database at schema 7 upgrades to remembered refusals.
+func TestSQLiteUpgradeRefusals(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "netting.db")
+	testUpgradeRefusals(t, func(ctx context.Context, version int) (*sqlstore.Store, error) {
+		return sqlstore.OpenSQLiteAtVersion(ctx, path, version)
+	})
+}

@@ -110,7 +110,7 @@ func (postgresEngine) insertJournal(ctx context.Context, s *Store, tx *sql.Tx, r
 // reserveAndAppend: the common case (every request granted, nothing
 // refused) is groupCommitPG's single statement; anything else is declined
 // there and decided request by request (reserveAndAppendTx).
-func (postgresEngine) reserveAndAppend(ctx context.Context, s *Store, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
+func (postgresEngine) reserveAndAppend(ctx context.Context, s *Store, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) ([]netting.JournalRecord, []netting.RefusedKey)) ([]bool, error) {
 	granted, applied, err := s.groupCommitPG(ctx, own, reqs, build)
 	if applied || err != nil {
 		return granted, err
@@ -154,7 +154,7 @@ func (postgresEngine) reserveAndAppend(ctx context.Context, s *Store, own map[st
 // applied and err are then false and nil, and the caller decides the batch
 // request by request. Any other error — the connection, the context — may
 // hide a commit and is returned.
-func (s *Store) groupCommitPG(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) (granted []bool, applied bool, err error) {
+func (s *Store) groupCommitPG(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) ([]netting.JournalRecord, []netting.RefusedKey)) (granted []bool, applied bool, err error) {
 	if len(reqs) == 0 {
 		return nil, false, nil
 	}
@@ -162,9 +162,9 @@ func (s *Store) groupCommitPG(ctx context.Context, own map[string]int64, reqs []
 	for i := range all {
 		all[i] = true
 	}
-	recs := build(slices.Clone(all))
-	if len(recs) == 0 {
-		return nil, false, nil
+	recs, refused := build(slices.Clone(all))
+	if len(recs) == 0 || len(refused) > 0 {
+		return nil, false, nil // the transaction below remembers refusals
 	}
 	sid, first := recs[0].SessionID, recs[0].Seq
 	seqs := make([]int64, len(recs))
@@ -236,6 +236,7 @@ const groupCommitPGText = `WITH setp AS (
 		INSERT INTO netting_journal (session_id, seq, key, legs, prev_hash, hash, recorded_at)
 		SELECT $7, u.seq, u.key, u.legs, u.prev_hash, u.hash, sess.last_recorded_at
 		FROM sess, unnest($9::bigint[], $10::text[], $11::text[], $12::text[], $13::text[]) AS u(seq, key, legs, prev_hash, hash)
+		WHERE NOT EXISTS (SELECT 1 FROM netting_refusals r WHERE r.key = u.key)
 		RETURNING 1)
 	SELECT netting_group_commit_check(
 		(SELECT count(*) FROM setp
@@ -258,7 +259,7 @@ var errJournalUniqueViolation = errors.New("sqlstore: journal unique violation")
 // insert skips conflicting rows (ON CONFLICT DO NOTHING) and reports them
 // as appendTx does; without it, it is a plain INSERT, which costs less per
 // row and fails with errJournalUniqueViolation on a conflict.
-func (s *Store) reserveAndAppendTx(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord, explain bool) ([]bool, error) {
+func (s *Store) reserveAndAppendTx(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) ([]netting.JournalRecord, []netting.RefusedKey), explain bool) ([]bool, error) {
 	granted := make([]bool, len(reqs))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		clear(granted)
@@ -266,15 +267,21 @@ func (s *Store) reserveAndAppendTx(ctx context.Context, own map[string]int64, re
 		if err != nil {
 			return err
 		}
-		recs := build(slices.Clone(granted))
+		recs, refused := build(slices.Clone(granted))
 		if len(recs) == 0 {
-			return s.setPending(ctx, tx, changed)
+			if err := s.setPending(ctx, tx, changed); err != nil {
+				return err
+			}
+			return s.rememberRefusals(ctx, tx, refused)
 		}
 		encoded, err := encodeAll(recs)
 		if err != nil {
 			return err
 		}
-		return s.setPendingAndAppendPG(ctx, tx, changed, recs, encoded, explain)
+		if err := s.setPendingAndAppendPG(ctx, tx, changed, recs, encoded, explain); err != nil {
+			return err
+		}
+		return s.rememberRefusals(ctx, tx, refused)
 	})
 	if err != nil {
 		return nil, err
@@ -339,6 +346,7 @@ func (s *Store) setPendingAndAppendPG(ctx context.Context, tx *sql.Tx, changed m
 			INSERT INTO netting_journal (session_id, seq, key, legs, prev_hash, hash, recorded_at)
 			SELECT $4, u.seq, u.key, u.legs, u.prev_hash, u.hash, sess.last_recorded_at
 			FROM sess, unnest($6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[]) AS u(seq, key, legs, prev_hash, hash)
+			WHERE NOT EXISTS (SELECT 1 FROM netting_refusals f WHERE f.key = u.key)
 			`+onConflict+`RETURNING 1)
 		SELECT (SELECT count(*) FROM setp), (SELECT count(*) FROM sess), (SELECT count(*) FROM ins)`),
 		accounts, vals, len(recs), sid, first, seqs, keys, encoded, prevs, hashes, debits).Scan(&updated, &sessions, &inserted)

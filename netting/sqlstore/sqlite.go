@@ -132,23 +132,26 @@ func isSQLiteConstraint(err error) bool {
 }
 
 // reserveAndAppend is one transaction: the counters in one statement per
-// chunk of accounts (addAndDecide), then the rows (appendTx).
-func (sqliteEngine) reserveAndAppend(ctx context.Context, s *Store, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
+// chunk of accounts (addAndDecide), then the rows (appendTx), then the
+// refused keys (rememberRefusals).
+func (sqliteEngine) reserveAndAppend(ctx context.Context, s *Store, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) ([]netting.JournalRecord, []netting.RefusedKey)) ([]bool, error) {
 	granted := make([]bool, len(reqs))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		clear(granted)
 		if err := s.addAndDecideSQLite(ctx, tx, own, reqs, granted); err != nil {
 			return err
 		}
-		recs := build(slices.Clone(granted))
-		if len(recs) == 0 {
-			return nil
+		recs, refused := build(slices.Clone(granted))
+		if len(recs) > 0 {
+			encoded, err := encodeAll(recs)
+			if err != nil {
+				return err
+			}
+			if err := s.appendTx(ctx, tx, recs, encoded); err != nil {
+				return err
+			}
 		}
-		encoded, err := encodeAll(recs)
-		if err != nil {
-			return err
-		}
-		return s.appendTx(ctx, tx, recs, encoded)
+		return s.rememberRefusals(ctx, tx, refused)
 	})
 	if err != nil {
 		return nil, err
@@ -287,7 +290,7 @@ func sqliteJournalInsertText(rows int) string {
 func sqliteHotTexts() []string {
 	texts := []string{sqliteDialect.q(appendSessionText)}
 	for rows := 1; rows <= maxChunkRows; rows *= 2 {
-		texts = append(texts, sqliteReserveAddText(rows, true), sqliteReserveAddText(rows, false), sqliteJournalInsertText(rows))
+		texts = append(texts, sqliteReserveAddText(rows, true), sqliteReserveAddText(rows, false), sqliteJournalInsertText(rows), refusedKeysText(rows))
 	}
 	return texts
 }

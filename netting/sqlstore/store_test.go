@@ -130,7 +130,7 @@ func newPostgresTemplate(t testing.TB, pg *testenv.PostgresServer) *postgresTemp
 // template again: every table a migration creates, emptied, and the
 // ledger's head row as schema 6 writes it on an empty ledger. A migration
 // that adds a table adds it here.
-const emptyTables = `TRUNCATE ledger_entries, ledger_postings, ledger_balances, netting_journal, netting_sessions, netting_reservations;
+const emptyTables = `TRUNCATE ledger_entries, ledger_postings, ledger_balances, netting_journal, netting_sessions, netting_reservations, netting_refusals;
 	DELETE FROM ledger_chain;
 	INSERT INTO ledger_chain (id, chain_len, head_hash) VALUES (1, 0, '` + netting.GenesisHash + `')`
 
@@ -211,6 +211,12 @@ func TestPostgres(t *testing.T) {
 	})
 	t.Run("UpgradeFrom3", func(t *testing.T) {
 		testPostgresUpgradeFrom3(t, pg.NewDatabase(t))
+	})
+	t.Run("UpgradeRefusals", func(t *testing.T) {
+		url := pg.NewDatabase(t)
+		testUpgradeRefusals(t, func(ctx context.Context, version int) (*sqlstore.Store, error) {
+			return sqlstore.OpenPostgresAtVersion(ctx, url, version)
+		})
 	})
 	t.Run("LockOrderUnderLocale", func(t *testing.T) {
 		testLockOrderUnderLocale(t, pg)

@@ -44,6 +44,9 @@ func Run(t *testing.T, open func(t *testing.T) netting.Store) {
 	for _, c := range unknownCases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, shared(t)) })
 	}
+	for _, c := range refusalCases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, shared(t)) })
+	}
 	t.Run("Properties", func(t *testing.T) { runProperties(t, shared) })
 }
 

@@ -148,6 +148,12 @@ func (f *faultStore) setReadHook(h func([]netting.JournalRecord) []netting.Journ
 // ReserveAndAppend is the real one under the append hooks and counters
 // (it counts as one reserve call and one append).
 func (f *faultStore) ReserveAndAppend(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) []netting.JournalRecord) ([]bool, error) {
+	return f.ReserveAndRecord(ctx, own, reqs, netting.AppendOnly(build))
+}
+
+// ReserveAndRecord is the real one under the append hooks and counters
+// (it counts as one reserve call and one append).
+func (f *faultStore) ReserveAndRecord(ctx context.Context, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) ([]netting.JournalRecord, []netting.RefusedKey)) ([]bool, error) {
 	f.mu.Lock()
 	h := f.appendHook
 	f.mu.Unlock()
@@ -156,7 +162,8 @@ func (f *faultStore) ReserveAndAppend(ctx context.Context, own map[string]int64,
 		for i := range all {
 			all[i] = true
 		}
-		if err := h(build(all)); err != nil {
+		recs, _ := build(all)
+		if err := h(recs); err != nil {
 			return nil, err
 		}
 	}
@@ -173,9 +180,10 @@ func (f *faultStore) ReserveAndAppend(ctx context.Context, own map[string]int64,
 	f.reserves.Add(1)
 	f.appends.Add(1)
 	var recs []netting.JournalRecord
-	granted, err := f.SharedStore.ReserveAndAppend(ctx, own, reqs, func(g []bool) []netting.JournalRecord {
-		recs = build(g)
-		return recs
+	granted, err := f.SharedStore.ReserveAndRecord(ctx, own, reqs, func(g []bool) ([]netting.JournalRecord, []netting.RefusedKey) {
+		var refused []netting.RefusedKey
+		recs, refused = build(g)
+		return recs, refused
 	})
 	if err != nil {
 		return nil, err
