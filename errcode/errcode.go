@@ -125,3 +125,68 @@ func (e *ConfigError) ErrorCode() string { return ConfigInvalid }
 
 // Is makes errors.Is(err, ErrConfigInvalid) true.
 func (e *ConfigError) Is(target error) bool { return target == ErrConfigInvalid }
+
+// coded puts an error's stable code in front of its message.
+type coded struct{ err error }
+
+func (e coded) Error() string { return Of(e.err) + ": " + e.err.Error() }
+func (e coded) Unwrap() error { return e.err }
+
+// WithCode returns err with its stable code in front of its message
+// ("CONFIG.INVALID: invalid configuration: …"), so an operator, or a
+// script reading a command's stderr, sees the code and not only prose.
+// An error with no code, and nil, are returned as they are; errors.Is and
+// errors.As see through the result.
+func WithCode(err error) error {
+	if err == nil || Of(err) == "" {
+		return err
+	}
+	return coded{err}
+}
+
+// RenameFields returns a *ConfigError about a field that names maps (Go
+// field → the name the user wrote, such as a flag) as the same error
+// about that name: the user typed "--players", not the field "Players".
+// Any other error is returned unchanged.
+func RenameFields(err error, names map[string]string) error {
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	name, ok := names[ce.Field]
+	if !ok {
+		return err
+	}
+	return Config(name, ce.Value, ce.Reason)
+}
+
+// Indexless returns a *ConfigError about one element of a list field
+// ("Endpoints[2]") as the same error about the field ("Endpoints"), for a
+// caller whose user gave the whole list at once (one flag). Any other
+// error is returned unchanged.
+func Indexless(err error) error {
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	field, ok := withoutIndex(ce.Field)
+	if !ok {
+		return err
+	}
+	return Config(field, ce.Value, ce.Reason)
+}
+
+// withoutIndex returns field without a final "[digits]", and whether it
+// had one.
+func withoutIndex(field string) (string, bool) {
+	open := strings.LastIndexByte(field, '[')
+	if open < 0 || !strings.HasSuffix(field, "]") || open+2 > len(field)-1 {
+		return field, false
+	}
+	for _, c := range field[open+1 : len(field)-1] {
+		if c < '0' || c > '9' {
+			return field, false
+		}
+	}
+	return field[:open], true
+}

@@ -136,3 +136,48 @@ func ExampleConfig() {
 	// CONFIG.INVALID
 	// invalid configuration: Replicas = 0: must be at least 1
 }
+
+func TestWithCode(t *testing.T) {
+	if errcode.WithCode(nil) != nil {
+		t.Fatal("errcode.WithCode(nil) is not nil")
+	}
+	plain := errors.New("plain")
+	if got := errcode.WithCode(plain); got != plain {
+		t.Fatalf("an error with no code changed: %v", got)
+	}
+	err := errcode.WithCode(errcode.Config("--port", 0, "must be positive"))
+	if want := `CONFIG.INVALID: invalid configuration: --port = 0: must be positive`; err.Error() != want {
+		t.Fatalf("got %q, want %q", err, want)
+	}
+	var ce *errcode.ConfigError
+	if !errors.Is(err, errcode.ErrConfigInvalid) || !errors.As(err, &ce) || ce.Field != "--port" {
+		t.Fatalf("errors.Is/As do not see through: %v", err)
+	}
+}
+
+func TestRenameFieldsAndIndexless(t *testing.T) {
+	names := map[string]string{"Players": "--players", "Endpoints": "--endpoints"}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		rename  bool
+		wantErr string
+	}{
+		{"a named field", errcode.Config("Players", -1, "must not be negative"), true, `invalid configuration: --players = -1: must not be negative`},
+		{"an unnamed field", errcode.Config("Seed", 1, "bad"), true, `invalid configuration: Seed = 1: bad`},
+		{"not a config error", errors.New("plain"), true, `plain`},
+		{"a list element", errcode.Config("Endpoints[2]", "x", "no port"), false, `invalid configuration: Endpoints = "x": no port`},
+		{"an element, then renamed", errcode.Config("Endpoints[12]", "x", "no port"), true, `invalid configuration: --endpoints = "x": no port`},
+		{"no index", errcode.Config("Endpoints", "x", "no port"), false, `invalid configuration: Endpoints = "x": no port`},
+		{"not an index", errcode.Config("Endpoints[a]", "x", "no port"), false, `invalid configuration: Endpoints[a] = "x": no port`},
+		{"empty brackets", errcode.Config("Endpoints[]", "x", "no port"), false, `invalid configuration: Endpoints[] = "x": no port`},
+	} {
+		got := errcode.Indexless(tc.err)
+		if tc.rename {
+			got = errcode.RenameFields(got, names)
+		}
+		if got.Error() != tc.wantErr {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.wantErr)
+		}
+	}
+}

@@ -71,47 +71,47 @@ func newBotsCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if duration < 0 {
-				return withCode(errcode.Config("--duration", duration, "must not be negative (0: until interrupted or --legs done)"))
+				return errcode.WithCode(errcode.Config("--duration", duration, "must not be negative (0: until interrupted or --legs done)"))
 			}
 			if every <= 0 {
-				return withCode(errcode.Config("--every", every, "must be positive"))
+				return errcode.WithCode(errcode.Config("--every", every, "must be positive"))
 			}
 			if cfg.Count < 1 { // 0 would be BotsConfig's default
-				return withCode(errcode.Config("--count", cfg.Count, "must be at least 1"))
+				return errcode.WithCode(errcode.Config("--count", cfg.Count, "must be at least 1"))
 			}
 			// BotsConfig reads 0 as "the default": a 0 typed here is
 			// refused, or means what the flag's help says.
 			switch {
 			case cfg.Reach == 0:
-				return withCode(errcode.Config("--reach", cfg.Reach, "must be a positive number of metres"))
+				return errcode.WithCode(errcode.Config("--reach", cfg.Reach, "must be a positive number of metres"))
 			case cfg.FightRadius == 0:
-				return withCode(errcode.Config("--fight-radius", cfg.FightRadius, "must be a positive number of metres"))
+				return errcode.WithCode(errcode.Config("--fight-radius", cfg.FightRadius, "must be a positive number of metres"))
 			case cfg.RelogPause == 0:
-				return withCode(errcode.Config("--relog-pause", cfg.RelogPause, "must be positive"))
+				return errcode.WithCode(errcode.Config("--relog-pause", cfg.RelogPause, "must be positive"))
 			case cfg.LegTimeout == 0:
-				return withCode(errcode.Config("--leg-timeout", cfg.LegTimeout, "must be positive"))
+				return errcode.WithCode(errcode.Config("--leg-timeout", cfg.LegTimeout, "must be positive"))
 			}
 			if cfg.RelogChance == 0 {
 				cfg.RelogChance = -1 // the help: 0 never relogs
 			}
 			cfg.FirstAccount = account.ID(first)
 			if first == 0 {
-				return withCode(errcode.Config("--first-account", first, "must be at least 1"))
+				return errcode.WithCode(errcode.Config("--first-account", first, "must be at least 1"))
 			}
 			key, err := readLoginKey("--key", keyFile)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			iss, err := logintoken.NewIssuer(logintoken.IssuerConfig{Cluster: cluster, Key: key})
 			if err != nil {
-				return withCode(renameToFlags(err, flagOf))
+				return errcode.WithCode(errcode.RenameFields(err, flagOf))
 			}
 			cfg.Token = func(a account.ID) (string, error) {
 				tok, _, err := iss.Issue(a, gateway.Audience)
 				return tok, err
 			}
 			if err := cfg.Validate(); err != nil {
-				return withCode(renameToFlags(err, flagOf))
+				return errcode.WithCode(errcode.RenameFields(err, flagOf))
 			}
 			ctx := cmd.Context()
 			if duration > 0 {
@@ -123,7 +123,7 @@ func newBotsCmd() *cobra.Command {
 			start := time.Now()
 			bots, err := sim.StartBots(ctx, cfg)
 			if err != nil {
-				return withCode(renameToFlags(err, flagOf))
+				return errcode.WithCode(errcode.RenameFields(err, flagOf))
 			}
 			done := make(chan struct{})
 			var (

@@ -55,25 +55,25 @@ func newCertsCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
-				return withCode(errcode.Config("--dir", dir, "a directory is required"))
+				return errcode.WithCode(errcode.Config("--dir", dir, "a directory is required"))
 			}
 			if len(nodes) == 0 {
-				return withCode(errcode.Config("--nodes", "", "at least one node id is required"))
+				return errcode.WithCode(errcode.Config("--nodes", "", "at least one node id is required"))
 			}
 			for i, id := range nodes {
 				if err := nodename.Check("--nodes", id); err != nil {
-					return withCode(err)
+					return errcode.WithCode(err)
 				}
 				if slices.Contains(nodes[:i], id) {
-					return withCode(errcode.Config("--nodes", strings.Join(nodes, ","), fmt.Sprintf("names %s twice", id)))
+					return errcode.WithCode(errcode.Config("--nodes", strings.Join(nodes, ","), fmt.Sprintf("names %s twice", id)))
 				}
 			}
 			hosts, err := parseSANs(sans, nodes)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			if validity <= 0 {
-				return withCode(errcode.Config("--validity", validity, "must be positive"))
+				return errcode.WithCode(errcode.Config("--validity", validity, "must be positive"))
 			}
 			now := time.Now()
 			out := cmd.OutOrStdout()
@@ -81,7 +81,7 @@ func newCertsCmd() *cobra.Command {
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
 				if rotate {
-					return withCode(errcode.Config("--rotate", rotate, fmt.Sprintf("--dir %s holds no %s: there is nothing to rotate", dir, link.CAFile)))
+					return errcode.WithCode(errcode.Config("--rotate", rotate, fmt.Sprintf("--dir %s holds no %s: there is nothing to rotate", dir, link.CAFile)))
 				}
 				ca, err := link.NewCA(cluster, now, validity)
 				if err != nil {
@@ -90,12 +90,12 @@ func newCertsCmd() *cobra.Command {
 				if err := link.WriteCA(dir, ca, caKey); err != nil {
 					var ce *errcode.ConfigError
 					if errors.As(err, &ce) || caKey != "" && errors.Is(err, fs.ErrExist) {
-						return withCode(errcode.Config("--ca-key", caKey, err.Error()))
+						return errcode.WithCode(errcode.Config("--ca-key", caKey, err.Error()))
 					}
-					return withCode(err)
+					return errcode.WithCode(err)
 				}
 				if err := link.WriteNodeCerts(dir, ca, nodes, hosts, false, now, validity); err != nil {
-					return withCode(err)
+					return errcode.WithCode(err)
 				}
 				fmt.Fprintf(out, "wrote %s and certificates for %s to %s\n", link.CAFile, strings.Join(nodes, ", "), dir)
 				if caKey != "" {
@@ -103,17 +103,17 @@ func newCertsCmd() *cobra.Command {
 				}
 				return nil
 			case err != nil:
-				return withCode(errcode.Config("--dir", dir, err.Error()))
+				return errcode.WithCode(errcode.Config("--dir", dir, err.Error()))
 			}
 			if caKey == "" {
-				return withCode(errcode.Config("--ca-key", caKey, fmt.Sprintf("required: --dir %s holds a cluster CA already, and adding nodes to it or rotating their certificates needs its key (kept with --ca-key when the CA was made)", dir)))
+				return errcode.WithCode(errcode.Config("--ca-key", caKey, fmt.Sprintf("required: --dir %s holds a cluster CA already, and adding nodes to it or rotating their certificates needs its key (kept with --ca-key when the CA was made)", dir)))
 			}
 			ca, err := loadCA(dir, caKey)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			if err := link.WriteNodeCerts(dir, ca, nodes, hosts, rotate, now, validity); err != nil {
-				return withCode(errcode.Config("--nodes", strings.Join(nodes, ","), err.Error()))
+				return errcode.WithCode(errcode.Config("--nodes", strings.Join(nodes, ","), err.Error()))
 			}
 			verb := "added certificates for"
 			if rotate {

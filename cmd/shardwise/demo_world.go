@@ -161,7 +161,7 @@ func newDemoCmd() *cobra.Command {
 // coded is run with its error's stable code in front (CONFIG.INVALID: …),
 // as every other command prints it.
 func coded(run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error { return withCode(run(cmd, args)) }
+	return func(cmd *cobra.Command, args []string) error { return errcode.WithCode(run(cmd, args)) }
 }
 
 // checkReportFile checks, before a run that ends by writing a report to

@@ -34,7 +34,7 @@ func newDevCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if port < 0 || port > 65535 {
-				return withCode(errcode.Config("--port", port, "must be a TCP port, 1 to 65535 (0: any free port)"))
+				return errcode.WithCode(errcode.Config("--port", port, "must be a TCP port, 1 to 65535 (0: any free port)"))
 			}
 			out := cmd.OutOrStdout()
 			dir, found, other := dataDir, false, 0
@@ -52,13 +52,13 @@ func newDevCmd() *cobra.Command {
 					other = len(ents)
 				}
 				if err := os.MkdirAll(dir, 0o700); err != nil {
-					return withCode(errcode.Config("--data", dataDir, err.Error()))
+					return errcode.WithCode(errcode.Config("--data", dataDir, err.Error()))
 				}
 			}
 			ctx := cmd.Context()
 			e, err := coord.StartEmbedded(ctx, coord.EmbeddedConfig{DataDir: dir, ClientPort: port})
 			if err != nil {
-				return withCode(renameToFlags(err, map[string]string{"EmbeddedConfig.ClientPort": "--port", "EmbeddedConfig.DataDir": "--data"}))
+				return errcode.WithCode(errcode.RenameFields(err, map[string]string{"EmbeddedConfig.ClientPort": "--port", "EmbeddedConfig.DataDir": "--data"}))
 			}
 			defer e.Close()
 			switch {

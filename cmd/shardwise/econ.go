@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/econ"
+	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/ledger"
 )
 
@@ -91,7 +92,7 @@ func newEconCmd() *cobra.Command {
 				st := node.Status()
 				fmt.Fprintf(out, "econ %s stopped: last view %v, fenced %v\n", st.Name, st.View, st.Fenced)
 			}
-			return withCode(renameToFlags(err, flagOf))
+			return errcode.WithCode(errcode.RenameFields(err, flagOf))
 		},
 	}
 	// Local, not persistent: audit and verify read a store and never etcd.
@@ -150,17 +151,17 @@ func newEconAuditCmd() *cobra.Command {
 			// Not created if missing: an empty database would audit clean.
 			store, err := openExistingStore(ctx, storeURL)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			defer store.Close()
 			rep, err := econ.Audit(ctx, store)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			problems := rep.Problems(settled)
 			if account != "" {
 				if err := econ.CheckAccount("--account", account); err != nil && account != ledger.NettingClearing {
-					return withCode(err)
+					return errcode.WithCode(err)
 				}
 			}
 			if asJSON {

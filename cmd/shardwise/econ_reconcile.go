@@ -43,15 +43,15 @@ func newEconReconcileCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if storeURL == "" {
-				return withCode(errcode.Config("--store", storeURL, "required: sqlite:///PATH or postgres://…"))
+				return errcode.WithCode(errcode.Config("--store", storeURL, "required: sqlite:///PATH or postgres://…"))
 			}
 			if err := quiesced(cmd, &etcd); err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			ctx := cmd.Context()
 			store, err := openExistingStore(ctx, storeURL)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			defer store.Close()
 			var res netting.ReconcileResult
@@ -61,7 +61,7 @@ func newEconReconcileCmd() *cobra.Command {
 				res, err = netting.ReconcileReservations(ctx, store)
 			}
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			printReconcile(cmd.OutOrStdout(), res, dryRun)
 			return nil

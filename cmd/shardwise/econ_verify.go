@@ -44,13 +44,13 @@ func newEconVerifyCmd() *cobra.Command {
 			ctx := cmd.Context()
 			store, err := openExistingStore(ctx, storeURL)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			defer store.Close()
 			proof, err := netting.VerifyLedger(ctx, store)
 			var brk *netting.LedgerChainBrokenError
 			if err != nil && !errors.As(err, &brk) {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			if asJSON {
 				if err := printVerifyJSON(cmd.OutOrStdout(), proof, brk); err != nil {
@@ -60,7 +60,7 @@ func newEconVerifyCmd() *cobra.Command {
 				printVerify(cmd.OutOrStdout(), proof, brk)
 			}
 			if brk != nil {
-				return withCode(fmt.Errorf("econ verify: %w", brk))
+				return errcode.WithCode(fmt.Errorf("econ verify: %w", brk))
 			}
 			return nil
 		},
@@ -88,7 +88,7 @@ func openExistingStore(ctx context.Context, storeURL string) (*sqlstore.Store, e
 	}
 	store, err := sqlstore.Open(ctx, storeURL)
 	if err != nil {
-		return nil, renameToFlags(err, map[string]string{"url": "--store"})
+		return nil, errcode.RenameFields(err, map[string]string{"url": "--store"})
 	}
 	return store, nil
 }

@@ -30,17 +30,17 @@ within its lease TTL, and its node id and name become free.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "table" && output != "json" {
-				return withCode(errcode.Config("--output", output, "must be table or json"))
+				return errcode.WithCode(errcode.Config("--output", output, "must be table or json"))
 			}
 			ctx, cancel, c, err := flags.connect(cmd.Context())
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			defer cancel()
 			defer c.Close()
 			ms, err := c.Members(ctx)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			out := cmd.OutOrStdout()
 			if output == "json" {

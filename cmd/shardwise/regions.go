@@ -60,7 +60,7 @@ func (f *etcdFlags) connect(parent context.Context) (context.Context, context.Ca
 	// Checked before dialling, so that a typo is named at once by its flag
 	// instead of after the dial timeout, or by a Go field name.
 	if err := cfg.Validate(); err != nil {
-		return nil, nil, nil, renameToFlags(indexless(err), etcdFlagOf)
+		return nil, nil, nil, errcode.RenameFields(errcode.Indexless(err), etcdFlagOf)
 	}
 	ctx, cancel := context.WithTimeout(parent, f.timeout)
 	c, err := coord.Connect(ctx, cfg)
@@ -69,21 +69,6 @@ func (f *etcdFlags) connect(parent context.Context) (context.Context, context.Ca
 		return nil, nil, nil, err
 	}
 	return ctx, cancel, c, nil
-}
-
-// codedError puts an error's stable code in front of its message, so an
-// operator (or a script reading stderr) sees REGIONS.CONFLICT and not only
-// prose.
-type codedError struct{ err error }
-
-func (e codedError) Error() string { return errcode.Of(e.err) + ": " + e.err.Error() }
-func (e codedError) Unwrap() error { return e.err }
-
-func withCode(err error) error {
-	if err == nil || errcode.Of(err) == "" {
-		return err
-	}
-	return codedError{err}
 }
 
 func newRegionsCmd() *cobra.Command {
@@ -129,15 +114,15 @@ It only prints; apply the result with "regions apply", for example with
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asYAML, err := outputIsYAML(output)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			t, err := newRegionTable(nodes, version, set)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			b, err := coord.FormatRegions(t, asYAML)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			_, err = cmd.OutOrStdout().Write(b)
 			return err
@@ -191,21 +176,21 @@ func newRegionsShowCmd(flags *etcdFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asYAML, err := outputIsYAML(output)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			ctx, cancel, c, err := flags.connect(cmd.Context())
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			defer cancel()
 			defer c.Close()
 			t, err := c.Regions(ctx)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			b, err := coord.FormatRegions(t, asYAML)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			_, err = cmd.OutOrStdout().Write(b)
 			return err
@@ -252,21 +237,21 @@ Unless --force is given, every node the table names must be a live member
 			}
 			t, err := coord.ParseRegionsFile(data)
 			if err != nil {
-				return withCode(fmt.Errorf("%s: %w", args[0], err))
+				return errcode.WithCode(fmt.Errorf("%s: %w", args[0], err))
 			}
 			if cmd.Flags().Changed("expect-version") {
 				if t, err = cells.NewTable(t.Grid(), expect+1, t.Owners()); err != nil {
-					return withCode(fmt.Errorf("%w: %w", coord.ErrRegionsInvalid, err))
+					return errcode.WithCode(fmt.Errorf("%w: %w", coord.ErrRegionsInvalid, err))
 				}
 			}
 			ctx, cancel, c, err := flags.connect(cmd.Context())
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			defer cancel()
 			defer c.Close()
 			if err := c.ApplyRegions(ctx, t, coord.ApplyOptions{Force: force}); err != nil {
-				return withCode(explainConflict(err, args[0], cmd.Flags().Changed("expect-version")))
+				return errcode.WithCode(explainConflict(err, args[0], cmd.Flags().Changed("expect-version")))
 			}
 			nodes := t.Nodes()
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "applied region table version %d: %d regions over %d node(s): %s\n",

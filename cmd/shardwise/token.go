@@ -57,24 +57,24 @@ func newTokenCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			first, last, err := parseAccounts(accounts)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			if n := uint64(last-first) + 1; n > maxTokens {
-				return withCode(errcode.Config("--account", accounts, fmt.Sprintf("a range of %d accounts: at most %d at once (issue several ranges)", n, maxTokens)))
+				return errcode.WithCode(errcode.Config("--account", accounts, fmt.Sprintf("a range of %d accounts: at most %d at once (issue several ranges)", n, maxTokens)))
 			}
 			if audience == "" || len(audience) > logintoken.MaxAudienceLen {
-				return withCode(errcode.Config("--audience", audience, fmt.Sprintf("must be 1..%d bytes (a gateway accepts %q)", logintoken.MaxAudienceLen, gateway.Audience)))
+				return errcode.WithCode(errcode.Config("--audience", audience, fmt.Sprintf("must be 1..%d bytes (a gateway accepts %q)", logintoken.MaxAudienceLen, gateway.Audience)))
 			}
 			if ttl <= 0 || ttl > logintoken.DefaultMaxLifetime {
-				return withCode(errcode.Config("--ttl", ttl, fmt.Sprintf("must be positive and at most %v (the longest lifetime a gateway accepts)", logintoken.DefaultMaxLifetime)))
+				return errcode.WithCode(errcode.Config("--ttl", ttl, fmt.Sprintf("must be positive and at most %v (the longest lifetime a gateway accepts)", logintoken.DefaultMaxLifetime)))
 			}
 			key, err := readLoginKey("--key", keyFile)
 			if err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			iss, err := logintoken.NewIssuer(logintoken.IssuerConfig{Cluster: cluster, Key: key, TTL: ttl})
 			if err != nil {
-				return withCode(renameToFlags(err, map[string]string{"Cluster": "--cluster"}))
+				return errcode.WithCode(errcode.RenameFields(err, map[string]string{"Cluster": "--cluster"}))
 			}
 			out := cmd.OutOrStdout()
 			ctx := cmd.Context()
@@ -120,10 +120,10 @@ func newTokenKeygenCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if keyFile == "" {
-				return withCode(errcode.Config("--key", keyFile, "required: the file to write the private key to"))
+				return errcode.WithCode(errcode.Config("--key", keyFile, "required: the file to write the private key to"))
 			}
 			if pubFile == "" || pubFile == keyFile {
-				return withCode(errcode.Config("--pub", pubFile, "required: the file to write the public key to, not --key's"))
+				return errcode.WithCode(errcode.Config("--pub", pubFile, "required: the file to write the public key to, not --key's"))
 			}
 			pub, priv, err := ed25519.GenerateKey(rand.Reader)
 			if err != nil {
@@ -138,11 +138,11 @@ func newTokenKeygenCmd() *cobra.Command {
 				return err
 			}
 			if err := writeNewFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
-				return withCode(errcode.Config("--pub", pubFile, err.Error()))
+				return errcode.WithCode(errcode.Config("--pub", pubFile, err.Error()))
 			}
 			if err := writeNewFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}), 0o600); err != nil {
 				_ = os.Remove(pubFile)
-				return withCode(errcode.Config("--key", keyFile, err.Error()))
+				return errcode.WithCode(errcode.Config("--key", keyFile, err.Error()))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote the login private key to %s and its public key to %s (key id %s)\n",
 				keyFile, pubFile, logintoken.KeyIDOf(pub))

@@ -43,21 +43,21 @@ func newTopCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if every <= 0 {
-				return withCode(errcode.Config("--every", every, "must be positive"))
+				return errcode.WithCode(errcode.Config("--every", every, "must be positive"))
 			}
 			if scrape <= 0 {
-				return withCode(errcode.Config("--scrape-timeout", scrape, "must be positive"))
+				return errcode.WithCode(errcode.Config("--scrape-timeout", scrape, "must be positive"))
 			}
 			if len(etcd.endpoints) == 0 {
-				return withCode(errcode.Config("--endpoints", "", "required: the etcd cluster to talk to (for example --endpoints http://127.0.0.1:2379)"))
+				return errcode.WithCode(errcode.Config("--endpoints", "", "required: the etcd cluster to talk to (for example --endpoints http://127.0.0.1:2379)"))
 			}
 			if etcd.timeout <= 0 {
-				return withCode(errcode.Config("--timeout", etcd.timeout, "must be positive"))
+				return errcode.WithCode(errcode.Config("--timeout", etcd.timeout, "must be positive"))
 			}
 			ctx := cmd.Context()
 			cl, err := coord.Connect(ctx, coord.ClientConfig{Endpoints: etcd.endpoints, Prefix: etcd.prefix, DialTimeout: etcd.timeout})
 			if err != nil {
-				return withCode(renameToFlags(indexless(err), map[string]string{
+				return errcode.WithCode(errcode.RenameFields(errcode.Indexless(err), map[string]string{
 					"ClientConfig.Endpoints": "--endpoints", "ClientConfig.Prefix": "--prefix", "ClientConfig.DialTimeout": "--timeout",
 				}))
 			}
@@ -73,7 +73,7 @@ func newTopCmd() *cobra.Command {
 					if ctx.Err() != nil {
 						return nil
 					}
-					return withCode(err)
+					return errcode.WithCode(err)
 				}
 				switch {
 				case clear:

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"regexp"
 
 	"github.com/spf13/cobra"
 
@@ -39,18 +37,18 @@ func newWorldCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if ticks < 1 {
-				return withCode(errTicks(ticks))
+				return errcode.WithCode(errTicks(ticks))
 			}
 			// game.Config reads 0 as its default (8 players, a 1 km
 			// square): a 0 typed here is refused instead.
 			switch {
 			case cfg.Players == 0:
-				return withCode(errcode.Config("--players", cfg.Players, "must be at least 1"))
+				return errcode.WithCode(errcode.Config("--players", cfg.Players, "must be at least 1"))
 			case cfg.Area == 0:
-				return withCode(errcode.Config("--area", cfg.Area, "must be positive and fit the torus"))
+				return errcode.WithCode(errcode.Config("--area", cfg.Area, "must be positive and fit the torus"))
 			}
 			if err := cfg.WithDefaults().Validate(); err != nil {
-				return withCode(renameToFlags(err, flagOf))
+				return errcode.WithCode(errcode.RenameFields(err, flagOf))
 			}
 			ctx := cmd.Context()
 			s, err := game.RunHeadless(ctx, cfg, ticks, nil)
@@ -81,32 +79,4 @@ func newWorldCmd() *cobra.Command {
 
 func errTicks(n int) error {
 	return errcode.Config("--ticks", n, "must be at least 1")
-}
-
-// renameToFlags returns a configuration error about a field that a flag
-// sets as the same error about that flag: the user typed "--players", not
-// the Go field "Players". Other errors are returned unchanged.
-func renameToFlags(err error, flagOf map[string]string) error {
-	var ce *errcode.ConfigError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	flag, ok := flagOf[ce.Field]
-	if !ok {
-		return err
-	}
-	return errcode.Config(flag, ce.Value, ce.Reason)
-}
-
-// indexRE matches the index of a list field ("Endpoints[2]").
-var indexRE = regexp.MustCompile(`\[\d+\]$`)
-
-// indexless returns a configuration error about one element of a list
-// field as the same error about the field, whose flag takes the list.
-func indexless(err error) error {
-	var ce *errcode.ConfigError
-	if !errors.As(err, &ce) || !indexRE.MatchString(ce.Field) {
-		return err
-	}
-	return errcode.Config(indexRE.ReplaceAllString(ce.Field, ""), ce.Value, ce.Reason)
 }

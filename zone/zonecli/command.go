@@ -147,26 +147,26 @@ func NewCommand(cfg Config) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			mi := slices.IndexFunc(cfg.Modules, func(m Module) bool { return m.Name == module })
 			if mi < 0 {
-				return withCode(errcode.Config("--module", module, "must be "+names(cfg.Modules)))
+				return errcode.WithCode(errcode.Config("--module", module, "must be "+names(cfg.Modules)))
 			}
 			mod := cfg.Modules[mi]
 			if err := onlyFlagsOf(cmd.Flags(), cfg.Modules, sets, mi); err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			if ticks < 0 {
-				return withCode(errcode.Config("--ticks", ticks, "must not be negative (0 runs until interrupted)"))
+				return errcode.WithCode(errcode.Config("--ticks", ticks, "must not be negative (0 runs until interrupted)"))
 			}
 			if _, _, err := net.SplitHostPort(dashAddr); dashAddr != "" && err != nil {
-				return withCode(errcode.Config("--dashboard", dashAddr, "must be host:port (port 0 picks a free one)"))
+				return errcode.WithCode(errcode.Config("--dashboard", dashAddr, "must be host:port (port 0 picks a free one)"))
 			}
 			if tick <= 0 {
-				return withCode(errcode.Config("--tick", tick, "must be positive"))
+				return errcode.WithCode(errcode.Config("--tick", tick, "must be positive"))
 			}
 			if host.PeerWait == 0 {
 				host.PeerWait = -1 // the help: 0 does not wait
 			}
 			if err := gatewayLimitFlags(cmd, &host, gwLimits); err != nil {
-				return withCode(err)
+				return errcode.WithCode(err)
 			}
 			flagOf := maps.Clone(hostFlagOf)
 			maps.Copy(flagOf, mod.FlagOf)
@@ -191,7 +191,7 @@ func NewCommand(cfg Config) *cobra.Command {
 				defer hosted.Close()
 			}
 			if err != nil {
-				return withCode(renameToFlags(indexless(err), flagOf))
+				return errcode.WithCode(errcode.RenameFields(errcode.Indexless(err), flagOf))
 			}
 			if hosted.Module == nil {
 				return fmt.Errorf("zonecli: module %q: New returned no module", mod.Name)
@@ -216,11 +216,11 @@ func NewCommand(cfg Config) *cobra.Command {
 			if loginPub != "" {
 				pub, err := readLoginPub("--login-pub", loginPub)
 				if err != nil {
-					return withCode(err)
+					return errcode.WithCode(err)
 				}
 				host.LoginKeys = []ed25519.PublicKey{pub}
 			} else if host.GatewayAddr != "" {
-				return withCode(errcode.Config("--login-pub", loginPub, `required with --gateway: the login public key file ("shardwise token keygen")`))
+				return errcode.WithCode(errcode.Config("--login-pub", loginPub, `required with --gateway: the login public key file ("shardwise token keygen")`))
 			}
 			host.Ticks = uint64(ticks)
 			host.OnReady = st.ready
@@ -229,7 +229,7 @@ func NewCommand(cfg Config) *cobra.Command {
 				col := dashboard.NewCollector(dashboard.CollectorConfig{Logger: host.Logger, Kinds: hosted.Kinds})
 				srv, err := dashboard.Listen("--dashboard", dashAddr, col, dashboard.HandlerConfig{}, host.Logger)
 				if err != nil {
-					return withCode(err)
+					return errcode.WithCode(err)
 				}
 				defer func() { _ = srv.Close() }()
 				st.dashboard = srv.Addr()
@@ -242,7 +242,7 @@ func NewCommand(cfg Config) *cobra.Command {
 			if st.ticks > 0 {
 				st.summary()
 			}
-			return withCode(renameToFlags(indexless(err), flagOf))
+			return errcode.WithCode(errcode.RenameFields(errcode.Indexless(err), flagOf))
 		},
 	}
 	ef.register(cmd)

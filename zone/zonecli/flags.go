@@ -4,10 +4,8 @@ import (
 	"crypto/ed25519"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -35,49 +33,6 @@ func (f *etcdFlags) register(cmd *cobra.Command) {
 		"key prefix of the shardwise cluster in etcd")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second,
 		"give up on etcd after this long")
-}
-
-// codedError puts an error's stable code in front of its message, so an
-// operator (or a script reading stderr) sees CONFIG.INVALID and not only
-// prose.
-type codedError struct{ err error }
-
-func (e codedError) Error() string { return errcode.Of(e.err) + ": " + e.err.Error() }
-func (e codedError) Unwrap() error { return e.err }
-
-func withCode(err error) error {
-	if err == nil || errcode.Of(err) == "" {
-		return err
-	}
-	return codedError{err}
-}
-
-// renameToFlags returns a configuration error about a field that a flag
-// sets as the same error about that flag. Other errors are returned
-// unchanged.
-func renameToFlags(err error, flagOf map[string]string) error {
-	var ce *errcode.ConfigError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	flag, ok := flagOf[ce.Field]
-	if !ok {
-		return err
-	}
-	return errcode.Config(flag, ce.Value, ce.Reason)
-}
-
-// indexRE matches the index of a list field ("Endpoints[2]").
-var indexRE = regexp.MustCompile(`\[\d+\]$`)
-
-// indexless returns a configuration error about one element of a list
-// field as the same error about the field, whose flag takes the list.
-func indexless(err error) error {
-	var ce *errcode.ConfigError
-	if !errors.As(err, &ce) || !indexRE.MatchString(ce.Field) {
-		return err
-	}
-	return errcode.Config(indexRE.ReplaceAllString(ce.Field, ""), ce.Value, ce.Reason)
 }
 
 // readLoginPub reads the login public key (PKIX PEM, Ed25519) from path,
