@@ -1,7 +1,6 @@
 package zone_test
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -50,40 +49,9 @@ type striders struct {
 
 func (m *striders) Setup(r *zone.Runtime) error {
 	m.r = r
-	if err := r.SyncPosition(1); err != nil {
-		return err
-	}
 	var err error
-	if m.stride, err = zone.Register(r, zone.Spec[Stride]{Name: "test.stride", Handoff: zone.FixedCodec[Stride]()}); err != nil {
-		return err
-	}
-	m.q = ecs.NewQuery2(r.Positions(), m.stride).Without(r.NotSimulated()...)
-	if err := r.AddSystem(ecs.System{Name: "stride", Run: m.run}); err != nil {
-		return err
-	}
-	for i, s := range m.specs {
-		if r.Table().OwnerOf(s.Start) != r.Name() {
-			continue
-		}
-		id, _ := zone.DerivedID(uint64(i))
-		if err := errors.Join(
-			r.World().CreateEntity(id),
-			r.Positions().Add(id, zone.Position{Pos: s.Start}),
-			m.stride.Add(id, s),
-		); err != nil {
-			return err
-		}
-		r.World().MarkMoved(id)
-		if i < m.accounts {
-			a := account.ID(i + 1)
-			if err := r.SetOwner(id, a); err != nil {
-				return err
-			}
-			r.SetViewer(a, id)
-			r.SetAnchor(id)
-		}
-	}
-	return nil
+	m.stride, m.q, err = setupMovers(r, "stride", m.specs, func(s Stride) torus.Pos { return s.Start }, m.accounts, m.run)
+	return err
 }
 
 func (m *striders) run(w *ecs.World, _ ecs.Tick) {

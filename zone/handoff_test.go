@@ -151,40 +151,53 @@ type pacers struct {
 
 func (m *pacers) Setup(r *zone.Runtime) error {
 	m.r = r
-	if err := r.SyncPosition(1); err != nil {
-		return err
-	}
 	var err error
-	if m.pace, err = zone.Register(r, zone.Spec[Pace]{Name: "test.pace", Handoff: zone.FixedCodec[Pace]()}); err != nil {
-		return err
+	m.pace, m.q, err = setupMovers(r, "pace", m.specs, func(s Pace) torus.Pos { return s.Centre }, m.accounts, m.run)
+	return err
+}
+
+// setupMovers is the Setup of a test module whose entity i (id
+// zone.DerivedID(i)) carries specs[i] as its one component, named
+// "test."+name and handed over by FixedCodec, and starts at at(specs[i]):
+// it registers the component and the system run (over the simulated
+// entities with both), and creates the entities standing in this node's
+// regions; the first accounts entities view from their own entity.
+func setupMovers[T any](r *zone.Runtime, name string, specs []T, at func(T) torus.Pos, accounts int, run func(*ecs.World, ecs.Tick)) (*ecs.Store[T], *ecs.Query2[zone.Position, T], error) {
+	if err := r.SyncPosition(1); err != nil {
+		return nil, nil, err
 	}
-	m.q = ecs.NewQuery2(r.Positions(), m.pace).Without(r.NotSimulated()...)
-	if err := r.AddSystem(ecs.System{Name: "pace", Run: m.run}); err != nil {
-		return err
+	store, err := zone.Register(r, zone.Spec[T]{Name: "test." + name, Handoff: zone.FixedCodec[T]()})
+	if err != nil {
+		return nil, nil, err
 	}
-	for i, s := range m.specs {
-		if r.Table().OwnerOf(s.Centre) != r.Name() {
+	q := ecs.NewQuery2(r.Positions(), store).Without(r.NotSimulated()...)
+	if err := r.AddSystem(ecs.System{Name: name, Run: run}); err != nil {
+		return nil, nil, err
+	}
+	for i, s := range specs {
+		start := at(s)
+		if r.Table().OwnerOf(start) != r.Name() {
 			continue
 		}
 		id, _ := zone.DerivedID(uint64(i))
 		if err := errors.Join(
 			r.World().CreateEntity(id),
-			r.Positions().Add(id, zone.Position{Pos: s.Centre}),
-			m.pace.Add(id, s),
+			r.Positions().Add(id, zone.Position{Pos: start}),
+			store.Add(id, s),
 		); err != nil {
-			return err
+			return nil, nil, err
 		}
 		r.World().MarkMoved(id)
-		if i < m.accounts {
+		if i < accounts {
 			a := account.ID(i + 1)
 			if err := r.SetOwner(id, a); err != nil {
-				return err
+				return nil, nil, err
 			}
 			r.SetViewer(a, id)
 			r.SetAnchor(id)
 		}
 	}
-	return nil
+	return store, q, nil
 }
 
 func (m *pacers) run(w *ecs.World, t ecs.Tick) {
