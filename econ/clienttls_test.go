@@ -2,13 +2,13 @@ package econ_test
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/shardwise/shardwise/econ"
 	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/link/linktest"
 )
 
 // TestClientTLSPresentsARotatedCertificate: a caller's certificate rotated
@@ -70,18 +70,7 @@ func TestClientTLSPresentsARotatedCertificate(t *testing.T) {
 		// and Finished, which the client sent before Dial returned.
 		return <-seen
 	}
-	onDisk := func() string {
-		t.Helper()
-		cert, _, err := link.LoadIdentity(dir, "zone-a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaf, err := x509.ParseCertificate(cert.Certificate[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return leaf.SerialNumber.String()
-	}
+	onDisk := func() string { return linktest.SerialOnDisk(t, dir, "zone-a") }
 	before := onDisk()
 	if got := connect(); got != before {
 		t.Fatalf("presented %s, want %s", got, before)

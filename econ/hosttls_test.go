@@ -3,7 +3,6 @@ package econ_test
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/econ"
 	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/link/linktest"
 )
 
 // TestHostServesARotatedCertificate: an economy node with --certs serves
@@ -91,28 +91,12 @@ func TestHostServesARotatedCertificate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conn, err := tls.Dial("tcp", ready.Addr, &tls.Config{
+		return linktest.ServedSerial(t, ready.Addr, &tls.Config{
 			Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: "localhost",
 			NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS13,
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
 	}
-	onDisk := func(id string) string {
-		t.Helper()
-		cert, _, err := link.LoadIdentity(dir, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaf, err := x509.ParseCertificate(cert.Certificate[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return leaf.SerialNumber.String()
-	}
+	onDisk := func(id string) string { return linktest.SerialOnDisk(t, dir, id) }
 
 	health()
 	before := onDisk("econ-a")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/link/linktest"
 )
 
 func TestIssuedCertificateNamesTheNode(t *testing.T) {
@@ -409,25 +410,7 @@ func TestWriteNodeCertsAddsAndRotatesWithoutTouchingTheOthers(t *testing.T) {
 // the certificate the server presented.
 func servedSerial(t *testing.T, addr string, pool *x509.CertPool) string {
 	t.Helper()
-	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS13})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
-}
-
-func serialOnDisk(t *testing.T, dir, id string) string {
-	t.Helper()
-	cert, _, err := link.LoadIdentity(dir, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(cert.Certificate[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return leaf.SerialNumber.String()
+	return linktest.ServedSerial(t, addr, &tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS13})
 }
 
 func TestCertReloaderServesARotatedCertificate(t *testing.T) {
@@ -452,7 +435,7 @@ func TestCertReloaderServesARotatedCertificate(t *testing.T) {
 		}
 	}()
 	addr := ln.Addr().String()
-	first := serialOnDisk(t, dir, "b")
+	first := linktest.SerialOnDisk(t, dir, "b")
 	if got := servedSerial(t, addr, r.Pool()); got != first {
 		t.Fatalf("served serial %s, want the one on disk %s", got, first)
 	}
@@ -477,7 +460,7 @@ func TestCertReloaderServesARotatedCertificate(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, link.NodeCertFile("b")), nc.CertPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	second := serialOnDisk(t, dir, "b")
+	second := linktest.SerialOnDisk(t, dir, "b")
 	if second == first {
 		t.Fatal("the test's rotation kept the serial")
 	}
@@ -492,7 +475,7 @@ func TestCertReloaderServesARotatedCertificate(t *testing.T) {
 	if err := link.WriteNodeCerts(dir, ca, []string{"b"}, nil, true, time.Now(), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	third := serialOnDisk(t, dir, "b")
+	third := linktest.SerialOnDisk(t, dir, "b")
 	if got := servedSerial(t, addr, r.Pool()); got != third || third == second {
 		t.Fatalf("after WriteNodeCerts rotate: served %s, on disk %s (before %s)", got, third, second)
 	}

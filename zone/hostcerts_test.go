@@ -3,7 +3,6 @@ package zone_test
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/examples/wander"
 	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/link/linktest"
 	"github.com/shardwise/shardwise/zone"
 )
 
@@ -81,28 +81,12 @@ func TestHostServesARotatedLinkCertificate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conn, err := tls.Dial("tcp", ready.LinkAddr, &tls.Config{
+		return linktest.ServedSerial(t, ready.LinkAddr, &tls.Config{
 			Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: "localhost",
 			NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS13,
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
 	}
-	onDisk := func() string {
-		t.Helper()
-		cert, _, err := link.LoadIdentity(dir, "zone-a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaf, err := x509.ParseCertificate(cert.Certificate[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return leaf.SerialNumber.String()
-	}
+	onDisk := func() string { return linktest.SerialOnDisk(t, dir, "zone-a") }
 	before := onDisk()
 	if got := presented(); got != before {
 		t.Fatalf("presented %s, want %s", got, before)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/link/linktest"
 )
 
 func TestCertsCommandWritesLoadableIdentities(t *testing.T) {
@@ -113,18 +114,7 @@ func TestCertsKeepsTheCAKeyAddsAndRotatesNodes(t *testing.T) {
 	if st, err := os.Stat(key); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("CA key: %v, %v; want a 0600 file", st, err)
 	}
-	serial := func(id string) string {
-		t.Helper()
-		cert, _, err := link.LoadIdentity(dir, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaf, err := x509.ParseCertificate(cert.Certificate[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return leaf.SerialNumber.String()
-	}
+	serial := func(id string) string { return linktest.SerialOnDisk(t, dir, id) }
 	a, b := serial("zone-a"), serial("zone-b")
 
 	if err := run("--dir", dir, "--nodes", "zone-c", "--ca-key", key, "--san", "zone-c=10.0.0.3"); err != nil {
