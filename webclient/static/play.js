@@ -122,8 +122,18 @@ requestAnimationFrame(frame);
 
 let pointer = null; // {sx, sy} on the canvas, CSS pixels
 
+// hoverReach is how far (CSS pixels past its disc) the pointer may be
+// from what it names: a little more to keep a name than to take one, so
+// that a walking mob stays named while the pointer follows it.
+const hoverReach = { take: 6, keep: 18 };
+
 function refreshHover(c) {
-  const id = pointer ? view.pick(pointer.sx, pointer.sy) : 0n;
+  let id = 0n;
+  if (pointer) {
+    const held = view.hover && view.drawn.get(view.hover);
+    const keep = held && Math.hypot(held.sx - pointer.sx, held.sy - pointer.sy) <= held.r + hoverReach.keep;
+    id = keep ? view.hover : view.pick(pointer.sx, pointer.sy, hoverReach.take);
+  }
   const e = id ? c.world.entities.get(id) : null;
   view.hover = e ? id : 0n;
   if (!e) {
@@ -135,8 +145,9 @@ function refreshHover(c) {
   state.hover = { id: id.toString(), text };
   if (hoverBox.textContent !== text) hoverBox.textContent = text;
   const d = view.drawn.get(id);
-  hoverBox.style.left = `${d.sx + 14}px`;
-  hoverBox.style.top = `${d.sy - 10}px`;
+  // Up and to the right, clear of the entity's bar and label.
+  hoverBox.style.left = `${d.sx + 16}px`;
+  hoverBox.style.top = `${d.sy - 36}px`;
   hoverBox.hidden = false;
 }
 
@@ -185,6 +196,7 @@ form.addEventListener("submit", async (ev) => {
   try {
     await c.connect(form.url.value);
     const w = await c.login(form.token.value);
+    form.token.value = ""; // spent: a token logs in once
     note(`welcome: account ${w.account}, epoch ${w.sessionEpoch}, gateway ${w.gateway}, ${w.tickHz} Hz`);
   } catch (err) {
     note(String(err.message ?? err));

@@ -171,7 +171,7 @@ export function describe(w, e) {
  * was drawn: {chunks, regionLines, entities, bars, markers}.
  */
 export class View {
-  constructor({ regionEdge = DEFAULT_REGION_EDGE, metresAcross = 100 } = {}) {
+  constructor({ regionEdge = DEFAULT_REGION_EDGE, metresAcross = 70 } = {}) {
     this.regionEdge = regionEdge;
     this.metresAcross = metresAcross;
     this.textures = new Map(); // "x,y" → {chunk, key, canvas}
@@ -324,20 +324,20 @@ export class View {
       placed.push([e, sx, sy, r]);
       stats.entities++;
     }
-    const m = this.drawn.get(w.master), pet = this.drawn.get(w.pet);
+    // Labels beside the player's own: "you" right of the master, "your
+    // pet" left of the pet (the reference game's pet keeps south-west of
+    // its master, so neither label covers the other entity).
     ctx.font = "bold 12px system-ui, sans-serif";
-    ctx.textAlign = "center";
+    ctx.lineWidth = 3;
+    ctx.strokeStyle = "rgba(0, 0, 0, 0.7)";
     for (const [e, sx, sy, r] of placed) {
-      let label = e.id === w.master ? "you" : e.id === w.pet ? "your pet" : null;
-      if (!label) continue;
-      // The pet beside its master: the master's label says both.
-      if (e.id === w.pet && m && Math.hypot(sx - m.sx, sy - m.sy) < 48) continue;
-      if (e.id === w.master && pet && Math.hypot(sx - pet.sx, sy - pet.sy) < 48) label = "you & pet";
-      ctx.lineWidth = 3;
-      ctx.strokeStyle = "rgba(0, 0, 0, 0.7)";
-      ctx.strokeText(label, sx, sy + r + 14);
-      ctx.fillStyle = e.id === w.master ? COLOURS.master : COLOURS.pet;
-      ctx.fillText(label, sx, sy + r + 14);
+      if (e.id !== w.master && e.id !== w.pet) continue;
+      const own = e.id === w.master;
+      const x = own ? sx + r + 5 : sx - r - 5;
+      ctx.textAlign = own ? "left" : "right";
+      ctx.strokeText(own ? "you" : "your pet", x, sy + 4);
+      ctx.fillStyle = own ? COLOURS.master : COLOURS.pet;
+      ctx.fillText(own ? "you" : "your pet", x, sy + 4);
     }
   }
 
