@@ -20,6 +20,7 @@ import (
 	"github.com/shardwise/shardwise/internal/browsertest"
 	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/outbox"
+	"github.com/shardwise/shardwise/terrain"
 	"github.com/shardwise/shardwise/torus"
 )
 
@@ -384,4 +385,56 @@ func TestPlayViewClickAttacksAMob(t *testing.T) {
 	}
 	browsertest.EvalJSON(t, ctx, readView, &v)
 	t.Logf("inputs %+v; log %q", inputs, v.Log)
+}
+
+// The ground shows no seam between two chunk columns: the last pixel
+// column of one's texture and the first of its east neighbour's differ
+// about as much as the pixel columns beside them on each side do
+// (contour lines left out). (Slopes
+// taken from one column's samples alone, one-sided at its edges, showed
+// the heights' whole decimetres as a step at every column edge.)
+func TestGroundHasNoSeamBetweenColumns(t *testing.T) {
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(httptestServer(t)+"/index.html")); err != nil {
+		t.Fatal(err)
+	}
+	geo := torus.Default()
+	gen, err := terrain.New(21, geo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two rows of columns, west and east, near the origin.
+	var chunks []map[string]any
+	for _, x := range []int32{3997, 3998, 3999, 0} {
+		for _, y := range []int32{0, 1} {
+			h := gen.Base(torus.ChunkPos{X: x, Y: y})
+			chunks = append(chunks, map[string]any{"x": x, "y": y, "heights": h[:]})
+		}
+	}
+	js := fmt.Sprintf(`import("/view.js").then(({View, TEXTURE}) => {
+		const w = {geometry: {sizeX: %[1]v, sizeY: %[2]v, chunkEdge: %[3]v}, terrain: new Map()};
+		for (const c of %[4]s) w.terrain.set(c.x + "," + c.y, {...c, heights: Int16Array.from(c.heights), markers: new Uint8Array(256), edits: []});
+		const v = new View();
+		v.contour = 1e9; // no contour lines: they are steps of their own
+		v.updateRange(w);
+		const px = (c) => v.texture(w, c, %[3]v).getContext("2d").getImageData(0, 0, TEXTURE, TEXTURE).data;
+		const lum = (d, x, y) => { const o = (y * TEXTURE + x) * 4; return 0.3 * d[o] + 0.59 * d[o + 1] + 0.11 * d[o + 2]; };
+		// Mean |step| between pixel columns x and x+1 of one texture, and
+		// across the edge between west's last column and east's first.
+		const step = (a, xa, b, xb) => { let s = 0; for (let y = 0; y < TEXTURE; y++) s += Math.abs(lum(a, xa, y) - lum(b, xb, y)); return s / TEXTURE; };
+		const edges = [];
+		for (const y of [0, 1]) for (const [wx, ex] of [[3997, 3998], [3998, 3999], [3999, 0]]) {
+			const a = px(w.terrain.get(wx + "," + y)), b = px(w.terrain.get(ex + "," + y));
+			edges.push({across: step(a, TEXTURE - 1, b, 0), west: step(a, TEXTURE - 2, a, TEXTURE - 1), east: step(b, 0, b, 1)});
+		}
+		return JSON.stringify(edges);
+	})`, geo.Width(), geo.Height(), geo.ChunkEdge(), jsonOf(t, chunks))
+	var edges []struct{ Across, West, East float64 }
+	browsertest.EvalJSON(t, ctx, js, &edges)
+	for i, e := range edges {
+		if near := max(e.West, e.East); e.Across > 2*near+1 {
+			t.Errorf("edge %d: mean step %.2f across the column edge, %.2f and %.2f beside it on each side", i, e.Across, e.West, e.East)
+		}
+	}
+	t.Logf("mean luminance steps across column edges and beside them: %+v", edges)
 }

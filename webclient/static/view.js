@@ -174,6 +174,7 @@ export class View {
   constructor({ regionEdge = DEFAULT_REGION_EDGE, metresAcross = 70 } = {}) {
     this.regionEdge = regionEdge;
     this.metresAcross = metresAcross;
+    this.contour = 20; // decimetres between contour lines
     this.textures = new Map(); // "x,y" → {chunk, key, canvas}
     this.drawn = new Map();
     this.target = 0n; // the mob the master was last told to attack
@@ -221,7 +222,7 @@ export class View {
     const get = (dx, dy) => w.terrain.get(`${(((c.x + dx) % nx) + nx) % nx},${(((c.y + dy) % ny) + ny) % ny}`) ?? null;
     const nb = [get(-1, 0), get(1, 0), get(0, -1), get(0, 1)];
     const k = `${c.x},${c.y}`;
-    const key = `${this.range[0]},${this.range[1]}`;
+    const key = `${this.range[0]},${this.range[1]},${this.contour}`;
     const t = this.textures.get(k);
     if (t && t.chunk === c && t.key === key && t.nb.every((x, i) => x === nb[i])) return t.canvas;
     const last = TERRAIN_SIDE - 1;
@@ -236,7 +237,7 @@ export class View {
       return c.heights[cj * TERRAIN_SIDE + ci];
     };
     const canvas = t?.canvas ?? new OffscreenCanvas(TEXTURE, TEXTURE);
-    const px = shadeChunk(c.heights, this.range[0], this.range[1], edge, TEXTURE, 20, around);
+    const px = shadeChunk(c.heights, this.range[0], this.range[1], edge, TEXTURE, this.contour, around);
     canvas.getContext("2d").putImageData(new ImageData(px, TEXTURE, TEXTURE), 0, 0);
     this.textures.set(k, { chunk: c, key, nb, canvas });
     return canvas;
