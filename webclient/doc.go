@@ -19,11 +19,22 @@
 //     as sim's View.Where; tickAt(now) is the fractional tick between
 //     batches by the clock). InputKind holds the input kinds the client
 //     sends (move 1, attack 2, stop 3), in one place.
-//   - index.html and play.js: a demo page (token, connect, a canvas of
-//     the known entities around the master, drawn each animation frame
-//     where they have walked by then, click to move); opened at
-//     /#token=… (the dashboard's play link) it logs in with that token at
-//     once and takes it out of the address bar.
+//   - view.js: the play view's drawing (View): the ground the client
+//     was sent as a shaded heightmap (a tint by height over the range of
+//     the ground held, lit by the slope, contour lines every 2 m; each
+//     column's edges read its neighbours' samples so no seam shows), the
+//     markers, the region grid (the client is told neither regions nor
+//     owners: the documented grid of 8 km regions, ?region=METRES for
+//     another edge), the entities where they have walked by now with
+//     health bars, the player's own master and pet apart from the
+//     others; and picking (the entity under a point).
+//   - index.html and play.js: the play page (token, connect, the view
+//     centred on the master, a one-line instruction, a panel with the
+//     player's health, its pet's and its experience, names on hover, a
+//     log in which Terrain messages are one counted line; click to move,
+//     click a mob to attack it, wheel to zoom); opened at /#token=… (the
+//     dashboard's play link) it logs in with that token at once and
+//     takes it out of the address bar.
 //
 // What it does not own: the protocol (proto/client.proto and
 // docs/protocol.md are the contract; the gateway is the server side), the

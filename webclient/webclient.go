@@ -20,8 +20,8 @@ var contentTypes = map[string]string{
 	".css":  "text/css; charset=utf-8",
 }
 
-// Files returns the client's files (index.html, play.js, client.js,
-// proto.js, frames.js), for a caller that serves or checks them itself.
+// Files returns the client's files (index.html, play.js, view.js,
+// client.js, proto.js, frames.js), for a caller that serves or checks them itself.
 func Files() fs.FS {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {

@@ -26,24 +26,31 @@ import (
 	"github.com/shardwise/shardwise/zone"
 )
 
-// The page against a real zone node running the reference game: it logs
-// in, sees its own master and pet appear and another player (a sim client
-// on the same gateway) walk, and gets the ground of its view.
-func TestPageAgainstARealZoneNode(t *testing.T) {
-	ctx := browser(t)
+// realWorld is a zone node running the reference game, with its gateway
+// and the client's files on one test server (the page at /, the socket
+// at /ws), stepped every 10 ms until the test ends.
+type realWorld struct {
+	url string
+	rt  *zone.Runtime
+	iss *logintoken.Issuer
+}
+
+// newRealWorld starts a realWorld of cfg whose store holds a player at
+// each position of homes (by account).
+func newRealWorld(t *testing.T, cfg game.Config, homes map[account.ID]torus.Pos) *realWorld {
+	t.Helper()
 	store := worldstore.NewMemory(nil)
-	home := torus.Pos{X: 4000, Y: 4000}
-	for a, p := range map[account.ID]torus.Pos{501: home, 502: {X: home.X + 6, Y: home.Y}} {
+	for a, p := range homes {
 		if err := store.SavePlayer(context.Background(), worldstore.Player{Account: a, Epoch: 1, Pos: p}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	g, err := game.NewModule(game.Config{Seed: 21, NoBots: true})
+	g, err := game.NewModule(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rc := g.Config().RuntimeConfig()
-	rc.WorldStore, rc.WorldSeed = store, 21
+	rc.WorldStore, rc.WorldSeed = store, cfg.Seed
 	rt, err := zone.New(rc, g)
 	if err != nil {
 		t.Fatal(err)
@@ -99,37 +106,58 @@ func TestPageAgainstARealZoneNode(t *testing.T) {
 		wg.Wait()
 		_ = rt.Close()
 	})
-	token := func(a account.ID) string {
-		tok, _, err := iss.Issue(a, gateway.Audience)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
+	return &realWorld{url: srv.URL, rt: rt, iss: iss}
+}
+
+func (w *realWorld) token(t *testing.T, a account.ID) string {
+	t.Helper()
+	tok, _, err := w.iss.Issue(a, gateway.Audience)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return tok
+}
+
+// dialSim logs a sim client in as account a and returns it with its
+// master's id.
+func (w *realWorld) dialSim(t *testing.T, ctx context.Context, a account.ID) (*sim.Client, uint64) {
+	t.Helper()
+	c, err := sim.Dial(ctx, "ws"+strings.TrimPrefix(w.url, "http")+"/ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Login(ctx, w.token(t, a)); err != nil {
+		t.Fatal(err)
+	}
+	var master uint64
+	if err := c.Wait(ctx, func(v *sim.View) bool { master, _ = v.You(); return master != 0 }); err != nil {
+		t.Fatal(err)
+	}
+	return c, master
+}
+
+// The page against a real zone node running the reference game: it logs
+// in, sees its own master and pet appear and another player (a sim client
+// on the same gateway) walk, and gets the ground of its view.
+func TestPageAgainstARealZoneNode(t *testing.T) {
+	ctx := browser(t)
+	home := torus.Pos{X: 4000, Y: 4000}
+	rw := newRealWorld(t, game.Config{Seed: 21, NoBots: true}, map[account.ID]torus.Pos{501: home, 502: {X: home.X + 6, Y: home.Y}})
+	rt := rw.rt
 
 	// The other player, walking back and forth 20 m east of the page's.
 	cctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	other, err := sim.Dial(cctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/ws")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if _, err := other.Login(cctx, token(502)); err != nil {
-		t.Fatal(err)
-	}
-	var otherMaster uint64
-	if err := other.Wait(cctx, func(v *sim.View) bool { otherMaster, _ = v.You(); return otherMaster != 0 }); err != nil {
-		t.Fatal(err)
-	}
+	other, otherMaster := rw.dialSim(t, cctx, 502)
 	if _, err := other.Move(cctx, otherMaster, home.X+26, home.Y); err != nil {
 		t.Fatal(err)
 	}
 
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(srv.URL+"/"),
+		chromedp.Navigate(rw.url+"/"),
 		chromedp.WaitVisible(chromedp.ID("connect")),
-		chromedp.SetValue(chromedp.CSS(`input[name=token]`), token(501)),
+		chromedp.SetValue(chromedp.CSS(`input[name=token]`), rw.token(t, 501)),
 		chromedp.Click(chromedp.ID("connect")),
 	); err != nil {
 		t.Fatal(err)
