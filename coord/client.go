@@ -133,6 +133,9 @@ type Client struct {
 	// leaders are the live leaderships won through this client, resigned
 	// by Close.
 	leaders map[*Leadership]struct{}
+	// campaigns counts the goroutines running etcd's Campaign; Close waits
+	// for them after closing the etcd client, which ends them.
+	campaigns sync.WaitGroup
 
 	// beforeApplyTxn, when set by a test, runs between ApplyRegions'
 	// membership pre-check and its transaction.
@@ -197,6 +200,7 @@ func (c *Client) Close() error {
 		c.cancel()
 		c.wg.Wait()
 		err = c.cli.Close()
+		c.campaigns.Wait()
 	})
 	return err
 }

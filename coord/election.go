@@ -83,12 +83,40 @@ func (c *Client) Campaign(ctx context.Context, cfg CampaignConfig) (*Leadership,
 		return nil, ErrUnavailable.Wrap("election %q: start a session: %v", cfg.Election, err)
 	}
 	el := concurrency.NewElection(sess, c.electionPrefix(cfg.Election))
-	if err := el.Campaign(ctx, cfg.Value); err != nil {
-		_ = sess.Close() // revokes the lease, so no candidacy is left queued
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	// etcd's Campaign, when its ctx ends, resigns with the etcd client's
+	// own context, which blocks while etcd is unreachable (until the
+	// client closes). So it runs in a goroutine of its own, joined by
+	// Close after the etcd client is closed, and Campaign returns at once
+	// when ctx ends; a leadership won after that is given up there.
+	done := make(chan error)
+	abandon := make(chan struct{})
+	if !c.goCampaign(func() {
+		err := el.Campaign(ctx, cfg.Value)
+		if err != nil {
+			_ = sess.Close() // revokes the lease, so no candidacy is left queued
 		}
-		return nil, ErrUnavailable.Wrap("election %q: campaign: %v", cfg.Election, err)
+		select {
+		case done <- err:
+		case <-abandon:
+			if err == nil {
+				_ = sess.Close()
+			}
+		}
+	}) {
+		_ = sess.Close()
+		return nil, ErrUnavailable.Wrap("client is closed")
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, ErrUnavailable.Wrap("election %q: campaign: %v", cfg.Election, err)
+		}
+	case <-ctx.Done():
+		close(abandon)
+		return nil, ctx.Err()
 	}
 	l := &Leadership{c: c, sess: sess, el: el, election: cfg.Election, value: cfg.Value}
 	if !c.trackLeader(l) {
@@ -142,6 +170,18 @@ func (c *Client) Leader(ctx context.Context, election string) (string, error) {
 		return "", ErrNoLeader
 	}
 	return string(resp.Kvs[0].Value), nil
+}
+
+// goCampaign runs f in a goroutine that Close joins after closing the etcd
+// client (which is what unblocks it); false once Close has begun.
+func (c *Client) goCampaign(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.campaigns.Go(f)
+	return true
 }
 
 // trackLeader adds a live leadership, resigned by Close; false once Close
