@@ -76,10 +76,22 @@ func (c *Client) Campaign(ctx context.Context, cfg CampaignConfig) (*Leadership,
 	if ttl == 0 {
 		ttl = defaultTTL
 	}
-	// The session's context is the client's, not ctx: the leadership must
+	// The lease is granted under ctx (NewSession would grant it under the
+	// session's context, and wait for an unreachable etcd past ctx). The
+	// session's context is the client's, not ctx: the leadership must
 	// outlive the call that won it, and Close (or Resign) ends it.
-	sess, err := concurrency.NewSession(c.cli, concurrency.WithTTL(int(ttl/time.Second)), concurrency.WithContext(c.ctx))
+	lease, err := c.cli.Grant(ctx, int64(ttl/time.Second))
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, ErrUnavailable.Wrap("election %q: grant a lease: %v", cfg.Election, err)
+	}
+	sess, err := concurrency.NewSession(c.cli, concurrency.WithLease(lease.ID), concurrency.WithTTL(int(ttl/time.Second)), concurrency.WithContext(c.ctx))
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+		_, _ = c.cli.Revoke(rctx, lease.ID)
+		cancel()
 		return nil, ErrUnavailable.Wrap("election %q: start a session: %v", cfg.Election, err)
 	}
 	el := concurrency.NewElection(sess, c.electionPrefix(cfg.Election))
