@@ -367,3 +367,31 @@ func failoverReason(moved map[string][]cells.RegionID) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// hostFailover is a Host's failover controller: RunFailover in a goroutine
+// the host owns, stopped and joined by stop.
+type hostFailover struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startFailover runs RunFailover until ctx ends or stop; a controller
+// that ends on an error (the client closed under it) is logged, not
+// retried: the node is stopping.
+func startFailover(ctx context.Context, cfg FailoverConfig) *hostFailover {
+	ctx, cancel := context.WithCancel(ctx)
+	f := &hostFailover{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		if err := RunFailover(ctx, cfg); err != nil {
+			cfg.Logger.Warn("zone: failover controller stopped", "node", cfg.Name, "err", err)
+		}
+	}()
+	return f
+}
+
+// stop ends the controller (resigning a leadership) and waits for it.
+func (f *hostFailover) stop() {
+	f.cancel()
+	<-f.done
+}
