@@ -267,12 +267,17 @@ func others(nodes []*foNode, not ...*foNode) (out []*foNode, names []string) {
 	return out, names
 }
 
-// A member whose lease expires (cut off from etcd, as if dead) has its
-// regions given to their standbys in exactly one new version, written by
-// the controller, which says so.
+// A member whose lease expires (cut off from etcd, as if dead) or is
+// revoked (its client closed: the node stopped) has its regions given to
+// their standbys in exactly one new version, written by the controller,
+// which says so; the same when the member was the controller itself.
 func TestFailoverReownsALeftNodesRegions(t *testing.T) {
-	for _, killLeader := range []bool{false, true} {
-		t.Run(fmt.Sprintf("leader=%v", killLeader), func(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		killLeader, revoke bool
+	}{{"cut", false, false}, {"cut-leader", true, false}, {"closed", false, true}, {"closed-leader", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			killLeader := tc.killLeader
 			p := testPrefix(t)
 			op, nodes, v1 := startThree(t, p, nil)
 			leader := leaderOf(t, op, nodes)
@@ -282,9 +287,14 @@ func TestFailoverReownsALeftNodesRegions(t *testing.T) {
 			}
 			alive, liveNames := others(nodes, dead)
 			cut := time.Now()
-			dead.proxy.Cut()
+			if tc.revoke {
+				dead.stop()
+				_ = dead.cl.Close() // revokes its lease: the name is free at once
+			} else {
+				dead.proxy.Cut()
+			}
 			v2, prov := waitTable(t, op, 2, 15*time.Second)
-			t.Logf("killed %s (leader: %v): version 2 stored %v after the cut (TTL 1s)", dead.name, killLeader, time.Since(cut))
+			t.Logf("%s %s (leader: %v): version 2 stored %v later (TTL 1s)", tc.name, dead.name, killLeader, time.Since(cut))
 			want, _, err := PlanFailover(v1, liveNames, []string{dead.name})
 			if err != nil {
 				t.Fatal(err)
