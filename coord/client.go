@@ -130,6 +130,12 @@ type Client struct {
 	mu     sync.Mutex // guards closed against wg.Go racing Close's Wait
 	closed bool
 	regs   map[*Registration]struct{} // live registrations, closed by Close
+	// leaders are the live leaderships won through this client, resigned
+	// by Close.
+	leaders map[*Leadership]struct{}
+	// campaigns counts the goroutines running etcd's Campaign; Close waits
+	// for them after closing the etcd client, which ends them.
+	campaigns sync.WaitGroup
 
 	// beforeApplyTxn, when set by a test, runs between ApplyRegions'
 	// membership pre-check and its transaction.
@@ -173,7 +179,7 @@ func Connect(ctx context.Context, cfg ClientConfig) (*Client, error) {
 func (c *Client) Prefix() string { return c.prefix }
 
 // Close closes the registrations made through this client (their nodes are
-// told, and their ids are freed at once), stops the client's watches and
+// told, and their ids are freed at once), resigns its leaderships, stops the client's watches and
 // waits for them, and closes the connection. Idempotent.
 func (c *Client) Close() error {
 	var err error
@@ -181,15 +187,20 @@ func (c *Client) Close() error {
 		c.mu.Lock()
 		c.closed = true
 		regs := slices.Collect(maps.Keys(c.regs))
+		leaders := slices.Collect(maps.Keys(c.leaders))
 		c.mu.Unlock()
 		var wg sync.WaitGroup
 		for _, r := range regs {
 			wg.Go(func() { _ = r.Close() })
 		}
+		for _, l := range leaders {
+			wg.Go(func() { _ = l.Resign() })
+		}
 		wg.Wait()
 		c.cancel()
 		c.wg.Wait()
 		err = c.cli.Close()
+		c.campaigns.Wait()
 	})
 	return err
 }
@@ -249,3 +260,7 @@ func (c *Client) membersPrefix() string { return c.prefix + "members/" }
 func (c *Client) nameKey(name string) string { return c.prefix + "names/" + name }
 
 func (c *Client) regionsKey() string { return c.prefix + "regions/table" }
+
+// provenanceKey holds who stored the current table and why, written in the
+// same transaction as the table.
+func (c *Client) provenanceKey() string { return c.prefix + "regions/provenance" }

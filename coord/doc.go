@@ -18,8 +18,13 @@
 //     WaitNameFree, for a node restarting before its old lease expired.
 //   - The region table store (Regions, ApplyRegions, WatchRegions): the
 //     cells.Table in etcd, replaced only by compare-and-set on its version,
-//     checked against live members unless forced. ParseRegionsFile and
-//     FormatRegions are the operator's JSON/YAML forms.
+//     checked against live members unless forced, with who wrote it and
+//     why (ApplyOptions.Writer, Reason; RegionsProvenance) stored in the
+//     same transaction. ParseRegionsFile and FormatRegions are the
+//     operator's JSON/YAML forms.
+//   - Elections (Client.Campaign, Leadership, Leader): etcd's own election
+//     (client/v3/concurrency), each candidate under its own lease; a write
+//     made as the leader is fenced by ApplyOptions.Leader.
 //   - Embedded and EmbeddedCluster: etcd members run inside this process,
 //     for one-machine use and for tests (shardwise demo and shardwise dev
 //     run one).
@@ -54,9 +59,11 @@
 //
 // Key layout under the prefix (default "/shardwise/"):
 //
-//	members/NNN    member record (JSON), under the member's lease
-//	names/NAME     the holder's node id, under the same lease
-//	regions/table  the region table (cells JSON)
+//	members/NNN         member record (JSON), under the member's lease
+//	names/NAME          the holder's node id, under the same lease
+//	regions/table       the region table (cells JSON)
+//	regions/provenance  who wrote that table and why (JSON, with its version)
+//	elections/NAME/…    the candidates of an election, each under its lease
 //
 // Time: lease TTLs are etcd's (whole seconds). The only local time coord
 // measures is the registration's fence deadline, on the injected clock.

@@ -21,6 +21,8 @@ const (
 	CodeRegionsNotFound  = "REGIONS.NOT_FOUND"
 	CodeRegionsInvalid   = "REGIONS.INVALID"
 	CodeRegionsUnknown   = "REGIONS.UNKNOWN_NODE"
+	CodeNoLeader         = "ELECTION.NO_LEADER"
+	CodeNotLeader        = "ELECTION.NOT_LEADER"
 )
 
 var (
@@ -48,6 +50,11 @@ var (
 	// ErrRegionsUnknownNode: the table names a node id that is not a live
 	// member. The typed detail is *UnknownNodesError.
 	ErrRegionsUnknownNode = errcode.New(CodeRegionsUnknown, "coord: region table names a node that is not a member")
+	// ErrNoLeader: no candidate leads the election (Client.Leader).
+	ErrNoLeader = errcode.New(CodeNoLeader, "coord: the election has no leader")
+	// ErrNotLeader: a write fenced by ApplyOptions.Leader was refused
+	// because that leadership has ended.
+	ErrNotLeader = errcode.New(CodeNotLeader, "coord: no longer the leader")
 )
 
 // NodeIDsExhaustedError reports that a registering node got no node id:

@@ -2,9 +2,11 @@ package coord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -19,6 +21,26 @@ type ApplyOptions struct {
 	// members, or changes the grid, or replaces a stored value that does
 	// not parse. It never skips the version compare-and-set.
 	Force bool
+	// Writer and Reason say who stores the table and why ("operator
+	// alice@ops-1", "controller zone-2"; "zone-1 lease expired"). They are
+	// stored beside the table, in the same transaction, and read back by
+	// RegionsProvenance. Default "": not said.
+	Writer, Reason string
+	// Leader, if set, fences the write by that leadership: the table is
+	// stored only while it still leads (ErrNotLeader otherwise), so a
+	// controller whose lease ended cannot write even if it has not noticed.
+	Leader *Leadership
+}
+
+// Provenance says who stored a version of the region table and why
+// (ApplyOptions.Writer and Reason).
+type Provenance struct {
+	// Version is the table version it describes.
+	Version uint64 `json:"version"`
+	Writer  string `json:"writer,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// At is the writer's clock when it wrote; informational.
+	At time.Time `json:"at"`
 }
 
 // maxNameCompares bounds how many "this name is held" compares ApplyRegions
@@ -103,8 +125,15 @@ func (c *Client) ApplyRegions(ctx context.Context, t *cells.Table, opts ApplyOpt
 	if err != nil {
 		return invalidTable(err)
 	}
+	prov, err := json.Marshal(Provenance{Version: t.Version(), Writer: opts.Writer, Reason: opts.Reason, At: c.clock.Now().UTC()})
+	if err != nil {
+		return invalidTable(err)
+	}
 	key := c.regionsKey()
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", curRev)}
+	if opts.Leader != nil {
+		cmps = append(cmps, opts.Leader.isLeader())
+	}
 	if !opts.Force && len(names) <= maxNameCompares {
 		for _, n := range names {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(c.nameKey(n)), ">", 0))
@@ -113,15 +142,64 @@ func (c *Client) ApplyRegions(ctx context.Context, t *cells.Table, opts ApplyOpt
 	if c.beforeApplyTxn != nil {
 		c.beforeApplyTxn()
 	}
-	txn, err := c.cli.Txn(ctx).If(cmps...).Then(clientv3.OpPut(key, string(val))).Commit()
+	txn, err := c.cli.Txn(ctx).If(cmps...).Then(clientv3.OpPut(key, string(val)), clientv3.OpPut(c.provenanceKey(), string(prov))).Commit()
 	if err != nil {
 		return ErrUnavailable.Wrap("write region table: %v", err)
 	}
 	if txn.Succeeded {
-		c.log.Info("coord: region table applied", "version", t.Version(), "nodes", names, "forced", opts.Force)
+		c.log.Info("coord: region table applied", "version", t.Version(), "nodes", names, "forced", opts.Force, "writer", opts.Writer, "reason", opts.Reason)
 		return nil
 	}
+	if opts.Leader != nil {
+		if err := c.checkLeader(ctx, opts.Leader); err != nil {
+			return err
+		}
+	}
 	return c.explainFailedApply(ctx, t, curRev, names)
+}
+
+// checkLeader returns ErrNotLeader if l no longer leads.
+func (c *Client) checkLeader(ctx context.Context, l *Leadership) error {
+	resp, err := c.cli.Get(ctx, l.el.Key())
+	if err != nil {
+		return ErrUnavailable.Wrap("read the election key: %v", err)
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.el.Rev() {
+		return ErrNotLeader.Wrap("election %q: the leadership of %q has ended", l.election, l.value)
+	}
+	return nil
+}
+
+// RegionsProvenance returns the stored region table and who stored it and
+// why. A table stored without a provenance record (by a version of coord
+// that kept none, or around coord) has a zero Provenance but for Version.
+func (c *Client) RegionsProvenance(ctx context.Context) (*cells.Table, Provenance, error) {
+	if err := c.checkOpen(); err != nil {
+		return nil, Provenance{}, err
+	}
+	// One read of both keys, so the record and the table are of one moment.
+	resp, err := c.cli.Txn(ctx).Then(clientv3.OpGet(c.regionsKey()), clientv3.OpGet(c.provenanceKey())).Commit()
+	if err != nil {
+		return nil, Provenance{}, ErrUnavailable.Wrap("read region table: %v", err)
+	}
+	tkvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(tkvs) == 0 {
+		return nil, Provenance{}, ErrRegionsNotFound
+	}
+	t, err := cells.ParseTable(tkvs[0].Value)
+	if err != nil {
+		return nil, Provenance{}, invalidTable(fmt.Errorf("the stored table at revision %d does not parse: %w", tkvs[0].ModRevision, err))
+	}
+	p := Provenance{Version: t.Version()}
+	if pkvs := resp.Responses[1].GetResponseRange().Kvs; len(pkvs) > 0 {
+		var got Provenance
+		// A record of another version (the table written around coord)
+		// says nothing about this one.
+		if json.Unmarshal(pkvs[0].Value, &got) == nil && got.Version == t.Version() {
+			p = got
+		}
+	}
+	return t, p, nil
 }
 
 // explainFailedApply finds out which compare of ApplyRegions failed.

@@ -74,6 +74,15 @@
 //   - Host: one node as its own process (the runtime, its link, its coord
 //     registration and a membership follower that adds link peers and
 //     answers the fence), run until its context ends or it is fenced.
+//   - Failover (failover.go): a region's standby, derived from the live
+//     zone members by rendezvous (Standby); the table that gives a dead
+//     node's regions to their standbys (PlanFailover); and the controller
+//     every Host runs unless HostConfig.NoFailover (RunFailover): elected
+//     through etcd, it writes that table when a zone member's lease ends,
+//     compare-and-set on the version and fenced by its leadership, so one
+//     write re-owns them however many controllers there are. The new owner
+//     starts those regions empty (dens set up again): the dead node's
+//     entities are lost until replicated checkpoints exist.
 //   - The fence on messages: every message carries the sender's node
 //     number, lease and table version; Config.Accept refuses a sender
 //     whose lease is not live. A fenced node (Fenced) steps and sends

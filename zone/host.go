@@ -136,6 +136,14 @@ type HostConfig struct {
 	// missing ones (logged). Measured on Clock. Default 10s; negative: do
 	// not wait.
 	PeerWait time.Duration
+	// NoFailover turns the node's failover controller off. By default
+	// every zone node campaigns to be the cluster's failover controller
+	// (RunFailover, with the node's TTL), and the one elected gives the
+	// regions of a zone node whose lease ends to their standbys. The
+	// cluster fails over as long as one node campaigns: set it on every
+	// node to re-own regions only by hand (shardwise regions apply).
+	// Default false: failover on.
+	NoFailover bool
 	// Module is the game the node runs. Required.
 	Module Module
 	// Runtime is the base runtime configuration (a game's RuntimeConfig):
@@ -409,6 +417,9 @@ const peerPoll = 10 * time.Millisecond
 //  2. connects to coord and joins (Join, role "zone"), publishing the link
 //     address as Addrs["link"], the metrics address as Addrs["metrics"]
 //     and the gateway's as Addrs["gateway"];
+//     unless NoFailover, it campaigns to be the failover controller
+//     (RunFailover) in a goroutine it owns, until the node stops or is
+//     fenced;
 //  3. follows coord's membership in one goroutine it owns: every other
 //     live zone member with a link address is a link peer (removed when
 //     it leaves), and its lease is the one the runtime's fence (Accept)
@@ -430,7 +441,8 @@ const peerPoll = 10 * time.Millisecond
 // gateway (every socket is closed, GATEWAY.SHUTDOWN, and its session
 // leaves the world; unless the node is fenced, two more ticks apply the
 // leaves, so the players it simulates are saved), the runtime, the world
-// store and the directory, the membership follower, the link, the
+// store and the directory, the membership follower, the link, the failover
+// controller (resigned, so another node's takes over at once), the
 // Ownership (which revokes the lease, so the name is free at once), the
 // coord client, the metrics server.
 //
@@ -455,6 +467,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		rt     *Runtime
 		ms     *metricsServer
 		hg     *hostGateway
+		fo     *hostFailover
 		hh     = &hostHealth{gateway: cfg.GatewayAddr != ""}
 	)
 	defer func() {
@@ -482,6 +495,9 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		}
 		if lis != nil && !served {
 			_ = lis.Close()
+		}
+		if fo != nil {
+			fo.stop() // before the lease goes: another controller takes over at once
 		}
 		if own != nil {
 			_ = own.Close()
@@ -555,6 +571,11 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	}
 	hh.cl.Store(cl)
 	hh.own.Store(own)
+	if !cfg.NoFailover {
+		// Its retry pause is against etcd, on etcd's (real) time, not a
+		// tick: cfg.Clock, a test's fake clock, would hold it.
+		fo = startFailover(own.Context(), FailoverConfig{Coord: cl, Name: cfg.Name, TTL: cfg.TTL, Logger: log})
+	}
 	if reg != nil {
 		reg.MustRegister(own.Collectors()...)
 	}

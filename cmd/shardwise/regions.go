@@ -184,7 +184,7 @@ func newRegionsShowCmd(flags *etcdFlags) *cobra.Command {
 			}
 			defer cancel()
 			defer c.Close()
-			t, err := c.Regions(ctx)
+			t, prov, err := c.RegionsProvenance(ctx)
 			if err != nil {
 				return errcode.WithCode(err)
 			}
@@ -192,12 +192,47 @@ func newRegionsShowCmd(flags *etcdFlags) *cobra.Command {
 			if err != nil {
 				return errcode.WithCode(err)
 			}
+			// Who wrote it goes to stderr, as a comment: the table on
+			// stdout stays a file "regions apply" reads (and so does the
+			// two together).
+			if _, err := fmt.Fprintln(cmd.ErrOrStderr(), provenanceLine(prov)); err != nil {
+				return err
+			}
 			_, err = cmd.OutOrStdout().Write(b)
 			return err
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "json", "output format: json or yaml")
 	return cmd
+}
+
+// provenanceLine says who wrote a table version and why, as a comment.
+func provenanceLine(p coord.Provenance) string {
+	writer, reason := p.Writer, p.Reason
+	if writer == "" {
+		writer = "an unnamed writer"
+	}
+	line := fmt.Sprintf("# version %d written by %s", p.Version, writer)
+	if !p.At.IsZero() {
+		line += " at " + p.At.UTC().Format(time.RFC3339)
+	}
+	if reason != "" {
+		line += ": " + reason
+	}
+	return line
+}
+
+// operatorName is the writer "regions apply" records: the local user and
+// host, as far as they can be known.
+func operatorName() string {
+	who := os.Getenv("USER")
+	if who == "" {
+		who = "unknown"
+	}
+	if host, err := os.Hostname(); err == nil && host != "" {
+		who += "@" + host
+	}
+	return "operator " + who
 }
 
 func outputIsYAML(format string) (bool, error) {
@@ -215,6 +250,7 @@ func newRegionsApplyCmd(flags *etcdFlags) *cobra.Command {
 	var (
 		expect uint64
 		force  bool
+		reason string
 	)
 	cmd := &cobra.Command{
 		Use:   "apply FILE",
@@ -228,7 +264,11 @@ Either way, if someone else applied first, nothing is written and the
 command fails with REGIONS.CONFLICT; re-read with "regions show" and retry.
 
 Unless --force is given, every node the table names must be a live member
-(see "shardwise members"), and the grid must not change.`,
+(see "shardwise members"), and the grid must not change.
+
+The table is recorded as written by "operator USER@HOST" with --reason, and
+"regions show" prints that (the zone nodes' failover controller records
+itself the same way).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readFileArg(cmd.InOrStdin(), args[0])
@@ -250,7 +290,7 @@ Unless --force is given, every node the table names must be a live member
 			}
 			defer cancel()
 			defer c.Close()
-			if err := c.ApplyRegions(ctx, t, coord.ApplyOptions{Force: force}); err != nil {
+			if err := c.ApplyRegions(ctx, t, coord.ApplyOptions{Force: force, Writer: operatorName(), Reason: reason}); err != nil {
 				return errcode.WithCode(explainConflict(err, args[0], cmd.Flags().Changed("expect-version")))
 			}
 			nodes := t.Nodes()
@@ -261,6 +301,7 @@ Unless --force is given, every node the table names must be a live member
 	}
 	cmd.Flags().Uint64Var(&expect, "expect-version", 0, "apply only if the current version is this; the table is stored as this + 1")
 	cmd.Flags().BoolVar(&force, "force", false, "store the table even if it names nodes that are not live members or changes the grid")
+	cmd.Flags().StringVar(&reason, "reason", "", `why, recorded with the table and printed by "regions show"`)
 	return cmd
 }
 

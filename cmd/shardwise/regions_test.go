@@ -324,3 +324,29 @@ func TestRegionsNew(t *testing.T) {
 		}
 	}
 }
+
+// "regions show" says who wrote the table and why, as a comment apart
+// from the table: the operator who applied it, with --reason.
+func TestRegionsShowSaysWhoWroteIt(t *testing.T) {
+	t.Setenv("USER", "alice")
+	eps, c := etcdForCmdTest(t)
+	registerForCmdTest(t, c, "zone-a")
+	file := smallTableFile(t, 1, false, "zone-a", "zone-a", "zone-a", "zone-a")
+	if _, err := runCmd(t, newRegionsCmd(), "", "apply", file, "--reason", "first table", "--endpoints", eps); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newRegionsCmd()
+	var stdout, stderr bytes.Buffer
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&stderr)
+	cmd.SetArgs([]string{"show", "--endpoints", eps})
+	if err := cmd.ExecuteContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(stderr.String(), "# version 1 written by operator alice@") || !strings.HasSuffix(stderr.String(), ": first table\n") {
+		t.Fatalf("show's stderr %q, want the writer and the reason", stderr.String())
+	}
+	if _, err := coord.ParseRegionsFile(stdout.Bytes()); err != nil {
+		t.Fatalf("show's stdout is not a table file: %v", err)
+	}
+}

@@ -254,6 +254,7 @@ func NewCommand(cfg Config) *cobra.Command {
 	f.StringVar(&host.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics and the probes /healthz and /readyz (port 0: any free port; default: not served)")
 	f.StringVar(&dashAddr, "dashboard", "", "serve the live dashboard of this node's view (its regions, entities, ghosts and handoffs) at http://ADDR/ (port 0: any free port; default: not served)")
 	f.DurationVar(&host.TTL, "ttl", 0, "lease TTL, whole seconds: the node is fenced this long after etcd stops hearing from it (0: 10s)")
+	f.BoolVar(&host.NoFailover, "no-failover", false, "do not campaign to be the failover controller, which gives a dead zone node's regions to their standbys (on every node: failover only by hand, with regions apply)")
 	f.DurationVar(&host.PeerWait, "peer-wait", 10*time.Second, "before the first tick, wait this long for the table's other nodes to be connected (0 or negative: do not wait)")
 	f.IntVar(&ticks, "ticks", 0, "ticks to run; 0 runs until interrupted")
 	f.DurationVar(&tick, "tick", 50*time.Millisecond, "the fixed step (every node of a world must use the same)")
