@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/shardwise/shardwise/logintoken"
 	"github.com/shardwise/shardwise/sim"
 	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/worldstore"
 	"github.com/shardwise/shardwise/zone"
 	"github.com/shardwise/shardwise/zone/zonetest"
 )
@@ -42,8 +44,8 @@ type playerWatch struct {
 	bad   []string
 }
 
-func newPlayerWatch(rts []*zone.Runtime) *playerWatch {
-	return &playerWatch{rts: rts, count: make(map[account.ID]int)}
+func newPlayerWatch() *playerWatch {
+	return &playerWatch{count: make(map[account.ID]int)}
 }
 
 // after runs after each step.
@@ -102,23 +104,49 @@ type onePlayerCluster struct {
 	watch *playerWatch
 }
 
-func startOnePlayer(t *testing.T, seed uint64) *onePlayerCluster {
+// startOnePlayer starts the cluster; the world store's saves land
+// saveLag steps after the runtime queued them (its loads are at once), so
+// that a login can come in between.
+func startOnePlayer(t *testing.T, seed, saveLag uint64) *onePlayerCluster {
 	t.Helper()
 	w := newWorld(t)
-	c := w.cluster(2, game.Config{Seed: seed, NoBots: true}, nil)
-	oc := &onePlayerCluster{w: w, c: c}
+	watch := newPlayerWatch()
+	slow := &slowSaves{Memory: w.store, steps: &watch.steps, lag: saveLag}
+	c := w.cluster(2, game.Config{Seed: seed, NoBots: true}, func(zc *zonetest.Config) {
+		zc.Runtime = func(_ int, rc *zone.Config) { rc.WorldStore = slow }
+	})
+	oc := &onePlayerCluster{w: w, c: c, watch: watch}
 	for _, n := range c.Nodes {
 		oc.rts = append(oc.rts, n.Runtime)
 		g, srv := w.gatewayFor(n.Runtime, directory.NodeID(n.Number))
 		oc.gws, oc.srvs = append(oc.gws, g), append(oc.srvs, srv)
 		oc.urls = append(oc.urls, "ws"+strings.TrimPrefix(srv.URL, "http"))
 	}
-	oc.watch = newPlayerWatch(oc.rts)
+	oc.watch.rts = oc.rts
 	runSteps(t, func() {
 		c.Step()
 		oc.watch.after()
 	})
 	return oc
+}
+
+// slowSaves is the world store with saves that land lag steps of the
+// cluster after they are made: a store under load, on the test's clock.
+type slowSaves struct {
+	*worldstore.Memory
+	steps *atomic.Uint64
+	lag   uint64
+}
+
+func (s *slowSaves) SavePlayer(ctx context.Context, p worldstore.Player) error {
+	until := s.steps.Load() + s.lag
+	if !zonetest.Poll(5*time.Second, func() bool { return s.steps.Load() >= until || ctx.Err() != nil }) {
+		return errors.New("slowSaves: the cluster stopped stepping")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.Memory.SavePlayer(ctx, p)
 }
 
 // gatewayFor is serve, returning the gateway and its server (closed at
@@ -155,7 +183,7 @@ func (w *world) gatewayFor(rt *zone.Runtime, num directory.NodeID) (*gateway.Gat
 func TestAReloginRightAfterALogoutLosesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	oc := startOnePlayer(t, 31)
+	oc := startOnePlayer(t, 31, 4)
 	geo := oc.rts[0].Geometry()
 	const a = account.ID(3101)
 	home := torus.Pos{X: 1000, Y: 1000}
@@ -200,7 +228,9 @@ func TestAReloginRightAfterALogoutLosesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			var at torus.Pos
-			if err := next.Wait(ctx, func(v *sim.View) bool {
+			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+			defer wcancel()
+			if err := next.Wait(wctx, func(v *sim.View) bool {
 				m, _ := v.You()
 				p, ok := v.Position(m)
 				at = p
@@ -230,7 +260,7 @@ func TestAReloginRightAfterALogoutLosesNothing(t *testing.T) {
 func TestRacingLoginsNeverMakeTwoPlayers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	oc := startOnePlayer(t, 32)
+	oc := startOnePlayer(t, 32, 0)
 	const a = account.ID(3201)
 	oc.w.save(a, torus.Pos{X: 1000, Y: 1000})
 	owned := func() int { return simulatedOwned(oc.rts, func(x account.ID) bool { return x == a }) }
@@ -289,7 +319,7 @@ func TestRacingLoginsNeverMakeTwoPlayers(t *testing.T) {
 func TestALoginTakesOverThePlayerOfADeadGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	oc := startOnePlayer(t, 33)
+	oc := startOnePlayer(t, 33, 0)
 	geo := oc.rts[0].Geometry()
 	// Standing in zone-1's region, logging in at zone-0's gateway.
 	var at torus.Pos
@@ -329,6 +359,8 @@ func TestALoginTakesOverThePlayerOfADeadGateway(t *testing.T) {
 	<-first.Done()
 
 	next := login(t, ctx, oc.urls[1], oc.w.token(a))
+	oc.watch.waitSteps(t, 20)
+	oc.watch.check(t)
 	if err := next.Wait(ctx, func(v *sim.View) bool {
 		m, p := v.You()
 		return m == master && p == pet

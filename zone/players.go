@@ -251,11 +251,12 @@ func (r *Runtime) noteDisplaced(a account.ID, session uint64) {
 	}
 }
 
-// masterOf finds a's player among the masters this node simulates, one
+// masterOf finds a's player among the masters this node simulates (or
+// holds frozen in a handoff: the intents that tell it follow it), one
 // that answers to a session older than below.
 func (r *Runtime) masterOf(a account.ID, below uint64) (master, pet ecs.ID, ok bool) {
 	r.owner.Each(func(id ecs.ID, o *Owner) {
-		if ok || o.Account != a || o.Session == 0 || o.Session >= below || !r.Simulated(id) {
+		if ok || o.Account != a || o.Session == 0 || o.Session >= below || !r.holdsReal(id) {
 			return
 		}
 		if r.players.Pet != nil {
@@ -268,6 +269,12 @@ func (r *Runtime) masterOf(a account.ID, below uint64) (master, pet ecs.ID, ok b
 		}
 	})
 	return master, pet, ok
+}
+
+// holdsReal reports whether id is simulated here, or would be but for a
+// handoff in flight.
+func (r *Runtime) holdsReal(id ecs.ID) bool {
+	return r.w.Alive(id) && !r.w.Leaving(id) && !r.ghost.Has(id) && !r.fencedNow()
 }
 
 // tellPlayer makes master and pet answer to session from now on: at once
@@ -624,16 +631,20 @@ func (r *Runtime) loadFor(g *gwSession) {
 
 func (r *Runtime) loaded(g *gwSession, rec worldstore.Player, err error) {
 	g.loading = false
-	if r.gw[g.s.Account()] != g || g.master != 0 {
+	a := g.s.Account()
+	if r.gw[a] != g || g.master != 0 {
 		return // gone, displaced, or a late answer handed it its player
+	}
+	if d, ok := r.displacedBy[a]; (ok && d.session > uint64(g.s.Epoch())) || g.s.Superseded() {
+		return // a newer login is on its way: it brings the player in
 	}
 	switch {
 	case err == nil:
 		g.rec, g.found = rec, true
 	case errors.Is(err, worldstore.ErrNotFound):
 	default:
-		r.cfg.Logger.Error("zone: load player", "account", g.s.Account(), "err", err)
-		g.s.Fail(fmt.Sprintf("zone: load player %d: %v", g.s.Account(), err))
+		r.cfg.Logger.Error("zone: load player", "account", a, "err", err)
+		g.s.Fail(fmt.Sprintf("zone: load player %d: %v", a, err))
 		return
 	}
 	r.spawnFor(g)
