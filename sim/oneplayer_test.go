@@ -109,6 +109,13 @@ type onePlayerCluster struct {
 // that a login can come in between.
 func startOnePlayer(t *testing.T, seed, saveLag uint64) *onePlayerCluster {
 	t.Helper()
+	return startOnePlayerWith(t, seed, saveLag, nil)
+}
+
+// startOnePlayerWith is startOnePlayer with wrap, if set, standing between
+// each gateway and its world.
+func startOnePlayerWith(t *testing.T, seed, saveLag uint64, wrap func(gateway.World, *playerWatch) gateway.World) *onePlayerCluster {
+	t.Helper()
 	w := newWorld(t)
 	watch := newPlayerWatch()
 	slow := &slowSaves{Memory: w.store, steps: &watch.steps, lag: saveLag}
@@ -118,7 +125,12 @@ func startOnePlayer(t *testing.T, seed, saveLag uint64) *onePlayerCluster {
 	oc := &onePlayerCluster{w: w, c: c, watch: watch}
 	for _, n := range c.Nodes {
 		oc.rts = append(oc.rts, n.Runtime)
-		g, srv := w.gatewayFor(n.Runtime, directory.NodeID(n.Number))
+		g, srv := w.gatewayFor(n.Runtime, directory.NodeID(n.Number), func(gw gateway.World) gateway.World {
+			if wrap == nil {
+				return gw
+			}
+			return wrap(gw, watch)
+		})
 		oc.gws, oc.srvs = append(oc.gws, g), append(oc.srvs, srv)
 		oc.urls = append(oc.urls, "ws"+strings.TrimPrefix(srv.URL, "http"))
 	}
@@ -151,7 +163,7 @@ func (s *slowSaves) SavePlayer(ctx context.Context, p worldstore.Player) error {
 
 // gatewayFor is serve, returning the gateway and its server (closed at
 // cleanup; closing them earlier is fine).
-func (w *world) gatewayFor(rt *zone.Runtime, num directory.NodeID) (*gateway.Gateway, *httptest.Server) {
+func (w *world) gatewayFor(rt *zone.Runtime, num directory.NodeID, wrap func(gateway.World) gateway.World) (*gateway.Gateway, *httptest.Server) {
 	w.t.Helper()
 	v, err := logintoken.NewVerifier(logintoken.VerifierConfig{
 		Cluster: cluster, Audience: gateway.Audience, Keys: []ed25519.PublicKey{w.pub}, SingleUse: w.dir,
@@ -163,7 +175,7 @@ func (w *world) gatewayFor(rt *zone.Runtime, num directory.NodeID) (*gateway.Gat
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	g, err := gateway.New(gateway.Config{Name: rt.Name(), Node: num, Directory: w.dir, Verifier: v, World: gw, Geometry: rt.Geometry()})
+	g, err := gateway.New(gateway.Config{Name: rt.Name(), Node: num, Directory: w.dir, Verifier: v, World: wrap(gw), Geometry: rt.Geometry()})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -255,16 +267,43 @@ func TestAReloginRightAfterALogoutLosesNothing(t *testing.T) {
 	t.Logf("%d relogins: %d taken over, %d brought in from the store (%d after waiting for the logout's save)", round, s.TakenOver, s.Spawned-1, s.AwaitedSaves)
 }
 
+// lateLeaves passes a displaced session's Leave to the world only 40
+// steps late: a gateway that is slow to notice the close, so that the
+// world must not rely on the Leave to stop the displaced session.
+type lateLeaves struct {
+	gateway.World
+	watch *playerWatch
+	wg    *sync.WaitGroup
+}
+
+func (l lateLeaves) Leave(s *gateway.Session) {
+	if !s.Superseded() {
+		l.World.Leave(s)
+		return
+	}
+	until := l.watch.steps.Load() + 40
+	l.wg.Go(func() {
+		zonetest.Poll(10*time.Second, func() bool { return l.watch.steps.Load() >= until })
+		l.World.Leave(s)
+	})
+}
+
 // Two logins of one account at the same moment on two nodes, round after
 // round: at no tick are there two players of the account in the world.
+// The displaced session's Leave comes late, so the world stops it by the
+// takeover alone.
 func TestRacingLoginsNeverMakeTwoPlayers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	oc := startOnePlayer(t, 32, 0)
+	var wg sync.WaitGroup
+	oc := startOnePlayerWith(t, 32, 0, func(gw gateway.World, w *playerWatch) gateway.World {
+		return lateLeaves{World: gw, watch: w, wg: &wg}
+	})
+	t.Cleanup(wg.Wait) // before the cluster stops stepping
 	const a = account.ID(3201)
 	oc.w.save(a, torus.Pos{X: 1000, Y: 1000})
 	owned := func() int { return simulatedOwned(oc.rts, func(x account.ID) bool { return x == a }) }
-	for round := range 10 {
+	for round := range 20 {
 		var clients [2]*sim.Client
 		var wg sync.WaitGroup
 		tokens := [2]string{oc.w.token(a), oc.w.token(a)}
