@@ -206,12 +206,16 @@ func TestAReloginRightAfterALogoutLosesNothing(t *testing.T) {
 		name  string
 		steps uint64
 	}{{"0ms", 0}, {"1ms", 0}, {"5ms", 1}, {"50ms", 10}}
+	// The player stands in zone-0's region. From each gateway to each: the
+	// same gateway, the master's node or not, and the other one.
+	moves := [][2]int{{0, 0}, {0, 1}, {1, 1}, {1, 0}}
 	on := 0
 	cl := login(t, ctx, oc.urls[on], oc.w.token(a))
 	round := 0
-	for _, other := range []bool{false, true} {
-		for _, d := range delays {
+	for _, d := range delays {
+		for _, mv := range moves {
 			round++
+			other := mv[0] != mv[1]
 			master, _ := you(cl)
 			dest := geo.Translate(home, torus.Pos{X: float64(7 * round), Y: float64(3 * round)})
 			if _, err := cl.Move(ctx, master, dest.X, dest.Y); err != nil {
@@ -228,9 +232,7 @@ func TestAReloginRightAfterALogoutLosesNothing(t *testing.T) {
 			}
 			<-cl.Done()
 			oc.watch.waitSteps(t, d.steps)
-			if other {
-				on = 1 - on
-			}
+			on = mv[1]
 			next, err := sim.Dial(ctx, oc.urls[on])
 			if err != nil {
 				t.Fatal(err)
