@@ -109,17 +109,17 @@ type onePlayerCluster struct {
 // that a login can come in between.
 func startOnePlayer(t *testing.T, seed, saveLag uint64) *onePlayerCluster {
 	t.Helper()
-	return startOnePlayerWith(t, seed, saveLag, nil)
+	return startOnePlayerWith(t, 2, seed, saveLag, nil)
 }
 
 // startOnePlayerWith is startOnePlayer with wrap, if set, standing between
 // each gateway and its world.
-func startOnePlayerWith(t *testing.T, seed, saveLag uint64, wrap func(gateway.World, *playerWatch) gateway.World) *onePlayerCluster {
+func startOnePlayerWith(t *testing.T, nodes int, seed, saveLag uint64, wrap func(gateway.World, *playerWatch) gateway.World) *onePlayerCluster {
 	t.Helper()
 	w := newWorld(t)
 	watch := newPlayerWatch()
 	slow := &slowSaves{Memory: w.store, steps: &watch.steps, lag: saveLag}
-	c := w.cluster(2, game.Config{Seed: seed, NoBots: true}, func(zc *zonetest.Config) {
+	c := w.cluster(nodes, game.Config{Seed: seed, NoBots: true}, func(zc *zonetest.Config) {
 		zc.Runtime = func(_ int, rc *zone.Config) { rc.WorldStore = slow }
 	})
 	oc := &onePlayerCluster{w: w, c: c, watch: watch}
@@ -298,7 +298,7 @@ func TestRacingLoginsNeverMakeTwoPlayers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	oc := startOnePlayerWith(t, 32, 0, func(gw gateway.World, w *playerWatch) gateway.World {
+	oc := startOnePlayerWith(t, 2, 32, 0, func(gw gateway.World, w *playerWatch) gateway.World {
 		return lateLeaves{World: gw, watch: w, wg: &wg}
 	})
 	t.Cleanup(wg.Wait) // before the cluster stops stepping
@@ -354,13 +354,23 @@ func TestRacingLoginsNeverMakeTwoPlayers(t *testing.T) {
 }
 
 // A player whose gateway's node died (its lease revoked, its gateway
-// gone without telling the world) while its master lives on the other
-// node: a new login on that other node takes the orphaned master over
-// rather than bringing in a second one.
+// gone without telling the world) while its master lives on another
+// node: a new login on that node, or on a third one, takes the orphaned
+// master over rather than bringing in a second one.
 func TestALoginTakesOverThePlayerOfADeadGateway(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes int
+		on    int // the new login's gateway
+	}{{"on the master's node", 2, 1}, {"on a third node", 3, 2}} {
+		t.Run(tc.name, func(t *testing.T) { loginAfterADeadGateway(t, tc.nodes, tc.on) })
+	}
+}
+
+func loginAfterADeadGateway(t *testing.T, nodes, on int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	oc := startOnePlayer(t, 33, 0)
+	oc := startOnePlayerWith(t, nodes, 33, 0, nil)
 	geo := oc.rts[0].Geometry()
 	// Standing in zone-1's region, logging in at zone-0's gateway.
 	var at torus.Pos
@@ -399,7 +409,7 @@ func TestALoginTakesOverThePlayerOfADeadGateway(t *testing.T) {
 	oc.srvs[0].Close()
 	<-first.Done()
 
-	next := login(t, ctx, oc.urls[1], oc.w.token(a))
+	next := login(t, ctx, oc.urls[on], oc.w.token(a))
 	oc.watch.waitSteps(t, 20)
 	oc.watch.check(t)
 	if err := next.Wait(ctx, func(v *sim.View) bool {
