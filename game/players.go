@@ -35,6 +35,7 @@ func (g *Game) playerHooks() zone.Players {
 	return zone.Players{
 		Spawn:      g.spawnClientPlayer,
 		Save:       g.savePlayer,
+		Pet:        g.playerPet,
 		Remove:     g.removePlayer,
 		Home:       g.home,
 		CheckInput: checkInput,
@@ -127,6 +128,15 @@ func (g *Game) savePlayer(master ecs.ID) ([]byte, bool) {
 	b = binary.AppendVarint(b, exp)
 	b = binary.AppendVarint(b, hp)
 	return binary.AppendVarint(b, petHP), true
+}
+
+// playerPet names the pet of the player whose master is master.
+func (g *Game) playerPet(master ecs.ID) (ecs.ID, bool) {
+	m, ok := g.c.master.Get(master)
+	if !ok {
+		return 0, false
+	}
+	return m.Pet, true
 }
 
 type playerState struct{ exp, hp, petHP int64 }

@@ -69,6 +69,7 @@ func (pc *playCluster) PlayerStats() zone.PlayerStats {
 		sum.Saved += s.Saved
 		sum.SaveErrors += s.SaveErrors
 		sum.Removed += s.Removed
+		sum.AwaitedSaves += s.AwaitedSaves
 	}
 	return sum
 }

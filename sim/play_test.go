@@ -714,8 +714,9 @@ func TestLoginsRacingOnTwoNodesLeaveOnePlayer(t *testing.T) {
 	}
 }
 
-// A client that logs out the moment it is in, before its gateway has seen
-// the player it had brought in on another node, leaves no player behind.
+// A client that logs out the moment its player is named, before its
+// gateway has seen the player it had brought in on another node, leaves no
+// player behind.
 func TestALogoutAtOnceLeavesNoPlayerBehind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -739,6 +740,11 @@ func TestALogoutAtOnceLeavesNoPlayerBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := cl.Login(ctx, w.token(a)); err != nil {
+			t.Fatal(err)
+		}
+		// At once once the gateway names the player (it has asked zone-1
+		// to bring it in; nothing of it has come back yet).
+		if err := cl.Wait(ctx, func(v *sim.View) bool { m, _ := v.You(); return m != 0 }); err != nil {
 			t.Fatal(err)
 		}
 		if err := cl.Logout(ctx); err != nil {

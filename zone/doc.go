@@ -57,15 +57,20 @@
 //   - Intents addressed to a ghost go to the node that sends it and are
 //     applied there, once.
 //   - The gateway role (GatewayWorld, with the module's Players): a login
-//     loads the player from Config.WorldStore and brings it in on the
-//     owner of its position (KindPlayer, ids minted by the gateway); the
-//     account's view follows the master's ghost (a view hint until it
-//     arrives); inputs, logouts and takeovers are reserved intents
-//     (FirstReservedIntent and up) carrying the session epoch, fenced by
-//     Owner.Session; a second login takes the player over from the old
-//     gateway rather than bringing in a second one; the simulating node
-//     saves players every SaveEvery and at logout, on its own goroutine;
-//     each session gets one batch per tick, local and forwarded frames
+//     asks every live node for the account's player (KindPlayer takeover);
+//     the older session's gateway or the node that simulates the master
+//     hands it over, whatever became of the gateway that brought it in;
+//     only when none has it, and no logout's save of it is still on its
+//     way to Config.WorldStore (the save fence), is the record loaded and
+//     the player brought in on the owner of its position (ids minted by
+//     the gateway). One player per account: a login's takeover reaching a
+//     node before an older session's join there leaves a mark, and that
+//     join brings nothing in. The account's view follows the master's
+//     ghost (a view hint until it arrives); inputs, logouts and takeovers
+//     are reserved intents (FirstReservedIntent and up) carrying the
+//     session epoch, fenced by Owner.Session; the simulating node saves
+//     players every SaveEvery and at logout, on its own goroutine; each
+//     session gets one batch per tick, local and forwarded frames
 //     together.
 //   - The ground (terrain.go): columns' base from Config.WorldSeed, their
 //     edits from the world store, sent to each client as its view reaches

@@ -36,6 +36,12 @@ type Players struct {
 	// Remove takes the player whose master is master out of the world (a
 	// logout, after Save).
 	Remove func(master ecs.ID)
+	// Pet names the pet of the player whose master is master (0: none);
+	// ok is false when master is no player's master. A new login finds
+	// the account's player by it on the node that simulates the master,
+	// whatever became of the gateway that brought it in. Optional: without
+	// it a master is what Save accepts, and its pet is not found that way.
+	Pet func(master ecs.ID) (pet ecs.ID, ok bool)
 	// Home is where a new account's player starts.
 	Home func(a account.ID) torus.Pos
 	// CheckInput says whether the module takes in (its kind, point and
@@ -80,6 +86,10 @@ type PlayerStats struct {
 	Saved, SaveErrors int
 	// Removed counts players taken out at logout.
 	Removed int
+	// AwaitedSaves counts the logins that found the account's player
+	// logged out here with its record still on the way to the store, and
+	// were answered only once it had landed.
+	AwaitedSaves int
 }
 
 // PlayerStats returns the gateway role's counters. Like the world, it is
@@ -127,30 +137,162 @@ func (r *Runtime) applyPlayerIntent(in Intent) {
 		if r.players == nil {
 			return
 		}
-		if r.savePlayer(in.Target, o) {
+		a, session := o.Account, o.Session
+		if ok, queued := r.savePlayer(in.Target, o, true); ok {
 			r.players.Remove(in.Target)
 			r.pstats.Removed++
+			if queued {
+				r.fenceSave(a, session)
+			}
 		}
 	}
 }
 
 // savePlayer queues the record of the player whose master is id for the
-// world store; false if id is not a master (the module saves nothing for
-// it).
-func (r *Runtime) savePlayer(id ecs.ID, o *Owner) bool {
+// world store; ok false if id is not a master (the module saves nothing
+// for it), queued whether the record is on its way. A record queued with
+// landed reports back (saveLanded) once the store has answered.
+func (r *Runtime) savePlayer(id ecs.ID, o *Owner, landed bool) (ok, queued bool) {
 	state, ok := r.players.Save(id)
 	if !ok {
-		return false
+		return false, false
 	}
 	p, ok := r.pos.Get(id)
 	if !ok {
-		return false
+		return false, false
 	}
 	if r.saver.store == nil || o.Session == 0 {
-		return true
+		return true, false
 	}
-	r.saver.queue(worldstore.Player{Account: o.Account, Epoch: o.Session, Pos: p.Pos, State: state})
+	var done func()
+	if landed {
+		a, session := o.Account, o.Session
+		done = func() { r.Post(func() { r.saveLanded(a, session) }) }
+	}
+	return true, r.saver.queue(saveJob{save: worldstore.Player{Account: o.Account, Epoch: o.Session, Pos: p.Pos, State: state}, done: done})
+}
+
+// ---- the save fence ----
+
+// leavingPlayer is an account whose player logged out here and whose
+// record is still on its way to the world store: a login meanwhile would
+// load the record before it, so its takeover is answered only once the
+// record has landed (or the store has refused it).
+type leavingPlayer struct {
+	session uint64 // the session the record was saved under
+	waiters []takeoverWaiter
+}
+
+// takeoverWaiter is a login waiting for a save to land: on node (""
+// for this one), of session.
+type takeoverWaiter struct {
+	node    string
+	session uint64
+}
+
+// fenceSave holds logins of a off until the save of session has landed.
+func (r *Runtime) fenceSave(a account.ID, session uint64) {
+	if l := r.leaving[a]; l != nil {
+		l.session = max(l.session, session)
+		return
+	}
+	r.leaving[a] = &leavingPlayer{session: session}
+}
+
+// saveLanded lifts the fence of a's save under session and answers the
+// logins that waited on it: the store now holds the record, so a load
+// that follows the answer reads it.
+func (r *Runtime) saveLanded(a account.ID, session uint64) {
+	l := r.leaving[a]
+	if l == nil || l.session != session {
+		return // a later logout of the account saves after this one
+	}
+	delete(r.leaving, a)
+	for _, w := range l.waiters {
+		if w.node == "" {
+			if g := r.gw[a]; g != nil && uint64(g.s.Epoch()) == w.session && g.localWait {
+				g.localWait = false
+				if g.master == 0 && g.waitUntil != 0 && g.asked <= 0 {
+					r.loadFor(g)
+				}
+			}
+			continue
+		}
+		if r.cluster != nil {
+			m := wire.Player{Fence: r.cluster.fence(), Op: wire.PlayerNotHere, Account: a, Session: w.session}
+			r.cluster.queue(w.node, wire.KindPlayer, m.Append(nil))
+		}
+	}
+}
+
+// awaitSave makes the login of session wait for a's save if one is on
+// its way here; false if none is.
+func (r *Runtime) awaitSave(a account.ID, node string, session uint64) bool {
+	l := r.leaving[a]
+	if l == nil || l.session >= session {
+		return false
+	}
+	l.waiters = append(l.waiters, takeoverWaiter{node: node, session: session})
+	r.pstats.AwaitedSaves++
 	return true
+}
+
+// displacement is the newest session of an account a takeover named here,
+// kept until tick until: a login of an older session that reaches this
+// node's world only now (it lost the race in the directory) brings no
+// player in.
+type displacement struct {
+	session, until uint64
+}
+
+func (r *Runtime) noteDisplaced(a account.ID, session uint64) {
+	if d, ok := r.displacedBy[a]; !ok || d.session < session {
+		r.displacedBy[a] = displacement{session: session, until: r.w.CurrentTick().N + orphanWait}
+	}
+}
+
+// masterOf finds a's player among the masters this node simulates (or
+// holds frozen in a handoff: the intents that tell it follow it), one
+// that answers to a session older than below.
+func (r *Runtime) masterOf(a account.ID, below uint64) (master, pet ecs.ID, ok bool) {
+	r.owner.Each(func(id ecs.ID, o *Owner) {
+		if ok || o.Account != a || o.Session == 0 || o.Session >= below || !r.holdsReal(id) {
+			return
+		}
+		if r.players.Pet != nil {
+			pet, ok = r.players.Pet(id)
+		} else {
+			_, ok = r.players.Save(id)
+		}
+		if ok {
+			master = id
+		}
+	})
+	return master, pet, ok
+}
+
+// holdsReal reports whether id is simulated here, or would be but for a
+// handoff in flight.
+func (r *Runtime) holdsReal(id ecs.ID) bool {
+	return r.w.Alive(id) && !r.w.Leaving(id) && !r.ghost.Has(id) && !r.fencedNow()
+}
+
+// tellPlayer makes master and pet answer to session from now on: at once
+// if simulated here (an older session's logout or input already queued
+// for this tick then changes nothing), and by an intent on the ordered
+// path the older session's inputs took, so nothing of it overtakes this
+// where the entity is simulated elsewhere.
+func (r *Runtime) tellPlayer(session uint64, master, pet ecs.ID) {
+	data := appendSession(nil, session)
+	for _, id := range []ecs.ID{master, pet} {
+		if id == 0 {
+			continue
+		}
+		if o, ok := r.owner.Get(id); ok && r.Simulated(id) && o.Session < session {
+			o.Session = session
+		}
+		r.Send(Intent{Kind: intentSession, Source: id, Target: id, Data: data})
+	}
 }
 
 // savePeriodically saves every local player once every saveEvery ticks,
@@ -164,17 +306,18 @@ func (r *Runtime) savePeriodically(tick uint64) {
 		if o.Session == 0 || (r.Phase(id)+tick)%every != 0 || !r.Simulated(id) {
 			return
 		}
-		r.savePlayer(id, o)
+		r.savePlayer(id, o, false)
 	})
 }
 
 // saver writes player records to the world store on its own goroutine, so
-// that the world never waits on storage. Its queue is bounded: a record
-// that finds it full is dropped and counted (the next periodic save or
-// the logout writes a newer one).
+// that the world never waits on storage, and loads the records of logins
+// in the same queue: a load comes after every save this node queued
+// before it. Its queue is bounded: a record that finds it full is dropped
+// and counted (the next periodic save or the logout writes a newer one).
 type saver struct {
 	store worldstore.Players
-	ch    chan worldstore.Player
+	ch    chan saveJob
 	wg    sync.WaitGroup
 	once  sync.Once
 
@@ -182,6 +325,16 @@ type saver struct {
 	saved  int
 	errors int
 	log    func(msg string, args ...any)
+	post   func(func())
+}
+
+// saveJob is one save (done, if set, runs once the store has answered)
+// or one load (load set).
+type saveJob struct {
+	save worldstore.Player
+	done func()
+	load func(worldstore.Player, error)
+	who  account.ID // the account to load
 }
 
 const saveQueue = 4096
@@ -190,33 +343,51 @@ func (s *saver) start() {
 	if s.store == nil {
 		return
 	}
-	s.ch = make(chan worldstore.Player, saveQueue)
+	s.ch = make(chan saveJob, saveQueue)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		for p := range s.ch {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := s.store.SavePlayer(ctx, p)
-			cancel()
-			s.mu.Lock()
-			if err == nil {
-				s.saved++
-			} else if !errors.Is(err, worldstore.ErrStaleEpoch) {
-				s.errors++
-				s.log("zone: save player", "account", p.Account, "err", err)
-			}
-			s.mu.Unlock()
+		for j := range s.ch {
+			s.run(j)
 		}
 	}()
 }
 
-func (s *saver) queue(p worldstore.Player) {
-	select {
-	case s.ch <- p:
-	default:
-		s.mu.Lock()
+func (s *saver) run(j saveJob) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if j.load != nil {
+		j.load(s.store.LoadPlayer(ctx, j.who))
+		return
+	}
+	p := j.save
+	err := s.store.SavePlayer(ctx, p)
+	s.mu.Lock()
+	if err == nil {
+		s.saved++
+	} else if !errors.Is(err, worldstore.ErrStaleEpoch) {
 		s.errors++
-		s.mu.Unlock()
+		s.log("zone: save player", "account", p.Account, "err", err)
+	}
+	s.mu.Unlock()
+	if j.done != nil {
+		j.done()
+	}
+}
+
+// queue queues j; false if the queue is full (a save is counted as an
+// error).
+func (s *saver) queue(j saveJob) bool {
+	select {
+	case s.ch <- j:
+		return true
+	default:
+		if j.load == nil {
+			s.mu.Lock()
+			s.errors++
+			s.mu.Unlock()
+		}
+		return false
 	}
 }
 
@@ -236,11 +407,13 @@ func (s *saver) close() {
 type gwSession struct {
 	s           *gateway.Session
 	master, pet ecs.ID
-	rec         worldstore.Player // loaded at Join; Epoch 0: a new player
+	rec         worldstore.Player // loaded once no node had the player; Epoch 0: a new player
 	found       bool
 	waitUntil   uint64 // waiting for a takeover answer until this tick (0: not waiting)
 	reattachAt  uint64 // a local takeover: attach and take the player over at this tick
 	asked       int    // takeover answers still expected
+	localWait   bool   // waiting for a save to land here (saveLanded)
+	loading     bool   // the record is being loaded (loaded)
 	pending     [][]byte
 	cols        map[column]uint64 // the terrain columns sent, at their revision
 	on          string            // the node asked to bring the player in ("" for this one, or a takeover)
@@ -308,19 +481,12 @@ type gatewayWorld struct {
 	store worldstore.Players
 }
 
+// Join posts the session to the world. The player's record is loaded
+// only once no node has the player nor a save of it still on its way
+// (loadFor): a record loaded before would miss a logout's save that lands
+// meanwhile.
 func (w *gatewayWorld) Join(s *gateway.Session) error {
 	g := &gwSession{s: s}
-	if w.store != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		rec, err := w.store.LoadPlayer(ctx, s.Account())
-		cancel()
-		switch {
-		case err == nil:
-			g.rec, g.found = rec, true
-		case !errors.Is(err, worldstore.ErrNotFound):
-			return fmt.Errorf("zone: load player %d: %w", s.Account(), err)
-		}
-	}
 	w.r.Post(func() { w.r.joinSession(g) })
 	return nil
 }
@@ -335,69 +501,159 @@ func (w *gatewayWorld) Input(s *gateway.Session, in gateway.Input) error {
 
 func (w *gatewayWorld) Leave(s *gateway.Session) { w.r.Post(func() { w.r.leaveSession(s) }) }
 
-// takeoverWait is how long a new session waits for the old one's gateway
-// to hand its player over before it brings the player in from the store.
-const takeoverWait = 40
+// takeoverWait is how long a new session waits for the nodes' answers
+// before it brings the player in from the store (a node that never
+// answers is taken for dead). saveWait is how long it waits once a node
+// said the player's save is on its way (longer than the saver's store
+// timeout, so the answer comes first).
+const (
+	takeoverWait = 40
+	saveWait     = 12 * time.Second
+)
 
+// joinSession starts a session this node is the gateway of. The one-player
+// rule: the account's player, wherever it is, is taken over; only when no
+// live node has it (nor a save of it still on its way to the store) is it
+// brought in from the store.
 func (r *Runtime) joinSession(g *gwSession) {
 	a := g.s.Account()
+	session := uint64(g.s.Epoch())
 	r.pstats.Joined++
+	if d, ok := r.displacedBy[a]; (ok && d.session > session) || g.s.Superseded() {
+		// A newer login's takeover reached this node before this session
+		// did: that login takes the player over or brings it in; this one
+		// brings in nothing (its socket is closed).
+		r.closeDisplaced(a, directory.Epoch(d.session))
+		return
+	}
 	if old := r.gw[a]; old != nil {
-		if old.s.Epoch() > g.s.Epoch() {
+		if uint64(old.s.Epoch()) > session {
 			return // a newer session got here first; this one is being closed
 		}
-		// The displaced session was served here: take its player over. The
-		// new socket starts from an empty view: the account's subscriber is
-		// dropped now (what it would be told goes to no sink) and made
-		// afresh two ticks on, so the new client gets every appear.
 		r.gw[a] = g
 		r.Attach(a, nil)
 		r.clearViewer(a)
 		if old.master != 0 {
+			// The displaced session was served here: take its player over.
+			// The new socket starts from an empty view: the account's
+			// subscriber is dropped now (what it would be told goes to no
+			// sink) and made afresh two ticks on, so the new client gets
+			// every appear.
+			r.tellPlayer(session, old.master, old.pet)
 			g.master, g.pet = old.master, old.pet
 			g.reattachAt = r.w.CurrentTick().N + 2
 			return
 		}
-		r.Attach(a, g)
-		g.waitUntil = old.waitUntil
-		if g.waitUntil == 0 {
-			r.spawnFor(g)
-		}
-		return
+		// The displaced session was still looking for its player: this one
+		// looks afresh.
 	}
 	r.gw[a] = g
-	r.Attach(a, g)
-	prev := g.s.Displaced()
-	if prev.Epoch == 0 || r.cluster == nil {
-		r.spawnFor(g)
-		return
+	r.findPlayer(g)
+}
+
+// findPlayer looks for the session's player: among the masters simulated
+// here, then by asking every live node (the one that simulates it
+// answers, whatever became of its gateway; the older session's gateway
+// answers too, and closes its socket). A save of it still on its way
+// here or there holds the load off until it has landed.
+func (r *Runtime) findPlayer(g *gwSession) {
+	a := g.s.Account()
+	session := uint64(g.s.Epoch())
+	now := r.w.CurrentTick().N
+	var found bool
+	if master, pet, ok := r.masterOf(a, session); ok {
+		found = true
+		r.Attach(a, nil)
+		r.clearViewer(a)
+		r.tellPlayer(session, master, pet)
+		g.master, g.pet = master, pet
+		g.reattachAt = now + 2
+	} else {
+		r.Attach(a, g)
+		g.localWait = r.awaitSave(a, "", session)
 	}
-	// The previous session was served by another node: ask every node
-	// (the directory names the gateway by number; the table names nodes).
-	m := wire.Player{Fence: r.cluster.fence(), Op: wire.PlayerTakeover, Account: a, Session: uint64(g.s.Epoch())}
-	payload := m.Append(nil)
-	for _, n := range r.Table().Nodes() {
-		if n != r.Name() {
-			r.cluster.queue(n, wire.KindPlayer, payload)
-			g.asked++
+	if r.cluster != nil {
+		m := wire.Player{Fence: r.cluster.fence(), Op: wire.PlayerTakeover, Account: a, Session: session}
+		payload := m.Append(nil)
+		for _, n := range r.Table().Nodes() {
+			if n != r.Name() && r.cluster.maybeLive(n) {
+				r.cluster.queue(n, wire.KindPlayer, payload)
+				g.asked++
+			}
 		}
 	}
-	if g.asked == 0 {
+	switch {
+	case found:
+	case g.localWait:
+		g.waitUntil = now + r.saveWaitTicks()
+	case g.asked > 0:
+		g.waitUntil = now + takeoverWait
+	default:
+		r.loadFor(g)
+	}
+}
+
+func (r *Runtime) saveWaitTicks() uint64 {
+	return max(uint64(saveWait/r.cfg.TickInterval), takeoverWait)
+}
+
+// closeDisplaced closes the account's socket here if its session is older
+// than newer.
+func (r *Runtime) closeDisplaced(a account.ID, newer directory.Epoch) {
+	r.opsMu.Lock()
+	gw := r.gateway
+	r.opsMu.Unlock()
+	if gw != nil {
+		gw.Displaced(a, newer)
+	}
+}
+
+// loadFor loads the session's record (on the saver's goroutine, after
+// every save queued here) and then brings the player in (loaded).
+func (r *Runtime) loadFor(g *gwSession) {
+	g.waitUntil = 0
+	if r.saver.store == nil {
 		r.spawnFor(g)
 		return
 	}
-	g.waitUntil = r.w.CurrentTick().N + takeoverWait
+	if g.loading {
+		return
+	}
+	g.loading = true
+	ok := r.saver.queue(saveJob{who: g.s.Account(), load: func(rec worldstore.Player, err error) {
+		r.Post(func() { r.loaded(g, rec, err) })
+	}})
+	if !ok {
+		g.loading = false
+		g.s.Fail("zone: the world store's queue is full")
+	}
+}
+
+func (r *Runtime) loaded(g *gwSession, rec worldstore.Player, err error) {
+	g.loading = false
+	a := g.s.Account()
+	if r.gw[a] != g || g.master != 0 {
+		return // gone, displaced, or a late answer handed it its player
+	}
+	if d, ok := r.displacedBy[a]; (ok && d.session > uint64(g.s.Epoch())) || g.s.Superseded() {
+		return // a newer login is on its way: it brings the player in
+	}
+	switch {
+	case err == nil:
+		g.rec, g.found = rec, true
+	case errors.Is(err, worldstore.ErrNotFound):
+	default:
+		r.cfg.Logger.Error("zone: load player", "account", a, "err", err)
+		g.s.Fail(fmt.Sprintf("zone: load player %d: %v", a, err))
+		return
+	}
+	r.spawnFor(g)
 }
 
 // takeOver makes the session g the one the player master/pet answers to.
 func (r *Runtime) takeOver(g *gwSession, master, pet ecs.ID) {
 	g.master, g.pet, g.waitUntil = master, pet, 0
-	data := appendSession(nil, uint64(g.s.Epoch()))
-	for _, id := range []ecs.ID{master, pet} {
-		if id != 0 {
-			r.Send(Intent{Kind: intentSession, Source: id, Target: id, Data: data})
-		}
-	}
+	r.tellPlayer(uint64(g.s.Epoch()), master, pet)
 	r.SetViewer(g.s.Account(), master)
 	r.pstats.TakenOver++
 	g.s.SetYou(uint64(master), uint64(pet))
@@ -536,6 +792,11 @@ func (r *Runtime) checkTakeovers(tick uint64) {
 		}
 	}
 	slices.Sort(due) // ids are minted in account order: the same run mints the same ids
+	for a, d := range r.displacedBy {
+		if tick >= d.until {
+			delete(r.displacedBy, a)
+		}
+	}
 	for _, a := range due {
 		g := r.gw[a]
 		if g.closed {
@@ -544,7 +805,7 @@ func (r *Runtime) checkTakeovers(tick uint64) {
 			continue
 		}
 		if g.waitUntil != 0 && tick >= g.waitUntil {
-			r.spawnFor(g)
+			r.loadFor(g)
 		}
 		if g.reattachAt != 0 && tick >= g.reattachAt {
 			g.reattachAt = 0
@@ -585,59 +846,108 @@ func (c *cluster) receivePlayer(from string, payload []byte) error {
 			r.pstats.Spawned++
 		}
 	case wire.PlayerTakeover:
-		reply := wire.Player{Fence: c.fence(), Op: wire.PlayerNotHere, Account: m.Account, Session: m.Session}
-		if g := r.gw[m.Account]; g != nil && uint64(g.s.Epoch()) < m.Session && g.master != 0 {
-			// Tell the player first, on the ordered path the old session's
-			// inputs took, so nothing of the old session overtakes it.
-			data := appendSession(nil, m.Session)
-			for _, id := range []ecs.ID{g.master, g.pet} {
-				if id != 0 {
-					r.Send(Intent{Kind: intentSession, Source: id, Target: id, Data: data})
-				}
+		c.queue(from, wire.KindPlayer, r.answerTakeover(from, m).Append(nil))
+	case wire.PlayerTaken, wire.PlayerNotHere, wire.PlayerSaving:
+		r.takeoverAnswer(from, m)
+	}
+	return nil
+}
+
+// answerTakeover answers a newer session's takeover of m.Account from
+// node from: Taken if this node was the older session's gateway with the
+// player, or simulates the player's master; Saving if the player logged
+// out here and its record is still on its way to the store (NotHere
+// follows when it lands); else NotHere.
+func (r *Runtime) answerTakeover(from string, m wire.Player) wire.Player {
+	c := r.cluster
+	a := m.Account
+	reply := wire.Player{Fence: c.fence(), Op: wire.PlayerNotHere, Account: a, Session: m.Session}
+	taken := func(master, pet ecs.ID) {
+		r.tellPlayer(m.Session, master, pet)
+		reply.Op, reply.Master, reply.Pet = wire.PlayerTaken, uint64(master), uint64(pet)
+		if ch, ok := r.vis.ChunkOf(master); ok {
+			reply.Chunk = ch
+		}
+	}
+	if g := r.gw[a]; g != nil && uint64(g.s.Epoch()) < m.Session {
+		// The older session is served here: it lets go of the player (or
+		// of its search for it: the newer session searches too).
+		if g.master != 0 {
+			taken(g.master, g.pet)
+		}
+		delete(r.gw, a)
+		r.Attach(a, nil)
+		r.clearViewer(a)
+	}
+	if reply.Op != wire.PlayerTaken {
+		if master, pet, ok := r.masterOf(a, m.Session); ok {
+			// Simulated here, whatever became of its gateway.
+			taken(master, pet)
+		} else if r.awaitSave(a, from, m.Session) {
+			reply.Op = wire.PlayerSaving
+		}
+	}
+	// Whatever this node had of the account's older sessions closes (its
+	// socket is told, its Leave finds nothing), and one that reaches this
+	// world only now brings nothing in (joinSession).
+	r.noteDisplaced(a, m.Session)
+	r.closeDisplaced(a, directory.Epoch(m.Session))
+	return reply
+}
+
+// takeoverAnswer handles a node's answer to this node's takeover.
+func (r *Runtime) takeoverAnswer(from string, m wire.Player) {
+	g := r.gw[m.Account]
+	if g == nil || uint64(g.s.Epoch()) != m.Session {
+		if m.Op == wire.PlayerTaken && (g == nil || uint64(g.s.Epoch()) < m.Session) {
+			if d, ok := r.displacedBy[m.Account]; !ok || d.session <= m.Session {
+				// The session that asked left meanwhile and no newer one
+				// is known: the player handed to it would stay in the
+				// world with nobody to play it. Log it out (saved).
+				r.cluster.sendIntent(from, Intent{Kind: intentLogout, Source: ecs.ID(m.Master), Target: ecs.ID(m.Master), Data: appendSession(nil, m.Session)}, 0)
 			}
-			reply.Op, reply.Master, reply.Pet = wire.PlayerTaken, uint64(g.master), uint64(g.pet)
-			if ch, ok := r.vis.ChunkOf(g.master); ok {
-				reply.Chunk = ch
-			}
-			delete(r.gw, m.Account)
-			r.Attach(m.Account, nil)
-			r.clearViewer(m.Account)
 		}
-		// Whatever this node had of the account's older sessions closes
-		// (its socket is told, its Leave finds nothing or logs out a player
-		// of the older session: a login that raced this one).
-		r.opsMu.Lock()
-		gw := r.gateway
-		r.opsMu.Unlock()
-		if gw != nil {
-			gw.Displaced(m.Account, directory.Epoch(m.Session))
-		}
-		c.queue(from, wire.KindPlayer, reply.Append(nil))
-	case wire.PlayerTaken, wire.PlayerNotHere:
-		g := r.gw[m.Account]
-		if g == nil || uint64(g.s.Epoch()) != m.Session {
-			return nil
-		}
-		if g.waitUntil == 0 {
-			if m.Op == wire.PlayerTaken && ecs.ID(m.Master) != g.master {
+		return
+	}
+	switch m.Op {
+	case wire.PlayerTaken:
+		if g.master != 0 {
+			if ecs.ID(m.Master) != g.master {
 				// Too late: the session brought its player in from the
 				// store meanwhile. The one handed over answers to this
 				// session now; log it out, through the node that had it.
-				c.sendIntent(from, Intent{Kind: intentLogout, Source: ecs.ID(m.Master), Target: ecs.ID(m.Master), Data: appendSession(nil, m.Session)}, 0)
+				r.cluster.sendIntent(from, Intent{Kind: intentLogout, Source: ecs.ID(m.Master), Target: ecs.ID(m.Master), Data: appendSession(nil, m.Session)}, 0)
 			}
-			return nil
+			return
 		}
-		if m.Op == wire.PlayerTaken {
-			r.viewHint[m.Account] = m.Chunk
-			g.on = from // it has the player or its ghost: it passes intents on
-			r.takeOver(g, ecs.ID(m.Master), ecs.ID(m.Pet))
-			return nil
+		r.viewHint[m.Account] = m.Chunk
+		g.on = from // it has the player or its ghost: it passes intents on
+		r.takeOver(g, ecs.ID(m.Master), ecs.ID(m.Pet))
+	case wire.PlayerSaving:
+		if g.master == 0 && g.waitUntil != 0 {
+			g.waitUntil = max(g.waitUntil, r.w.CurrentTick().N+r.saveWaitTicks())
 		}
-		if g.asked--; g.asked <= 0 {
-			r.spawnFor(g)
+	case wire.PlayerNotHere:
+		if g.master != 0 || g.waitUntil == 0 {
+			return
+		}
+		if g.asked--; g.asked <= 0 && !g.localWait {
+			r.loadFor(g)
 		}
 	}
-	return nil
+}
+
+// maybeLive reports whether node may be alive: not known to have lost its
+// lease (a node this one never heard from counts as live).
+func (c *cluster) maybeLive(node string) bool {
+	if c.r.cfg.Accept == nil {
+		return true
+	}
+	if _, fenced := c.fenced[node]; fenced {
+		return false
+	}
+	l, ok := c.leaseOf[node]
+	return !ok || c.r.cfg.Accept(node, l)
 }
 
 // ---- the input's bytes inside a reserved intent ----

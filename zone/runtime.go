@@ -291,6 +291,8 @@ type Runtime struct {
 	ops            []func()
 	gateway        *gateway.Gateway // under opsMu
 	gw             map[account.ID]*gwSession
+	leaving        map[account.ID]*leavingPlayer // logged out here, the save not yet landed
+	displacedBy    map[account.ID]displacement   // the newest session a takeover named
 	dueJoins       []account.ID
 	viewHint       map[account.ID]torus.ChunkPos
 	saver          saver
@@ -358,20 +360,23 @@ func New(cfg Config, mod Module) (*Runtime, error) {
 		cfg: cfg, geo: geo, grid: grid, terr: terr, w: w,
 		subs: subs, vis: interest.NewVisibility[Subscriber, ecs.ID](subs), res: res,
 		boot: boot, idClock: idClock, ids: ids, phaseBase: uint64(base),
-		viewerOf:  make(map[account.ID]ecs.ID),
-		viewerAcc: make(map[ecs.ID]account.ID),
-		anchors:   make(map[ecs.ID]struct{}),
-		reasons:   make(map[ecs.ID]interest.VanishReason),
-		resident:  make(map[interest.Column]struct{}),
-		gw:        make(map[account.ID]*gwSession),
-		viewHint:  make(map[account.ID]torus.ChunkPos),
-		saver:     saver{store: cfg.WorldStore},
+		viewerOf:    make(map[account.ID]ecs.ID),
+		viewerAcc:   make(map[ecs.ID]account.ID),
+		anchors:     make(map[ecs.ID]struct{}),
+		reasons:     make(map[ecs.ID]interest.VanishReason),
+		resident:    make(map[interest.Column]struct{}),
+		gw:          make(map[account.ID]*gwSession),
+		leaving:     make(map[account.ID]*leavingPlayer),
+		displacedBy: make(map[account.ID]displacement),
+		viewHint:    make(map[account.ID]torus.ChunkPos),
+		saver:       saver{store: cfg.WorldStore},
 	}
 	r.saveEveryTicks = max(uint64(cfg.SaveEvery/cfg.TickInterval), 1)
 	if err := r.startGround(); err != nil {
 		return nil, err
 	}
 	r.saver.log = cfg.Logger.Warn
+	r.saver.post = r.Post
 	r.out = outbox.New[Subscriber, ecs.ID](outboxWorld{r})
 	if err := r.registerBuiltins(); err != nil {
 		return nil, err

@@ -195,7 +195,7 @@ func DecodePlayer(b []byte) (Player, error) {
 	m.Fence = r.fence("Fence.Lease", "Fence.Table")
 	start := r.Offset()
 	m.Op = PlayerOp(r.Byte("Op"))
-	if r.Err() == nil && (m.Op < PlayerSpawn || m.Op > PlayerNotHere) {
+	if r.Err() == nil && (m.Op < PlayerSpawn || m.Op > PlayerSaving) {
 		r.FailAt(start, "Op", "unknown op %d", m.Op)
 	}
 	m.Account = r.account("Account")

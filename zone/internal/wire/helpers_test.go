@@ -160,10 +160,11 @@ func codecs() []codec {
 					Pos: torus.Pos{X: -1.5, Y: 1e9, Z: 3}, State: []byte("exp and pet")},
 				Player{Op: PlayerTaken, Account: 300, Session: 7, Master: 9, Pet: 10, Chunk: chunkMax},
 				Player{Op: PlayerNotHere, Account: 2, State: make([]byte, MaxPlayerState)},
+				Player{Op: PlayerSaving, Account: 3, Session: 8},
 			},
 			Random: func(r *rand.Rand) message {
 				return Player{
-					Fence: randFence(r), Op: PlayerOp(1 + r.IntN(4)), Account: randAccount(r), Session: randU64(r),
+					Fence: randFence(r), Op: PlayerOp(1 + r.IntN(5)), Account: randAccount(r), Session: randU64(r),
 					Master: randU64(r), Pet: randU64(r),
 					Pos:   torus.Pos{X: float64(randI32(r)) / 8, Y: float64(randI32(r)), Z: float64(randI32(r)) / 3},
 					Chunk: randChunk(r), State: randBytes(r, MaxPlayerState),

@@ -94,14 +94,20 @@ const (
 	// in at Pos with the ids Master and Pet, its module State, for the
 	// session Session.
 	PlayerSpawn PlayerOp = 1
-	// PlayerTakeover (new gateway → the old session's gateway): session
-	// Session displaced yours; hand me the player if you have it.
+	// PlayerTakeover (a new session's gateway → every live node): session
+	// Session is the account's newest; hand me its player if you are the
+	// older session's gateway or simulate its master.
 	PlayerTakeover PlayerOp = 2
-	// PlayerTaken (old gateway → new): the player is Master and Pet,
-	// standing in Chunk; it now answers to Session.
+	// PlayerTaken (answer): the player is Master and Pet, standing in
+	// Chunk; it now answers to Session.
 	PlayerTaken PlayerOp = 3
-	// PlayerNotHere (old gateway → new): no player of that session here.
+	// PlayerNotHere (answer): no player of the account here, and no save
+	// of one still on its way to the world store.
 	PlayerNotHere PlayerOp = 4
+	// PlayerSaving (answer): the player logged out here and its record is
+	// still on its way to the world store; a PlayerNotHere follows once it
+	// has landed (or failed), and only then may the asker load it.
+	PlayerSaving PlayerOp = 5
 )
 
 // Player is one message of the gateway role about an account's player.
