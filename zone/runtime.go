@@ -131,6 +131,10 @@ type Config struct {
 	// WorldSeed seeds the terrain's base (package terrain): the same on
 	// every node of a world.
 	WorldSeed uint64
+	// Timers are the cluster protocol's waits in ticks. Zero fields take
+	// their defaults (DefaultTimers); New refuses a timer below one tick
+	// and timers that break the relations Timers documents.
+	Timers Timers
 }
 
 func (c Config) withDefaults() Config {
@@ -150,6 +154,7 @@ func (c Config) withDefaults() Config {
 	if c.SaveEvery == 0 {
 		c.SaveEvery = 10 * time.Second
 	}
+	c.Timers = c.Timers.WithDefaults()
 	c.Clock = clock.OrReal(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -188,7 +193,7 @@ func (c Config) Validate() error {
 	case c.TickInterval <= 0:
 		return errcode.Config("Config.TickInterval", c.TickInterval, "must be positive")
 	}
-	return nil
+	return c.Timers.Validate()
 }
 
 // Report describes one tick of the runtime.
