@@ -512,15 +512,24 @@ func (r *Runtime) Positions() *ecs.Store[Position] { return r.pos }
 // Owners is the built-in owner store.
 func (r *Runtime) Owners() *ecs.Store[Owner] { return r.owner }
 
-// Frozen is the built-in frozen marker's store.
+// Frozen is the built-in frozen marker's store: an entity has it while a
+// handoff of it is in flight (invariant 5). Read it (Has, Count); only the
+// runtime writes it. A module's queries leave frozen entities out without
+// it (Query1 … Query4).
 func (r *Runtime) Frozen() *ecs.Store[Frozen] { return r.frozen }
 
-// Ghosts is the built-in ghost marker's store.
+// Ghosts is the built-in ghost marker's store: the simulation ghosts here
+// (invariant 7). Read it (Has, Count); only the runtime writes it. A
+// module's queries leave ghosts out without it (Query1 … Query4).
 func (r *Runtime) Ghosts() *ecs.Store[Ghost] { return r.ghost }
 
-// NotSimulated lists the markers every system's query must exclude
-// (query.Without(r.NotSimulated()...)): ghosts and frozen entities.
-func (r *Runtime) NotSimulated() []ecs.Component { return []ecs.Component{r.ghost, r.frozen} }
+// NotSimulated lists the markers a system's query must exclude: ghosts and
+// frozen entities.
+//
+// Deprecated: build a system's queries with Query1 … Query4, to which the
+// runtime adds these terms itself; a query that forgot them wrote entities
+// another node simulates.
+func (r *Runtime) NotSimulated() []ecs.Component { return r.notSimulated() }
 
 // Simulated reports whether this node simulates id: alive, not leaving,
 // not a ghost, not frozen, and the node not fenced (a node that lost its
