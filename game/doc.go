@@ -63,10 +63,11 @@
 //   - Every distance, area query and spawner cell key goes through torus,
 //     so the game behaves the same across the seam as anywhere else.
 //   - Owner-only components (experience) reach only the owning account.
-//   - Every system's query excludes the runtime's Ghost and Frozen markers
-//     (zone.Runtime.NotSimulated), so a ghost is never written here and a
-//     handoff can take an entity out of the simulation without touching
-//     the systems.
+//   - Every system's query is built with the runtime's constructors
+//     (zone.Query2 … zone.Query4), which exclude the Ghost and Frozen
+//     markers themselves, so a ghost is never written here and a handoff
+//     can take an entity out of the simulation without touching the
+//     systems.
 //   - No component holds a tick number: cooldowns are ticks still to wait
 //     (Cooldown), counted down by the entity's own system, so an entity's
 //     components mean the same on a node whose tick counter differs.

@@ -485,7 +485,7 @@ func (g *Game) setupEconomy(r *zone.Runtime) error {
 	if err != nil || g.cfg.Economy.Ledger == nil {
 		return err
 	}
-	g.econ.tradeQ = ecs.NewQuery2(g.econ.trades, g.c.pos).Without(r.NotSimulated()...)
+	g.econ.tradeQ = zone.Query2(r, g.econ.trades, g.c.pos)
 	if err := r.AddSystem(ecs.System{Name: "economy", Order: 45, Run: g.runEconomy}); err != nil {
 		return err
 	}

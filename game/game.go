@@ -116,12 +116,12 @@ func (g *Game) Setup(r *zone.Runtime) error {
 	if err := g.setupEconomy(r); err != nil {
 		return err
 	}
-	not := r.NotSimulated()
-	g.masterQ = ecs.NewQuery3(c.master, c.pos, c.path).Without(not...)
-	g.petQ = ecs.NewQuery3(c.pet, c.pos, c.path).Without(not...)
-	g.denQ = ecs.NewQuery2(c.den, c.pos).Without(not...)
-	g.mobQ = ecs.NewQuery3(c.mob, c.pos, c.path).Without(not...)
-	g.moveQ = ecs.NewQuery4(c.pos, c.path, c.motion, c.speed).Without(not...)
+	// The runtime's constructors leave out ghosts and frozen entities.
+	g.masterQ = zone.Query3(r, c.master, c.pos, c.path)
+	g.petQ = zone.Query3(r, c.pet, c.pos, c.path)
+	g.denQ = zone.Query2(r, c.den, c.pos)
+	g.mobQ = zone.Query3(r, c.mob, c.pos, c.path)
+	g.moveQ = zone.Query4(r, c.pos, c.path, c.motion, c.speed)
 	g.w.OnDestroy(g.onDestroy)
 	g.w.OnForget(g.onForget)
 	r.OnIntent(g.onIntent)

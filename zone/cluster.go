@@ -26,11 +26,8 @@ const firstEpoch = 1
 
 // kindResend is the inbox item the sender leaves when the link refused a
 // subscription message: its peer is sent every want again (at most once
-// per resendEvery ticks).
+// per Timers.Resend ticks).
 const kindResend = 0xFFFFFFFF
-
-// resendEvery bounds how often a peer's wants are resent after refusals.
-const resendEvery = 20
 
 // maxInbox bounds the messages waiting for the world goroutine; beyond it
 // replication batches are dropped.
@@ -39,15 +36,6 @@ const maxInbox = 1 << 16
 // replanPerTick bounds the chunks whose subscriptions a node re-plans in
 // one tick after a table change.
 const replanPerTick = 256
-
-// tableGrace is how many ticks after a table change an observer stays
-// subscribed to a chunk's old simulators besides its new ones: long enough
-// for a region move's handoffs (at most 128 entities a tick) to complete.
-const tableGrace = 100
-
-// fullRoutesEvery is how often, in ticks, a node resends its whole route
-// set (a peer that restarted, or missed a delta, learns it again).
-const fullRoutesEvery = 100
 
 // inMsg is one message from a peer, queued by a link goroutine for the
 // world goroutine.
@@ -557,7 +545,7 @@ func (c *cluster) updateWants() {
 				c.changed[ch] = struct{}{}
 			}
 		} else {
-			c.graceUntil = tick + tableGrace
+			c.graceUntil = tick + ticks(c.r.cfg.Timers.TableGrace)
 			c.replanAll(band)
 			queued = true
 		}
@@ -729,10 +717,6 @@ type parkedGhost struct {
 	until uint64
 }
 
-// parkTicks is how long a parked ghost is kept: a few round trips, for
-// the source to take in the unsubscribe.
-const parkTicks = 8
-
 // isFenced reports whether peer's lease was seen lost.
 func (c *cluster) isFenced(peer string) bool {
 	_, f := c.fenced[peer]
@@ -740,14 +724,14 @@ func (c *cluster) isFenced(peer string) bool {
 }
 
 // parkChunk is dropChunk for a chunk this node no longer holds at all:
-// the ghosts that came from peer stay, unseen, for parkTicks. Until the
+// the ghosts that came from peer stay, unseen, for Timers.Park ticks. Until the
 // peer takes in the unsubscribe it counts this node as seeing them, so
 // one that walks on into a chunk this node still receives from the peer
 // comes as a delta, not an appear; with its ghost dropped, that delta was
 // an orphan, and the entity stayed out of sight until a snapshot of the
 // chunk repaired it (2-4 ticks). sweepParked drops the rest.
 func (c *cluster) parkChunk(peer string, ch torus.ChunkPos) {
-	until := c.r.w.CurrentTick().N + parkTicks
+	until := c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Park)
 	for _, e := range c.rep.AppendResidents(nil, ch) {
 		if c.source[ecs.ID(e)] == peer {
 			c.parked[ecs.ID(e)] = parkedGhost{peer: peer, until: until}
@@ -824,10 +808,6 @@ type heldVanish struct {
 	until     uint64
 }
 
-// holdTicks bounds how long a held vanish waits for its snapshot (a
-// subscription's round trip is a few ticks).
-const holdTicks = 20
-
 // holdVanish holds back a vanish that says a ghost went out of sight into
 // a chunk this node holds, for its clients or its band, but does not yet
 // receive from the sender. That happens after a table change, while the
@@ -860,7 +840,7 @@ func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp re
 		}
 	}
 	c.source[id] = from // what comes of it next comes from the sender
-	c.holding[id] = heldVanish{peer: from, chunk: ch, at: at, stamp: stamp, until: c.r.w.CurrentTick().N + holdTicks}
+	c.holding[id] = heldVanish{peer: from, chunk: ch, at: at, stamp: stamp, until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Hold)}
 	c.stats.VanishesHeld++
 	c.changed[ch] = struct{}{}
 	return true
@@ -869,7 +849,7 @@ func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp re
 // resolveHeld settles the held vanishes after this tick's re-plan: one
 // whose ghost changed since (a snapshot or an update came) is done; one
 // whose chunk this node is not awaiting from the sender after all (not
-// asked for, or answered without it), or that waited holdTicks, is
+// asked for, or answered without it), or that waited Timers.Hold ticks, is
 // applied now.
 func (c *cluster) resolveHeld() {
 	if len(c.holding) == 0 {
@@ -1116,7 +1096,7 @@ func (c *cluster) applyEvents() {
 			if src, ok := c.source[id]; ok && ev.Reason != interest.Gone {
 				// Out of sight, not destroyed: an intent sent to it before
 				// this node knew still reaches its owner.
-				c.went[id] = wentTo{peer: src, until: c.r.w.CurrentTick().N + wentTicks}
+				c.went[id] = wentTo{peer: src, until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Went)}
 			}
 			delete(c.source, id)
 			c.goneGhosts[id] = struct{}{} // its vanish is not ours to send on
@@ -1267,7 +1247,7 @@ func (c *cluster) flushControl(tick uint64) {
 	// A new table is announced at once (every message's fence carries the
 	// version): a node handing a region over waits for its new owner to
 	// hold the table that gives it.
-	full := tick%fullRoutesEvery == 1 || c.announceTable
+	full := tick%ticks(c.r.cfg.Timers.FullRoutes) == 1 || c.announceTable
 	c.announceTable = false
 	if len(c.routeSet) == 0 && !full {
 		return
@@ -1504,7 +1484,7 @@ func (c *cluster) drain() {
 }
 
 // resyncChunk asks peer for a snapshot of ch, at most once per
-// resyncEvery ticks per chunk and peer.
+// Timers.Resync ticks per chunk and peer.
 func (c *cluster) resyncChunk(peer string, ch torus.ChunkPos) {
 	ch = c.r.geo.NormaliseChunk(ch)
 	if !c.wanted(peer, ch) {
@@ -1515,7 +1495,7 @@ func (c *cluster) resyncChunk(peer string, ch torus.ChunkPos) {
 	if at, ok := c.resyncAt[k]; ok && now < at {
 		return
 	}
-	c.resyncAt[k] = now + resyncEvery
+	c.resyncAt[k] = now + ticks(c.r.cfg.Timers.Resync)
 	c.sub(peer).Resync = append(c.sub(peer).Resync, ch)
 }
 
@@ -1524,9 +1504,6 @@ type resyncKey struct {
 	peer string
 	ch   torus.ChunkPos
 }
-
-// resyncEvery bounds how often one chunk is resynced from one peer.
-const resyncEvery = 10
 
 // receiveHandoff decodes and applies one handoff message, from a peer
 // whose lease is live.
@@ -1587,7 +1564,7 @@ func (c *cluster) resendWants(p string) {
 		c.resendDue[p] = true // retried when the wait is over
 		return
 	}
-	c.resendAt[p] = now + resendEvery
+	c.resendAt[p] = now + ticks(c.r.cfg.Timers.Resend)
 	delete(c.resendDue, p)
 	for ch, peers := range c.wants {
 		if slices.Contains(peers, p) {

@@ -36,12 +36,13 @@ type Owner struct {
 }
 
 // Ghost marks a foreign entity made real in this world so that perception
-// and area queries find it. Every system's query excludes it
-// (Runtime.NotSimulated): a ghost is written only by the runtime, from
-// what its owner sends.
+// and area queries find it. Every query a module builds with Query1 …
+// Query4 excludes it: a ghost is written only by the runtime, from what
+// its owner sends.
 type Ghost struct{}
 
-// Frozen takes an entity out of every system (a handoff in flight).
+// Frozen takes an entity out of every system (a handoff in flight): Query1
+// … Query4 exclude it.
 type Frozen struct{}
 
 // Codec is a component's handoff encoding: everything the entity's next

@@ -11,7 +11,7 @@
 //   - The Runtime (New): the ecs world, entity ids (minted from the wall
 //     clock at boot, or derived from a key, the same on every node:
 //     DerivedID), the built-in components (Position, Owner, and the Ghost
-//     and Frozen markers every system excludes: NotSimulated), intent
+//     and Frozen markers every module query excludes), intent
 //     delivery to the target's own module code (Send, OnIntent), and the
 //     tick-end pipeline: reindex moved entities, keep each account's view
 //     on its viewer entity, commit residency (column hooks fire only for
@@ -22,7 +22,13 @@
 //     payload encoder and decoder, and its handoff codec or its mark that it
 //     is not handed over (Local); one with neither is a boot error
 //     (ZONE.NO_HANDOFF_CODEC), so a new component cannot be forgotten by
-//     the handoff.
+//     the handoff. Query1 … Query4 build a system's queries over the
+//     entities the node simulates: the runtime adds the exclusion of
+//     ghosts and frozen entities itself, so a system cannot write an
+//     entity another node simulates by forgetting a term.
+//   - The protocol's waits (Config.Timers), counted in ticks, with their
+//     relations (the handoff timeout and the held vanish within the table
+//     grace, the grace within the went record) checked at New.
 //   - Node-level chunk subscription (Config.Link): the node subscribes to
 //     the foreign chunks its clients hold and the foreign chunks within the
 //     interaction band of its regions, batched per peer and tick on the

@@ -16,6 +16,7 @@ const (
 	CodeNoCodec        = "ZONE.NO_HANDOFF_CODEC"
 	CodeMalformedState = "ZONE.MALFORMED_STATE"
 	CodeNotLocal       = "ZONE.NOT_LOCAL"
+	CodeMalformedInput = "ZONE.MALFORMED_INPUT"
 )
 
 var (
@@ -38,6 +39,9 @@ var (
 	// ErrMalformedState: component bytes (a handoff codec's or a wire
 	// payload) do not decode.
 	ErrMalformedState = errcode.New(CodeMalformedState, "zone: malformed component state")
+	// ErrMalformedInput: the client input inside a reserved intent from a
+	// peer does not decode; the error names the field and byte offset.
+	ErrMalformedInput = errcode.New(CodeMalformedInput, "zone: malformed client input")
 )
 
 // FencedError says the node lost its lease: coord could not prove it alive,

@@ -20,7 +20,7 @@ func (r *Runtime) Breach(kind string, id ecs.ID) {
 	case "source":
 		delete(c.source, id)
 	case "parked":
-		c.parked[id] = parkedGhost{peer: "nobody", until: r.w.CurrentTick().N + parkTicks}
+		c.parked[id] = parkedGhost{peer: "nobody", until: r.w.CurrentTick().N + ticks(r.cfg.Timers.Park)}
 	case "band":
 		_, ch, _ := c.rep.Has(uint64(id))
 		delete(c.band, ch)

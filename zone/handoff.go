@@ -30,8 +30,8 @@ import (
 // the higher epoch. Intents that reach the source afterwards go to the
 // target, on the same ordered stream, because the ghost names its source.
 //
-// Bounded freeze: without an answer within handoffTimeout ticks the source
-// asks the target again (KindAbort): a target that took the entity answers
+// Bounded freeze: without an answer within Timers.HandoffTimeout ticks the
+// source asks the target again (KindAbort): a target that took the entity answers
 // with an Ack, one that did not with a Refuse (ReasonAborted), and only a
 // Refuse — or the target losing its lease — unfreezes the entity at the
 // source, at epoch e+2. So at no tick do both simulate it, and nothing the
@@ -48,21 +48,12 @@ const KindAbort uint32 = 0x5A13
 const ReasonAborted = "HANDOFF.ABORTED"
 
 const (
-	// handoffTimeout is how many ticks a source waits for an answer
-	// before it asks to abort.
-	handoffTimeout = 40
-	// handoffRetry is how many ticks an entity refused by its target
-	// waits before it is tried again.
-	handoffRetry = 40
 	// handoffsPerTick bounds the entities a node sends per tick (a region
 	// move is spread over ticks).
 	handoffsPerTick = 128
 	// heldIntents bounds the intents a frozen entity buffers; more are
 	// dropped and counted.
 	heldIntents = 64
-	// wentTicks is how long a source remembers where an entity went when
-	// it keeps no ghost of it, to forward the intents that still come.
-	wentTicks = 200
 )
 
 // wentTo is where a handed-over entity went.
@@ -187,7 +178,7 @@ type HandoffStats struct {
 }
 
 // AckTickBuckets is the length of HandoffStats.AckTicks.
-const AckTickBuckets = handoffTimeout + 1
+const AckTickBuckets = defaultHandoffTimeout + 1
 
 // AckQuantile returns the smallest k such that at least q (0 < q ≤ 1) of
 // the acked handoffs took at most k ticks, and false when none was acked.
@@ -367,11 +358,11 @@ func (c *cluster) sendHandoffs(tick uint64) {
 		snap, err := r.handoffSnapshot(id, epoch, tick)
 		if err != nil {
 			r.cfg.Logger.Error("zone: entity cannot be handed over", "entity", id, "err", err)
-			c.retryAt[id] = tick + handoffRetry
+			c.retryAt[id] = tick + ticks(c.r.cfg.Timers.HandoffRetry)
 			return
 		}
 		_ = r.frozen.Add(id, Frozen{})
-		c.pending[id] = &outgoing{target: target, epoch: epoch, deadline: tick + handoffTimeout, sent: tick}
+		c.pending[id] = &outgoing{target: target, epoch: epoch, deadline: tick + ticks(c.r.cfg.Timers.HandoffTimeout), sent: tick}
 		t := batch[target]
 		if t == nil {
 			t = &handoff.Transfer{}
@@ -502,7 +493,7 @@ func (c *cluster) unfreeze(id ecs.ID, o *outgoing) {
 	delete(c.pending, id)
 	c.r.frozen.Remove(id)
 	c.epochs[id] = o.epoch + 1
-	c.retryAt[id] = c.r.w.CurrentTick().N + handoffRetry
+	c.retryAt[id] = c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.HandoffRetry)
 	c.r.intents = append(c.r.intents, o.intents...)
 }
 
@@ -724,7 +715,7 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		ch, _ := c.r.vis.ChunkOf(id)
 		burst := c.r.appendBurst(nil, id)
 		seen := slices.DeleteFunc(c.r.vis.AppendObserversOf(nil, id), func(s Subscriber) bool { return !isNode(s) })
-		c.went[id] = wentTo{peer: from, epoch: o.epoch, until: c.r.w.CurrentTick().N + wentTicks, handed: true, chunk: ch, burst: burst, seq: c.r.seq(), seen: seen}
+		c.went[id] = wentTo{peer: from, epoch: o.epoch, until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Went), handed: true, chunk: ch, burst: burst, seq: c.r.seq(), seen: seen}
 		if !slices.Contains(c.handedIn[ch], id) {
 			c.handedIn[ch] = append(c.handedIn[ch], id)
 		}

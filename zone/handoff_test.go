@@ -170,7 +170,7 @@ func setupMovers[T any](r *zone.Runtime, name string, specs []T, at func(T) toru
 	if err != nil {
 		return nil, nil, err
 	}
-	q := ecs.NewQuery2(r.Positions(), store).Without(r.NotSimulated()...)
+	q := zone.Query2(r, r.Positions(), store)
 	if err := r.AddSystem(ecs.System{Name: name, Run: run}); err != nil {
 		return nil, nil, err
 	}

@@ -55,7 +55,7 @@ func (ps *parkScene) look(p torus.Pos) {
 // TestAParkedGhostOfADestroyedEntityIsNotShownAgain: a viewer on zone-0 sees
 // an entity of zone-1 (outside zone-0's band), looks away, the entity is
 // destroyed once zone-1 took in the unsubscribe, and the viewer looks back
-// within parkTicks: it must not be shown the entity again.
+// within Timers.Park ticks: it must not be shown the entity again.
 func TestAParkedGhostOfADestroyedEntityIsNotShownAgain(t *testing.T) {
 	ps := newParkScene(t, 0)
 	ps.c.StepSync(10)
@@ -91,7 +91,7 @@ func TestAParkedGhostOfADestroyedEntityIsNotShownAgain(t *testing.T) {
 // TestAParkedGhostOfAFencedPeerIsNotShown (a review found it shown): a
 // viewer on zone-0 looks away from an entity of zone-1 (its ghost is
 // parked), zone-1 loses its lease, and the viewer looks back within
-// parkTicks: a fenced node's ghosts vanish (fencedPeers), so it must not be
+// Timers.Park ticks: a fenced node's ghosts vanish (fencedPeers), so it must not be
 // shown the entity again.
 func TestAParkedGhostOfAFencedPeerIsNotShown(t *testing.T) {
 	const ttl = 2 * time.Second

@@ -16,6 +16,7 @@ import (
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/internal/binread"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/worldstore"
 	"github.com/shardwise/shardwise/zone/internal/wire"
@@ -952,8 +953,9 @@ func (c *cluster) maybeLive(node string) bool {
 
 // ---- the input's bytes inside a reserved intent ----
 
-const inputBytes = 4 + 4 + 1 + 3*8 + 8
-
+// The layout, little-endian: Seq u32, Kind u32, HasPoint byte (0 or 1),
+// Point.X, .Y, .Z as float64 bits, Target u64: 41 bytes. It follows the
+// session's 8 bytes in the Data of an intentInput.
 func appendInput(dst []byte, in gateway.Input) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, in.Seq)
 	dst = binary.LittleEndian.AppendUint32(dst, in.Kind)
@@ -968,23 +970,31 @@ func appendInput(dst []byte, in gateway.Input) []byte {
 	return binary.LittleEndian.AppendUint64(dst, in.Target)
 }
 
+// decodeInput reads what appendInput wrote, from a peer's bytes: an
+// error (ErrMalformedInput, ZONE.MALFORMED_INPUT) names the field and its
+// byte offset. A point that is not finite is refused.
 func decodeInput(b []byte) (gateway.Input, error) {
-	if len(b) != inputBytes || b[8] > 1 {
-		return gateway.Input{}, fmt.Errorf("zone: input of %d bytes", len(b))
+	r := binread.New(b, "Input", ErrMalformedInput)
+	in := gateway.Input{Seq: r.U32("Seq"), Kind: r.U32("Kind")}
+	at := r.Offset()
+	switch has := r.Byte("HasPoint"); has {
+	case 0, 1:
+		in.HasPoint = has == 1
+	default:
+		r.FailAt(at, "HasPoint", "%d, want 0 or 1", has)
 	}
-	in := gateway.Input{
-		Seq:      binary.LittleEndian.Uint32(b),
-		Kind:     binary.LittleEndian.Uint32(b[4:]),
-		HasPoint: b[8] == 1,
-		Point: torus.Pos{
-			X: math.Float64frombits(binary.LittleEndian.Uint64(b[9:])),
-			Y: math.Float64frombits(binary.LittleEndian.Uint64(b[17:])),
-			Z: math.Float64frombits(binary.LittleEndian.Uint64(b[25:])),
-		},
-		Target: binary.LittleEndian.Uint64(b[33:]),
+	at = r.Offset()
+	in.Point = torus.Pos{
+		X: math.Float64frombits(r.U64("Point.X")),
+		Y: math.Float64frombits(r.U64("Point.Y")),
+		Z: math.Float64frombits(r.U64("Point.Z")),
 	}
-	if !in.Point.Finite() {
-		return gateway.Input{}, errors.New("zone: input point not finite")
+	if r.Err() == nil && !in.Point.Finite() {
+		r.FailAt(at, "Point", "not finite: %v", in.Point)
+	}
+	in.Target = r.U64("Target")
+	if err := r.Finish(); err != nil {
+		return gateway.Input{}, err
 	}
 	return in, nil
 }

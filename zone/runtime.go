@@ -131,6 +131,10 @@ type Config struct {
 	// WorldSeed seeds the terrain's base (package terrain): the same on
 	// every node of a world.
 	WorldSeed uint64
+	// Timers are the cluster protocol's waits in ticks. Zero fields take
+	// their defaults (DefaultTimers); New refuses a timer below one tick
+	// and timers that break the relations Timers documents.
+	Timers Timers
 }
 
 func (c Config) withDefaults() Config {
@@ -150,6 +154,7 @@ func (c Config) withDefaults() Config {
 	if c.SaveEvery == 0 {
 		c.SaveEvery = 10 * time.Second
 	}
+	c.Timers = c.Timers.WithDefaults()
 	c.Clock = clock.OrReal(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -188,7 +193,7 @@ func (c Config) Validate() error {
 	case c.TickInterval <= 0:
 		return errcode.Config("Config.TickInterval", c.TickInterval, "must be positive")
 	}
-	return nil
+	return c.Timers.Validate()
 }
 
 // Report describes one tick of the runtime.
@@ -512,15 +517,24 @@ func (r *Runtime) Positions() *ecs.Store[Position] { return r.pos }
 // Owners is the built-in owner store.
 func (r *Runtime) Owners() *ecs.Store[Owner] { return r.owner }
 
-// Frozen is the built-in frozen marker's store.
+// Frozen is the built-in frozen marker's store: an entity has it while a
+// handoff of it is in flight (invariant 5). Read it (Has, Count); only the
+// runtime writes it. A module's queries leave frozen entities out without
+// it (Query1 … Query4).
 func (r *Runtime) Frozen() *ecs.Store[Frozen] { return r.frozen }
 
-// Ghosts is the built-in ghost marker's store.
+// Ghosts is the built-in ghost marker's store: the simulation ghosts here
+// (invariant 7). Read it (Has, Count); only the runtime writes it. A
+// module's queries leave ghosts out without it (Query1 … Query4).
 func (r *Runtime) Ghosts() *ecs.Store[Ghost] { return r.ghost }
 
-// NotSimulated lists the markers every system's query must exclude
-// (query.Without(r.NotSimulated()...)): ghosts and frozen entities.
-func (r *Runtime) NotSimulated() []ecs.Component { return []ecs.Component{r.ghost, r.frozen} }
+// NotSimulated lists the markers a system's query must exclude: ghosts and
+// frozen entities.
+//
+// Deprecated: build a system's queries with Query1 … Query4, to which the
+// runtime adds these terms itself; a query that forgot them wrote entities
+// another node simulates.
+func (r *Runtime) NotSimulated() []ecs.Component { return r.notSimulated() }
 
 // Simulated reports whether this node simulates id: alive, not leaving,
 // not a ghost, not frozen, and the node not fenced (a node that lost its

@@ -42,6 +42,6 @@
 //  5. Same Config and the same runtime configuration (clock included) →
 //     the same batches, byte for byte.
 //  6. Secret reaches only the owning account (outbox.Owner audience).
-//  7. The system's query excludes the runtime's ghost and frozen markers
-//     (zone.Runtime.NotSimulated).
+//  7. The system's query is built with zone.Query4, which excludes the
+//     runtime's ghost and frozen markers itself.
 package wander

@@ -110,7 +110,7 @@ func (m *Module) Setup(r *zone.Runtime) error {
 	if err := m.register(r); err != nil {
 		return err
 	}
-	m.q = ecs.NewQuery4(m.pos, m.walk, m.mood, m.secret).Without(r.NotSimulated()...)
+	m.q = zone.Query4(r, m.pos, m.walk, m.mood, m.secret)
 	if err := r.AddSystem(ecs.System{Name: "wander", Run: m.run}); err != nil {
 		return err
 	}

@@ -146,6 +146,20 @@ func (r *Reader) Byte(field string) byte {
 	return v
 }
 
+// U32 reads a fixed 4-byte little-endian word.
+func (r *Reader) U32(field string) uint32 {
+	if r.err != nil {
+		return 0
+	}
+	if r.Left() < 4 {
+		r.Fail(field, "truncated: 4 bytes needed, %d left", r.Left())
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(r.b[r.off:])
+	r.off += 4
+	return v
+}
+
 // U64 reads a fixed 8-byte little-endian word.
 func (r *Reader) U64(field string) uint64 {
 	if r.err != nil {

@@ -39,6 +39,8 @@ func TestErrors(t *testing.T) {
 		{"varint overflow", append(append([]byte{1}, bytes.Repeat([]byte{0xff}, 9)...), 0x02), func(r *binread.Reader) { r.Uvarint("A") }, "Msg.A at byte 1: varint overflows 64 bits"},
 		{"u64", []byte{1, 1, 2, 3, 4, 5, 6, 7, 8}, func(r *binread.Reader) { r.U64("W") }, ""},
 		{"u64 truncated", []byte{1, 1, 2, 3}, func(r *binread.Reader) { r.U64("W") }, "Msg.W at byte 1: truncated: 8 bytes needed, 3 left"},
+		{"u32", []byte{1, 1, 2, 3, 4}, func(r *binread.Reader) { r.U32("W") }, ""},
+		{"u32 truncated", []byte{1, 1, 2, 3}, func(r *binread.Reader) { r.U32("W") }, "Msg.W at byte 1: truncated: 4 bytes needed, 3 left"},
 		{"byte truncated", []byte{1}, func(r *binread.Reader) { r.Byte("F") }, "Msg.F at byte 1: truncated"},
 		{"count below least", []byte{1, 0}, func(r *binread.Reader) { r.Count("L", 1, 10, 1) }, "Msg.L at byte 1: count 0, at least 1 needed"},
 		{"count over limit", []byte{1, 11}, func(r *binread.Reader) { r.Count("L", 0, 10, 1) }, "Msg.L at byte 1: count 11 exceeds 10"},

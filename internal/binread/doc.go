@@ -1,10 +1,11 @@
 // Package binread is the reader the binary payload decoders share
-// (handoff and zone/internal/wire): a cursor over one payload that names
-// the field and the byte offset of the first thing wrong with it.
+// (handoff, zone/internal/wire and the client input inside zone's
+// reserved intents): a cursor over one payload that names the field and
+// the byte offset of the first thing wrong with it.
 //
-// It owns the primitives both formats are built from: a leading version
-// byte, minimal uvarints, fixed 8-byte little-endian words, list counts and
-// length-prefixed spans, and the trailing-bytes check. It does not own any
+// It owns the primitives the formats are built from: a leading version
+// byte, minimal uvarints, fixed 4- and 8-byte little-endian words, list
+// counts and length-prefixed spans, and the trailing-bytes check. It does not own any
 // message layout, limit or sentinel: each decoder package embeds a Reader
 // in its own reader type, adds the readers of its own types on top, and
 // passes in the sentinel its errors wrap, so its ErrMalformed and error

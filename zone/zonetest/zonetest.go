@@ -17,6 +17,15 @@
 // (StepSync): a message sent during round T is applied by its receiver at
 // the start of its next Step — in round T+1, or already in round T when
 // the receiver comes later in the order and the message arrived first.
+//
+// Faults on one node: StepNodes steps a subset (the rest lag), Halt and
+// Resume stop and restart a node's stepping (a stalled process, link and
+// lease up), Kill stops it for good as a crash would (its lease runs
+// out), CutEtcd cuts its coord client from etcd (it is fenced after the
+// TTL), CutPeers and HealPeers cut and heal the link between two nodes.
+// Ghost reads a node's render ghost of an entity: source, epoch, chunk and
+// position. Each node's coord client reaches etcd through its own proxy,
+// which is what CutEtcd cuts.
 package zonetest
 
 import (
@@ -36,6 +45,7 @@ import (
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/link/faulty"
 	"github.com/shardwise/shardwise/zone"
@@ -123,6 +133,11 @@ type Node struct {
 	Link      *link.Node
 	Coord     *coord.Client
 	Addr      string
+
+	etcd    *testenv.TCPProxy // Coord's way to etcd: CutEtcd cuts it
+	halted  bool              // Halt: not stepped until Resume
+	killed  bool              // Kill: stopped for good
+	etcdCut bool
 }
 
 // Cluster is a running test cluster.
@@ -222,7 +237,8 @@ func Start(tb testing.TB, cfg Config) *Cluster {
 		}
 	}
 	for _, n := range c.Nodes {
-		n.Coord = c.connect(ctx, cfg.Logger)
+		n.etcd = testenv.StartTCPProxy(tb, c.Etcd.Endpoints()[0])
+		n.Coord = c.connectVia(ctx, cfg.Logger, n.etcd.Endpoint())
 		own, err := zone.Join(ctx, zone.JoinConfig{Coord: n.Coord, Name: n.Name, TTL: cfg.TTL, Logger: cfg.Logger,
 			Addrs: map[string]string{"link": n.Addr}})
 		if err != nil {
@@ -261,7 +277,12 @@ func Start(tb testing.TB, cfg Config) *Cluster {
 }
 
 func (c *Cluster) connect(ctx context.Context, log *slog.Logger) *coord.Client {
-	cl, err := coord.Connect(ctx, coord.ClientConfig{Endpoints: c.Etcd.Endpoints(), Prefix: c.prefix, Logger: log, DialTimeout: 5 * time.Second})
+	return c.connectVia(ctx, log, c.Etcd.Endpoints()...)
+}
+
+// connectVia connects a coord client to etcd through endpoints.
+func (c *Cluster) connectVia(ctx context.Context, log *slog.Logger, endpoints ...string) *coord.Client {
+	cl, err := coord.Connect(ctx, coord.ClientConfig{Endpoints: endpoints, Prefix: c.prefix, Logger: log, DialTimeout: 5 * time.Second})
 	if err != nil {
 		c.tb.Fatalf("zonetest: coord: %v", err)
 	}
@@ -356,7 +377,7 @@ func (c *Cluster) Apply(t *cells.Table) {
 		c.tb.Fatalf("zonetest: apply table v%d: %v", t.Version(), err)
 	}
 	for _, n := range c.Nodes {
-		if n.Ownership == nil {
+		if n.Ownership == nil || n.killed || n.etcdCut {
 			continue
 		}
 		select {
@@ -370,7 +391,7 @@ func (c *Cluster) Apply(t *cells.Table) {
 	}
 	// Every node's lease must be known before messages flow.
 	for _, n := range c.Nodes {
-		if n.Ownership != nil && !Poll(30*time.Second, func() bool { return c.accept(n.Name, n.Ownership.Lease()) }) {
+		if n.Ownership != nil && !n.killed && !n.etcdCut && !Poll(30*time.Second, func() bool { return c.accept(n.Name, n.Ownership.Lease()) }) {
 			c.tb.Fatalf("zonetest: %s's lease never showed in the membership", n.Name)
 		}
 	}
@@ -391,10 +412,18 @@ func (c *Cluster) WaitConnected() {
 // Step runs one tick on every node, in index order, and checks the
 // runtime invariants after each (Runtime.CheckInvariants) and, after
 // all, that no entity is simulated on two nodes (CheckOneSimulator): a
-// breach fails the test.
+// breach fails the test. Halted and killed nodes are not stepped.
 func (c *Cluster) Step() {
 	c.tb.Helper()
-	for _, n := range c.Nodes {
+	c.step(c.Nodes)
+}
+
+func (c *Cluster) step(nodes []*Node) {
+	c.tb.Helper()
+	for _, n := range nodes {
+		if n.halted || n.killed {
+			continue
+		}
 		n.Runtime.Step()
 		if err := n.Runtime.CheckInvariants(); err != nil {
 			c.tb.Fatalf("zonetest: after %s's tick %d: %v", n.Name, n.Runtime.World().CurrentTick().N, err)
@@ -407,10 +436,14 @@ func (c *Cluster) Step() {
 
 // CheckOneSimulator checks runtime invariant 1 across the cluster: no
 // entity with a position is simulated (Runtime.Simulated) on two nodes.
+// A killed node simulates nothing.
 func (c *Cluster) CheckOneSimulator() error {
 	on := make(map[ecs.ID]string)
 	var errs []error
 	for _, n := range c.Nodes {
+		if n.killed {
+			continue
+		}
 		r := n.Runtime
 		r.Positions().Each(func(id ecs.ID, _ *zone.Position) {
 			if !r.Simulated(id) {
@@ -437,9 +470,11 @@ func (c *Cluster) Sync(limit time.Duration) {
 }
 
 func (c *Cluster) synced() bool {
-	rts := make([]*zone.Runtime, len(c.Nodes))
-	for i, n := range c.Nodes {
-		rts[i] = n.Runtime
+	rts := make([]*zone.Runtime, 0, len(c.Nodes))
+	for _, n := range c.Nodes {
+		if !n.killed {
+			rts = append(rts, n.Runtime)
+		}
 	}
 	return Delivered(rts)
 }
@@ -473,3 +508,101 @@ func (c *Cluster) Synced() bool { return c.synced() }
 // message from peer stamped with lease: false once the membership watch
 // has seen that lease end (a revoke, an expiry).
 func (c *Cluster) Accepts(peer string, lease int64) bool { return c.accept(peer, lease) }
+
+// ---- faults and partial steps ----
+
+// mustNode returns the node named name, failing the test when there is none.
+func (c *Cluster) mustNode(name string) *Node {
+	c.tb.Helper()
+	n := c.Node(name)
+	if n == nil {
+		c.tb.Fatalf("zonetest: no node %q", name)
+	}
+	return n
+}
+
+// StepNodes runs one tick on the named nodes only, in index order, with
+// Step's checks: the others lag behind by a tick (a slow node, or a test
+// that orders deliveries by stepping one side first). A halted or killed
+// node named is not stepped.
+func (c *Cluster) StepNodes(names ...string) {
+	c.tb.Helper()
+	var nodes []*Node
+	for _, n := range c.Nodes {
+		for _, name := range names {
+			if n.Name == name {
+				nodes = append(nodes, n)
+				break
+			}
+		}
+	}
+	if len(nodes) != len(names) {
+		c.tb.Fatalf("zonetest: StepNodes(%q): not every name is a node", names)
+	}
+	c.step(nodes)
+}
+
+// Halt stops stepping the named node (Step, StepSync and StepNodes pass
+// it over) until Resume: a stalled process, whose link and lease stay up,
+// so its peers go on sending to it and its inbox fills.
+func (c *Cluster) Halt(name string) { c.mustNode(name).halted = true }
+
+// Resume lets a halted node be stepped again; its next Step applies what
+// arrived meanwhile.
+func (c *Cluster) Resume(name string) { c.mustNode(name).halted = false }
+
+// Kill stops the named node for good, as a crash would: it is cut from
+// etcd first, so its lease is not revoked but runs out after Config.TTL
+// (then the membership drops it and its peers fence it), and its runtime,
+// link, ownership and coord client are closed (its peers see the link go
+// down). It is stepped and checked no more; Sync and Synced leave it out.
+// Call it from the goroutine that steps the cluster.
+func (c *Cluster) Kill(name string) {
+	c.tb.Helper()
+	n := c.mustNode(name)
+	if n.killed {
+		return
+	}
+	c.CutEtcd(name)
+	n.killed = true
+	_ = n.Runtime.Close()
+	_ = n.Link.Close()
+	_ = n.Ownership.Close()
+	_ = n.Coord.Close()
+}
+
+// CutEtcd cuts the named node from etcd (its coord client only: the
+// operator's client and the membership watch keep theirs), for good: its
+// lease runs out after Config.TTL, coord gives it up a little before, and
+// the node is fenced (Ownership.Fenced, Runtime.Fenced). Apply no longer
+// waits for it.
+func (c *Cluster) CutEtcd(name string) {
+	n := c.mustNode(name)
+	n.etcdCut = true
+	n.etcd.Cut()
+}
+
+// CutPeers cuts the link between nodes a and b, both directions: their
+// connections close and no new one is made until HealPeers. Messages
+// between them are lost meanwhile; the other pairs are untouched.
+func (c *Cluster) CutPeers(a, b string) {
+	c.mustNode(a)
+	c.mustNode(b)
+	c.Net.Cut(a, b)
+}
+
+// HealPeers lets nodes a and b connect again (the link redials with its
+// backoff).
+func (c *Cluster) HealPeers(a, b string) {
+	c.mustNode(a)
+	c.mustNode(b)
+	c.Net.Heal(a, b)
+}
+
+// Ghost returns node's render ghost of entity id: the peer that sends
+// it, its epoch, its chunk and its position (zone.Runtime.RenderGhost),
+// and false when the node holds no render ghost of id.
+func (c *Cluster) Ghost(node string, id ecs.ID) (zone.RenderGhost, bool) {
+	c.tb.Helper()
+	return c.mustNode(node).Runtime.RenderGhost(id)
+}
