@@ -210,8 +210,8 @@ func testPostgresUpgradeFrom3(t *testing.T, url string) {
 	}
 	for _, col := range [][2]string{
 		{"ledger_postings", "id"}, {"ledger_entries", "posting_id"}, {"ledger_entries", "account"},
-		{"ledger_balances", "account"}, {"netting_sessions", "id"}, {"netting_journal", "session_id"},
-		{"netting_journal", "key"}, {"netting_reservations", "account"},
+		{"ledger_balances", "account"}, {"netting_sessions", "id"}, {"netting_batches", "session_id"},
+		{"netting_keys", "key"}, {"netting_reservations", "account"},
 	} {
 		if c, err := s.ColumnCollation(ctx, col[0], col[1]); err != nil || c != "C" {
 			t.Errorf("%s.%s collation = %q, %v after the upgrade; want C", col[0], col[1], c, err)

@@ -124,6 +124,50 @@ func (sqliteEngine) insertJournal(ctx context.Context, s *Store, tx *sql.Tx, rec
 	return wrote, len(wrote) == len(recs), nil
 }
 
+// insertBatch inserts the batch row, then its keys with the cached
+// multi-row statements; as insertJournal does, from a chunk that hits a
+// taken key on, with the statement that skips such rows and names the
+// ones it wrote.
+func (sqliteEngine) insertBatch(ctx context.Context, s *Store, tx *sql.Tx, h batchHeader, body []byte, keys []string, now int64) ([]string, error) {
+	var id int64
+	err := s.queryRowTx(ctx, tx, sqliteBatchInsertText, h.sessionID, h.firstSeq, h.n, h.prevHash, now, body).Scan(&id)
+	if isSQLiteConstraint(err) {
+		return nil, netting.ErrSeqConflict.Wrap("%s: seq %d already journaled", h.sessionID, h.firstSeq)
+	}
+	if err != nil {
+		return nil, err
+	}
+	start := 0
+	explain := false
+	wrote := make([]string, 0, len(keys))
+	for _, n := range rowChunks(len(keys)) {
+		text := sqliteKeysInsertText(n)
+		args := make([]any, 0, 3*n)
+		for i, k := range keys[start : start+n] {
+			args = append(args, k, id, start+i)
+		}
+		if !explain {
+			_, err := s.execTx(ctx, tx, text, args...)
+			if err == nil {
+				wrote = append(wrote, keys[start:start+n]...)
+				start += n
+				continue
+			}
+			if !isSQLiteConstraint(err) {
+				return nil, err
+			}
+			explain = true
+		}
+		start += n
+		ks, err := queryStrings(ctx, tx, text+` ON CONFLICT DO NOTHING RETURNING key`, args...)
+		if err != nil {
+			return nil, err
+		}
+		wrote = append(wrote, ks...)
+	}
+	return wrote, nil
+}
+
 // isSQLiteConstraint reports a SQLite constraint violation (SQLITE_CONSTRAINT,
 // primary code 19).
 func isSQLiteConstraint(err error) bool {
@@ -143,11 +187,7 @@ func (sqliteEngine) reserveAndAppend(ctx context.Context, s *Store, own map[stri
 		}
 		recs, refused := build(slices.Clone(granted))
 		if len(recs) > 0 {
-			encoded, err := encodeAll(recs)
-			if err != nil {
-				return err
-			}
-			if err := s.appendTx(ctx, tx, recs, encoded); err != nil {
+			if err := s.appendTx(ctx, tx, recs); err != nil {
 				return err
 			}
 		}
@@ -286,11 +326,19 @@ func sqliteJournalInsertText(rows int) string {
 		repeatJoin("(?, ?, ?, ?, ?, ?, ?)", rows)
 }
 
+// sqliteBatchInsertText inserts one batch row and returns its id.
+const sqliteBatchInsertText = `INSERT INTO netting_batches (session_id, first_seq, n, prev_hash, recorded_at, body) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`
+
+// sqliteKeysInsertText inserts rows key index rows.
+func sqliteKeysInsertText(rows int) string {
+	return `INSERT INTO netting_keys (key, batch, idx) VALUES ` + repeatJoin("(?, ?, ?)", rows)
+}
+
 // sqliteHotTexts is every statement the SQLite store prepares at open.
 func sqliteHotTexts() []string {
-	texts := []string{sqliteDialect.q(appendSessionText)}
+	texts := []string{sqliteDialect.q(appendSessionText), sqliteBatchInsertText}
 	for rows := 1; rows <= maxChunkRows; rows *= 2 {
-		texts = append(texts, sqliteReserveAddText(rows, true), sqliteReserveAddText(rows, false), sqliteJournalInsertText(rows), refusedKeysText(rows))
+		texts = append(texts, sqliteReserveAddText(rows, true), sqliteReserveAddText(rows, false), sqliteKeysInsertText(rows), refusedKeysText(rows))
 	}
 	return texts
 }
