@@ -218,6 +218,12 @@ func TestPostgres(t *testing.T) {
 			return sqlstore.OpenPostgresAtVersion(ctx, url, version)
 		})
 	})
+	t.Run("UpgradeBatches", func(t *testing.T) {
+		url := pg.NewDatabase(t)
+		testUpgradeBatches(t, func(ctx context.Context, version int) (*sqlstore.Store, error) {
+			return sqlstore.OpenPostgresAtVersion(ctx, url, version)
+		})
+	})
 	t.Run("LockOrderUnderLocale", func(t *testing.T) {
 		testLockOrderUnderLocale(t, pg)
 	})
