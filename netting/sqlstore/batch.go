@@ -407,7 +407,11 @@ func journalToBatches(ctx context.Context, s *Store, tx *sql.Tx) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	stmts := []string{`DROP TABLE netting_journal`}
+	// Every refused key gets its marker (rememberRefusals); a key both
+	// journaled and refused (two nodes racing, doc.go) keeps its journal
+	// row, as its lookups always did.
+	stmts := []string{`DROP TABLE netting_journal`,
+		`INSERT INTO netting_keys (key, batch, idx) SELECT key, 0, -1 FROM netting_refusals WHERE true ON CONFLICT (key) DO NOTHING`}
 	if moved > 0 {
 		// Statistics for the moved rows, as the old table had: a table
 		// left unanalyzed is probed by a scan in plans cached before

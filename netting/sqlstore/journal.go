@@ -67,8 +67,11 @@ const schemaRefusals = 8
 
 // rememberRefusals writes each refused key that has no first answer yet
 // (neither journaled, this transaction's rows included, nor refused
-// before), stamped with the database's clock. Refusals are rare (a wallet
-// out of funds), so it is one small statement per refusal.
+// before), stamped with the database's clock, and, in batch form (schema
+// 9), its marker in netting_keys (batch 0, which no batch has: a lookup
+// finds no row there, and every later append of the key collides with
+// it). Refusals are rare (a wallet out of funds), so it is one or two
+// small statements per refusal.
 func (s *Store) rememberRefusals(ctx context.Context, tx *sql.Tx, refused []netting.RefusedKey) error {
 	if s.schema < schemaRefusals {
 		return nil // an upgrade test's old store writes as its version did
@@ -79,9 +82,18 @@ func (s *Store) rememberRefusals(ctx context.Context, tx *sql.Tx, refused []nett
 			ON CONFLICT (key) DO NOTHING`), r.Key, r.SessionID, r.Reason, r.Key); err != nil {
 			return fmt.Errorf("sqlstore: remember refusal of %q: %w", r.Key, err)
 		}
+		if s.schema >= schemaBatches {
+			if _, err := tx.ExecContext(ctx, s.d.q(refusalMarkerText), r.Key); err != nil {
+				return fmt.Errorf("sqlstore: remember refusal of %q: %w", r.Key, err)
+			}
+		}
 	}
 	return nil
 }
+
+// refusalMarkerText writes a refused key's marker in netting_keys, unless
+// the key is there already (journaled: the journal row is its answer).
+const refusalMarkerText = `INSERT INTO netting_keys (key, batch, idx) VALUES (?, 0, -1) ON CONFLICT (key) DO NOTHING`
 
 // refusedKeys returns the keys of recs remembered as refused, checked by
 // every append: a key's first answer, refused, is final.
@@ -190,15 +202,17 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []netting.Journal
 	if err != nil {
 		return fmt.Errorf("sqlstore: append %s: %w", sid, err)
 	}
+	if s.schema >= schemaBatches {
+		// A refused key has its row in netting_keys too (a marker): the
+		// key insert finds it, with no statement of its own.
+		return s.appendBatchTx(ctx, tx, recs, now)
+	}
 	refused, err := s.refusedKeys(ctx, tx, recs)
 	if err != nil {
 		return fmt.Errorf("sqlstore: append %s: %w", sid, err)
 	}
 	if len(refused) > 0 {
 		return s.refusedConflict(ctx, tx, recs, refused)
-	}
-	if s.schema >= schemaBatches {
-		return s.appendBatchTx(ctx, tx, recs, now)
 	}
 	encoded, err := encodeAll(recs)
 	if err != nil {

@@ -277,7 +277,9 @@ const groupCommitPGText = `WITH setp AS (
 
 // groupCommitPGBatchText is groupCommitPGText on the journal in batch
 // form (schema version 9): the rows go in as one batch row ($10 its body,
-// $11 its first row's prev hash) and one key row each ($9). $1–$5 and
+// $11 its first row's prev hash) and one key row each ($9). A refused
+// key's marker row makes its key row fail the statement, as a journaled
+// key's does, and the batch is declined. $1–$5 and
 // $12–$13 are as $1–$5 and $14–$15 there; $6–$8 the row count, session
 // and first seq.
 const groupCommitPGBatchText = `WITH setp AS (
@@ -298,7 +300,6 @@ const groupCommitPGBatchText = `WITH setp AS (
 		INSERT INTO netting_keys (key, batch, idx)
 		SELECT u.key, batch.id, u.n - 1
 		FROM batch, unnest($9::text[]) WITH ORDINALITY AS u(key, n)
-		WHERE NOT EXISTS (SELECT 1 FROM netting_refusals r WHERE r.key = u.key)
 		RETURNING 1)
 	SELECT netting_group_commit_check(
 		(SELECT count(*) FROM setp
