@@ -410,7 +410,13 @@ func journalToBatches(ctx context.Context, s *Store, tx *sql.Tx) error {
 	// Every refused key gets its marker (rememberRefusals); a key both
 	// journaled and refused (two nodes racing, doc.go) keeps its journal
 	// row, as its lookups always did.
+	// The old name stays as a view of what SQL can read without decoding a
+	// body — each movement's session, seq, key and time — for the readers
+	// of the table outside this package (a SQL shell, a test that counts a
+	// key's rows).
 	stmts := []string{`DROP TABLE netting_journal`,
+		`CREATE VIEW netting_journal AS SELECT b.session_id AS session_id, b.first_seq + k.idx AS seq, k.key AS key, b.recorded_at AS recorded_at
+			FROM netting_keys k JOIN netting_batches b ON b.id = k.batch`,
 		`INSERT INTO netting_keys (key, batch, idx) SELECT key, 0, -1 FROM netting_refusals WHERE true ON CONFLICT (key) DO NOTHING`}
 	if moved > 0 {
 		// Statistics for the moved rows, as the old table had: a table

@@ -50,7 +50,8 @@
 //     primary key makes keys unique across sessions. A refused key has a
 //     marker row there too (batch 0), so an append's key insert is its
 //     whole conflict check. A batch decodes back into exactly the records
-//     appended, so the chain is checked as it always was.
+//     appended, so the chain is checked as it always was. netting_journal
+//     is a view of each movement's session, seq, key and time.
 //   - ReadJournal reads a long journal (two parts of 50,000 rows or more) in
 //     up to four seq ranges at once, one statement each on the read pool
 //     (a batch belongs to the range of its first seq): not one snapshot,
