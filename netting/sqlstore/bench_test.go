@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -77,10 +79,18 @@ var benchCallers = []int{16, 64, 256, 1024}
 // movement: on a shared machine it moves less than the rate does (a
 // PostgreSQL server's own CPU is in its processes, not counted).
 //
-// At the largest caller count two more cases run beside them: HotSeller,
-// the session with every credit to one seller (one hot counter), and
-// BaselineUnchained, the baseline on a store at schema 5, before postings
-// were hash-chained.
+// At the largest caller count more cases run beside them: HotSeller, the
+// session with every credit to one seller (one hot counter); Zipf, buyers
+// and sellers each drawn from 10,000 wallets by a Zipf law of s = 1.1 (a
+// few wallets in most movements, a long tail); and BaselineUnchained, the
+// baseline on a store at schema 5, before postings were hash-chained.
+// Every session case reports p99-ms, the 99th percentile of one Record's
+// latency (call to return, the commit's fsync included).
+//
+// The baseline posts at most baselineMovements of the b.N movements: its
+// rate is one transaction per movement whatever their number (10,000 are
+// 10,000 commits, where a session's 100,000 are about 120), and at about
+// 1,300 a second a full 100,000 would take a minute and a half per case.
 //
 // scripts/bench-netting runs it and writes docs/bench/netting.md.
 func BenchmarkNettingThroughput(b *testing.B) {
@@ -90,6 +100,11 @@ func BenchmarkNettingThroughput(b *testing.B) {
 			b.Run(prefix+"Session", func(b *testing.B) { benchSession(b, st.open(b), callers, purchaseLegs) })
 			if callers == benchCallers[len(benchCallers)-1] {
 				b.Run(prefix+"HotSeller", func(b *testing.B) { benchSession(b, st.open(b), callers, hotSellerLegs) })
+				b.Run(prefix+"Zipf", func(b *testing.B) {
+					s := st.open(b)
+					fundWallets(b, s, zipfWallets)
+					benchSession(b, s, callers, zipfLegs(b.N))
+				})
 			}
 			b.Run(prefix+"Baseline", func(b *testing.B) { benchBaseline(b, st.open(b), callers) })
 			if callers == benchCallers[len(benchCallers)-1] {
@@ -125,8 +140,11 @@ func benchNodeOn(b *testing.B, s netting.SharedStore) *netting.ClusterNode {
 	return n
 }
 
-// fundBuyers gives every buyer enough credits for any benchmark run, in one
-// posting.
+// zipfWallets is the number of buyers, and of sellers, of the Zipf case.
+const zipfWallets = 10_000
+
+// fundBuyers gives every buyer of the uniform cases enough credits for any
+// benchmark run, in one posting.
 func fundBuyers(b *testing.B, s *sqlstore.Store) {
 	b.Helper()
 	legs := []ledger.Leg{ledger.Debit(ledger.Revenue, benchAccounts<<40)}
@@ -138,12 +156,50 @@ func fundBuyers(b *testing.B, s *sqlstore.Store) {
 	}
 }
 
+// fundWallets gives buyers 0 … n-1 enough credits for any benchmark run
+// (the Zipf case's; beside fundBuyers', which benchSession posts), in postings of at most 1,000 buyers (a statement of SQLite binds at most
+// 32,766 values).
+func fundWallets(b *testing.B, s *sqlstore.Store, n int) {
+	b.Helper()
+	for first := 0; first < n; first += 1_000 {
+		last := min(first+1_000, n)
+		legs := []ledger.Leg{ledger.Debit(ledger.Revenue, int64(last-first)<<40)}
+		for i := first; i < last; i++ {
+			legs = append(legs, ledger.Credit(ledger.Spendable(fmt.Sprintf("buyer-%d", i)), 1<<40))
+		}
+		if err := s.Post(testCtx(b), ledger.Posting{ID: fmt.Sprintf("fund-wallets-%d", first), Legs: legs}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // hotSellerLegs are purchaseLegs with every credit to one seller.
 func hotSellerLegs(i int) []ledger.Leg {
 	amount := int64(1 + i%97)
 	return []ledger.Leg{
 		ledger.Debit(ledger.Spendable(fmt.Sprintf("buyer-%d", i%benchAccounts)), amount),
 		ledger.Credit(ledger.Earned("seller-hot"), amount),
+	}
+}
+
+// zipfLegs returns n purchases whose buyers and sellers are drawn, each
+// from zipfWallets wallets, by a Zipf law of s = 1.1 (from a fixed seed:
+// every run draws the same load).
+func zipfLegs(n int) func(i int) []ledger.Leg {
+	r := rand.New(rand.NewSource(1))
+	buyers := rand.NewZipf(r, 1.1, 1, zipfWallets-1)
+	sellers := rand.NewZipf(r, 1.1, 1, zipfWallets-1)
+	type pair struct{ buyer, seller uint64 }
+	draws := make([]pair, n)
+	for i := range draws {
+		draws[i] = pair{buyers.Uint64(), sellers.Uint64()}
+	}
+	return func(i int) []ledger.Leg {
+		amount := int64(1 + i%97)
+		return []ledger.Leg{
+			ledger.Debit(ledger.Spendable(fmt.Sprintf("buyer-%d", draws[i].buyer)), amount),
+			ledger.Credit(ledger.Earned(fmt.Sprintf("seller-%d", draws[i].seller)), amount),
+		}
 	}
 }
 
@@ -209,17 +265,23 @@ func benchSession(b *testing.B, s *sqlstore.Store, callers int, legs func(i int)
 		b.Fatal(err)
 	}
 	run := benchRun.Add(1)
+	latency := make([]time.Duration, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := processCPU()
 	runCallers(b, callers, b.N, func(i int) error {
-		out, err := sess.Record(ctx, netting.Movement{Key: fmt.Sprintf("r%d-m%d", run, i), Legs: legs(i)})
+		m := netting.Movement{Key: fmt.Sprintf("r%d-m%d", run, i), Legs: legs(i)}
+		start := time.Now()
+		out, err := sess.Record(ctx, m)
+		latency[i] = time.Since(start)
 		if err == nil && out.Status != netting.Accepted {
 			err = fmt.Errorf("movement %d: %+v", i, out)
 		}
 		return err
 	})
 	b.StopTimer()
+	slices.Sort(latency)
+	b.ReportMetric(float64(latency[len(latency)*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-us/movement")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "movements/s")
 	if n := counted.commits.Load(); n > 0 {
@@ -236,19 +298,24 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// baselineMovements is the most movements a baseline case posts (see
+// BenchmarkNettingThroughput).
+const baselineMovements = 10_000
+
 func benchBaseline(b *testing.B, s *sqlstore.Store, callers int) {
 	ctx := testCtx(b)
 	fundBuyers(b, s)
 	run := benchRun.Add(1)
+	n := min(b.N, baselineMovements)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := processCPU()
-	runCallers(b, callers, b.N, func(i int) error {
+	runCallers(b, callers, n, func(i int) error {
 		return s.Post(ctx, ledger.Posting{ID: fmt.Sprintf("r%d-p%d", run, i), Legs: purchaseLegs(i)})
 	})
 	b.StopTimer()
-	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-us/movement")
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "movements/s")
+	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(n), "cpu-us/movement")
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "movements/s")
 }
 
 // benchSettle times Settle of a session holding settleMovements movements

@@ -69,6 +69,12 @@ type engine interface {
 	// the rows that did (the others hit a taken key or seq) and the
 	// caller builds the refusal.
 	insertJournal(ctx context.Context, s *Store, tx *sql.Tx, recs []netting.JournalRecord, encoded []string, now int64) (wrote []string, complete bool, err error)
+	// insertBatch is insertJournal in batch form (schema version 9, batch.go):
+	// one netting_batches row of header h and body, stamped now, and
+	// netting_keys rows for keys (offset i for keys[i]) skipping a key
+	// already there; wrote lists the keys it wrote. A batch row that
+	// exists already is ErrSeqConflict.
+	insertBatch(ctx context.Context, s *Store, tx *sql.Tx, h batchHeader, body []byte, keys []string, now int64) (wrote []string, err error)
 	// reserveAndAppend is netting.SharedStore.ReserveAndRecord.
 	// own is the session's spendable credits (not changed).
 	reserveAndAppend(ctx context.Context, s *Store, own map[string]int64, reqs [][]ledger.AccountDelta, build func(granted []bool) ([]netting.JournalRecord, []netting.RefusedKey)) ([]bool, error)

@@ -43,11 +43,21 @@
 //     rows in one transaction) locks the session row too and refuses once a
 //     claim has been granted, so a settler reads a journal nobody can still
 //     extend.
+//   - The journal is kept in batch form (schema version 9, batch.go): an
+//     append is one netting_batches row whose body holds its rows (key,
+//     legs, hash each; the first row's prev hash and the time on the row),
+//     and one netting_keys row per movement, key → (batch, offset), whose
+//     primary key makes keys unique across sessions. A refused key has a
+//     marker row there too (batch 0), so an append's key insert is its
+//     whole conflict check. A batch decodes back into exactly the records
+//     appended, so the chain is checked as it always was. netting_journal
+//     is a view of each movement's session, seq, key and time.
 //   - ReadJournal reads a long journal (two parts of 50,000 rows or more) in
-//     up to four seq ranges at once, one statement each on the read pool:
-//     not one snapshot, but every row below the session's journal length,
-//     read first, was committed with that length, so no range misses one;
-//     the last range is open-ended, as one statement would be.
+//     up to four seq ranges at once, one statement each on the read pool
+//     (a batch belongs to the range of its first seq): not one snapshot,
+//     but every row below the session's journal length, read first, was
+//     committed with that length, so no range misses one; the last range
+//     is open-ended, as one statement would be.
 //   - Times (journal rows, session opening, claims, settles) come from the
 //     database's clock, never a node's: the "one clock" of the sweep.
 //   - Rows of one kind are always locked in account (or session) order, so

@@ -25,11 +25,7 @@ func (s *Store) Append(ctx context.Context, recs []netting.JournalRecord) error 
 	if len(recs) == 0 {
 		return netting.ErrSeqConflict.Wrap("empty append")
 	}
-	encoded, err := encodeAll(recs)
-	if err != nil {
-		return err
-	}
-	return s.inTx(ctx, func(tx *sql.Tx) error { return s.appendTx(ctx, tx, recs, encoded) })
+	return s.inTx(ctx, func(tx *sql.Tx) error { return s.appendTx(ctx, tx, recs) })
 }
 
 // ReserveAndAppend implements netting.SharedStore: ReserveAndRecord with
@@ -56,13 +52,9 @@ func (s *Store) AppendRecording(ctx context.Context, recs []netting.JournalRecor
 	if len(recs) == 0 && len(refused) == 0 {
 		return nil
 	}
-	encoded, err := encodeAll(recs)
-	if err != nil {
-		return err
-	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if len(recs) > 0 {
-			if err := s.appendTx(ctx, tx, recs, encoded); err != nil {
+			if err := s.appendTx(ctx, tx, recs); err != nil {
 				return err
 			}
 		}
@@ -75,21 +67,33 @@ const schemaRefusals = 8
 
 // rememberRefusals writes each refused key that has no first answer yet
 // (neither journaled, this transaction's rows included, nor refused
-// before), stamped with the database's clock. Refusals are rare (a wallet
-// out of funds), so it is one small statement per refusal.
+// before), stamped with the database's clock, and, in batch form (schema
+// 9), its marker in netting_keys (batch 0, which no batch has: a lookup
+// finds no row there, and every later append of the key collides with
+// it). Refusals are rare (a wallet out of funds), so it is one or two
+// small statements per refusal.
 func (s *Store) rememberRefusals(ctx context.Context, tx *sql.Tx, refused []netting.RefusedKey) error {
 	if s.schema < schemaRefusals {
 		return nil // an upgrade test's old store writes as its version did
 	}
 	for _, r := range refused {
 		if _, err := tx.ExecContext(ctx, s.d.q(`INSERT INTO netting_refusals (key, session_id, reason, refused_at)
-			SELECT ?, ?, ?, {now} WHERE NOT EXISTS (SELECT 1 FROM netting_journal WHERE key = ?)
+			SELECT ?, ?, ?, {now} WHERE NOT EXISTS (SELECT 1 FROM `+s.keysTable()+` WHERE key = ?)
 			ON CONFLICT (key) DO NOTHING`), r.Key, r.SessionID, r.Reason, r.Key); err != nil {
 			return fmt.Errorf("sqlstore: remember refusal of %q: %w", r.Key, err)
+		}
+		if s.schema >= schemaBatches {
+			if _, err := tx.ExecContext(ctx, s.d.q(refusalMarkerText), r.Key); err != nil {
+				return fmt.Errorf("sqlstore: remember refusal of %q: %w", r.Key, err)
+			}
 		}
 	}
 	return nil
 }
+
+// refusalMarkerText writes a refused key's marker in netting_keys, unless
+// the key is there already (journaled: the journal row is its answer).
+const refusalMarkerText = `INSERT INTO netting_keys (key, batch, idx) VALUES (?, 0, -1) ON CONFLICT (key) DO NOTHING`
 
 // refusedKeys returns the keys of recs remembered as refused, checked by
 // every append: a key's first answer, refused, is final.
@@ -144,7 +148,7 @@ func (s *Store) refusedConflict(ctx context.Context, tx *sql.Tx, recs []netting.
 			conflicts = append(conflicts, r.Key)
 		default:
 			var one int
-			err := tx.QueryRowContext(ctx, s.d.q(`SELECT 1 FROM netting_journal WHERE key = ?`), r.Key).Scan(&one)
+			err := tx.QueryRowContext(ctx, s.d.q(`SELECT 1 FROM `+s.keysTable()+` WHERE key = ?`), r.Key).Scan(&one)
 			switch {
 			case err == nil:
 				conflicts = append(conflicts, r.Key)
@@ -175,8 +179,8 @@ func encodeAll(recs []netting.JournalRecord) ([]string, error) {
 	return encoded, nil
 }
 
-// appendTx is Append's work inside tx; encoded are recs' legs, encoded.
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []netting.JournalRecord, encoded []string) error {
+// appendTx is Append's work inside tx.
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []netting.JournalRecord) error {
 	if len(recs) == 0 {
 		return netting.ErrSeqConflict.Wrap("empty append")
 	}
@@ -198,12 +202,21 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []netting.Journal
 	if err != nil {
 		return fmt.Errorf("sqlstore: append %s: %w", sid, err)
 	}
+	if s.schema >= schemaBatches {
+		// A refused key has its row in netting_keys too (a marker): the
+		// key insert finds it, with no statement of its own.
+		return s.appendBatchTx(ctx, tx, recs, now)
+	}
 	refused, err := s.refusedKeys(ctx, tx, recs)
 	if err != nil {
 		return fmt.Errorf("sqlstore: append %s: %w", sid, err)
 	}
 	if len(refused) > 0 {
 		return s.refusedConflict(ctx, tx, recs, refused)
+	}
+	encoded, err := encodeAll(recs)
+	if err != nil {
+		return err
 	}
 	wrote, complete, err := s.d.insertJournal(ctx, s, tx, recs, encoded, now)
 	if err != nil {
@@ -257,7 +270,7 @@ func (s *Store) collision(ctx context.Context, tx *sql.Tx, batch []netting.Journ
 			conflicts = append(conflicts, r.Key)
 		case !wrote[r.Key]:
 			var one int
-			q, args := `SELECT 1 FROM netting_journal WHERE key = ?`, []any{r.Key}
+			q, args := `SELECT 1 FROM `+s.keysTable()+` WHERE key = ?`, []any{r.Key}
 			if s.schema >= schemaRefusals {
 				q, args = q+` UNION ALL SELECT 1 FROM netting_refusals WHERE key = ?`, append(args, r.Key)
 			}
@@ -351,6 +364,9 @@ func (s *Store) readJournalRange(ctx context.Context, sessionID string, lo, hi i
 	if hi < 0 {
 		hi = math.MaxInt64
 	}
+	if s.schema >= schemaBatches {
+		return s.readBatches(ctx, sessionID, lo, hi, size)
+	}
 	rs, err := s.rdb.QueryContext(ctx, s.d.q(`SELECT seq, key, legs, prev_hash, hash, recorded_at FROM netting_journal
 		WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq`), sessionID, lo, hi)
 	if err != nil {
@@ -373,6 +389,9 @@ func (s *Store) readJournalRange(ctx context.Context, sessionID string, lo, hi i
 
 // LookupKey implements netting.JournalStore.
 func (s *Store) LookupKey(ctx context.Context, key string) (netting.JournalRecord, bool, error) {
+	if s.schema >= schemaBatches {
+		return s.lookupBatchKey(ctx, key)
+	}
 	row := s.rdb.QueryRowContext(ctx, s.d.q(`SELECT session_id, seq, key, legs, prev_hash, hash, recorded_at FROM netting_journal WHERE key = ?`), key)
 	var r netting.JournalRecord
 	var legs string

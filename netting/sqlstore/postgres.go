@@ -107,6 +107,20 @@ func (postgresEngine) insertJournal(ctx context.Context, s *Store, tx *sql.Tx, r
 	return inserted, len(inserted) == len(recs), nil
 }
 
+// insertBatch inserts the batch row and its keys in one statement, keys
+// given as one array, skipping the taken ones.
+func (postgresEngine) insertBatch(ctx context.Context, s *Store, tx *sql.Tx, h batchHeader, body []byte, keys []string, now int64) ([]string, error) {
+	wrote, err := queryStrings(ctx, tx, `WITH b AS (
+			INSERT INTO netting_batches (session_id, first_seq, n, prev_hash, recorded_at, body) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id)
+		INSERT INTO netting_keys (key, batch, idx) SELECT u.key, b.id, u.n - 1 FROM b, unnest($7::text[]) WITH ORDINALITY AS u(key, n)
+		ON CONFLICT DO NOTHING RETURNING key`, h.sessionID, h.firstSeq, h.n, h.prevHash, now, body, keys)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return nil, netting.ErrSeqConflict.Wrap("%s: seq %d already journaled", h.sessionID, h.firstSeq)
+	}
+	return wrote, err
+}
+
 // reserveAndAppend: the common case (every request granted, nothing
 // refused) is groupCommitPG's single statement; anything else is declined
 // there and decided request by request (reserveAndAppendTx).
@@ -177,9 +191,11 @@ func (s *Store) groupCommitPG(ctx context.Context, own map[string]int64, reqs []
 		}
 		seqs[i], keys[i], prevs[i], hashes[i] = r.Seq, r.Key, r.PrevHash, r.Hash
 	}
-	encoded, err := encodeAll(recs)
-	if err != nil {
-		return nil, false, err
+	var encoded []string
+	if s.schema < schemaBatches {
+		if encoded, err = encodeAll(recs); err != nil {
+			return nil, false, err
+		}
 	}
 	b := sumBatch(reqs)
 	if b.wrapped {
@@ -190,6 +206,12 @@ func (s *Store) groupCommitPG(ctx context.Context, own map[string]int64, reqs []
 		owns[i] = own[a]
 	}
 	var journaled int64
+	if s.schema >= schemaBatches {
+		err = s.commitPool.QueryRow(ctx, s.d.q(groupCommitPGBatchText), pgx.QueryExecModeCacheStatement,
+			b.accounts, b.sums, b.hasLow, b.low, len(b.accounts),
+			len(recs), sid, first, keys, encodeBatch(recs), recs[0].PrevHash, b.dsums, owns).Scan(&journaled)
+		return s.groupCommitPGResult(sid, all, err)
+	}
 	// On the commit pool: an implicit transaction at REPEATABLE READ, one
 	// round trip with the commit. A prepared statement (cached per
 	// connection): its parameters are described, so pgx sends the arrays
@@ -197,6 +219,12 @@ func (s *Store) groupCommitPG(ctx context.Context, own map[string]int64, reqs []
 	err = s.commitPool.QueryRow(ctx, s.d.q(groupCommitPGText), pgx.QueryExecModeCacheStatement,
 		b.accounts, b.sums, b.hasLow, b.low, len(b.accounts),
 		len(recs), sid, first, seqs, keys, encoded, prevs, hashes, b.dsums, owns).Scan(&journaled)
+	return s.groupCommitPGResult(sid, all, err)
+}
+
+// groupCommitPGResult reads the single statement's outcome (see
+// groupCommitPG).
+func (s *Store) groupCommitPGResult(sid string, all []bool, err error) ([]bool, bool, error) {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && severity(pgErr) == "ERROR" {
 		s.declinedCommits.Add(1)
@@ -247,6 +275,41 @@ const groupCommitPGText = `WITH setp AS (
 		(SELECT count(*) FROM sess),
 		(SELECT count(*) FROM ins), $6)`
 
+// groupCommitPGBatchText is groupCommitPGText on the journal in batch
+// form (schema version 9): the rows go in as one batch row ($10 its body,
+// $11 its first row's prev hash) and one key row each ($9). A refused
+// key's marker row makes its key row fail the statement, as a journaled
+// key's does, and the batch is declined. $1–$5 and
+// $12–$13 are as $1–$5 and $14–$15 there; $6–$8 the row count, session
+// and first seq.
+const groupCommitPGBatchText = `WITH setp AS (
+		INSERT INTO netting_reservations (account, pending, debits)
+		SELECT a, s, d FROM unnest($1::text[], $2::bigint[], $12::bigint[]) WITH ORDINALITY AS u(a, s, d, n) ORDER BY n
+		ON CONFLICT (account) DO UPDATE SET pending = netting_reservations.pending + excluded.pending,
+			debits = netting_reservations.debits + excluded.debits
+		RETURNING account, debits),
+	sess AS (
+		UPDATE netting_sessions SET journal_len = journal_len + $6, last_recorded_at = {now}
+		WHERE id = $7 AND journal_len = $8 AND claim_token = 0 AND settled_at IS NULL
+		RETURNING last_recorded_at),
+	batch AS (
+		INSERT INTO netting_batches (session_id, first_seq, n, prev_hash, recorded_at, body)
+		SELECT $7, $8, $6, $11::text, sess.last_recorded_at, $10::bytea FROM sess
+		RETURNING id),
+	ins AS (
+		INSERT INTO netting_keys (key, batch, idx)
+		SELECT u.key, batch.id, u.n - 1
+		FROM batch, unnest($9::text[]) WITH ORDINALITY AS u(key, n)
+		RETURNING 1)
+	SELECT netting_group_commit_check(
+		(SELECT count(*) FROM setp
+			JOIN unnest($1::text[], $12::bigint[], $3::bool[], $4::bigint[], $13::bigint[]) AS c(a, d, has_low, low, own) ON c.a = setp.account
+			LEFT JOIN ledger_balances b ON b.account = c.a
+			WHERE c.has_low AND COALESCE(b.balance, 0) + (setp.debits - c.d) + c.own + c.low < 0),
+		(SELECT count(*) FROM setp), $5,
+		(SELECT count(*) FROM sess),
+		(SELECT count(*) FROM ins), $6)`
+
 // errJournalUniqueViolation is the PostgreSQL group commit's fast journal
 // insert hitting a unique index (a key or seq already taken): the cue to
 // rerun the transaction with the statement that explains the collision.
@@ -268,9 +331,17 @@ func (s *Store) reserveAndAppendTx(ctx context.Context, own map[string]int64, re
 			return err
 		}
 		recs, refused := build(slices.Clone(granted))
-		if len(recs) == 0 {
+		if len(recs) == 0 || s.schema >= schemaBatches {
+			// In batch form (schema 9) the append is appendTx's: one batch
+			// row and one statement for the keys, taken keys skipped and
+			// named, so there is no fast insert to fall back from.
 			if err := s.setPending(ctx, tx, changed); err != nil {
 				return err
+			}
+			if len(recs) > 0 {
+				if err := s.appendTx(ctx, tx, recs); err != nil {
+					return err
+				}
 			}
 			return s.rememberRefusals(ctx, tx, refused)
 		}

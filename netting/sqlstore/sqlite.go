@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/shardwise/shardwise/ledger"
@@ -124,6 +125,50 @@ func (sqliteEngine) insertJournal(ctx context.Context, s *Store, tx *sql.Tx, rec
 	return wrote, len(wrote) == len(recs), nil
 }
 
+// insertBatch inserts the batch row, then its keys with the cached
+// multi-row statements; as insertJournal does, from a chunk that hits a
+// taken key on, with the statement that skips such rows and names the
+// ones it wrote.
+func (sqliteEngine) insertBatch(ctx context.Context, s *Store, tx *sql.Tx, h batchHeader, body []byte, keys []string, now int64) ([]string, error) {
+	var id int64
+	err := s.queryRowTx(ctx, tx, sqliteBatchInsertText, h.sessionID, h.firstSeq, h.n, h.prevHash, now, body).Scan(&id)
+	if isSQLiteConstraint(err) {
+		return nil, netting.ErrSeqConflict.Wrap("%s: seq %d already journaled", h.sessionID, h.firstSeq)
+	}
+	if err != nil {
+		return nil, err
+	}
+	start := 0
+	explain := false
+	wrote := make([]string, 0, len(keys))
+	for _, n := range rowChunks(len(keys)) {
+		text := sqliteKeysInsertText(n)
+		args := make([]any, 0, 3*n)
+		for i, k := range keys[start : start+n] {
+			args = append(args, k, id, start+i)
+		}
+		if !explain {
+			_, err := s.execTx(ctx, tx, text, args...)
+			if err == nil {
+				wrote = append(wrote, keys[start:start+n]...)
+				start += n
+				continue
+			}
+			if !isSQLiteConstraint(err) {
+				return nil, err
+			}
+			explain = true
+		}
+		start += n
+		ks, err := queryStrings(ctx, tx, text+` ON CONFLICT DO NOTHING RETURNING key`, args...)
+		if err != nil {
+			return nil, err
+		}
+		wrote = append(wrote, ks...)
+	}
+	return wrote, nil
+}
+
 // isSQLiteConstraint reports a SQLite constraint violation (SQLITE_CONSTRAINT,
 // primary code 19).
 func isSQLiteConstraint(err error) bool {
@@ -143,11 +188,7 @@ func (sqliteEngine) reserveAndAppend(ctx context.Context, s *Store, own map[stri
 		}
 		recs, refused := build(slices.Clone(granted))
 		if len(recs) > 0 {
-			encoded, err := encodeAll(recs)
-			if err != nil {
-				return err
-			}
-			if err := s.appendTx(ctx, tx, recs, encoded); err != nil {
+			if err := s.appendTx(ctx, tx, recs); err != nil {
 				return err
 			}
 		}
@@ -194,16 +235,50 @@ func (s *Store) addAndDecideSQLite(ctx context.Context, tx *sql.Tx, own map[stri
 			blind = append(blind, i)
 		}
 	}
-	after := make(map[string]netting.Reserved, len(checked))
-	balances := make(map[string]int64, len(checked))
-	if err := s.addPendingSQLite(ctx, tx, b, checked, after, balances); err != nil {
-		return err
+	var after map[string]netting.Reserved
+	var balances map[string]int64
+	if needs, ok := checkNeeds(b, checked, own); ok {
+		// The common case, every request granted: add every account blind
+		// and ask only how many checked accounts fail the rule — no row
+		// read back, nothing to correct when none does.
+		all := make([]int, len(b.accounts))
+		for i := range all {
+			all[i] = i
+		}
+		if err := s.addPendingSQLite(ctx, tx, b, all, nil, nil); err != nil {
+			return err
+		}
+		failing, err := s.failingSQLite(ctx, tx, b, checked, needs)
+		if err != nil {
+			return err
+		}
+		if failing == 0 {
+			for i := range granted {
+				granted[i] = true
+			}
+			return nil
+		}
+		// Some request is refused: read the checked counters back (after
+		// the add) and decide request by request, as below.
+		names := make([]string, len(checked))
+		for k, i := range checked {
+			names[k] = b.accounts[i]
+		}
+		if after, balances, err = s.d.lockPending(ctx, s, tx, names); err != nil {
+			return err
+		}
+	} else {
+		after = make(map[string]netting.Reserved, len(checked))
+		balances = make(map[string]int64, len(checked))
+		if err := s.addPendingSQLite(ctx, tx, b, checked, after, balances); err != nil {
+			return err
+		}
+		if err := s.addPendingSQLite(ctx, tx, b, blind, nil, nil); err != nil {
+			return err
+		}
 	}
 	if len(after) != len(checked) {
 		return fmt.Errorf("sqlstore: reserve: read back %d of %d counters", len(after), len(checked))
-	}
-	if err := s.addPendingSQLite(ctx, tx, b, blind, nil, nil); err != nil {
-		return err
 	}
 	// before[a] is the counter before this batch for a checked account; a
 	// blind account starts at zero, as only its change matters.
@@ -230,6 +305,50 @@ func (s *Store) addAndDecideSQLite(ctx context.Context, tx *sql.Tx, own map[stri
 		}
 	}
 	return s.addPendingSQLite(ctx, tx, fix, fixes, nil, nil)
+}
+
+// checkNeeds returns, for each checked account (b.accounts[i], i in
+// checked), what the rule adds to its balance and its counter's debits
+// after the batch's speculative add: −dsum + own + low (every request is
+// granted exactly when balance + debits_after + need ≥ 0 for each). ok is
+// false if one does not fit in int64: the caller then reads the counters
+// back and decides in Go.
+func checkNeeds(b batchSums, checked []int, own map[string]int64) (needs []int64, ok bool) {
+	needs = make([]int64, len(checked))
+	for k, i := range checked {
+		if b.dsums[i] == math.MinInt64 {
+			return nil, false
+		}
+		n, w1 := addWraps(-b.dsums[i], own[b.accounts[i]])
+		n, w2 := addWraps(n, b.low[i])
+		if w1 || w2 {
+			return nil, false
+		}
+		needs[k] = n
+	}
+	return needs, true
+}
+
+// failingSQLite counts the checked accounts whose balance + debits (after
+// the add) + need is below zero, with the cached statements. Its sum
+// cannot get its sign wrong: SQLite turns an integer overflow into a REAL,
+// and only a partial sum of two terms of one sign can overflow.
+func (s *Store) failingSQLite(ctx context.Context, tx *sql.Tx, b batchSums, checked []int, needs []int64) (int64, error) {
+	var failing int64
+	start := 0
+	for _, n := range rowChunks(len(checked)) {
+		args := make([]any, 0, 2*n)
+		for k := start; k < start+n; k++ {
+			args = append(args, b.accounts[checked[k]], needs[k])
+		}
+		start += n
+		var f int64
+		if err := s.queryRowTx(ctx, tx, sqliteFailingText(n), args...).Scan(&f); err != nil {
+			return 0, fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+		failing += f
+	}
+	return failing, nil
 }
 
 // addPendingSQLite adds b.sums[i] to the net counter and b.dsums[i] to the
@@ -277,6 +396,15 @@ func sqliteReserveAddText(rows int, readBack bool) string {
 	return text
 }
 
+// sqliteFailingText counts, of rows (account, need) pairs, the accounts
+// whose balance + debits + need is below zero (failingSQLite).
+func sqliteFailingText(rows int) string {
+	return `WITH c(account, need) AS (VALUES ` + repeatJoin("(?, ?)", rows) + `)
+			SELECT COUNT(*) FROM c JOIN netting_reservations r ON r.account = c.account
+			LEFT JOIN ledger_balances b ON b.account = c.account
+			WHERE COALESCE(b.balance, 0) + r.debits + c.need < 0`
+}
+
 // sqliteJournalInsertText inserts rows journal rows. (Binding what the
 // rows share once, with numbered parameters, cost more than it saved: the
 // driver looks each ?NNN parameter's name up, and SQLite finds a name by a
@@ -286,11 +414,19 @@ func sqliteJournalInsertText(rows int) string {
 		repeatJoin("(?, ?, ?, ?, ?, ?, ?)", rows)
 }
 
+// sqliteBatchInsertText inserts one batch row and returns its id.
+const sqliteBatchInsertText = `INSERT INTO netting_batches (session_id, first_seq, n, prev_hash, recorded_at, body) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`
+
+// sqliteKeysInsertText inserts rows key index rows.
+func sqliteKeysInsertText(rows int) string {
+	return `INSERT INTO netting_keys (key, batch, idx) VALUES ` + repeatJoin("(?, ?, ?)", rows)
+}
+
 // sqliteHotTexts is every statement the SQLite store prepares at open.
 func sqliteHotTexts() []string {
-	texts := []string{sqliteDialect.q(appendSessionText)}
+	texts := []string{sqliteDialect.q(appendSessionText), sqliteBatchInsertText}
 	for rows := 1; rows <= maxChunkRows; rows *= 2 {
-		texts = append(texts, sqliteReserveAddText(rows, true), sqliteReserveAddText(rows, false), sqliteJournalInsertText(rows), refusedKeysText(rows))
+		texts = append(texts, sqliteReserveAddText(rows, true), sqliteReserveAddText(rows, false), sqliteKeysInsertText(rows), refusedKeysText(rows), sqliteFailingText(rows))
 	}
 	return texts
 }

@@ -130,7 +130,7 @@ func newPostgresTemplate(t testing.TB, pg *testenv.PostgresServer) *postgresTemp
 // template again: every table a migration creates, emptied, and the
 // ledger's head row as schema 6 writes it on an empty ledger. A migration
 // that adds a table adds it here.
-const emptyTables = `TRUNCATE ledger_entries, ledger_postings, ledger_balances, netting_journal, netting_sessions, netting_reservations, netting_refusals;
+const emptyTables = `TRUNCATE ledger_entries, ledger_postings, ledger_balances, netting_batches, netting_keys, netting_sessions, netting_reservations, netting_refusals RESTART IDENTITY;
 	DELETE FROM ledger_chain;
 	INSERT INTO ledger_chain (id, chain_len, head_hash) VALUES (1, 0, '` + netting.GenesisHash + `')`
 
@@ -218,6 +218,12 @@ func TestPostgres(t *testing.T) {
 			return sqlstore.OpenPostgresAtVersion(ctx, url, version)
 		})
 	})
+	t.Run("UpgradeBatches", func(t *testing.T) {
+		url := pg.NewDatabase(t)
+		testUpgradeBatches(t, func(ctx context.Context, version int) (*sqlstore.Store, error) {
+			return sqlstore.OpenPostgresAtVersion(ctx, url, version)
+		})
+	})
 	t.Run("LockOrderUnderLocale", func(t *testing.T) {
 		testLockOrderUnderLocale(t, pg)
 	})
@@ -226,7 +232,7 @@ func TestPostgres(t *testing.T) {
 		// empty: plans cached on that (the foreign-key checks') scan
 		// instead of probing until autovacuum comes by.
 		s := openPostgres(t, pg)
-		for _, table := range []string{"ledger_postings", "ledger_entries", "ledger_balances", "netting_sessions", "netting_journal", "netting_reservations"} {
+		for _, table := range []string{"ledger_postings", "ledger_entries", "ledger_balances", "netting_sessions", "netting_batches", "netting_keys", "netting_reservations"} {
 			if n, err := s.TableRelTuples(testCtx(t), table); err != nil || n != -1 {
 				t.Errorf("%s reltuples = %v, %v on a new database; want -1 (never analyzed)", table, n, err)
 			}
