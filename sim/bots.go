@@ -426,8 +426,11 @@ type BotStats struct {
 	// ShopWait (refused for want of coins, or no keeper in reach);
 	// ShopMisses the shopping trips that bought nothing: no keeper in
 	// sight within the next leg, none reached, or nothing the purse
-	// afforded.
-	Purchases, PurchasesRefused, ShopMisses int
+	// afforded. PurchasesUnseen counts those whose outcome the bot never
+	// saw: the play ended, or its socket closed, while it waited (the
+	// economy may well have accepted them; only the game's own counters,
+	// game.EconomyStats, know).
+	Purchases, PurchasesRefused, ShopMisses, PurchasesUnseen int
 	// TradesCommitted counts the trades a bot saw commit in its purse (it
 	// got its partner's side: each side counts its own); TradesCancelled
 	// those it offered that did not commit (the bot cancelled after
@@ -479,6 +482,7 @@ func (s *BotStats) add(o BotStats) {
 	s.Bytes += o.Bytes
 	s.Purchases += o.Purchases
 	s.PurchasesRefused += o.PurchasesRefused
+	s.PurchasesUnseen += o.PurchasesUnseen
 	s.ShopMisses += o.ShopMisses
 	s.TradesCommitted += o.TradesCommitted
 	s.TradesCancelled += o.TradesCancelled

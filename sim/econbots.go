@@ -119,7 +119,7 @@ func (b *bot) buyAt(ctx context.Context, den torus.Pos, deadline time.Time) erro
 	want := pu.Goods[good-1] + int64(n)
 	m := b.master
 	if err := b.input(ctx, func(ctx context.Context) (uint32, error) { return b.c.Buy(ctx, m, good, n) }); err != nil {
-		b.count(func(s *BotStats) { s.PurchasesRefused++ })
+		b.count(func(s *BotStats) { s.PurchasesUnseen++ }) // perhaps sent, never seen
 		return b.lost(ctx)
 	}
 	bought, err := b.await(ctx, time.Now().Add(b.cfg.ShopWait), true, func(v *View) bool {
@@ -127,9 +127,12 @@ func (b *bot) buyAt(ctx context.Context, den torus.Pos, deadline time.Time) erro
 		return ok && p.Goods[good-1] >= want
 	})
 	b.count(func(s *BotStats) {
-		if bought {
+		switch {
+		case bought:
 			s.Purchases++
-		} else {
+		case err != nil: // the play ended or the socket closed first
+			s.PurchasesUnseen++
+		default:
 			s.PurchasesRefused++
 		}
 	})
