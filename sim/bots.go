@@ -123,7 +123,12 @@ type BotsConfig struct {
 	// TradeFirst puts a first leg's trade (if drawn) before its walk
 	// rather than after it: the pair meets as soon as it is logged in,
 	// from where its players start, so that a short run (the demo) sees
-	// trades. The walks, meeting points and chances drawn are the same.
+	// trades. The walks and chances drawn are the same; so is the first
+	// meeting point unless the pair can meet sooner (BotStep.Near): once
+	// both are logged in, each tells the other where it stands, and when
+	// a line through Centre runs between them they meet on it, each on
+	// its own side, where no partner needs to cross the line and come
+	// back past the handoff margin (a walk of 100 m and more).
 	TradeFirst bool
 	// TradeWait bounds how long a bot at a meeting point waits for its
 	// partner to show, and then for the trade to commit, before it
@@ -260,6 +265,9 @@ type BotStep struct {
 	Partner   int
 	PartnerAt torus.Pos
 	Coins     int64
+	// Near marks a first leg's trade under BotsConfig.TradeFirst: the
+	// pair may meet elsewhere than To and PartnerAt (see TradeFirst).
+	Near bool
 }
 
 // BotPlan returns the first legs legs of bot's schedule: each leg's walk,
@@ -382,6 +390,7 @@ func (s *schedule) next(last bool) []BotStep {
 			}
 			t := BotStep{Kind: StepTrade, To: lo, Partner: s.bot ^ 1, PartnerAt: hi, Coins: coins}
 			if first && s.cfg.TradeFirst {
+				t.Near = true
 				steps = append([]BotStep{t}, steps...)
 			} else {
 				steps = append(steps, t)
@@ -539,8 +548,12 @@ func StartBots(ctx context.Context, cfg BotsConfig) (*Bots, error) {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(ctx)
 	b := &Bots{cfg: cfg, cancel: cancel}
+	meets := make([]*pairMeet, (cfg.Count+1)/2)
+	for i := range meets {
+		meets[i] = newPairMeet()
+	}
 	for i := range cfg.Count {
-		bt := &bot{cfg: cfg, index: i, acct: cfg.FirstAccount + account.ID(i), stats: BotStats{Bots: 1}}
+		bt := &bot{cfg: cfg, index: i, acct: cfg.FirstAccount + account.ID(i), stats: BotStats{Bots: 1}, meet: meets[i/2]}
 		bt.choices = rand.New(rand.NewPCG(cfg.Seed, uint64(bt.acct)^0xc401_ce5b))
 		b.bots = append(b.bots, bt)
 		b.wg.Go(func() { bt.run(ctx) })
@@ -606,6 +619,9 @@ type bot struct {
 	// trip found no keeper in sight and looks for one in the next leg.
 	choices     *rand.Rand
 	shopPending bool
+	// meet is shared with the bot's partner: where each stood when its
+	// first trade began (BotStep.Near).
+	meet *pairMeet
 
 	mu    sync.Mutex
 	stats BotStats // closed connections included, the open one not
