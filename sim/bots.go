@@ -125,10 +125,10 @@ type BotsConfig struct {
 	// from where its players start, so that a short run (the demo) sees
 	// trades. The walks and chances drawn are the same; so is the first
 	// meeting point unless the pair can meet sooner (BotStep.Near): once
-	// both are logged in, each tells the other where it stands, and when
-	// a line through Centre runs between them they meet on it, each on
-	// its own side, where no partner needs to cross the line and come
-	// back past the handoff margin (a walk of 100 m and more).
+	// both are logged in, each tells the other where it stands; when a
+	// line through Centre runs between them they meet on it, each on its
+	// own side, else side by side between them: neither crosses a line
+	// and comes back past the handoff margin (a walk of 100 m and more).
 	TradeFirst bool
 	// TradeWait bounds how long a bot at a meeting point waits for its
 	// partner to show, and then for the trade to commit, before it

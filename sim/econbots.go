@@ -477,7 +477,7 @@ func newPairMeet() *pairMeet {
 // meetNear tells the partner where the bot stands (an offset from
 // Centre), waits for it to say the same (TradeWait at most), and returns
 // the near meeting (nearMeeting): the bot's spot, its partner's, and true;
-// or st's own spots and false.
+// or, when either did not know where it stood, st's own spots and false.
 func (b *bot) meetNear(ctx context.Context, st BotStep) (torus.Pos, torus.Pos, bool) {
 	var at torus.Pos
 	var known bool
@@ -504,10 +504,7 @@ func (b *bot) meetNear(ctx context.Context, st BotStep) (torus.Pos, torus.Pos, b
 		return st.To, st.PartnerAt, false
 	}
 	even, odd := m.at[0], m.at[1]
-	evenSpot, oddSpot, ok := nearMeeting(st, b.index&1 == 1, even, odd, tradeApproach*float64(b.geo.ChunkEdge()))
-	if !ok {
-		return st.To, st.PartnerAt, false
-	}
+	evenSpot, oddSpot := nearMeeting(st, b.index&1 == 1, even, odd, tradeApproach*float64(b.geo.ChunkEdge()))
 	if me == 1 {
 		return oddSpot, evenSpot, true
 	}
@@ -515,15 +512,15 @@ func (b *bot) meetNear(ctx context.Context, st BotStep) (torus.Pos, torus.Pos, b
 }
 
 // nearMeeting is where a pair whose bots stand at even and odd (offsets
-// from Centre) meets on a line through Centre that runs between them,
-// each on its own side: the line st planned if it runs between them, else
-// the other one; at the middle of their positions along the line, but at
-// least minAlong from the other line, on the side st planned when they
-// are centred on it. odd says whether st is the odd bot's (its To is the
-// odd bot's spot). It returns false when no line runs between them (the
-// pair keeps st's meeting). Both bots compute it from the same positions,
-// so they agree.
-func nearMeeting(st BotStep, odd bool, evenAt, oddAt torus.Pos, minAlong float64) (evenSpot, oddSpot torus.Pos, ok bool) {
+// from Centre) meets: on a line through Centre that runs between them,
+// each on its own side (the line st planned if it runs between them, else
+// the other one), at the middle of their positions along the line but at
+// least minAlong from the other line (on the side st planned when they
+// are centred on it); or, on one side of both lines, side by side at the
+// middle of their positions. odd says whether st is the odd bot's (its
+// To is the odd bot's spot). Both bots compute it from the same
+// positions, so they agree.
+func nearMeeting(st BotStep, odd bool, evenAt, oddAt torus.Pos, minAlong float64) (evenSpot, oddSpot torus.Pos) {
 	evenPlan, oddPlan := st.To, st.PartnerAt
 	if odd {
 		evenPlan, oddPlan = oddPlan, evenPlan
@@ -559,7 +556,19 @@ func nearMeeting(st BotStep, odd bool, evenAt, oddAt torus.Pos, minAlong float64
 			}
 			return torus.Pos{X: a, Y: along}
 		}
-		return spot(ea), spot(oa), true
+		return spot(ea), spot(oa)
 	}
-	return torus.Pos{}, torus.Pos{}, false
+	// On one side of both lines (a party starts together): side by side
+	// at the middle of their positions, each on the side of the planned
+	// line it was to stand on. Neither crosses a line between the nodes
+	// it stood on since login (a quadrant is one node's), so the node
+	// that simulates one finds the other.
+	mid := torus.Pos{X: (evenAt.X + oddAt.X) / 2, Y: (evenAt.Y + oddAt.Y) / 2}
+	beside := func(plan torus.Pos) torus.Pos {
+		if planned.acrossY {
+			return torus.Pos{X: mid.X, Y: mid.Y + math.Copysign(tradeGap, plan.Y)}
+		}
+		return torus.Pos{X: mid.X + math.Copysign(tradeGap, plan.X), Y: mid.Y}
+	}
+	return beside(evenPlan), beside(oddPlan)
 }
