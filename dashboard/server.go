@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/internal/nodehttp"
 )
 
 // Server serves Handler over HTTP on its own listener, for a process that
@@ -37,8 +38,11 @@ func Listen(field, addr string, c *Collector, cfg HandlerConfig, log *slog.Logge
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg.Context = ctx
 	s := &Server{
-		lis:    lis,
-		srv:    &http.Server{Handler: Handler(c, cfg), ReadHeaderTimeout: 10 * time.Second},
+		lis: lis,
+		// Read -1: /events streams for as long as the page is open, and
+		// the server would cancel it at its read deadline; the handlers
+		// read no body, and the headers are bounded all the same.
+		srv:    nodehttp.NewServer(Handler(c, cfg), nodehttp.Timeouts{Read: -1}),
 		cancel: cancel,
 		served: make(chan struct{}),
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/econ"
+	"github.com/shardwise/shardwise/internal/nodehttp"
 	"github.com/shardwise/shardwise/netting"
 	"github.com/shardwise/shardwise/netting/sqlstore"
 )
@@ -110,7 +111,7 @@ func startEcon(ctx context.Context, endpoints []string, prefix string, store *sq
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(node.Collectors()...)
 		dn := &demoNode{node: node, coord: cl, grpc: gs, done: make(chan struct{}), mdone: make(chan struct{}),
-			metrics: &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}}
+			metrics: nodehttp.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nodehttp.Timeouts{})}
 		go func() {
 			defer close(dn.done)
 			_ = gs.Serve(lis)

@@ -287,8 +287,9 @@ type worldDemo struct {
 	nodes map[string]*zoneNode // by name
 	// moved is the region move that was applied (zero before).
 	moved regionMove
-	// postingsBefore is the ledger's postings before the bots played.
-	postingsBefore int64
+	// postingsBefore is the ledger's postings before the bots played;
+	// fundingPostings how many of them this run's allowances wrote.
+	postingsBefore, fundingPostings int64
 	// breaches counts the ticks after which a zone node's invariant check
 	// failed; breachExamples keeps the first few (under mu).
 	breaches       int
@@ -377,6 +378,10 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 	start := time.Now()
+	// Said before any of the start-up work (the stores, etcd, the nodes:
+	// seconds on a busy machine), so that a person sees at once that the
+	// demo is running.
+	fmt.Fprintf(d.out, "shardwise demo: starting an embedded etcd, %d zone nodes and %d economy nodes…\n", len(d.cfg.Zones), len(d.cfg.Econs))
 	dataDir, scratch, cleanup, err := d.dirs()
 	if err != nil {
 		return rep, err
@@ -411,12 +416,17 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 	if err := d.applyTable(ctx); err != nil {
 		return rep, err
 	}
+	beforeFunding, err := d.ledger.PostingCount(ctx)
+	if err != nil {
+		return rep, err
+	}
 	if err := d.fund(ctx); err != nil {
 		return rep, err
 	}
 	if d.postingsBefore, err = d.ledger.PostingCount(ctx); err != nil {
 		return rep, err
 	}
+	d.fundingPostings = d.postingsBefore - beforeFunding
 	if d.ec, err = startEcon(ctx, d.etcd.Endpoints(), d.prefix, d.ledger, d.cfg.Econs,
 		econOptions{EpochMaxAge: d.cfg.EpochMaxAge, SweepBound: 2 * d.cfg.EpochMaxAge, MaxMovements: 256, TTL: 5 * time.Second}, d.log); err != nil {
 		return rep, err

@@ -17,7 +17,8 @@ import (
 
 // WorldReport is what the world demo found. OK is false when an invariant
 // failed; Failures says which. It marshals to JSON as "shardwise demo
-// --json" writes it (durations in nanoseconds, as encoding/json does).
+// --json" writes it (MarshalJSON): an "ok" beside its fields, every key
+// snake_case, durations in nanoseconds, lists [] when empty.
 type WorldReport struct {
 	Elapsed time.Duration `json:"elapsed_ns"`
 	// Played is how long the bots played: Duration, or until Stop
@@ -30,18 +31,18 @@ type WorldReport struct {
 	// DoubleSimulated counts the times the census saw one entity simulated
 	// by two nodes (must be 0); DoubleExamples the first of them.
 	DoubleSimulated int      `json:"double_simulated"`
-	DoubleExamples  []string `json:"double_examples,omitempty"`
+	DoubleExamples  []string `json:"double_examples"`
 	// InvariantBreaches counts the ticks after which a zone node's
 	// Runtime.CheckInvariants found a breach (must be 0);
 	// InvariantExamples the first of them.
 	InvariantBreaches int      `json:"invariant_breaches"`
-	InvariantExamples []string `json:"invariant_examples,omitempty"`
+	InvariantExamples []string `json:"invariant_examples"`
 	// Players is the end-of-run count of the logged-in accounts' entities
 	// (a master and a pet each, each held once); PlayerMismatches the
 	// accounts that disagreed at the best instant.
 	PlayersLoggedIn  int      `json:"players_logged_in"`
 	PlayerEntities   int      `json:"player_entities"`
-	PlayerMismatches []string `json:"player_mismatches,omitempty"`
+	PlayerMismatches []string `json:"player_mismatches"`
 
 	// Handoffs are every node's handoff counters summed; HandoffP99Ticks
 	// the 99th percentile of their send-to-ack time in ticks: the ack of a
@@ -57,15 +58,19 @@ type WorldReport struct {
 	// Bots is what the bots did and saw: Blinks must be 0. BotErrors are
 	// the errors of the bots that gave up (none may).
 	Bots      sim.BotStats `json:"bots"`
-	BotErrors []string     `json:"bot_errors,omitempty"`
+	BotErrors []string     `json:"bot_errors"`
 
 	// Economy is the game's economy counters summed over the zone nodes:
 	// movements accepted and rejected, loot, purchases, trades.
 	Economy game.EconomyStats `json:"economy"`
-	// SettlePostings is the ledger postings written during the run;
-	// NettingRatio is Economy.Accepted / SettlePostings.
-	SettlePostings int64   `json:"settle_postings"`
-	NettingRatio   float64 `json:"netting_ratio"`
+	// SettlePostings is the ledger postings written during the run (by
+	// the economy nodes' settles); NettingRatio is Economy.Accepted /
+	// SettlePostings. FundingPostings is the postings written before the
+	// play, the bots' allowances (WorldConfig.Allowance): not movements,
+	// so counted apart, as the economy demo does.
+	SettlePostings  int64   `json:"settle_postings"`
+	FundingPostings int64   `json:"funding_postings"`
+	NettingRatio    float64 `json:"netting_ratio"`
 	// Audit is the money audit of the ledger after the run (money and
 	// goods: every asset is a ledger account); Ledger what VerifyLedger
 	// proved of the posting chain (LedgerErr the break it found).
@@ -87,9 +92,9 @@ type WorldReport struct {
 	// RunErrors are what went wrong around the checks (the sweep's wait,
 	// stopping the nodes): not invariants by themselves. Notes are the
 	// checks not made, and why (a run stopped early).
-	RunErrors []string `json:"run_errors,omitempty"`
-	Notes     []string `json:"notes,omitempty"`
-	Failures  []string `json:"failures,omitempty"`
+	RunErrors []string `json:"run_errors"`
+	Notes     []string `json:"notes"`
+	Failures  []string `json:"failures"`
 }
 
 // ZoneNodeReport is one zone node at the end of the run.
@@ -201,7 +206,7 @@ func (d *worldDemo) report(ctx context.Context, end runEnd) (WorldReport, error)
 	if err != nil {
 		return r, err
 	}
-	r.SettlePostings = after - d.postingsBefore
+	r.SettlePostings, r.FundingPostings = after-d.postingsBefore, d.fundingPostings
 	if r.SettlePostings > 0 {
 		r.NettingRatio = float64(r.Economy.Accepted) / float64(r.SettlePostings)
 	}
@@ -383,17 +388,21 @@ func (r WorldReport) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  blinks seen by clients    %d\n", b.Blinks)
 	fmt.Fprintf(w, "  owner-only leaks          %d (another account's experience or purse sent to a client)\n", b.Leaks)
-	fmt.Fprintf(w, "  bots' shopping, trading   %d purchases (%d refused), %d trades committed (each side counts its own), %d cancelled, %d timed out, %d skipped\n",
-		b.Purchases, b.PurchasesRefused, b.TradesCommitted, b.TradesCancelled, b.TradeTimeouts, b.TradeSkips)
+	// The bots say what their purses showed; the movements line is the
+	// game's own account of the same purchases and trades. They differ
+	// only by what a purse never showed, which the bots' line says.
+	fmt.Fprintf(w, "  bots' purses showed       %d purchases (%d not shown within the wait, %d whose outcome the bot did not see), %d trades committed (each side counts its own), %d cancelled, %d timed out, %d skipped\n",
+		b.Purchases, b.PurchasesRefused, b.PurchasesUnseen, b.TradesCommitted, b.TradesCancelled, b.TradeTimeouts, b.TradeSkips)
 	e := r.Economy
-	fmt.Fprintf(w, "  movements                 %d accepted, %d rejected, %d unknown (%d kills looted, %d bought, %d refused, %d trades committed, %d cancelled)\n",
+	fmt.Fprintf(w, "  movements                 %d accepted, %d rejected, %d unknown (%d kills looted, %d purchases accepted, %d refused for want of coins, %d trades committed, %d cancelled)\n",
 		e.Accepted, e.Rejected, e.Unknown, e.Loot, e.Bought, e.Refused, e.Committed, e.Cancelled)
-	fmt.Fprintf(w, "  ledger postings           %d (netting ratio %.1f movements per posting)\n", r.SettlePostings, r.NettingRatio)
+	fmt.Fprintf(w, "  ledger postings           %d by the play's settles (netting ratio %.1f movements per posting), and %d funding postings before it (the bots' allowances)\n",
+		r.SettlePostings, r.NettingRatio, r.FundingPostings)
 	a := r.Audit
 	fmt.Fprintf(w, "  sum of balances           %d (money and goods; clearing %d, wallets below zero %d, pending %d, unsettled %d)\n",
 		a.SumBalances, a.Clearing, len(a.NegativeWallets), len(a.Pending), len(a.Unsettled))
 	if r.LedgerErr == "" {
-		fmt.Fprintf(w, "  ledger chain              %d postings proved\n", r.Ledger.Head.Len)
+		fmt.Fprintf(w, "  ledger chain              %d postings proved (the whole ledger: funding, settles, and earlier runs' with --data)\n", r.Ledger.Head.Len)
 	}
 	switch {
 	case r.Killed != "" && r.KillError != "":

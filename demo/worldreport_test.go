@@ -125,3 +125,27 @@ func TestWorldReportHandoffP99(t *testing.T) {
 		}
 	}
 }
+
+// TestWorldReportExplainsItsCounts: the funding postings are counted apart
+// from the settles' (the netting ratio is over the settles'), and the
+// bots' purchases and the game's agree once the purchases a bot never saw
+// the outcome of are told apart from those not shown within the wait.
+func TestWorldReportExplainsItsCounts(t *testing.T) {
+	r := goodReport()
+	r.SettlePostings, r.FundingPostings, r.NettingRatio = 24, 40, 28.0/24
+	r.Ledger.Head.Len = 64
+	r.Economy.Accepted, r.Economy.Bought = 28, 9
+	r.Bots.Purchases, r.Bots.PurchasesUnseen = 8, 1
+	var b strings.Builder
+	checked(r).Print(&b)
+	for _, want := range []string{
+		"ledger postings           24 by the play's settles (netting ratio 1.2 movements per posting), and 40 funding postings before it",
+		"ledger chain              64 postings proved (the whole ledger: funding, settles",
+		"8 purchases (0 not shown within the wait, 1 whose outcome the bot did not see)",
+		"9 purchases accepted, 0 refused for want of coins",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/internal/dburl"
 	"github.com/shardwise/shardwise/internal/health"
+	"github.com/shardwise/shardwise/internal/nodehttp"
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/netting/sqlstore"
 )
@@ -214,7 +215,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		health.Handle(mux, hh.check)
-		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		metricsSrv = nodehttp.NewServer(mux, nodehttp.Timeouts{ReadHeader: 5 * time.Second})
 		go func() { metricsErr <- metricsSrv.Serve(ml) }()
 	}
 

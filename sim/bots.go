@@ -123,7 +123,12 @@ type BotsConfig struct {
 	// TradeFirst puts a first leg's trade (if drawn) before its walk
 	// rather than after it: the pair meets as soon as it is logged in,
 	// from where its players start, so that a short run (the demo) sees
-	// trades. The walks, meeting points and chances drawn are the same.
+	// trades. The walks and chances drawn are the same; so is the first
+	// meeting point unless the pair can meet sooner (BotStep.Near): once
+	// both are logged in, each tells the other where it stands; when a
+	// line through Centre runs between them they meet on it, each on its
+	// own side, else side by side between them: neither crosses a line
+	// and comes back past the handoff margin (a walk of 100 m and more).
 	TradeFirst bool
 	// TradeWait bounds how long a bot at a meeting point waits for its
 	// partner to show, and then for the trade to commit, before it
@@ -260,6 +265,9 @@ type BotStep struct {
 	Partner   int
 	PartnerAt torus.Pos
 	Coins     int64
+	// Near marks a first leg's trade under BotsConfig.TradeFirst: the
+	// pair may meet elsewhere than To and PartnerAt (see TradeFirst).
+	Near bool
 }
 
 // BotPlan returns the first legs legs of bot's schedule: each leg's walk,
@@ -382,6 +390,7 @@ func (s *schedule) next(last bool) []BotStep {
 			}
 			t := BotStep{Kind: StepTrade, To: lo, Partner: s.bot ^ 1, PartnerAt: hi, Coins: coins}
 			if first && s.cfg.TradeFirst {
+				t.Near = true
 				steps = append([]BotStep{t}, steps...)
 			} else {
 				steps = append(steps, t)
@@ -426,8 +435,11 @@ type BotStats struct {
 	// ShopWait (refused for want of coins, or no keeper in reach);
 	// ShopMisses the shopping trips that bought nothing: no keeper in
 	// sight within the next leg, none reached, or nothing the purse
-	// afforded.
-	Purchases, PurchasesRefused, ShopMisses int
+	// afforded. PurchasesUnseen counts those whose outcome the bot never
+	// saw: the play ended, or its socket closed, while it waited (the
+	// economy may well have accepted them; only the game's own counters,
+	// game.EconomyStats, know).
+	Purchases, PurchasesRefused, ShopMisses, PurchasesUnseen int
 	// TradesCommitted counts the trades a bot saw commit in its purse (it
 	// got its partner's side: each side counts its own); TradesCancelled
 	// those it offered that did not commit (the bot cancelled after
@@ -479,6 +491,7 @@ func (s *BotStats) add(o BotStats) {
 	s.Bytes += o.Bytes
 	s.Purchases += o.Purchases
 	s.PurchasesRefused += o.PurchasesRefused
+	s.PurchasesUnseen += o.PurchasesUnseen
 	s.ShopMisses += o.ShopMisses
 	s.TradesCommitted += o.TradesCommitted
 	s.TradesCancelled += o.TradesCancelled
@@ -535,8 +548,12 @@ func StartBots(ctx context.Context, cfg BotsConfig) (*Bots, error) {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(ctx)
 	b := &Bots{cfg: cfg, cancel: cancel}
+	meets := make([]*pairMeet, (cfg.Count+1)/2)
+	for i := range meets {
+		meets[i] = newPairMeet()
+	}
 	for i := range cfg.Count {
-		bt := &bot{cfg: cfg, index: i, acct: cfg.FirstAccount + account.ID(i), stats: BotStats{Bots: 1}}
+		bt := &bot{cfg: cfg, index: i, acct: cfg.FirstAccount + account.ID(i), stats: BotStats{Bots: 1}, meet: meets[i/2]}
 		bt.choices = rand.New(rand.NewPCG(cfg.Seed, uint64(bt.acct)^0xc401_ce5b))
 		b.bots = append(b.bots, bt)
 		b.wg.Go(func() { bt.run(ctx) })
@@ -602,6 +619,9 @@ type bot struct {
 	// trip found no keeper in sight and looks for one in the next leg.
 	choices     *rand.Rand
 	shopPending bool
+	// meet is shared with the bot's partner: where each stood when its
+	// first trade began (BotStep.Near).
+	meet *pairMeet
 
 	mu    sync.Mutex
 	stats BotStats // closed connections included, the open one not

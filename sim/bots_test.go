@@ -261,8 +261,9 @@ func TestBotsPlayAcrossTwoNodes(t *testing.T) {
 	}
 }
 
-// TradeFirst moves only a first leg's trade before its walk: the steps
-// are otherwise the plan without it, in the same order.
+// TradeFirst moves only a first leg's trade before its walk, and marks it
+// Near (the pair may meet where it stands): the steps are otherwise the
+// plan without it, in the same order.
 func TestBotPlanTradeFirst(t *testing.T) {
 	seed := testseed.Seed(t)
 	cfg := sim.BotsConfig{Gateways: []string{"ws://x"}, Token: noToken, Seed: seed, Reach: 100, Count: 4, TradeChance: 1, ShopChance: 0.5}
@@ -270,11 +271,15 @@ func TestBotPlanTradeFirst(t *testing.T) {
 	first.TradeFirst = true
 	for bot := range cfg.Count {
 		plan, moved := sim.BotPlan(cfg, bot, 6), sim.BotPlan(first, bot, 6)
-		if moved[0].Kind != sim.StepTrade {
-			t.Fatalf("bot %d: the plan starts with a step of kind %d, want the trade", bot, moved[0].Kind)
+		if moved[0].Kind != sim.StepTrade || !moved[0].Near {
+			t.Fatalf("bot %d: the plan starts with a step of kind %d (near %v), want the near trade", bot, moved[0].Kind, moved[0].Near)
+		}
+		if slices.ContainsFunc(plan, func(s sim.BotStep) bool { return s.Near }) {
+			t.Fatalf("bot %d: a plan without TradeFirst has a near trade", bot)
 		}
 		i := slices.IndexFunc(plan, func(s sim.BotStep) bool { return s.Kind == sim.StepTrade })
 		want := slices.Concat([]sim.BotStep{plan[i]}, plan[:i], plan[i+1:])
+		want[0].Near = true
 		if !equalPlans(moved, want) {
 			t.Fatalf("bot %d: TradeFirst changed more than the first trade's place", bot)
 		}

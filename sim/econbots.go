@@ -119,7 +119,7 @@ func (b *bot) buyAt(ctx context.Context, den torus.Pos, deadline time.Time) erro
 	want := pu.Goods[good-1] + int64(n)
 	m := b.master
 	if err := b.input(ctx, func(ctx context.Context) (uint32, error) { return b.c.Buy(ctx, m, good, n) }); err != nil {
-		b.count(func(s *BotStats) { s.PurchasesRefused++ })
+		b.count(func(s *BotStats) { s.PurchasesUnseen++ }) // perhaps sent, never seen
 		return b.lost(ctx)
 	}
 	bought, err := b.await(ctx, time.Now().Add(b.cfg.ShopWait), true, func(v *View) bool {
@@ -127,9 +127,12 @@ func (b *bot) buyAt(ctx context.Context, den torus.Pos, deadline time.Time) erro
 		return ok && p.Goods[good-1] >= want
 	})
 	b.count(func(s *BotStats) {
-		if bought {
+		switch {
+		case bought:
 			s.Purchases++
-		} else {
+		case err != nil: // the play ended or the socket closed first
+			s.PurchasesUnseen++
+		default:
 			s.PurchasesRefused++
 		}
 	})
@@ -226,8 +229,6 @@ func (w *tradeWatch) observe(p game.Purse) tradeState {
 // TradeWait for the partner to stand at its side, offer, accept until the
 // purse shows the commit, and past TradeWait cancel.
 func (b *bot) trade(ctx context.Context, st BotStep) error {
-	mine := b.geo.Normalise(b.geo.Translate(b.cfg.Centre, st.To))
-	theirs := b.geo.Normalise(b.geo.Translate(b.cfg.Centre, st.PartnerAt))
 	skipped := func(s *BotStats) { s.TradeSkips++ }
 	timedOut := func(s *BotStats) { s.TradeTimeouts++ }
 	cancelled := func(s *BotStats) { s.TradesCancelled++ }
@@ -248,6 +249,14 @@ func (b *bot) trade(ctx context.Context, st BotStep) error {
 		}
 		b.c.Look(func(v *View) { pu, known = v.Purse() })
 	}
+	// A first trade's pair says where it stands before either may skip
+	// it, so that a partner never waits for a bot that is not coming.
+	to, from, near := st.To, st.PartnerAt, false
+	if st.Near {
+		to, from, near = b.meetNear(ctx, st)
+	}
+	mine := b.geo.Normalise(b.geo.Translate(b.cfg.Centre, to))
+	theirs := b.geo.Normalise(b.geo.Translate(b.cfg.Centre, from))
 	if _, ok := b.tradeOffer(pu, st); !known || !ok {
 		b.count(skipped)
 		return nil
@@ -260,6 +269,9 @@ func (b *bot) trade(ctx context.Context, st BotStep) error {
 	// and the node of its side would not find it (docs/decisions.md, the
 	// zone's known gaps).
 	approach, far := b.approach(mine, theirs)
+	// A near meeting has the bot on its own side of the line since it
+	// logged in (simulated by that side's node): it walks straight there.
+	far = far || near
 	deadline := time.Now().Add(b.cfg.LegTimeout)
 	arrived, err := true, error(nil)
 	if !far {
@@ -448,4 +460,115 @@ func stands(v *View, id uint64) bool {
 	}
 	p, err := game.DecodePath(e.Components[game.WirePath])
 	return err == nil && !p.Active
+}
+
+// pairMeet is where the two bots of a pair stood when their first trade
+// began (BotStep.Near): each sets its own side once, the other reads it.
+type pairMeet struct {
+	at   [2]torus.Pos
+	ok   [2]bool // the bot knew where it stood
+	done [2]chan struct{}
+}
+
+func newPairMeet() *pairMeet {
+	return &pairMeet{done: [2]chan struct{}{make(chan struct{}), make(chan struct{})}}
+}
+
+// meetNear tells the partner where the bot stands (an offset from
+// Centre), waits for it to say the same (TradeWait at most), and returns
+// the near meeting (nearMeeting): the bot's spot, its partner's, and true;
+// or, when either did not know where it stood, st's own spots and false.
+func (b *bot) meetNear(ctx context.Context, st BotStep) (torus.Pos, torus.Pos, bool) {
+	var at torus.Pos
+	var known bool
+	b.c.Look(func(v *View) { at, known = v.Where(b.master) })
+	me, them := b.index&1, (b.index&1)^1
+	m := b.meet
+	select {
+	case <-m.done[me]: // said already: a trade begun again after a reconnect
+		return st.To, st.PartnerAt, false
+	default:
+	}
+	m.at[me], m.ok[me] = b.geo.Delta(b.cfg.Centre, at), known
+	close(m.done[me])
+	t := time.NewTimer(b.cfg.TradeWait)
+	defer t.Stop()
+	select {
+	case <-m.done[them]:
+	case <-t.C:
+		return st.To, st.PartnerAt, false
+	case <-ctx.Done():
+		return st.To, st.PartnerAt, false
+	}
+	if !known || !m.ok[them] {
+		return st.To, st.PartnerAt, false
+	}
+	even, odd := m.at[0], m.at[1]
+	evenSpot, oddSpot := nearMeeting(st, b.index&1 == 1, even, odd, tradeApproach*float64(b.geo.ChunkEdge()))
+	if me == 1 {
+		return oddSpot, evenSpot, true
+	}
+	return evenSpot, oddSpot, true
+}
+
+// nearMeeting is where a pair whose bots stand at even and odd (offsets
+// from Centre) meets: on a line through Centre that runs between them,
+// each on its own side (the line st planned if it runs between them, else
+// the other one), at the middle of their positions along the line but at
+// least minAlong from the other line (on the side st planned when they
+// are centred on it); or, on one side of both lines, side by side at the
+// middle of their positions. odd says whether st is the odd bot's (its
+// To is the odd bot's spot). Both bots compute it from the same
+// positions, so they agree.
+func nearMeeting(st BotStep, odd bool, evenAt, oddAt torus.Pos, minAlong float64) (evenSpot, oddSpot torus.Pos) {
+	evenPlan, oddPlan := st.To, st.PartnerAt
+	if odd {
+		evenPlan, oddPlan = oddPlan, evenPlan
+	}
+	// across picks the coordinate across a line: Y for y = Centre.Y
+	// (the planned spots differ in Y), X for x = Centre.X.
+	type line struct{ acrossY bool }
+	planned := line{acrossY: evenPlan.X == oddPlan.X}
+	for _, l := range []line{planned, {acrossY: !planned.acrossY}} {
+		split := func(p torus.Pos) (across, along float64) {
+			if l.acrossY {
+				return p.Y, p.X
+			}
+			return p.X, p.Y
+		}
+		ea, eal := split(evenAt)
+		oa, oal := split(oddAt)
+		if ea == 0 || oa == 0 || (ea > 0) == (oa > 0) {
+			continue // on one side: one of them would have to cross
+		}
+		along := (eal + oal) / 2
+		if math.Abs(along) < minAlong {
+			_, planAlong := split(evenPlan)
+			if along == 0 && l == planned {
+				along = planAlong
+			}
+			along = math.Copysign(minAlong, along)
+		}
+		spot := func(across float64) torus.Pos {
+			a := math.Copysign(tradeGap, across)
+			if l.acrossY {
+				return torus.Pos{X: along, Y: a}
+			}
+			return torus.Pos{X: a, Y: along}
+		}
+		return spot(ea), spot(oa)
+	}
+	// On one side of both lines (a party starts together): side by side
+	// at the middle of their positions, each on the side of the planned
+	// line it was to stand on. Neither crosses a line between the nodes
+	// it stood on since login (a quadrant is one node's), so the node
+	// that simulates one finds the other.
+	mid := torus.Pos{X: (evenAt.X + oddAt.X) / 2, Y: (evenAt.Y + oddAt.Y) / 2}
+	beside := func(plan torus.Pos) torus.Pos {
+		if planned.acrossY {
+			return torus.Pos{X: mid.X, Y: mid.Y + math.Copysign(tradeGap, plan.Y)}
+		}
+		return torus.Pos{X: mid.X + math.Copysign(tradeGap, plan.X), Y: mid.Y}
+	}
+	return beside(evenPlan), beside(oddPlan)
 }

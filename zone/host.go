@@ -31,6 +31,7 @@ import (
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/internal/health"
+	"github.com/shardwise/shardwise/internal/nodehttp"
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/logintoken"
 	"github.com/shardwise/shardwise/nodename"
@@ -771,7 +772,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, ready health.Check, log
 	health.Handle(mux, ready)
 	m := &metricsServer{
 		addr: lis.Addr().String(),
-		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		srv:  nodehttp.NewServer(mux, nodehttp.Timeouts{}),
 		done: make(chan struct{}),
 	}
 	go func() {
