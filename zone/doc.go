@@ -124,10 +124,15 @@
 //     subscription takes one round trip (test: TestClusterIsOneNodeAsAClientSeesIt);
 //     within 4 with handoffs (TestClusterWithHandoffsIsOneNode).
 //  4. All state of the runtime is owned by the goroutine that calls Step;
-//     link goroutines only queue into an inbox drained at the start of
-//     Step; the goroutines the runtime starts (one control-message sender
-//     per peer) are joined by Close, which must be called by that same
-//     goroutine.
+//     the transport (Config.Transport, or the LinkTransport Config.Link is
+//     wrapped in) only queues what arrives into an inbox drained at the
+//     start of Step (Arrivals). The tick loop and every protocol decision
+//     start no goroutine and read no wall clock: they count ticks, and
+//     send through the transport, which never blocks. The goroutines a
+//     LinkTransport starts (one control-message sender per peer) are its
+//     own, joined by its Close, which Runtime.Close calls (from the
+//     goroutine that steps it). The player saver and the ground's loader
+//     are host-side I/O goroutines, outside the protocol (docs/decisions.md).
 //
 // Between two ticks, on every node (Runtime.CheckInvariants checks 5–8;
 // zonetest runs it after every Step, and checks 1 across the cluster):

@@ -16,6 +16,8 @@ const (
 	CodeNoCodec        = "ZONE.NO_HANDOFF_CODEC"
 	CodeMalformedState = "ZONE.MALFORMED_STATE"
 	CodeNotLocal       = "ZONE.NOT_LOCAL"
+	CodeSendQueueFull  = "ZONE.SEND_QUEUE_FULL"
+	CodeTransportShut  = "ZONE.TRANSPORT_CLOSED"
 )
 
 var (
@@ -35,6 +37,12 @@ var (
 	// ErrNotLocal: the entity is not simulated here (absent, or a ghost of
 	// another node's).
 	ErrNotLocal = errcode.New(CodeNotLocal, "zone: entity not simulated here")
+	// ErrSendQueueFull: a Transport could not queue a control message
+	// (LinkTransport: the peer's queue is full, the peer cut off while its
+	// lease is still live).
+	ErrSendQueueFull = errcode.New(CodeSendQueueFull, "zone: the peer's control queue is full")
+	// ErrTransportClosed: a Transport was used after Close.
+	ErrTransportClosed = errcode.New(CodeTransportShut, "zone: the transport is closed")
 	// ErrMalformedState: component bytes (a handoff codec's or a wire
 	// payload) do not decode.
 	ErrMalformedState = errcode.New(CodeMalformedState, "zone: malformed component state")
