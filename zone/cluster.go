@@ -1580,8 +1580,10 @@ func (c *cluster) fencedPeers() {
 		c.fenced[p] = c.leaseOf[p]
 		delete(c.leaseOf, p)
 		c.r.cfg.Logger.Warn("zone: peer lost its lease: its ghosts vanish", "peer", p)
-		for ch, peers := range c.wants {
-			if slices.Contains(peers, p) {
+		// In chunk order: each drop raises its ghosts' vanishes, and the
+		// order of the vanishes is the order of the frames clients get.
+		for _, ch := range sortedChunks(c.wants) {
+			if peers := c.wants[ch]; slices.Contains(peers, p) {
 				c.dropChunk(p, ch)
 				c.wants[ch] = slices.DeleteFunc(slices.Clone(peers), func(x string) bool { return x == p })
 				if len(c.wants[ch]) == 0 {
@@ -1658,6 +1660,16 @@ func sortedKeys[V any](m map[string]V) []string {
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
+	return ks
+}
+
+// sortedChunks is m's chunks in cmpChunk order.
+func sortedChunks[V any](m map[torus.ChunkPos]V) []torus.ChunkPos {
+	ks := make([]torus.ChunkPos, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, cmpChunk)
 	return ks
 }
 
