@@ -125,6 +125,8 @@ type schedule struct {
 	swapA, swapB   cells.RegionID
 	loseNode       int
 	loseAt         uint64
+	lossyFrom      uint64 // the lossy stream\'s faults run from here
+	lossyTo        uint64 // to here
 	noLag, noCut   bool
 	noTbl, noLose  bool
 }
@@ -197,14 +199,20 @@ func Run(cfg Config) (res Result, err error) {
 	}
 	// Each account's client is on the node that made its viewer.
 	w := cfg.Wander.WithDefaults()
+	var clients []*client
 	for a := 1; a <= w.Accounts; a++ {
 		for i, r := range rts {
 			if _, ok := r.Viewer(account.ID(a)); ok {
-				r.Attach(account.ID(a), clientSink(net, names[i], account.ID(a)))
+				cl := newClient(account.ID(a), i)
+				clients = append(clients, cl)
+				r.Attach(account.ID(a), clientSink(net, names[i], cl))
 				break
 			}
 		}
 	}
+	geo := rts[0].Geometry()
+	lossy := *cfg.Faults
+	calmSince := uint64(0)
 	ids := make([]ecs.ID, w.Entities)
 	for i := range ids {
 		ids[i], _ = wander.ID(i)
@@ -247,6 +255,28 @@ func Run(cfg Config) (res Result, err error) {
 			event(t, "%s loses its lease (%d entities lost with it)", names[sc.loseNode], len(lost))
 		}
 
+		if !sc.noLag && t == sc.lagFrom {
+			event(t, "%s skips %d steps, and makes them up from tick %d", names[sc.lagNode], sc.lagN, sc.catchFrom)
+		}
+		if t == sc.lossyFrom {
+			event(t, "the replication stream is lossy until tick %d", sc.lossyTo)
+		}
+		faulty := false
+		if t >= sc.lossyFrom && t <= sc.lossyTo {
+			net.SetFaults(lossy)
+			faulty = true
+		} else {
+			net.SetFaults(Faults{})
+		}
+		if !sc.noCut && t >= sc.cutFrom && t <= sc.cutTo ||
+			!sc.noLag && t >= sc.lagFrom && t < sc.catchFrom+sc.lagN ||
+			!sc.noLose && t == sc.loseAt {
+			faulty = true
+		}
+		if faulty {
+			calmSince = t
+		}
+
 		net.Deliver(t)
 		for i, r := range rts {
 			steps := 1
@@ -263,7 +293,11 @@ func Run(cfg Config) (res Result, err error) {
 			}
 		}
 		res.Ticks = int(t)
-		if err := check(cfg, t, names, rts, leases, ids, lost); err != nil {
+		err := check(cfg, t, names, rts, leases, ids, lost)
+		if err == nil {
+			err = checkClients(cfg, t, geo, names, rts, leases, ids, lost, clients, t > calmSince+calmTicks)
+		}
+		if err != nil {
 			res.Trace, res.Net = net.Trace(), net.Stats()
 			return res, err
 		}
@@ -299,6 +333,8 @@ func drawSchedule(rng *rand.Rand, cfg Config, grid cells.Grid, table *cells.Tabl
 			break
 		}
 	}
+	sc.lossyFrom = uint64(rng.IntN(int(max(ticks/2, 1))))
+	sc.lossyTo = sc.lossyFrom + 20 + uint64(rng.IntN(int(max(ticks/3, 1))))
 	sc.loseNode = rng.IntN(cfg.Nodes)
 	sc.loseAt = ticks - ticks/5 + uint64(rng.IntN(int(max(ticks/10, 1))))
 	return sc
@@ -317,9 +353,57 @@ func cornerRegions(grid cells.Grid) []cells.RegionID {
 }
 
 // clientSink records every batch a client is delivered in the trace.
-func clientSink(net *Network, node string, a account.ID) outbox.Sink {
-	name := fmt.Sprintf("%d@%s", a, node)
-	return outbox.SinkFunc(func(tick uint64, frames [][]byte) { net.Record(name, tick, frames) })
+func clientSink(net *Network, node string, c *client) outbox.Sink {
+	name := fmt.Sprintf("%d@%s", c.acct, node)
+	return outbox.SinkFunc(func(tick uint64, frames [][]byte) {
+		net.Record(name, tick, frames)
+		c.deliver(tick, frames)
+	})
+}
+
+// checkClients checks every client of a live node against the truth: the
+// positions of the entities live nodes hold for real.
+func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*zone.Runtime, leases *Leases, ids []ecs.ID, lost map[ecs.ID]bool, clients []*client, calm bool) error {
+	pos := make(map[ecs.ID]torus.Pos, len(ids))
+	for _, id := range ids {
+		if lost[id] {
+			continue
+		}
+		for i, r := range rts {
+			if leases.Lost(names[i]) || !r.World().Alive(id) || r.Ghosts().Has(id) {
+				continue
+			}
+			if p, ok := r.Positions().Get(id); ok {
+				pos[id] = p.Pos
+				break
+			}
+		}
+	}
+	for _, c := range clients {
+		if leases.Lost(names[c.node]) {
+			continue
+		}
+		c.sight(t, geo, ids, pos, calm)
+		if c.bad != nil {
+			return &PropertyError{Seed: cfg.Seed, Tick: t, Property: "clients", Detail: fmt.Sprintf("%s (on %s; %s)", c.bad, names[c.node], census(names, rts, c.badEntity))}
+		}
+	}
+	return nil
+}
+
+// census says where id is, node by node, for an error.
+func census(names []string, rts []*zone.Runtime, id ecs.ID) string {
+	var b []byte
+	for i, r := range rts {
+		if !r.World().Alive(id) {
+			continue
+		}
+		ep, _ := r.Epoch(id)
+		p, _ := r.Positions().Get(id)
+		ch, _ := r.ChunkOf(id)
+		b = fmt.Appendf(b, "%s: simulated %v, ghost %v, frozen %v, epoch %d, at %v filed %v; ", names[i], r.Simulated(id), r.Ghosts().Has(id), r.Frozen().Has(id), ep, p.Pos, ch)
+	}
+	return fmt.Sprintf("entity %d: %s", id, b)
 }
 
 // check is the properties of one tick.

@@ -1,0 +1,109 @@
+package zonesim
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/examples/wander"
+	"github.com/shardwise/shardwise/outbox"
+	"github.com/shardwise/shardwise/torus"
+)
+
+// Sight thresholds, in chunks from the client's viewer (the view's radius
+// is 5): an entity within deepInside is in sight even if the node's idea
+// of either position is a cut's worth of ticks stale, so its vanish is a
+// blink; one within inside for missingTicks ticks of a calm network must
+// be shown.
+const (
+	deepInside   = 2
+	inside       = 4
+	missingTicks = 4
+	calmTicks    = 15 // ticks without a fault before "missing" is checked
+)
+
+// client is one account's client: what it was shown, decoded from its
+// batches, checked for well-formedness as they come.
+type client struct {
+	acct   account.ID
+	node   int
+	viewer ecs.ID
+	shown  map[uint64]bool
+	// vanished are this tick's vanishes, checked against the truth after
+	// the steps.
+	vanished  []uint64
+	in        map[uint64]int // consecutive ticks within inside, not shown
+	bad       error
+	badEntity ecs.ID
+}
+
+func newClient(a account.ID, node int) *client {
+	v, _ := wander.ID(int(a) - 1)
+	return &client{acct: a, node: node, viewer: v, shown: make(map[uint64]bool), in: make(map[uint64]int)}
+}
+
+func (c *client) fail(tick uint64, e uint64, format string, args ...any) {
+	if c.bad == nil {
+		c.badEntity = ecs.ID(e)
+		c.bad = fmt.Errorf("client of account %d, tick %d: %s", c.acct, tick, fmt.Sprintf(format, args...))
+	}
+}
+
+// deliver decodes one batch: an appear of an entity shown, a vanish or a
+// public update of one not shown is a breach.
+func (c *client) deliver(tick uint64, frames [][]byte) {
+	err := outbox.DecodeBatch(bytes.Join(frames, nil), func(m outbox.Message) error {
+		switch m.Kind {
+		case outbox.KindAppear:
+			if c.shown[m.Entity] {
+				c.fail(tick, m.Entity, "entity %d appeared again without a vanish", m.Entity)
+			}
+			c.shown[m.Entity] = true
+		case outbox.KindVanish:
+			if !c.shown[m.Entity] {
+				c.fail(tick, m.Entity, "vanish of entity %d, which it was not shown", m.Entity)
+			}
+			delete(c.shown, m.Entity)
+			c.vanished = append(c.vanished, m.Entity)
+		case outbox.KindComponent:
+			if m.Component != wander.WireSecret && !c.shown[m.Entity] {
+				c.fail(tick, m.Entity, "update of entity %d, which it is not shown", m.Entity)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.fail(tick, 0, "malformed batch: %v", err)
+	}
+}
+
+// sight checks the client against where the entities truly stand (pos:
+// every entity a live node holds for real): no vanish of an entity deep
+// in its view, and, when calm, no entity in its view unshown for
+// missingTicks ticks.
+func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, pos map[ecs.ID]torus.Pos, calm bool) {
+	vp, ok := pos[c.viewer]
+	defer func() { c.vanished = c.vanished[:0] }()
+	if !ok {
+		return
+	}
+	vc := geo.ChunkOf(vp)
+	for _, e := range c.vanished {
+		if p, ok := pos[ecs.ID(e)]; ok && !c.shown[e] && geo.ChunkDistance(vc, geo.ChunkOf(p)) <= deepInside {
+			c.fail(tick, e, "entity %d vanished %d chunks from the viewer: a blink", e, geo.ChunkDistance(vc, geo.ChunkOf(p)))
+		}
+	}
+	for _, id := range ids {
+		p, ok := pos[id]
+		e := uint64(id)
+		if !ok || c.shown[e] || geo.ChunkDistance(vc, geo.ChunkOf(p)) > inside || !calm {
+			delete(c.in, e)
+			continue
+		}
+		c.in[e]++
+		if c.in[e] >= missingTicks {
+			c.fail(tick, e, "entity %d stands %d chunks from the viewer and was not shown for %d ticks", e, geo.ChunkDistance(vc, geo.ChunkOf(p)), c.in[e])
+		}
+	}
+}
