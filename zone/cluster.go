@@ -176,6 +176,21 @@ type cluster struct {
 	closed  bool // set by close, under the world goroutine
 	closeMu sync.Once
 	stats   ClusterStats
+
+	// bugs are deliberately broken variants of the protocol, set only by
+	// tests (export_test.go's Plant) to prove the simulation catches each.
+	bugs plantedBugs
+}
+
+// plantedBugs switch known bugs back on, for the test that requires the
+// simulation to catch every one (zone/bite_test.go). Production code
+// never sets them.
+type plantedBugs struct {
+	noFreeze       bool // an outgoing entity is not frozen when sent
+	noEpochGuard   bool // a transfer older than the ghost's epoch is taken
+	parkAsDrop     bool // parkChunk drops the ghosts like dropChunk
+	noHeldVanish   bool // holdVanish never holds
+	adoptionVanish bool // the out-of-sight vanish raised in the adoption tick is sent to peers that never saw it here
 }
 
 // ClusterStats are the runtime's link counters since New.
@@ -569,7 +584,7 @@ func (c *cluster) updateWants() {
 			if !slices.Contains(now, p) {
 				c.sub(p).Remove = append(c.sub(p).Remove, ch)
 				delete(c.awaiting, peerChunk{p, ch})
-				if c.needs(ch) {
+				if c.needs(ch) || c.bugs.parkAsDrop {
 					c.dropChunk(p, ch)
 				} else {
 					c.parkChunk(p, ch)
@@ -805,6 +820,9 @@ const holdTicks = 20
 // Without this, every client here would see the entity blink. resolveHeld
 // lets the vanish through when no snapshot is coming.
 func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp replica.Stamp) bool {
+	if c.bugs.noHeldVanish {
+		return false
+	}
 	ch = c.r.geo.NormaliseChunk(ch)
 	at, filed, ok := c.rep.Has(uint64(id))
 	// From the ghost's source, or from its new owner (a higher epoch: it

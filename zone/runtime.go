@@ -847,7 +847,7 @@ func (r *Runtime) ownDeliveries(ds []interest.Delivery[Subscriber, ecs.ID]) []in
 			_, gone := r.cluster.goneGhosts[v.Entity]
 			saw, adopted := r.cluster.wasGhost[v.Entity]
 			return gone || r.isGhost(v.Entity) ||
-				adopted && v.Reason == interest.OutOfSight && !slices.Contains(saw, d.Subscriber)
+				adopted && v.Reason == interest.OutOfSight && !slices.Contains(saw, d.Subscriber) && !r.cluster.bugs.adoptionVanish
 		})
 	}
 	clear(r.cluster.goneGhosts)

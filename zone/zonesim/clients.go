@@ -16,10 +16,19 @@ import (
 // of either position is a cut's worth of ticks stale, so its vanish is a
 // blink; one within inside for missingTicks ticks of a calm network must
 // be shown.
+//
+// Once the viewer has stood in one chunk for stillTicks ticks of a calm
+// network, every chunk of its view (radius 5) is held and answered: an
+// entity within the radius unshown for missingTicks ticks is missing,
+// and one shown past the release margin (7 chunks or more) for as long
+// is a zombie.
 const (
 	deepInside   = 2
 	inside       = 4
-	missingTicks = 4
+	radius       = 5
+	beyond       = 7
+	missingTicks = 6
+	stillTicks   = 8
 	calmTicks    = 15 // ticks without a fault before "missing" is checked
 )
 
@@ -34,13 +43,16 @@ type client struct {
 	// the steps.
 	vanished  []uint64
 	in        map[uint64]int // consecutive ticks within inside, not shown
+	out       map[uint64]int // consecutive ticks beyond, shown
+	vchunk    torus.ChunkPos // the viewer's chunk
+	still     int            // ticks the viewer has stood in vchunk
 	bad       error
 	badEntity ecs.ID
 }
 
 func newClient(a account.ID, node int) *client {
 	v, _ := wander.ID(int(a) - 1)
-	return &client{acct: a, node: node, viewer: v, shown: make(map[uint64]bool), in: make(map[uint64]int)}
+	return &client{acct: a, node: node, viewer: v, shown: make(map[uint64]bool), in: make(map[uint64]int), out: make(map[uint64]int)}
 }
 
 func (c *client) fail(tick uint64, e uint64, format string, args ...any) {
@@ -94,16 +106,36 @@ func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, pos map[ecs.I
 			c.fail(tick, e, "entity %d vanished %d chunks from the viewer: a blink", e, geo.ChunkDistance(vc, geo.ChunkOf(p)))
 		}
 	}
+	if vc == c.vchunk {
+		c.still++
+	} else {
+		c.vchunk, c.still = vc, 0
+	}
+	still := calm && c.still >= stillTicks
 	for _, id := range ids {
 		p, ok := pos[id]
 		e := uint64(id)
-		if !ok || c.shown[e] || geo.ChunkDistance(vc, geo.ChunkOf(p)) > inside || !calm {
+		if !ok || !calm {
 			delete(c.in, e)
+			delete(c.out, e)
 			continue
 		}
-		c.in[e]++
+		d := geo.ChunkDistance(vc, geo.ChunkOf(p))
+		if !c.shown[e] && (d <= inside || still && d <= radius) {
+			c.in[e]++
+		} else {
+			delete(c.in, e)
+		}
+		if c.shown[e] && still && d >= beyond {
+			c.out[e]++
+		} else {
+			delete(c.out, e)
+		}
 		if c.in[e] >= missingTicks {
-			c.fail(tick, e, "entity %d stands %d chunks from the viewer and was not shown for %d ticks", e, geo.ChunkDistance(vc, geo.ChunkOf(p)), c.in[e])
+			c.fail(tick, e, "entity %d stands %d chunks from the viewer and was not shown for %d ticks", e, d, c.in[e])
+		}
+		if c.out[e] >= missingTicks {
+			c.fail(tick, e, "entity %d stands %d chunks from the viewer and is still shown after %d ticks: a zombie", e, d, c.out[e])
 		}
 	}
 }

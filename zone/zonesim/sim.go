@@ -486,3 +486,18 @@ func Seeds() (seeds []uint64, replay bool, err error) {
 	}
 	return seeds, false, nil
 }
+
+// KnownFailure says whether seed is one of the short mode's seeds that
+// find a bug not fixed yet, and which: in a swap of two regions across
+// the seam, a client on the node that gives a region up is sent a
+// vanish of an entity handed to the region's new owner while it stands
+// within two chunks of the client's viewer (docs/decisions.md). Tests
+// require these seeds to fail still, and leave them out of the count of
+// seeds a planted bug needs.
+func KnownFailure(seed uint64) (string, bool) {
+	switch seed {
+	case 98, 122, 192:
+		return "a region swap across the seam makes a client blink", true
+	}
+	return "", false
+}

@@ -12,14 +12,6 @@ import (
 // shortTicks is each seed's length in the short mode.
 const shortTicks = 150
 
-// knownBlinks are the short mode's seeds that find a bug not fixed yet:
-// in a swap of two regions across the seam, a client on the node that
-// gives a region up is sent a vanish of an entity handed to the region's
-// new owner while it stands within two chunks of the client's viewer.
-// The test requires them to fail still: once the bug is fixed, it says
-// to empty this list.
-var knownBlinks = map[uint64]bool{98: true, 122: true, 192: true}
-
 // TestSimulation runs the short mode: ShortSeeds seeds of four nodes of
 // the wander module with roaming wanderers, under drops, duplicates,
 // reorders and delays on the replication stream, a node that lags 1–10
@@ -45,9 +37,9 @@ func TestSimulation(t *testing.T) {
 				t.Logf("seed %d: trace %016x, %d ticks, %d handoffs (replay: SHARDWISE_SEED=%d go test -run '^TestSimulation$' ./zone/zonesim)",
 					seed, res.Trace, res.Ticks, res.Handoffs, seed)
 				var pe *zonesim.PropertyError
-				if knownBlinks[seed] && !replay {
+				if known, ok := zonesim.KnownFailure(seed); ok && !replay {
 					if !errors.As(err, &pe) || pe.Property != "clients" {
-						t.Fatalf("seed %d found the known region-move blink before; now: %v (fixed? empty knownBlinks)", seed, err)
+						t.Fatalf("seed %d found a known bug before (%s); now: %v (fixed? update zonesim.KnownFailure)", seed, known, err)
 					}
 					t.Logf("known: %v", err)
 					return
