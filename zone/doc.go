@@ -23,7 +23,15 @@
 //     is not handed over (Local); one with neither is a boot error
 //     (ZONE.NO_HANDOFF_CODEC), so a new component cannot be forgotten by
 //     the handoff.
-//   - Node-level chunk subscription (Config.Link): the node subscribes to
+//   - The transport port (transport.go): Transport, what the runtime
+//     sends through (an ordered, reliable control stream: Send; a lossy
+//     replication stream: Replicate; neither blocks), and Arrivals, what
+//     the transport delivers into (queued for the next Step).
+//     LinkTransport is the port over the node link (Config.Link is
+//     wrapped in one); zone/zonesim's Network is an in-memory one where a
+//     test decides every delivery from a seed and runs the whole cluster
+//     on one goroutine in virtual ticks.
+//   - Node-level chunk subscription (Config.Link or Config.Transport): the node subscribes to
 //     the foreign chunks its clients hold and the foreign chunks within the
 //     interaction band of its regions, batched per peer and tick on the
 //     control stream, from every node that may simulate an entity standing
@@ -135,7 +143,8 @@
 //     are host-side I/O goroutines, outside the protocol (docs/decisions.md).
 //
 // Between two ticks, on every node (Runtime.CheckInvariants checks 5–8;
-// zonetest runs it after every Step, and checks 1 across the cluster):
+// zonetest and zonesim run it after every Step, and check 1 across the
+// cluster):
 //  5. An entity is Frozen exactly while a handoff of it is in flight: it
 //     is outgoing (its source waits for the answer) or adopted and not
 //     yet thawed (its target waits for the source's last tick to pass).
