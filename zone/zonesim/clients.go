@@ -42,8 +42,8 @@ type client struct {
 	// vanished are this tick's vanishes, checked against the truth after
 	// the steps.
 	vanished  []uint64
-	in        map[uint64]int // consecutive ticks within inside, not shown
-	out       map[uint64]int // consecutive ticks beyond, shown
+	in        []int32        // per entity index: consecutive ticks within inside, not shown
+	out       []int32        // per entity index: consecutive ticks beyond, shown
 	vchunk    torus.ChunkPos // the viewer's chunk
 	still     int            // ticks the viewer has stood in vchunk
 	bad       error
@@ -52,7 +52,7 @@ type client struct {
 
 func newClient(a account.ID, node int) *client {
 	v, _ := wander.ID(int(a) - 1)
-	return &client{acct: a, node: node, viewer: v, shown: make(map[uint64]bool), in: make(map[uint64]int), out: make(map[uint64]int)}
+	return &client{acct: a, node: node, viewer: v, shown: make(map[uint64]bool)}
 }
 
 func (c *client) fail(tick uint64, e uint64, format string, args ...any) {
@@ -90,20 +90,24 @@ func (c *client) deliver(tick uint64, frames [][]byte) {
 	}
 }
 
-// sight checks the client against where the entities truly stand (pos:
-// every entity a live node holds for real): no vanish of an entity deep
-// in its view, and, when calm, no entity in its view unshown for
-// missingTicks ticks.
-func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, pos map[ecs.ID]torus.Pos, calm bool) {
-	vp, ok := pos[c.viewer]
+// sight checks the client against where the entities truly stand
+// (chunks[i], where ok[i], for ids[i]: every entity a live node holds
+// for real): no vanish of an entity deep in its view, and, when calm, no
+// entity in its view unshown and none far away shown for missingTicks
+// ticks.
+func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, chunks []torus.ChunkPos, ok []bool, calm bool) {
 	defer func() { c.vanished = c.vanished[:0] }()
-	if !ok {
+	if c.in == nil {
+		c.in, c.out = make([]int32, len(ids)), make([]int32, len(ids))
+	}
+	vi := index(ids, c.viewer)
+	if vi < 0 || !ok[vi] {
 		return
 	}
-	vc := geo.ChunkOf(vp)
+	vc := chunks[vi]
 	for _, e := range c.vanished {
-		if p, ok := pos[ecs.ID(e)]; ok && !c.shown[e] && geo.ChunkDistance(vc, geo.ChunkOf(p)) <= deepInside {
-			c.fail(tick, e, "entity %d vanished %d chunks from the viewer: a blink", e, geo.ChunkDistance(vc, geo.ChunkOf(p)))
+		if i := index(ids, ecs.ID(e)); i >= 0 && ok[i] && !c.shown[e] && geo.ChunkDistance(vc, chunks[i]) <= deepInside {
+			c.fail(tick, e, "entity %d vanished %d chunks from the viewer: a blink", e, geo.ChunkDistance(vc, chunks[i]))
 		}
 	}
 	if vc == c.vchunk {
@@ -112,30 +116,42 @@ func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, pos map[ecs.I
 		c.vchunk, c.still = vc, 0
 	}
 	still := calm && c.still >= stillTicks
-	for _, id := range ids {
-		p, ok := pos[id]
-		e := uint64(id)
-		if !ok || !calm {
-			delete(c.in, e)
-			delete(c.out, e)
+	for i, id := range ids {
+		if !ok[i] || !calm {
+			c.in[i], c.out[i] = 0, 0
 			continue
 		}
-		d := geo.ChunkDistance(vc, geo.ChunkOf(p))
-		if !c.shown[e] && (d <= inside || still && d <= radius) {
-			c.in[e]++
+		d := geo.ChunkDistance(vc, chunks[i])
+		if d > radius && d < beyond {
+			c.in[i], c.out[i] = 0, 0
+			continue
+		}
+		e := uint64(id)
+		shown := c.shown[e]
+		if !shown && (d <= inside || still && d <= radius) {
+			c.in[i]++
 		} else {
-			delete(c.in, e)
+			c.in[i] = 0
 		}
-		if c.shown[e] && still && d >= beyond {
-			c.out[e]++
+		if shown && still && d >= beyond {
+			c.out[i]++
 		} else {
-			delete(c.out, e)
+			c.out[i] = 0
 		}
-		if c.in[e] >= missingTicks {
-			c.fail(tick, e, "entity %d stands %d chunks from the viewer and was not shown for %d ticks", e, d, c.in[e])
+		if c.in[i] >= missingTicks {
+			c.fail(tick, e, "entity %d stands %d chunks from the viewer and was not shown for %d ticks", e, d, c.in[i])
 		}
-		if c.out[e] >= missingTicks {
-			c.fail(tick, e, "entity %d stands %d chunks from the viewer and is still shown after %d ticks: a zombie", e, d, c.out[e])
+		if c.out[i] >= missingTicks {
+			c.fail(tick, e, "entity %d stands %d chunks from the viewer and is still shown after %d ticks: a zombie", e, d, c.out[i])
 		}
 	}
+}
+
+// index is id's index in ids: wanderer i has id i+1 (wander.ID).
+func index(ids []ecs.ID, id ecs.ID) int {
+	i := int(id) - 1
+	if i < 0 || i >= len(ids) || ids[i] != id {
+		return -1
+	}
+	return i
 }

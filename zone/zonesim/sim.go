@@ -364,8 +364,9 @@ func clientSink(net *Network, node string, c *client) outbox.Sink {
 // checkClients checks every client of a live node against the truth: the
 // positions of the entities live nodes hold for real.
 func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*zone.Runtime, leases *Leases, ids []ecs.ID, lost map[ecs.ID]bool, clients []*client, calm bool) error {
-	pos := make(map[ecs.ID]torus.Pos, len(ids))
-	for _, id := range ids {
+	chunks := make([]torus.ChunkPos, len(ids))
+	held := make([]bool, len(ids))
+	for k, id := range ids {
 		if lost[id] {
 			continue
 		}
@@ -374,7 +375,7 @@ func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*
 				continue
 			}
 			if p, ok := r.Positions().Get(id); ok {
-				pos[id] = p.Pos
+				chunks[k], held[k] = geo.ChunkOf(p.Pos), true
 				break
 			}
 		}
@@ -383,7 +384,7 @@ func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*
 		if leases.Lost(names[c.node]) {
 			continue
 		}
-		c.sight(t, geo, ids, pos, calm)
+		c.sight(t, geo, ids, chunks, held, calm)
 		if c.bad != nil {
 			return &PropertyError{Seed: cfg.Seed, Tick: t, Property: "clients", Detail: fmt.Sprintf("%s (on %s; %s)", c.bad, names[c.node], census(names, rts, c.badEntity))}
 		}
