@@ -3,10 +3,8 @@ package zone
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/cells"
@@ -24,9 +22,9 @@ import (
 // raises it on each transfer.
 const firstEpoch = 1
 
-// kindResend is the inbox item the sender leaves when the link refused a
-// subscription message: its peer is sent every want again (at most once
-// per Timers.Resend ticks).
+// kindResend is the inbox item Arrivals.Written leaves when the network
+// refused a subscription message: its peer is sent every want again (at
+// most once per Timers.Resend ticks).
 const kindResend = 0xFFFFFFFF
 
 // maxInbox bounds the messages waiting for the world goroutine; beyond it
@@ -37,8 +35,8 @@ const maxInbox = 1 << 16
 // one tick after a table change.
 const replanPerTick = 256
 
-// inMsg is one message from a peer, queued by a link goroutine for the
-// world goroutine.
+// inMsg is one message from a peer, queued by the transport (Arrivals)
+// for the world goroutine.
 type inMsg struct {
 	from    string
 	kind    uint32 // a wire.Kind*, or 0 for a replication batch
@@ -51,9 +49,9 @@ type inMsg struct {
 // ways, render ghosts, routing by account and remote intents. Everything
 // but the inbox and the sender is owned by the world goroutine.
 type cluster struct {
-	r    *Runtime
-	link *link.Node
-	rep  *replica.Store
+	r   *Runtime
+	tr  Transport
+	rep *replica.Store
 
 	mu           sync.Mutex
 	inbox        []inMsg
@@ -163,14 +161,24 @@ type cluster struct {
 	progMu   sync.Mutex
 	progress Progress
 
-	send    map[string]chan outMsg // per peer, each drained by its own sender goroutine
-	closed  bool                   // set by close, under the world goroutine
-	stop    chan struct{}
-	ctx     context.Context // ends at close: a Send blocked on a full queue gives up
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	closed  bool // set by close, under the world goroutine
 	closeMu sync.Once
 	stats   ClusterStats
+
+	// bugs are deliberately broken variants of the protocol, set only by
+	// tests (export_test.go's Plant) to prove the simulation catches each.
+	bugs plantedBugs
+}
+
+// plantedBugs switch known bugs back on, for the test that requires the
+// simulation to catch every one (zone/bite_test.go). Production code
+// never sets them.
+type plantedBugs struct {
+	noFreeze       bool // an outgoing entity is not frozen when sent
+	noEpochGuard   bool // a transfer older than the ghost's epoch is taken
+	parkAsDrop     bool // parkChunk drops the ghosts like dropChunk
+	noHeldVanish   bool // holdVanish never holds
+	adoptionVanish bool // the out-of-sight vanish raised in the adoption tick is sent to peers that never saw it here
 }
 
 // ClusterStats are the runtime's link counters since New.
@@ -214,8 +222,8 @@ type ClusterStats struct {
 // harness that waits until every message sent has arrived
 // (zonetest.Cluster.Sync).
 type Progress struct {
-	// Queued and Written count control messages handed to the sender and
-	// handed by it to the link (taken or refused).
+	// Queued and Written count control messages handed to the transport
+	// and handed by it to the network (taken or refused: Arrivals.Written).
 	Queued, Written uint64
 	// Sent and Received are per peer.
 	Sent, Received map[string]PeerProgress
@@ -255,12 +263,6 @@ func (r *Runtime) Progress() Progress {
 		p.Received[k] = v
 	}
 	return p
-}
-
-type outMsg struct {
-	peer    string
-	kind    uint32
-	payload []byte
 }
 
 // nodeSink collects one peer's frames of a flush.
@@ -304,13 +306,13 @@ func (s fwdSink) Deliver(_ uint64, frames [][]byte) {
 	b.msg.Accounts = append(b.msg.Accounts, af)
 }
 
-func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
+func newCluster(r *Runtime, tr Transport) (*cluster, error) {
 	rep, err := replica.New(replica.Config{World: r.geo})
 	if err != nil {
 		return nil, err
 	}
 	c := &cluster{
-		r: r, link: l, rep: rep,
+		r: r, tr: tr, rep: rep,
 		held:       make(map[torus.ChunkPos]int32),
 		wants:      make(map[torus.ChunkPos][]string),
 		changed:    make(map[torus.ChunkPos]struct{}),
@@ -349,21 +351,9 @@ func newCluster(r *Runtime, l *link.Node) (*cluster, error) {
 		went:       make(map[ecs.ID]wentTo),
 		handedIn:   make(map[torus.ChunkPos][]ecs.ID),
 		peerTable:  make(map[string]uint64),
-		send:       make(map[string]chan outMsg),
-		stop:       make(chan struct{}),
 	}
 	r.subs.AddHooks(interest.Hooks[Subscriber]{ChunkSent: c.chunkSent, ChunkUnsent: c.chunkUnsent})
-	for _, k := range []uint32{wire.KindSubscribe, wire.KindIntents, wire.KindForward, wire.KindRoutes, wire.KindPlayer, wire.KindTerrain,
-		handoff.KindTransfer, handoff.KindAck, handoff.KindRefuse, KindAbort} {
-		l.Handle(k, func(_ context.Context, from string, payload []byte) ([]byte, error) {
-			c.enqueue(inMsg{from: from, kind: k, payload: payload})
-			return nil, nil
-		})
-	}
-	l.OnReplication(func(from string, seq uint64, entries []link.Entry) {
-		c.enqueue(inMsg{from: from, seq: seq, entries: entries})
-	})
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	tr.Open(arrivals{c})
 	return c, nil
 }
 
@@ -391,47 +381,47 @@ func (c *cluster) enqueue(m inMsg) {
 	})
 }
 
-// sender writes one peer's control messages to the link in order. The
-// cluster starts one per peer, on its first message; close joins them.
-func (c *cluster) sender(send <-chan outMsg) {
-	defer c.wg.Done()
-	ctx := c.ctx // a Send blocked on a full peer queue ends when the cluster closes
-	for {
-		select {
-		case <-c.stop:
-			return
-		case m := <-send:
-			sctx, done := context.WithTimeout(ctx, 5*time.Second)
-			err := c.link.Send(sctx, m.peer, m.kind, m.payload)
-			done()
-			c.bump(func(p *Progress) {
-				p.Written++
-				if err == nil {
-					s := p.Sent[m.peer]
-					s.Control++
-					p.Sent[m.peer] = s
-				}
-			})
-			if err != nil {
-				c.r.cfg.Logger.Warn("zone: control message not sent", "peer", m.peer, "kind", m.kind, "err", err)
-				if m.kind == wire.KindSubscribe {
-					// Not taken (a peer the link does not know yet, a
-					// closing link): the world sends its wants again.
-					c.mu.Lock()
-					c.inbox = append(c.inbox, inMsg{from: m.peer, kind: kindResend})
-					c.mu.Unlock()
-				}
-			}
+// arrivals is the cluster's Arrivals: it queues into the inbox, for the
+// world goroutine's next drain.
+type arrivals struct{ c *cluster }
+
+func (a arrivals) Control(from string, kind uint32, payload []byte) {
+	a.c.enqueue(inMsg{from: from, kind: kind, payload: payload})
+}
+
+func (a arrivals) Replication(from string, seq uint64, entries []link.Entry) {
+	a.c.enqueue(inMsg{from: from, seq: seq, entries: entries})
+}
+
+// Written counts a control message the transport handed to the network;
+// a subscription not taken (a peer the link does not know yet, a closing
+// link) leaves a resend in the inbox: the world sends its wants again.
+func (a arrivals) Written(peer string, kind uint32, err error) {
+	c := a.c
+	c.bump(func(p *Progress) {
+		p.Written++
+		if err == nil {
+			s := p.Sent[peer]
+			s.Control++
+			p.Sent[peer] = s
 		}
+	})
+	if err == nil {
+		return
+	}
+	c.r.cfg.Logger.Warn("zone: control message not sent", "peer", peer, "kind", kind, "err", err)
+	if kind == wire.KindSubscribe {
+		c.mu.Lock()
+		c.inbox = append(c.inbox, inMsg{from: peer, kind: kindResend})
+		c.mu.Unlock()
 	}
 }
 
+// close closes the transport (which joins what it started).
 func (c *cluster) close() {
 	c.closeMu.Do(func() {
 		c.closed = true
-		c.cancel()
-		close(c.stop)
-		c.wg.Wait()
+		_ = c.tr.Close()
 	})
 }
 
@@ -445,32 +435,22 @@ func (c *cluster) fence() wire.Fence {
 	return wire.Fence{Node: uint64(c.r.cfg.Node), Lease: c.r.lease(), Table: c.r.columnsAt}
 }
 
-// queue hands a control message to the sender without blocking the
-// world: a full queue drops it and counts.
-//
-// Each peer has its own sender goroutine and queue, so a peer whose link
-// queue is full (cut off, its lease still live) holds up nobody else's
-// messages. A subscription dropped here is sent again (resendWants).
+// queue hands a control message to the transport, which never blocks
+// the world: one it refuses (LinkTransport: the peer's queue is full) is
+// dropped and counted, and a subscription dropped here is sent again
+// (resendWants).
 func (c *cluster) queue(peer string, kind uint32, payload []byte) {
-	ch, ok := c.send[peer]
-	if !ok {
-		if c.closed {
-			return
-		}
-		ch = make(chan outMsg, 4096)
-		c.send[peer] = ch
-		c.wg.Add(1)
-		go c.sender(ch)
+	if c.closed {
+		return
 	}
-	select {
-	case ch <- outMsg{peer: peer, kind: kind, payload: payload}:
-		c.bump(func(p *Progress) { p.Queued++ })
-	default:
+	if err := c.tr.Send(peer, kind, payload); err != nil {
 		c.stats.SendErrors++
 		if kind == wire.KindSubscribe {
 			c.resendDue[peer] = true
 		}
+		return
 	}
+	c.bump(func(p *Progress) { p.Queued++ })
 }
 
 // ---- observer side ----
@@ -592,7 +572,7 @@ func (c *cluster) updateWants() {
 			if !slices.Contains(now, p) {
 				c.sub(p).Remove = append(c.sub(p).Remove, ch)
 				delete(c.awaiting, peerChunk{p, ch})
-				if c.needs(ch) {
+				if c.needs(ch) || c.bugs.parkAsDrop {
 					c.dropChunk(p, ch)
 				} else {
 					c.parkChunk(p, ch)
@@ -820,6 +800,9 @@ type heldVanish struct {
 // Without this, every client here would see the entity blink. resolveHeld
 // lets the vanish through when no snapshot is coming.
 func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp replica.Stamp) bool {
+	if c.bugs.noHeldVanish {
+		return false
+	}
 	ch = c.r.geo.NormaliseChunk(ch)
 	at, filed, ok := c.rep.Has(uint64(id))
 	// From the ghost's source, or from its new owner (a higher epoch: it
@@ -1169,7 +1152,7 @@ func (c *cluster) publish(seq uint64) {
 		clear(sink.frames)
 		sink.frames = sink.frames[:0]
 		delete(c.snapshot, p)
-		if err := c.link.Replicate(p, entries); err != nil {
+		if err := c.tr.Replicate(p, entries); err != nil {
 			c.stats.SendErrors++
 			continue
 		}
@@ -1592,8 +1575,10 @@ func (c *cluster) fencedPeers() {
 		c.fenced[p] = c.leaseOf[p]
 		delete(c.leaseOf, p)
 		c.r.cfg.Logger.Warn("zone: peer lost its lease: its ghosts vanish", "peer", p)
-		for ch, peers := range c.wants {
-			if slices.Contains(peers, p) {
+		// In chunk order: each drop raises its ghosts' vanishes, and the
+		// order of the vanishes is the order of the frames clients get.
+		for _, ch := range sortedChunks(c.wants) {
+			if peers := c.wants[ch]; slices.Contains(peers, p) {
 				c.dropChunk(p, ch)
 				c.wants[ch] = slices.DeleteFunc(slices.Clone(peers), func(x string) bool { return x == p })
 				if len(c.wants[ch]) == 0 {
@@ -1670,6 +1655,16 @@ func sortedKeys[V any](m map[string]V) []string {
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
+	return ks
+}
+
+// sortedChunks is m's chunks in cmpChunk order.
+func sortedChunks[V any](m map[torus.ChunkPos]V) []torus.ChunkPos {
+	ks := make([]torus.ChunkPos, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, cmpChunk)
 	return ks
 }
 

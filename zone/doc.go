@@ -29,7 +29,15 @@
 //   - The protocol's waits (Config.Timers), counted in ticks, with their
 //     relations (the handoff timeout and the held vanish within the table
 //     grace, the grace within the went record) checked at New.
-//   - Node-level chunk subscription (Config.Link): the node subscribes to
+//   - The transport port (transport.go): Transport, what the runtime
+//     sends through (an ordered, reliable control stream: Send; a lossy
+//     replication stream: Replicate; neither blocks), and Arrivals, what
+//     the transport delivers into (queued for the next Step).
+//     LinkTransport is the port over the node link (Config.Link is
+//     wrapped in one); zone/zonesim's Network is an in-memory one where a
+//     test decides every delivery from a seed and runs the whole cluster
+//     on one goroutine in virtual ticks.
+//   - Node-level chunk subscription (Config.Link or Config.Transport): the node subscribes to
 //     the foreign chunks its clients hold and the foreign chunks within the
 //     interaction band of its regions, batched per peer and tick on the
 //     control stream, from every node that may simulate an entity standing
@@ -144,13 +152,19 @@
 //     subscription takes one round trip (test: TestClusterIsOneNodeAsAClientSeesIt);
 //     within 4 with handoffs (TestClusterWithHandoffsIsOneNode).
 //  4. All state of the runtime is owned by the goroutine that calls Step;
-//     link goroutines only queue into an inbox drained at the start of
-//     Step; the goroutines the runtime starts (one control-message sender
-//     per peer) are joined by Close, which must be called by that same
-//     goroutine.
+//     the transport (Config.Transport, or the LinkTransport Config.Link is
+//     wrapped in) only queues what arrives into an inbox drained at the
+//     start of Step (Arrivals). The tick loop and every protocol decision
+//     start no goroutine and read no wall clock: they count ticks, and
+//     send through the transport, which never blocks. The goroutines a
+//     LinkTransport starts (one control-message sender per peer) are its
+//     own, joined by its Close, which Runtime.Close calls (from the
+//     goroutine that steps it). The player saver and the ground's loader
+//     are host-side I/O goroutines, outside the protocol (docs/decisions.md).
 //
 // Between two ticks, on every node (Runtime.CheckInvariants checks 5–8;
-// zonetest runs it after every Step, and checks 1 across the cluster):
+// zonetest and zonesim run it after every Step, and check 1 across the
+// cluster):
 //  5. An entity is Frozen exactly while a handoff of it is in flight: it
 //     is outgoing (its source waits for the answer) or adopted and not
 //     yet thawed (its target waits for the source's last tick to pass).

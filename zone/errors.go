@@ -17,6 +17,8 @@ const (
 	CodeMalformedState = "ZONE.MALFORMED_STATE"
 	CodeNotLocal       = "ZONE.NOT_LOCAL"
 	CodeMalformedInput = "ZONE.MALFORMED_INPUT"
+	CodeSendQueueFull  = "ZONE.SEND_QUEUE_FULL"
+	CodeTransportShut  = "ZONE.TRANSPORT_CLOSED"
 )
 
 var (
@@ -36,6 +38,12 @@ var (
 	// ErrNotLocal: the entity is not simulated here (absent, or a ghost of
 	// another node's).
 	ErrNotLocal = errcode.New(CodeNotLocal, "zone: entity not simulated here")
+	// ErrSendQueueFull: a Transport could not queue a control message
+	// (LinkTransport: the peer's queue is full, the peer cut off while its
+	// lease is still live).
+	ErrSendQueueFull = errcode.New(CodeSendQueueFull, "zone: the peer's control queue is full")
+	// ErrTransportClosed: a Transport was used after Close.
+	ErrTransportClosed = errcode.New(CodeTransportShut, "zone: the transport is closed")
 	// ErrMalformedState: component bytes (a handoff codec's or a wire
 	// payload) do not decode.
 	ErrMalformedState = errcode.New(CodeMalformedState, "zone: malformed component state")

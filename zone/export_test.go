@@ -26,3 +26,28 @@ func (r *Runtime) Breach(kind string, id ecs.ID) {
 		delete(c.band, ch)
 	}
 }
+
+// Plant switches a known bug back on in r, for the test that requires
+// the simulation to catch each (bite_test.go): "nofreeze" (an outgoing
+// entity is not frozen), "noepochguard" (a transfer older than the
+// ghost's epoch is taken), "parkasdrop" (parkChunk drops like
+// dropChunk), "noheldvanish" (holdVanish never holds), "adoptionvanish"
+// (the adoption tick's out-of-sight vanish is sent to peers that never
+// saw the entity here).
+func (r *Runtime) Plant(bug string) {
+	b := &r.cluster.bugs
+	switch bug {
+	case "nofreeze":
+		b.noFreeze = true
+	case "noepochguard":
+		b.noEpochGuard = true
+	case "parkasdrop":
+		b.parkAsDrop = true
+	case "noheldvanish":
+		b.noHeldVanish = true
+	case "adoptionvanish":
+		b.adoptionVanish = true
+	default:
+		panic("zone: no such planted bug: " + bug)
+	}
+}

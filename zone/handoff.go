@@ -361,7 +361,9 @@ func (c *cluster) sendHandoffs(tick uint64) {
 			c.retryAt[id] = tick + ticks(c.r.cfg.Timers.HandoffRetry)
 			return
 		}
-		_ = r.frozen.Add(id, Frozen{})
+		if !c.bugs.noFreeze {
+			_ = r.frozen.Add(id, Frozen{})
+		}
 		c.pending[id] = &outgoing{target: target, epoch: epoch, deadline: tick + ticks(c.r.cfg.Timers.HandoffTimeout), sent: tick}
 		t := batch[target]
 		if t == nil {
@@ -602,7 +604,7 @@ func (c *cluster) adopt(id ecs.ID, s handoff.Snapshot, byName map[string]codec) 
 	if r.w.Alive(id) && !r.ghost.Has(id) {
 		return handoff.ReasonLive
 	}
-	if st, _, ok := c.rep.Has(uint64(id)); ok && st.Epoch >= s.Epoch {
+	if st, _, ok := c.rep.Has(uint64(id)); ok && st.Epoch >= s.Epoch && !c.bugs.noEpochGuard {
 		return handoff.ReasonLive // its ghost is already newer: a stale transfer
 	}
 	// Take over the ghost without touching the visibility index: whoever

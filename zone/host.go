@@ -309,6 +309,8 @@ func (c HostConfig) Validate() error {
 		return errcode.Config("HostConfig.Runtime.Territory", "set", "is set by the host: the node's Ownership")
 	case rc.Link != nil:
 		return errcode.Config("HostConfig.Runtime.Link", rc.Link.ID(), "is set by the host: the link it builds from HostConfig.CertDir")
+	case rc.Transport != nil:
+		return errcode.Config("HostConfig.Runtime.Transport", rc.Transport.ID(), "is set by the host: the link it builds from HostConfig.CertDir")
 	case rc.Lease != 0:
 		return errcode.Config("HostConfig.Runtime.Lease", rc.Lease, "is set by the host: the node's coord lease")
 	case rc.Accept != nil:

@@ -93,10 +93,16 @@ type Config struct {
 	// Link connects the node to its peers: chunk subscriptions, render
 	// ghosts, account routing and remote intents travel over it. nil: the
 	// node is alone (its Territory must then give it every region it
-	// needs). The runtime takes the link's handlers of the zone message
-	// kinds and its replication handler; the host adds the peers (by the
-	// names the region table uses) and closes the link after the runtime.
+	// needs). The runtime wraps it in a LinkTransport (it takes the link's
+	// handlers of the zone message kinds and its replication handler); the
+	// host adds the peers (by the names the region table uses) and closes
+	// the link after the runtime. At most one of Link and Transport.
 	Link *link.Node
+	// Transport is the port to the peers when it is not a link (an
+	// in-memory network: zone/zonesim), or a LinkTransport the caller
+	// built. The runtime opens it in New and closes it in Close. nil, with
+	// Link nil: the node is alone.
+	Transport Transport
 	// Lease is the lease id the node's messages carry (its coord lease).
 	// Default: the Territory's, when it has one (*Ownership does).
 	Lease int64
@@ -170,6 +176,12 @@ func (c Config) Validate() error {
 	}
 	if c.Link != nil && c.Link.ID() != c.Name {
 		return errcode.Config("Config.Link", c.Link.ID(), "must be the link of the node named by Config.Name "+c.Name)
+	}
+	if c.Link != nil && c.Transport != nil {
+		return errcode.Config("Config.Transport", c.Transport.ID(), "must be nil when Config.Link is set (the runtime wraps the link)")
+	}
+	if c.Transport != nil && c.Transport.ID() != c.Name {
+		return errcode.Config("Config.Transport", c.Transport.ID(), "must be the transport of the node named by Config.Name "+c.Name)
 	}
 	if c.SaveEvery < c.TickInterval {
 		return errcode.Config("Config.SaveEvery", c.SaveEvery, "must be at least one tick")
@@ -392,8 +404,12 @@ func New(cfg Config, mod Module) (*Runtime, error) {
 		return nil, err
 	}
 	w.OnTickEnd(r.endTick)
+	tr := cfg.Transport
 	if cfg.Link != nil {
-		if r.cluster, err = newCluster(r, cfg.Link); err != nil {
+		tr = NewLinkTransport(cfg.Link)
+	}
+	if tr != nil {
+		if r.cluster, err = newCluster(r, tr); err != nil {
 			return nil, err
 		}
 	}
@@ -409,8 +425,10 @@ func New(cfg Config, mod Module) (*Runtime, error) {
 	return r, nil
 }
 
-// Close stops the runtime's sender goroutine. It is idempotent and does
-// not close the link, the territory or the coord client.
+// Close closes the runtime's transport (a LinkTransport joins its sender
+// goroutines) and stops the saver and the ground's loader. It is
+// idempotent and does not close the link, the territory or the coord
+// client.
 func (r *Runtime) Close() error {
 	r.closed = true
 	if r.cluster != nil {
@@ -848,7 +866,7 @@ func (r *Runtime) ownDeliveries(ds []interest.Delivery[Subscriber, ecs.ID]) []in
 			_, gone := r.cluster.goneGhosts[v.Entity]
 			saw, adopted := r.cluster.wasGhost[v.Entity]
 			return gone || r.isGhost(v.Entity) ||
-				adopted && v.Reason == interest.OutOfSight && !slices.Contains(saw, d.Subscriber)
+				adopted && v.Reason == interest.OutOfSight && !slices.Contains(saw, d.Subscriber) && !r.cluster.bugs.adoptionVanish
 		})
 	}
 	clear(r.cluster.goneGhosts)

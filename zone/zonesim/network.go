@@ -1,0 +1,328 @@
+package zonesim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/zone"
+)
+
+// Faults are the lossy stream's faults and the delays of both streams,
+// each drawn per message from the network's PRNG.
+type Faults struct {
+	// Drop, Duplicate and Reorder are the chances that a replication batch
+	// is lost, sent twice, or held back behind the next ones (by up to
+	// MaxDelay more ticks). The receiver, like the link's, accepts only a
+	// batch numbered above the last it accepted from that sender: a
+	// duplicate or an overtaken batch is dropped there, and the runtime
+	// sees the gap.
+	Drop, Duplicate, Reorder float64
+	// MaxDelay is the most ticks a message waits beyond the next tick
+	// (both streams; the control stream keeps its order).
+	MaxDelay int
+}
+
+// flight is one message on the wire.
+type flight struct {
+	due     uint64 // the tick before whose steps it is delivered
+	order   uint64 // sending order, the tie-break among messages due together
+	from    string
+	to      string
+	control bool
+	kind    uint32
+	payload []byte
+	seq     uint64
+	entries []link.Entry
+}
+
+// pair is one direction between two nodes.
+type pair struct{ from, to string }
+
+// Network is an in-memory network of zone nodes in which the harness
+// decides every delivery from one seeded PRNG: it holds every message in
+// flight and delivers it, at a tick it drew, when Deliver is called. It
+// runs on the goroutine that steps the nodes and starts none.
+//
+// The control stream is ordered and reliable: a message sent while its
+// pair is cut waits for the heal (the link resends after a reconnect),
+// and one sent to a node the network does not know is reported not taken
+// (Arrivals.Written). The replication stream is lossy: Faults, and every
+// batch sent while the pair is cut is lost.
+type Network struct {
+	rng    *rand.Rand
+	faults Faults
+	tick   uint64
+	order  uint64
+	ends   map[string]*Endpoint
+	flying []flight
+	cut    map[pair]bool
+	// lastCtl is, per pair, the due tick of its last control message:
+	// a later one is never due before it (the stream's order).
+	lastCtl map[pair]uint64
+	trace   hash.Hash64
+	stats   NetStats
+	// trail, when kept, lists each message sent with its own hash, to
+	// find where two runs of one seed part.
+	trail     []string
+	keepTrail bool
+}
+
+// NetStats count what the network did.
+type NetStats struct {
+	Control, Batches                        int // sent
+	Dropped, Duplicated, Reordered, CutLost int // replication batches
+	Overtaken                               int // delivered batches the receiver refused for their number
+	NotTaken                                int // control messages to an unknown node
+	ControlHeld                             int // control deliveries put off by a cut
+}
+
+// NewNetwork returns an empty network whose draws come from seed.
+func NewNetwork(seed uint64, f Faults) *Network {
+	return &Network{
+		rng: rand.New(rand.NewPCG(seed, seed^0x5a5a5a5a5a5a5a5a)), faults: f,
+		ends: make(map[string]*Endpoint), cut: make(map[pair]bool), lastCtl: make(map[pair]uint64),
+		trace: fnv.New64a(),
+	}
+}
+
+// Endpoint returns the transport of node name, creating it.
+func (n *Network) Endpoint(name string) *Endpoint {
+	e := n.ends[name]
+	if e == nil {
+		e = &Endpoint{n: n, name: name, sent: make(map[string]uint64), accepted: make(map[string]uint64)}
+		n.ends[name] = e
+	}
+	return e
+}
+
+// Cut cuts a and b apart both ways; Heal joins them again.
+func (n *Network) Cut(a, b string) { n.cut[pair{a, b}], n.cut[pair{b, a}] = true, true }
+
+// Heal ends a Cut.
+func (n *Network) Heal(a, b string) { delete(n.cut, pair{a, b}); delete(n.cut, pair{b, a}) }
+
+// SetFaults replaces the faults drawn for messages sent from now on.
+func (n *Network) SetFaults(f Faults) { n.faults = f }
+
+// Stats returns the network's counters.
+func (n *Network) Stats() NetStats { return n.stats }
+
+// Trace is the hash of every message sent and every record the harness
+// added (Record), in order: equal on two runs of one seed.
+func (n *Network) Trace() uint64 { return n.trace.Sum64() }
+
+// Record adds a client batch to the trace (and the trail): what client
+// names was delivered at tick.
+func (n *Network) Record(client string, tick uint64, frames [][]byte) {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], tick)
+	for _, w := range []hash.Hash64{h, n.trace} {
+		w.Write([]byte(client))
+		w.Write(b[:])
+		for _, f := range frames {
+			binary.LittleEndian.PutUint64(b[:], uint64(len(f)))
+			w.Write(b[:])
+			w.Write(f)
+		}
+	}
+	if n.keepTrail {
+		n.trail = append(n.trail, fmt.Sprintf("tick %d client %s at %d: %d frames %016x", n.tick, client, tick, len(frames), h.Sum64()))
+	}
+}
+
+func (n *Network) delay() uint64 {
+	if n.faults.MaxDelay <= 0 {
+		return 1
+	}
+	return 1 + uint64(n.rng.IntN(n.faults.MaxDelay+1))
+}
+
+func (n *Network) chance(p float64) bool { return p > 0 && n.rng.Float64() < p }
+
+// KeepTrail makes the network list every message it is sent (Trail).
+func (n *Network) KeepTrail() { n.keepTrail = true }
+
+// Trail is the messages sent, one line each with its own hash, when
+// KeepTrail was called: two runs of one seed part where their trails do.
+func (n *Network) Trail() []string { return n.trail }
+
+func (n *Network) hashMsg(f *flight) {
+	if n.keepTrail {
+		h := fnv.New64a()
+		n.writeMsg(h, f)
+		what := fmt.Sprintf("kind %#x", f.kind)
+		if !f.control {
+			what = fmt.Sprintf("batch %d (%d entries)", f.seq, len(f.entries))
+		}
+		n.trail = append(n.trail, fmt.Sprintf("tick %d %s→%s %s %016x", n.tick, f.from, f.to, what, h.Sum64()))
+	}
+	n.writeMsg(n.trace, f)
+}
+
+func (n *Network) writeMsg(h hash.Hash64, f *flight) {
+	var b [8]byte
+	w := func(v uint64) { binary.LittleEndian.PutUint64(b[:], v); h.Write(b[:]) }
+	h.Write([]byte(f.from))
+	h.Write([]byte{0})
+	h.Write([]byte(f.to))
+	w(n.tick)
+	if f.control {
+		w(uint64(f.kind))
+		w(uint64(len(f.payload)))
+		h.Write(f.payload)
+		return
+	}
+	w(f.seq)
+	for _, e := range f.entries {
+		w(e.Entity)
+		w(e.Epoch)
+		w(e.Sequence)
+		w(uint64(e.Kind))
+		w(uint64(len(e.Payload)))
+		h.Write(e.Payload)
+	}
+}
+
+func (n *Network) push(f flight) {
+	n.order++
+	f.order = n.order
+	n.flying = append(n.flying, f)
+}
+
+// Deliver hands every message due by tick to its receiver, in due order
+// (then sending order), and sets the network's tick: what is sent next is
+// due at tick+1 at the earliest. Call it before the tick's steps.
+func (n *Network) Deliver(tick uint64) {
+	n.tick = tick
+	slices.SortFunc(n.flying, func(a, b flight) int {
+		if a.due != b.due {
+			if a.due < b.due {
+				return -1
+			}
+			return 1
+		}
+		if a.order < b.order {
+			return -1
+		}
+		return 1
+	})
+	keep := n.flying[:0]
+	var due []flight
+	for _, f := range n.flying {
+		switch {
+		case f.due > tick:
+			keep = append(keep, f)
+		case f.control && n.cut[pair{f.from, f.to}]:
+			// Held for the heal, in order with what follows it.
+			n.stats.ControlHeld++
+			keep = append(keep, f)
+		default:
+			due = append(due, f)
+		}
+	}
+	n.flying = keep
+	for _, f := range due {
+		to := n.ends[f.to]
+		if to == nil || to.arr == nil || to.closed {
+			if f.control {
+				n.stats.NotTaken++
+				if from := n.ends[f.from]; from != nil && from.arr != nil {
+					from.arr.Written(f.to, f.kind, zone.ErrTransportClosed)
+				}
+			}
+			continue
+		}
+		if f.control {
+			if from := n.ends[f.from]; from != nil && from.arr != nil {
+				from.arr.Written(f.to, f.kind, nil)
+			}
+			to.arr.Control(f.from, f.kind, f.payload)
+			continue
+		}
+		if f.seq <= to.accepted[f.from] {
+			n.stats.Overtaken++
+			continue
+		}
+		to.accepted[f.from] = f.seq
+		to.arr.Replication(f.from, f.seq, f.entries)
+	}
+}
+
+// Endpoint is one node's zone.Transport on a Network.
+type Endpoint struct {
+	n        *Network
+	name     string
+	arr      zone.Arrivals
+	closed   bool
+	sent     map[string]uint64 // per peer, the last replication batch's number
+	accepted map[string]uint64 // per sender, the last batch accepted
+}
+
+var _ zone.Transport = (*Endpoint)(nil)
+
+// ID is the node's name.
+func (e *Endpoint) ID() string { return e.name }
+
+// Open takes the runtime's arrivals.
+func (e *Endpoint) Open(a zone.Arrivals) { e.arr = a }
+
+// Send puts a control message on the wire, due after the last one to the
+// same peer.
+func (e *Endpoint) Send(peer string, kind uint32, payload []byte) error {
+	if e.closed {
+		return zone.ErrTransportClosed
+	}
+	n := e.n
+	p := pair{e.name, peer}
+	due := max(n.tick+n.delay(), n.lastCtl[p])
+	n.lastCtl[p] = due
+	f := flight{due: due, from: e.name, to: peer, control: true, kind: kind, payload: payload}
+	n.hashMsg(&f)
+	n.stats.Control++
+	n.push(f)
+	return nil
+}
+
+// Replicate numbers the batch and puts it on the wire, or loses it.
+func (e *Endpoint) Replicate(peer string, entries []link.Entry) error {
+	if e.closed {
+		return zone.ErrTransportClosed
+	}
+	n := e.n
+	e.sent[peer]++
+	f := flight{due: n.tick + n.delay(), from: e.name, to: peer, seq: e.sent[peer], entries: entries}
+	n.hashMsg(&f)
+	n.stats.Batches++
+	switch {
+	case n.cut[pair{e.name, peer}]:
+		n.stats.CutLost++
+		return nil
+	case n.chance(n.faults.Drop):
+		n.stats.Dropped++
+		return nil
+	}
+	if n.chance(n.faults.Reorder) {
+		n.stats.Reordered++
+		f.due += 1 + uint64(n.rng.IntN(max(n.faults.MaxDelay, 1)+1))
+	}
+	n.push(f)
+	if n.chance(n.faults.Duplicate) {
+		n.stats.Duplicated++
+		f.due += uint64(n.rng.IntN(max(n.faults.MaxDelay, 1) + 1))
+		n.push(f)
+	}
+	return nil
+}
+
+// Close closes the endpoint: nothing more is sent from it or delivered
+// to it. Idempotent.
+func (e *Endpoint) Close() error {
+	e.closed = true
+	return nil
+}

@@ -1,0 +1,531 @@
+package zonesim
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/examples/wander"
+	"github.com/shardwise/shardwise/outbox"
+	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/zone"
+)
+
+// Boot is the wall time every simulated node reads once at New: the same
+// ids on every run.
+var Boot = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Config is one simulated run. Zero fields take the defaults documented
+// on them.
+type Config struct {
+	// Seed draws everything: the module's wanderers, the faults and their
+	// moments, every delivery.
+	Seed uint64
+	// Nodes is how many nodes share the world. Default 4.
+	Nodes int
+	// Ticks is how many ticks the run lasts. Default 200.
+	Ticks int
+	// Grid is the world. Default 2048 m square, 512 m regions (4 × 4):
+	// small, so that the interaction bands (every border's chunks) stay
+	// few and a run costs milliseconds.
+	Grid cells.GridConfig
+	// Wander is the module every node runs; its Seed is Config.Seed.
+	// Default: 48 wanderers of 12 accounts that roam 200 m around spawn
+	// points in a 300 m square across the corner of four regions, at
+	// 20 m/s, so that they cross borders every few seconds.
+	Wander wander.Config
+	// Faults are the network's. Default: 10 % drop, 5 % duplicate, 5 %
+	// reorder, up to 2 ticks of delay.
+	Faults *Faults
+	// FourWays gives four nodes the four quadrants of the grid, so that
+	// all four meet where the wanderers spawn (a handoff between two is
+	// watched by a third), instead of cells.Uniform's rows (two nodes meet
+	// there). Off in the short mode: about 20 of its 200 seeds fail with
+	// it on unmodified code (blinks and zombies after a region swap; see
+	// docs/decisions.md).
+	FourWays bool
+	// NoSchedule turns off the scheduled faults: a node lagging 1–10
+	// ticks, a cut and heal between two nodes, a table change at a random
+	// tick, and a lease lost near the end (each drawn from Seed).
+	NoSchedule bool
+	// NoLeaseLoss keeps every lease (the rest of the schedule stays).
+	NoLeaseLoss bool
+	// Runtime, if set, adjusts node i's runtime config before New.
+	Runtime func(i int, rc *zone.Config)
+	// Started, if set, is called with every runtime after New (a test
+	// turns a broken variant on there).
+	Started func(i int, r *zone.Runtime)
+	// Trail keeps the network's trail of messages in the Result.
+	Trail bool
+	// Check, if set, runs after each tick's properties with the runtimes
+	// (nil for a fenced node).
+	Check func(tick uint64, rs []*zone.Runtime) error
+}
+
+func (c Config) withDefaults() Config {
+	if c.Nodes == 0 {
+		c.Nodes = 4
+	}
+	if c.Ticks == 0 {
+		c.Ticks = 200
+	}
+	if c.Grid == (cells.GridConfig{}) {
+		c.Grid = cells.GridConfig{RegionEdge: 512}
+		c.Grid.World.Width, c.Grid.World.Height = 2048, 2048
+	}
+	c.Grid = c.Grid.WithDefaults()
+	if c.Wander == (wander.Config{}) {
+		c.Wander = wander.Config{Entities: 48, Accounts: 12, Area: 300, Roam: 200, Speed: 20}
+	}
+	c.Wander.Seed = c.Seed
+	if c.Faults == nil {
+		c.Faults = &Faults{Drop: 0.1, Duplicate: 0.05, Reorder: 0.05, MaxDelay: 2}
+	}
+	return c
+}
+
+// Result is what a run did.
+type Result struct {
+	Seed  uint64
+	Trace uint64 // the trace hash: every message sent and client batch delivered
+	// Ticks is how many ticks ran before the end or the first breach.
+	Ticks int
+	// Handoffs counts the handoffs acknowledged across the cluster.
+	Handoffs int
+	Net      NetStats
+	// Events lists the scheduled faults, with their ticks.
+	Events []string
+	// Trail is the network's, with Config.Trail.
+	Trail []string
+}
+
+// PropertyError is a property of the whole cluster broken at a tick.
+type PropertyError struct {
+	Seed     uint64
+	Tick     uint64
+	Property string
+	Detail   string
+}
+
+func (e *PropertyError) Error() string {
+	return fmt.Sprintf("zonesim: seed %d, tick %d: %s: %s", e.Seed, e.Tick, e.Property, e.Detail)
+}
+
+// schedule is the faults' moments, drawn from the seed.
+type schedule struct {
+	lagNode        int
+	lagFrom, lagN  uint64 // skips lagN steps from lagFrom
+	catchFrom      uint64 // then steps twice a tick lagN times from here
+	cutA, cutB     int
+	cutFrom, cutTo uint64
+	tableAt        uint64
+	tableDelay     []uint64 // per node: the ticks after tableAt it installs the new table
+	swapA, swapB   cells.RegionID
+	loseNode       int
+	loseAt         uint64
+	lossyFrom      uint64 // the lossy stream\'s faults run from here
+	lossyTo        uint64 // to here
+	noLag, noCut   bool
+	noTbl, noLose  bool
+}
+
+// Run runs one simulated cluster from cfg.Seed and checks its properties
+// at every tick: every node's CheckInvariants; one simulator per entity
+// across the nodes; no entity created or destroyed by the protocol (the
+// wanderers all exist, on a live node, but those a lost lease took).
+// It returns the first breach as a *PropertyError (or an invariant error
+// wrapped in one), with the Result so far.
+func Run(cfg Config) (res Result, err error) {
+	cfg = cfg.withDefaults()
+	res = Result{Seed: cfg.Seed}
+	grid, err := cells.NewGrid(cfg.Grid)
+	if err != nil {
+		return res, err
+	}
+	names := make([]string, cfg.Nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("sim-%d", i)
+	}
+	table, err := cells.Uniform(grid, 1, names)
+	if cfg.FourWays {
+		table, err = quadrants(grid, names)
+	}
+	if err != nil {
+		return res, err
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7a6f6e6573696d))
+	net := NewNetwork(rng.Uint64(), *cfg.Faults)
+	if cfg.Trail {
+		net.KeepTrail()
+		defer func() { res.Trail = net.Trail() }()
+	}
+	leases := NewLeases(names)
+	sc := drawSchedule(rng, cfg, grid, table)
+	if cfg.NoSchedule {
+		sc.noLag, sc.noCut, sc.noTbl, sc.noLose = true, true, true, true
+	}
+	if cfg.NoLeaseLoss {
+		sc.noLose = true
+	}
+
+	rts := make([]*zone.Runtime, cfg.Nodes)
+	terrs := make([]*Territory, cfg.Nodes)
+	defer func() {
+		for _, r := range rts {
+			if r != nil {
+				_ = r.Close()
+			}
+		}
+	}()
+	for i, name := range names {
+		terrs[i] = leases.Territory(name, table)
+		rc := zone.Config{
+			Name: name, Node: i + 1, Grid: cfg.Grid, Territory: terrs[i], Transport: net.Endpoint(name),
+			Clock: clock.NewFake(Boot), Logger: slog.New(slog.DiscardHandler),
+			Accept: leases.Accept, LivePeers: leases.LivePeers(name),
+		}
+		if cfg.Runtime != nil {
+			cfg.Runtime(i, &rc)
+		}
+		mod, err := wander.New(cfg.Wander)
+		if err != nil {
+			return res, err
+		}
+		if rts[i], err = zone.New(rc, mod); err != nil {
+			return res, fmt.Errorf("zonesim: %s: %w", name, err)
+		}
+		if cfg.Started != nil {
+			cfg.Started(i, rts[i])
+		}
+	}
+	// Each account's client is on the node that made its viewer.
+	w := cfg.Wander.WithDefaults()
+	var clients []*client
+	for a := 1; a <= w.Accounts; a++ {
+		for i, r := range rts {
+			if _, ok := r.Viewer(account.ID(a)); ok {
+				cl := newClient(account.ID(a), i)
+				clients = append(clients, cl)
+				r.Attach(account.ID(a), clientSink(net, names[i], cl))
+				break
+			}
+		}
+	}
+	geo := rts[0].Geometry()
+	lossy := *cfg.Faults
+	calmSince := uint64(0)
+	ids := make([]ecs.ID, w.Entities)
+	for i := range ids {
+		ids[i], _ = wander.ID(i)
+	}
+	lost := make(map[ecs.ID]bool)
+	newTable, err := table.WithOwners(2, map[cells.RegionID]string{sc.swapA: table.Owner(sc.swapB), sc.swapB: table.Owner(sc.swapA)})
+	if err != nil {
+		return res, err
+	}
+	event := func(t uint64, format string, args ...any) {
+		res.Events = append(res.Events, fmt.Sprintf("tick %d: ", t)+fmt.Sprintf(format, args...))
+	}
+
+	for t := uint64(1); t <= uint64(cfg.Ticks); t++ {
+		// The schedule.
+		if !sc.noCut && t == sc.cutFrom {
+			net.Cut(names[sc.cutA], names[sc.cutB])
+			event(t, "cut %s from %s", names[sc.cutA], names[sc.cutB])
+		}
+		if !sc.noCut && t == sc.cutTo {
+			net.Heal(names[sc.cutA], names[sc.cutB])
+			event(t, "heal %s and %s", names[sc.cutA], names[sc.cutB])
+		}
+		if !sc.noTbl {
+			for i := range terrs {
+				if t == sc.tableAt+sc.tableDelay[i] {
+					terrs[i].Install(newTable)
+					event(t, "%s installs table 2 (regions %d and %d swap owners)", names[i], sc.swapA, sc.swapB)
+				}
+			}
+		}
+		if !sc.noLose && t == sc.loseAt {
+			victim := rts[sc.loseNode]
+			for _, id := range ids {
+				if victim.World().Alive(id) && !victim.Ghosts().Has(id) {
+					lost[id] = true
+				}
+			}
+			leases.Lose(names[sc.loseNode])
+			event(t, "%s loses its lease (%d entities lost with it)", names[sc.loseNode], len(lost))
+		}
+
+		if !sc.noLag && t == sc.lagFrom {
+			event(t, "%s skips %d steps, and makes them up from tick %d", names[sc.lagNode], sc.lagN, sc.catchFrom)
+		}
+		if t == sc.lossyFrom {
+			event(t, "the replication stream is lossy until tick %d", sc.lossyTo)
+		}
+		faulty := false
+		if t >= sc.lossyFrom && t <= sc.lossyTo {
+			net.SetFaults(lossy)
+			faulty = true
+		} else {
+			net.SetFaults(Faults{})
+		}
+		if !sc.noCut && t >= sc.cutFrom && t <= sc.cutTo ||
+			!sc.noLag && t >= sc.lagFrom && t < sc.catchFrom+sc.lagN ||
+			!sc.noLose && t == sc.loseAt {
+			faulty = true
+		}
+		if faulty {
+			calmSince = t
+		}
+
+		net.Deliver(t)
+		for i, r := range rts {
+			steps := 1
+			if !sc.noLag && i == sc.lagNode {
+				switch {
+				case t >= sc.lagFrom && t < sc.lagFrom+sc.lagN:
+					steps = 0
+				case t >= sc.catchFrom && t < sc.catchFrom+sc.lagN:
+					steps = 2
+				}
+			}
+			for range steps {
+				r.Step()
+			}
+		}
+		res.Ticks = int(t)
+		err := check(cfg, t, names, rts, leases, ids, lost)
+		if err == nil {
+			err = checkClients(cfg, t, geo, names, rts, leases, ids, lost, clients, t > calmSince+calmTicks)
+		}
+		if err != nil {
+			res.Trace, res.Net = net.Trace(), net.Stats()
+			return res, err
+		}
+	}
+	for _, r := range rts {
+		res.Handoffs += r.HandoffStats().Acked
+	}
+	res.Trace, res.Net = net.Trace(), net.Stats()
+	return res, nil
+}
+
+func drawSchedule(rng *rand.Rand, cfg Config, grid cells.Grid, table *cells.Table) schedule {
+	ticks := uint64(cfg.Ticks)
+	sc := schedule{lagNode: rng.IntN(cfg.Nodes)}
+	sc.lagN = 1 + uint64(rng.IntN(10))
+	sc.lagFrom = 10 + uint64(rng.IntN(int(max(ticks/2, 1))))
+	sc.catchFrom = sc.lagFrom + sc.lagN + uint64(rng.IntN(20))
+	sc.cutA = rng.IntN(cfg.Nodes)
+	sc.cutB = (sc.cutA + 1 + rng.IntN(max(cfg.Nodes-1, 1))) % cfg.Nodes
+	sc.cutFrom = 10 + uint64(rng.IntN(int(max(ticks/2, 1))))
+	sc.cutTo = sc.cutFrom + 5 + uint64(rng.IntN(35))
+	sc.tableAt = 20 + uint64(rng.IntN(int(max(ticks/2, 1))))
+	sc.tableDelay = make([]uint64, cfg.Nodes)
+	for i := range sc.tableDelay {
+		sc.tableDelay[i] = uint64(rng.IntN(6))
+	}
+	// Swap two regions of different owners, among those near the spawn
+	// corner (the four around the origin), where the wanderers are.
+	corner := cornerRegions(grid)
+	for {
+		sc.swapA, sc.swapB = corner[rng.IntN(len(corner))], corner[rng.IntN(len(corner))]
+		if table.Owner(sc.swapA) != table.Owner(sc.swapB) {
+			break
+		}
+	}
+	sc.lossyFrom = uint64(rng.IntN(int(max(ticks/2, 1))))
+	sc.lossyTo = sc.lossyFrom + 20 + uint64(rng.IntN(int(max(ticks/3, 1))))
+	sc.loseNode = rng.IntN(cfg.Nodes)
+	sc.loseAt = ticks - ticks/5 + uint64(rng.IntN(int(max(ticks/10, 1))))
+	return sc
+}
+
+// quadrants gives the nodes the grid's regions in blocks (four nodes: the
+// four quadrants), so that the four meet at the origin, where the
+// wanderers spawn: an entity handed between two of them is watched by a
+// third. Other node counts: cells.Uniform.
+func quadrants(grid cells.Grid, names []string) (*cells.Table, error) {
+	cols, rows := grid.Cols(), grid.Rows()
+	if len(names) != 4 || cols%2 != 0 || rows%2 != 0 {
+		return cells.Uniform(grid, 1, names)
+	}
+	owners := make([]string, cols*rows)
+	for r := range owners {
+		row, col := r/cols, r%cols
+		owners[r] = names[row/(rows/2)*2+col/(cols/2)]
+	}
+	return cells.NewTable(grid, 1, owners)
+}
+
+// cornerRegions are the four regions around the origin.
+func cornerRegions(grid cells.Grid) []cells.RegionID {
+	geo := grid.World()
+	e := float64(grid.RegionEdge()) / 2
+	var out []cells.RegionID
+	for _, p := range [][2]float64{{e, e}, {-e, e}, {e, -e}, {-e, -e}} {
+		out = append(out, grid.RegionOf(geo.Normalise(torus.Pos{X: p[0], Y: p[1]})))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// clientSink records every batch a client is delivered in the trace.
+func clientSink(net *Network, node string, c *client) outbox.Sink {
+	name := fmt.Sprintf("%d@%s", c.acct, node)
+	return outbox.SinkFunc(func(tick uint64, frames [][]byte) {
+		net.Record(name, tick, frames)
+		c.deliver(tick, frames)
+	})
+}
+
+// checkClients checks every client of a live node against the truth: the
+// positions of the entities live nodes hold for real.
+func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*zone.Runtime, leases *Leases, ids []ecs.ID, lost map[ecs.ID]bool, clients []*client, calm bool) error {
+	chunks := make([]torus.ChunkPos, len(ids))
+	held := make([]bool, len(ids))
+	for k, id := range ids {
+		if lost[id] {
+			continue
+		}
+		for i, r := range rts {
+			if leases.Lost(names[i]) || !r.World().Alive(id) || r.Ghosts().Has(id) {
+				continue
+			}
+			if p, ok := r.Positions().Get(id); ok {
+				chunks[k], held[k] = geo.ChunkOf(p.Pos), true
+				break
+			}
+		}
+	}
+	for _, c := range clients {
+		if leases.Lost(names[c.node]) {
+			continue
+		}
+		c.sight(t, geo, ids, chunks, held, calm)
+		if c.bad != nil {
+			return &PropertyError{Seed: cfg.Seed, Tick: t, Property: "clients", Detail: fmt.Sprintf("%s (on %s; %s)", c.bad, names[c.node], census(names, rts, c.badEntity))}
+		}
+	}
+	return nil
+}
+
+// census says where id is, node by node, for an error.
+func census(names []string, rts []*zone.Runtime, id ecs.ID) string {
+	var b []byte
+	for i, r := range rts {
+		if !r.World().Alive(id) {
+			continue
+		}
+		ep, _ := r.Epoch(id)
+		p, _ := r.Positions().Get(id)
+		ch, _ := r.ChunkOf(id)
+		b = fmt.Appendf(b, "%s: simulated %v, ghost %v, frozen %v, epoch %d, at %v filed %v; ", names[i], r.Simulated(id), r.Ghosts().Has(id), r.Frozen().Has(id), ep, p.Pos, ch)
+	}
+	return fmt.Sprintf("entity %d: %s", id, b)
+}
+
+// check is the properties of one tick.
+func check(cfg Config, t uint64, names []string, rts []*zone.Runtime, leases *Leases, ids []ecs.ID, lost map[ecs.ID]bool) error {
+	fail := func(prop, format string, args ...any) error {
+		return &PropertyError{Seed: cfg.Seed, Tick: t, Property: prop, Detail: fmt.Sprintf(format, args...)}
+	}
+	live := make([]*zone.Runtime, len(rts))
+	for i, r := range rts {
+		if leases.Lost(names[i]) {
+			continue
+		}
+		live[i] = r
+		if err := r.CheckInvariants(); err != nil {
+			return errors.Join(fail("invariants", "%s", names[i]), err)
+		}
+	}
+	for _, id := range ids {
+		var sims, real []string
+		for i, r := range live {
+			if r == nil {
+				continue
+			}
+			if r.Simulated(id) {
+				sims = append(sims, names[i])
+			}
+			if r.World().Alive(id) && !r.Ghosts().Has(id) {
+				real = append(real, names[i])
+			}
+		}
+		if len(sims) > 1 {
+			return fail("one simulator", "entity %d is simulated on %v", id, sims)
+		}
+		if len(real) == 0 && !lost[id] {
+			return fail("entities conserved", "entity %d exists on no live node", id)
+		}
+	}
+	for i, r := range live {
+		if r == nil {
+			continue
+		}
+		if n := r.World().Len() - r.Ghosts().Len(); n > len(ids) {
+			return fail("entities conserved", "%s holds %d entities, more than the %d the world has", names[i], n, len(ids))
+		}
+	}
+	if cfg.Check != nil {
+		if err := cfg.Check(t, live); err != nil {
+			return errors.Join(fail("check", "harness check"), err)
+		}
+	}
+	return nil
+}
+
+// ShortSeeds is how many seeds the short mode runs (Seeds); LongSeeds,
+// with SHARDWISE_LONG=1.
+const (
+	ShortSeeds = 200
+	LongSeeds  = 10000
+)
+
+// Seeds returns the seeds a test runs: the one SHARDWISE_SEED names
+// (replay is then true), or 1…LongSeeds with SHARDWISE_LONG=1, or
+// 1…ShortSeeds. The seeds are fixed, not drawn, so that the short mode
+// is the same test on every run and a count of seeds to a catch means
+// the same thing twice.
+func Seeds() (seeds []uint64, replay bool, err error) {
+	if v := os.Getenv("SHARDWISE_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return nil, false, fmt.Errorf("zonesim: SHARDWISE_SEED=%q: %w", v, err)
+		}
+		return []uint64{s}, true, nil
+	}
+	n := ShortSeeds
+	if os.Getenv("SHARDWISE_LONG") == "1" {
+		n = LongSeeds
+	}
+	for i := range n {
+		seeds = append(seeds, uint64(i+1))
+	}
+	return seeds, false, nil
+}
+
+// KnownFailure says whether seed is one of the short mode's seeds that
+// find a bug not fixed yet, and which: in a swap of two regions across
+// the seam, a client on the node that gives a region up is sent a
+// vanish of an entity handed to the region's new owner while it stands
+// within two chunks of the client's viewer (docs/decisions.md). Tests
+// require these seeds to fail still, and leave them out of the count of
+// seeds a planted bug needs.
+func KnownFailure(seed uint64) (string, bool) {
+	switch seed {
+	case 98, 122, 192:
+		return "a region swap across the seam makes a client blink", true
+	}
+	return "", false
+}
