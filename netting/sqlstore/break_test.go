@@ -1,11 +1,14 @@
 package sqlstore_test
 
 import (
+	"fmt"
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
+	"github.com/shardwise/shardwise/netting/sqlstore"
 )
 
 // The spending rule across group commits must see the true sum even when
@@ -47,5 +50,55 @@ func TestSpendingRuleAcrossCommitsDoesNotWrapSQLite(t *testing.T) {
 	granted, err = s.ReserveAndAppend(ctx, map[string]int64{w: 999}, spend(1000), row("b", "one-more", 1000))
 	if err == nil && granted[0] {
 		t.Fatalf("a debit of 1,000 against headroom −1 (balance MaxInt64, pending debits −MaxInt64, own 999) was granted")
+	}
+}
+
+// Append takes a row with an empty key (the port does not forbid one; a
+// schema-8 journal kept it as any other), so the row must read back: the
+// batch body refused an empty key on decode, so the append committed and
+// the session's whole journal then read as STORE.CORRUPT — every accepted
+// movement of it unsettleable. The same row in a schema-8 journal must
+// survive the upgrade to the batch form.
+func TestEmptyKeyReadsBackSQLite(t *testing.T) {
+	ctx := testCtx(t)
+	legs := []ledger.Leg{ledger.Debit("platform:mint", 1), ledger.Credit("w:spendable", 1)}
+	rows := []netting.JournalRecord{{SessionID: "s", Seq: 0, Key: "", Legs: legs, PrevHash: netting.GenesisHash, Hash: netting.ChainHash(netting.GenesisHash, "", legs)}}
+	rows = append(rows, netting.JournalRecord{SessionID: "s", Seq: 1, Key: "k", Legs: legs, PrevHash: rows[0].Hash, Hash: netting.ChainHash(rows[0].Hash, "k", legs)})
+	check := func(t *testing.T, s *sqlstore.Store) {
+		t.Helper()
+		recs, err := s.ReadJournal(ctx, "s")
+		if err != nil || len(recs) != 2 || recs[0].Key != "" || recs[1].Key != "k" {
+			t.Fatalf("journal with an empty key: %+v, %v", recs, err)
+		}
+		if _, err := netting.VerifyChain("s", recs); err != nil {
+			t.Fatal(err)
+		}
+		if r, ok, err := s.LookupKey(ctx, ""); err != nil || !ok || r.Seq != 0 {
+			t.Fatalf("LookupKey(\"\") = %+v, %v, %v", r, ok, err)
+		}
+	}
+	for _, version := range []int{8, sqlstore.LatestSchemaVersion} {
+		t.Run(fmt.Sprint("from version ", version), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "netting.db")
+			old, err := sqlstore.OpenSQLiteAtVersion(ctx, path, version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := old.CreateSession(ctx, netting.SessionMeta{ID: "s", Scope: "shop", NodeID: "n1", ChunkWidth: 16}); err != nil {
+				t.Fatal(err)
+			}
+			if err := old.Append(ctx, rows); err != nil {
+				t.Fatal(err)
+			}
+			if err := old.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, err := sqlstore.OpenSQLite(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			check(t, s)
+		})
 	}
 }
