@@ -115,8 +115,11 @@ func maxBatchRows(body []byte) int64 { return int64(len(body)) / 4 }
 // decodeBatch parses a body written by encodeBatch into h.n records of
 // session h.sessionID from seq h.firstSeq, chained from h.prevHash, stamped
 // h.at, appended to out. It refuses anything else — another format, a row
-// count that is not the body's, a length past the end, an empty key or
-// account, trailing bytes — with ErrLegsMalformed (STORE.CORRUPT). Keys,
+// count that is not the body's, a length past the end, an empty account
+// (as decodeLegs does), trailing bytes — with ErrLegsMalformed
+// (STORE.CORRUPT). An empty key is a key like any other: Append takes one
+// and schema 8 kept it, so refusing it here would make a journal that
+// committed unreadable. Keys,
 // accounts and hashes share one string per body (the strings of a settle's
 // million rows would otherwise be millions of allocations).
 func decodeBatch(out []netting.JournalRecord, h batchHeader, body []byte) ([]netting.JournalRecord, error) {
@@ -149,7 +152,7 @@ func decodeBatch(out []netting.JournalRecord, h batchHeader, body []byte) ([]net
 		return at, int(n), true
 	}
 	for i := range h.n {
-		if _, n, ok := str(); !ok || n == 0 {
+		if _, _, ok := str(); !ok {
 			return nil, fail(i, "key")
 		}
 		nl, k := binary.Uvarint(body[p:])
