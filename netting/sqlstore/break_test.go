@@ -1,11 +1,13 @@
 package sqlstore_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
 
+	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
 	"github.com/shardwise/shardwise/netting/sqlstore"
@@ -20,8 +22,28 @@ import (
 // (−2^63, rounded), and the one-statement check then read MaxInt64 +
 // (−2^63) + 999 ≥ 0 and granted a debit nothing covers.
 func TestSpendingRuleAcrossCommitsDoesNotWrapSQLite(t *testing.T) {
+	testSpendingRuleAcrossCommitsDoesNotWrap(t, openSQLite(t))
+}
+
+// The same on PostgreSQL, whose single statement errs on a bigint
+// overflow and declines the batch to the rule.
+func TestBreaksPostgres(t *testing.T) {
+	pg := testenv.StartPostgres(t)
+	t.Run("SpendingRuleAcrossCommitsDoesNotWrap", func(t *testing.T) {
+		testSpendingRuleAcrossCommitsDoesNotWrap(t, openPostgres(t, pg))
+	})
+	t.Run("EmptyKeyReadsBack", func(t *testing.T) {
+		testEmptyKeyReadsBack(t, func(t *testing.T) func(ctx context.Context, version int) (*sqlstore.Store, error) {
+			url := pg.NewDatabase(t)
+			return func(ctx context.Context, version int) (*sqlstore.Store, error) {
+				return sqlstore.OpenPostgresAtVersion(ctx, url, version)
+			}
+		})
+	})
+}
+
+func testSpendingRuleAcrossCommitsDoesNotWrap(t *testing.T, s *sqlstore.Store) {
 	ctx := testCtx(t)
-	s := openSQLite(t)
 	const w = "w:spendable"
 	if err := s.Post(ctx, ledger.Posting{ID: "fund", Legs: []ledger.Leg{ledger.Credit(w, math.MaxInt64), ledger.Debit(ledger.Revenue, math.MaxInt64)}}); err != nil {
 		t.Fatal(err)
@@ -60,6 +82,18 @@ func TestSpendingRuleAcrossCommitsDoesNotWrapSQLite(t *testing.T) {
 // movement of it unsettleable. The same row in a schema-8 journal must
 // survive the upgrade to the batch form.
 func TestEmptyKeyReadsBackSQLite(t *testing.T) {
+	testEmptyKeyReadsBack(t, func(t *testing.T) func(ctx context.Context, version int) (*sqlstore.Store, error) {
+		path := filepath.Join(t.TempDir(), "netting.db")
+		return func(ctx context.Context, version int) (*sqlstore.Store, error) {
+			return sqlstore.OpenSQLiteAtVersion(ctx, path, version)
+		}
+	})
+}
+
+// testEmptyKeyReadsBack appends at schema 8 and at the latest, each on a
+// fresh database (newDB: an opener of it at a version), and reads back on
+// the latest.
+func testEmptyKeyReadsBack(t *testing.T, newDB func(t *testing.T) func(ctx context.Context, version int) (*sqlstore.Store, error)) {
 	ctx := testCtx(t)
 	legs := []ledger.Leg{ledger.Debit("platform:mint", 1), ledger.Credit("w:spendable", 1)}
 	rows := []netting.JournalRecord{{SessionID: "s", Seq: 0, Key: "", Legs: legs, PrevHash: netting.GenesisHash, Hash: netting.ChainHash(netting.GenesisHash, "", legs)}}
@@ -79,8 +113,8 @@ func TestEmptyKeyReadsBackSQLite(t *testing.T) {
 	}
 	for _, version := range []int{8, sqlstore.LatestSchemaVersion} {
 		t.Run(fmt.Sprint("from version ", version), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "netting.db")
-			old, err := sqlstore.OpenSQLiteAtVersion(ctx, path, version)
+			openAt := newDB(t)
+			old, err := openAt(ctx, version)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +127,7 @@ func TestEmptyKeyReadsBackSQLite(t *testing.T) {
 			if err := old.Close(); err != nil {
 				t.Fatal(err)
 			}
-			s, err := sqlstore.OpenSQLite(ctx, path)
+			s, err := openAt(ctx, sqlstore.LatestSchemaVersion)
 			if err != nil {
 				t.Fatal(err)
 			}
