@@ -136,3 +136,50 @@ func testEmptyKeyReadsBack(t *testing.T, newDB func(t *testing.T) func(ctx conte
 		})
 	}
 }
+
+// A schema-8 journal row whose legs column does not decode (tampered
+// with, or written by a bug) made that session's journal read as
+// STORE.CORRUPT, and every other session read as ever. The upgrade to the
+// batch form must keep that: today journalToBatches decodes every row and
+// fails the whole migration on the first such one, so the store does not
+// open at all — every session's accepted movements unsettleable until an
+// operator repairs the row by hand.
+func TestUpgradeBatchesKeepsACorruptRowSQLite(t *testing.T) {
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "netting.db")
+	old, err := sqlstore.OpenSQLiteAtVersion(ctx, path, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legs := []ledger.Leg{ledger.Debit("platform:mint", 1), ledger.Credit("w:spendable", 1)}
+	for _, sid := range []string{"good", "bad"} {
+		if _, err := old.CreateSession(ctx, netting.SessionMeta{ID: sid, Scope: "shop-" + sid, NodeID: "n1", ChunkWidth: 16}); err != nil {
+			t.Fatal(err)
+		}
+		key := sid + "-k0"
+		r := netting.JournalRecord{SessionID: sid, Seq: 0, Key: key, Legs: legs, PrevHash: netting.GenesisHash, Hash: netting.ChainHash(netting.GenesisHash, key, legs)}
+		if err := old.Append(ctx, []netting.JournalRecord{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := old.ExecForTest(ctx, `UPDATE netting_journal SET legs = ? WHERE session_id = ?`, `[["w:spendable",1]`, "bad"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.ReadJournal(ctx, "bad"); err == nil {
+		t.Fatal("the tampered row read back at schema 8")
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlstore.OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatalf("the upgrade of a store with one corrupt journal row: %v", err)
+	}
+	defer s.Close()
+	if recs, err := s.ReadJournal(ctx, "good"); err != nil || len(recs) != 1 {
+		t.Errorf("the good session after the upgrade: %d rows, %v", len(recs), err)
+	}
+	if _, err := s.ReadJournal(ctx, "bad"); err == nil {
+		t.Error("the corrupt row reads back after the upgrade")
+	}
+}
