@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -31,6 +32,12 @@ func TestBreaksPostgres(t *testing.T) {
 	pg := testenv.StartPostgres(t)
 	t.Run("SpendingRuleAcrossCommitsDoesNotWrap", func(t *testing.T) {
 		testSpendingRuleAcrossCommitsDoesNotWrap(t, openPostgres(t, pg))
+	})
+	t.Run("UpgradeBatchesKeepsACorruptRow", func(t *testing.T) {
+		url := pg.NewDatabase(t)
+		testUpgradeBatchesKeepsACorruptRow(t, func(ctx context.Context, version int) (*sqlstore.Store, error) {
+			return sqlstore.OpenPostgresAtVersion(ctx, url, version)
+		})
 	})
 	t.Run("EmptyKeyReadsBack", func(t *testing.T) {
 		testEmptyKeyReadsBack(t, func(t *testing.T) func(ctx context.Context, version int) (*sqlstore.Store, error) {
@@ -145,9 +152,15 @@ func testEmptyKeyReadsBack(t *testing.T, newDB func(t *testing.T) func(ctx conte
 // open at all — every session's accepted movements unsettleable until an
 // operator repairs the row by hand.
 func TestUpgradeBatchesKeepsACorruptRowSQLite(t *testing.T) {
-	ctx := testCtx(t)
 	path := filepath.Join(t.TempDir(), "netting.db")
-	old, err := sqlstore.OpenSQLiteAtVersion(ctx, path, 8)
+	testUpgradeBatchesKeepsACorruptRow(t, func(ctx context.Context, version int) (*sqlstore.Store, error) {
+		return sqlstore.OpenSQLiteAtVersion(ctx, path, version)
+	})
+}
+
+func testUpgradeBatchesKeepsACorruptRow(t *testing.T, openAt func(ctx context.Context, version int) (*sqlstore.Store, error)) {
+	ctx := testCtx(t)
+	old, err := openAt(ctx, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +184,7 @@ func TestUpgradeBatchesKeepsACorruptRowSQLite(t *testing.T) {
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := sqlstore.OpenSQLite(ctx, path)
+	s, err := openAt(ctx, sqlstore.LatestSchemaVersion)
 	if err != nil {
 		t.Fatalf("the upgrade of a store with one corrupt journal row: %v", err)
 	}
@@ -181,5 +194,17 @@ func TestUpgradeBatchesKeepsACorruptRowSQLite(t *testing.T) {
 	}
 	if _, err := s.ReadJournal(ctx, "bad"); err == nil {
 		t.Error("the corrupt row reads back after the upgrade")
+	}
+	if _, ok, err := s.LookupKey(ctx, "good-k0"); err != nil || !ok {
+		t.Errorf("LookupKey(good-k0) after the upgrade: %v, %v", ok, err)
+	}
+	if _, _, err := s.LookupKey(ctx, "bad-k0"); err == nil {
+		t.Error("LookupKey(bad-k0) after the upgrade answered from a row that does not decode")
+	}
+	// The key stays taken.
+	r := netting.JournalRecord{SessionID: "good", Seq: 1, Key: "bad-k0", Legs: legs, PrevHash: "x", Hash: "y"}
+	var kc *netting.KeyConflictError
+	if err := s.Append(ctx, []netting.JournalRecord{r}); !errors.As(err, &kc) {
+		t.Errorf("append of the corrupt row's key after the upgrade: %v, want a key conflict", err)
 	}
 }
