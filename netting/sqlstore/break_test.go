@@ -33,6 +33,9 @@ func TestBreaksPostgres(t *testing.T) {
 	t.Run("SpendingRuleAcrossCommitsDoesNotWrap", func(t *testing.T) {
 		testSpendingRuleAcrossCommitsDoesNotWrap(t, openPostgres(t, pg))
 	})
+	t.Run("RefusedKeyInGroupCommit", func(t *testing.T) {
+		testRefusedKeyInGroupCommit(t, openPostgres(t, pg))
+	})
 	t.Run("UpgradeBatchesKeepsACorruptRow", func(t *testing.T) {
 		url := pg.NewDatabase(t)
 		testUpgradeBatchesKeepsACorruptRow(t, func(ctx context.Context, version int) (*sqlstore.Store, error) {
@@ -208,3 +211,55 @@ func testUpgradeBatchesKeepsACorruptRow(t *testing.T, openAt func(ctx context.Co
 		t.Errorf("append of the corrupt row's key after the upgrade: %v, want a key conflict", err)
 	}
 }
+
+// A group commit carrying a key refused earlier (its marker row) is a key
+// conflict naming it, and nothing of the batch stays: not the other row,
+// not the counters. Then the key still answers its refusal. (PostgreSQL:
+// the single statement fails on the marker and the batch is declined to
+// the transaction that names the key.)
+func testRefusedKeyInGroupCommit(t *testing.T, s *sqlstore.Store) {
+	ctx := testCtx(t)
+	const w = "w:spendable"
+	if err := s.Post(ctx, ledger.Posting{ID: "fund", Legs: []ledger.Leg{ledger.Credit(w, 100), ledger.Debit(ledger.Revenue, 100)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateSession(ctx, netting.SessionMeta{ID: "s", Scope: "shop", NodeID: "n1", ChunkWidth: 16}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendRecording(ctx, nil, []netting.RefusedKey{{Key: "gone", SessionID: "s", Reason: netting.ReasonInsufficientFunds}}); err != nil {
+		t.Fatal(err)
+	}
+	spend := []ledger.AccountDelta{{Account: w, Delta: -10}, {Account: "platform:sink", Delta: 10}}
+	_, err := s.ReserveAndAppend(ctx, nil, [][]ledger.AccountDelta{spend, spend}, func(granted []bool) []netting.JournalRecord {
+		var out []netting.JournalRecord
+		prev := netting.GenesisHash
+		for i, key := range []string{"fresh", "gone"} {
+			if !granted[i] {
+				continue
+			}
+			legs := []ledger.Leg{ledger.Debit(w, 10), ledger.Credit("platform:sink", 10)}
+			r := netting.JournalRecord{SessionID: "s", Seq: int64(len(out)), Key: key, Legs: legs, PrevHash: prev, Hash: netting.ChainHash(prev, key, legs)}
+			out = append(out, r)
+			prev = r.Hash
+		}
+		return out
+	})
+	var kc *netting.KeyConflictError
+	if !errors.As(err, &kc) || len(kc.Keys) != 1 || kc.Keys[0] != "gone" {
+		t.Fatalf("group commit with a refused key: %v, want a key conflict naming it", err)
+	}
+	if recs, err := s.ReadJournal(ctx, "s"); err != nil || len(recs) != 0 {
+		t.Errorf("journal after the declined batch: %+v, %v", recs, err)
+	}
+	if res, err := s.ReservedAll(ctx); err != nil || len(res) != 0 {
+		t.Errorf("counters after the declined batch: %v, %v", res, err)
+	}
+	if a, err := s.LookupAnswer(ctx, "gone"); err != nil || !a.Found || !a.Refused {
+		t.Errorf("LookupAnswer(gone) = %+v, %v", a, err)
+	}
+	if a, err := s.LookupAnswer(ctx, "fresh"); err != nil || a.Found {
+		t.Errorf("LookupAnswer(fresh) = %+v, %v", a, err)
+	}
+}
+
+func TestRefusedKeyInGroupCommitSQLite(t *testing.T) { testRefusedKeyInGroupCommit(t, openSQLite(t)) }
