@@ -115,8 +115,11 @@ func maxBatchRows(body []byte) int64 { return int64(len(body)) / 4 }
 // decodeBatch parses a body written by encodeBatch into h.n records of
 // session h.sessionID from seq h.firstSeq, chained from h.prevHash, stamped
 // h.at, appended to out. It refuses anything else — another format, a row
-// count that is not the body's, a length past the end, an empty key or
-// account, trailing bytes — with ErrLegsMalformed (STORE.CORRUPT). Keys,
+// count that is not the body's, a length past the end, an empty account
+// (as decodeLegs does), trailing bytes — with ErrLegsMalformed
+// (STORE.CORRUPT). An empty key is a key like any other: Append takes one
+// and schema 8 kept it, so refusing it here would make a journal that
+// committed unreadable. Keys,
 // accounts and hashes share one string per body (the strings of a settle's
 // million rows would otherwise be millions of allocations).
 func decodeBatch(out []netting.JournalRecord, h batchHeader, body []byte) ([]netting.JournalRecord, error) {
@@ -149,7 +152,7 @@ func decodeBatch(out []netting.JournalRecord, h batchHeader, body []byte) ([]net
 		return at, int(n), true
 	}
 	for i := range h.n {
-		if _, n, ok := str(); !ok || n == 0 {
+		if _, _, ok := str(); !ok {
 			return nil, fail(i, "key")
 		}
 		nl, k := binary.Uvarint(body[p:])
@@ -231,6 +234,33 @@ func decodeBatch(out []netting.JournalRecord, h batchHeader, body []byte) ([]net
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// batchFormatKept marks the body of a schema-8 journal row whose legs
+// column did not decode (tampered with, or written by a bug), moved by the
+// upgrade as a batch of its own: the row's key, legs text and hash, each a
+// uvarint length and the bytes. decodeBatch refuses it (an unknown
+// format), so the row reads as STORE.CORRUPT, as it read before, and only
+// its session's journal and its own key's lookup fail, as before.
+const batchFormatKept = 0
+
+// keepUndecodable moves r, whose legs column legs did not decode, into a
+// batch of its own in the kept form (batchFormatKept).
+func keepUndecodable(ctx context.Context, s *Store, tx *sql.Tx, r netting.JournalRecord, legs string, at int64) error {
+	body := []byte{batchFormatKept}
+	for _, f := range []string{r.Key, legs, r.Hash} {
+		body = binary.AppendUvarint(body, uint64(len(f)))
+		body = append(body, f...)
+	}
+	h := batchHeader{sessionID: r.SessionID, firstSeq: r.Seq, n: 1, prevHash: r.PrevHash}
+	wrote, err := s.d.insertBatch(ctx, s, tx, h, body, []string{r.Key}, at)
+	if err != nil {
+		return err
+	}
+	if len(wrote) != 1 {
+		return fmt.Errorf("batch %s@%d: its key not written", h.sessionID, h.firstSeq)
+	}
+	return nil
 }
 
 // schemaBatches is the schema version that keeps journals in batch form.
@@ -328,7 +358,9 @@ const migrationBatchRows = 4096
 // a row whose prev hash is not the hash before it, another RecordedAt —
 // or at migrationBatchRows, so that every row reads back exactly as it was
 // written, chain breaks included: an upgraded journal proves what it
-// proved before, no more and no less.
+// proved before, no more and no less. A row whose legs column does not
+// decode goes into a batch of its own in the kept form (keepUndecodable),
+// so it reads as STORE.CORRUPT as it did, instead of failing the upgrade.
 func journalToBatches(ctx context.Context, s *Store, tx *sql.Tx) error {
 	var cur []netting.JournalRecord
 	var curAt int64
@@ -362,6 +394,8 @@ func journalToBatches(ctx context.Context, s *Store, tx *sql.Tx) error {
 		type row struct {
 			r  netting.JournalRecord
 			at int64
+			// kept is the row's legs column when it does not decode.
+			kept *string
 		}
 		var page []row
 		for rs.Next() {
@@ -372,8 +406,7 @@ func journalToBatches(ctx context.Context, s *Store, tx *sql.Tx) error {
 				return err
 			}
 			if w.r.Legs, err = decodeLegs(legs); err != nil {
-				rs.Close()
-				return fmt.Errorf("journal %s seq %d: %w", w.r.SessionID, w.r.Seq, err)
+				w.kept = &legs
 			}
 			page = append(page, w)
 		}
@@ -388,6 +421,15 @@ func journalToBatches(ctx context.Context, s *Store, tx *sql.Tx) error {
 		for _, w := range page {
 			r, at := w.r, w.at
 			afterSID, afterSeq = r.SessionID, r.Seq
+			if w.kept != nil {
+				if err := flush(); err != nil {
+					return err
+				}
+				if err := keepUndecodable(ctx, s, tx, r, *w.kept, at); err != nil {
+					return err
+				}
+				continue
+			}
 			if k := len(cur); k > 0 {
 				last := cur[k-1]
 				if r.SessionID != last.SessionID || r.Seq != last.Seq+1 || r.PrevHash != last.Hash || at != curAt || k >= migrationBatchRows {
