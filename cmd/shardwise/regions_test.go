@@ -54,10 +54,31 @@ func registerForCmdTest(t *testing.T, c *coord.Client, name string) *coord.Regis
 	return r
 }
 
+// lockedBuffer is a bytes.Buffer that several goroutines may write: a
+// command's stdout and stderr are separate files in a real run, but
+// runCmd gives both the one buffer, and a command such as zone writes its
+// status line and its log records from different goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // runCmd executes cmd with args in-process and returns stdout and the error.
 func runCmd(t *testing.T, cmd *cobra.Command, stdin string, args ...string) (string, error) {
 	t.Helper()
-	var out bytes.Buffer
+	var out lockedBuffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetIn(strings.NewReader(stdin))
