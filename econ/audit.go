@@ -39,6 +39,19 @@ type SessionLister interface {
 	ListSessions(ctx context.Context, after string, limit int) ([]netting.SessionMeta, error)
 }
 
+// KeyIndexVerifier is the optional check of a store that keeps its
+// journal's key index apart from the hash-chained rows (sqlstore.Store,
+// schema 9): VerifyKeyIndex returns nil when every journaled key's index
+// entry points at its row and every entry at a row holding its key, a
+// *netting.KeyIndexBrokenError naming what disagrees otherwise. The chain
+// does not cover the index, and a key whose entry is lost would be
+// journaled again on a resend; Audit reports each fault as a problem. It
+// is not part of netting's Store port (netting.MemStore's index is its
+// rows).
+type KeyIndexVerifier interface {
+	VerifyKeyIndex(ctx context.Context) error
+}
+
 // entrySummer is the optional cross-check a SQL store offers: the sum of
 // every posting entry, computed independently of the balances table.
 type entrySummer interface {
@@ -125,6 +138,14 @@ type AuditReport struct {
 	// once", whatever the sums say.
 	Missing  []MissingMovement
 	Unbacked []UnbackedPosting
+
+	// KeyIndexChecked says the store checked its journal's key index
+	// against the journal (KeyIndexVerifier); KeyIndex lists the first
+	// faults it found, KeyIndexFaults how many in all. Each is a problem:
+	// a journaled key the index has lost can be journaled twice.
+	KeyIndexChecked bool
+	KeyIndex        []netting.KeyIndexFault
+	KeyIndexFaults  int
 }
 
 // Audit reads the money audit from a store. It writes nothing and can run
@@ -188,6 +209,16 @@ func Audit(ctx context.Context, s AuditStore) (AuditReport, error) {
 	if err := matchJournalAndLedger(ctx, s, &r); err != nil {
 		return r, err
 	}
+	if kv, ok := s.(KeyIndexVerifier); ok {
+		r.KeyIndexChecked = true
+		var brk *netting.KeyIndexBrokenError
+		switch err := kv.VerifyKeyIndex(ctx); {
+		case errors.As(err, &brk):
+			r.KeyIndex, r.KeyIndexFaults = brk.Faults, brk.Total
+		case err != nil:
+			return r, fmt.Errorf("econ: audit key index: %w", err)
+		}
+	}
 	return r, nil
 }
 
@@ -209,7 +240,8 @@ func (r AuditReport) Balance(account string) AccountBalance {
 }
 
 // Problems lists what is wrong with the money. Always: a movement missing
-// from the ledger or a posting unbacked by the journal (a breach), a
+// from the ledger or a posting unbacked by the journal (a breach), a fault
+// of the journal's key index, a
 // nonzero sum of balances or of entries, a wallet below zero. When settled is true (the
 // cluster is quiesced and every session should be settled): a nonzero
 // clearing account, reservations left pending, sessions left unsettled.
@@ -220,6 +252,12 @@ func (r AuditReport) Problems(settled bool) []string {
 	}
 	for _, u := range r.Unbacked {
 		p = append(p, fmt.Sprintf("posting %s (chain seq %d) has no accepted movement behind it: %s", u.PostingID, u.ChainSeq, u.Reason))
+	}
+	for _, f := range r.KeyIndex {
+		p = append(p, fmt.Sprintf("journal key index (%s): %s", netting.CodeKeyIndexBroken, f))
+	}
+	if more := r.KeyIndexFaults - len(r.KeyIndex); more > 0 {
+		p = append(p, fmt.Sprintf("journal key index (%s): %d more faults not listed", netting.CodeKeyIndexBroken, more))
 	}
 	if r.SumBalances != 0 {
 		p = append(p, fmt.Sprintf("sum of balances is %d, not 0", r.SumBalances))

@@ -210,6 +210,11 @@ func testUpgradeBatchesKeepsACorruptRow(t *testing.T, openAt func(ctx context.Co
 	if err := s.Append(ctx, []netting.JournalRecord{r}); !errors.As(err, &kc) {
 		t.Errorf("append of the corrupt row's key after the upgrade: %v, want a key conflict", err)
 	}
+	// The kept row's key is indexed at its batch: the key index check
+	// reads the kept form's key and passes.
+	if err := s.VerifyKeyIndex(ctx); err != nil {
+		t.Errorf("VerifyKeyIndex after the upgrade: %v", err)
+	}
 }
 
 // A group commit carrying a key refused earlier (its marker row) is a key
