@@ -178,6 +178,7 @@ type plantedBugs struct {
 	noEpochGuard   bool // a transfer older than the ghost's epoch is taken
 	parkAsDrop     bool // parkChunk drops the ghosts like dropChunk
 	noHeldVanish   bool // holdVanish never holds
+	noUnlistedHold bool // holdUnlisted never holds
 	adoptionVanish bool // the out-of-sight vanish raised in the adoption tick is sent to peers that never saw it here
 }
 
@@ -786,6 +787,10 @@ type heldVanish struct {
 	chunk     torus.ChunkPos
 	at, stamp replica.Stamp
 	until     uint64
+	// unlisted: no vanish came; the sender's snapshot of chunk (where the
+	// ghost stands) left it out, while a neighbouring chunk's snapshot
+	// is still to come from the sender (holdUnlisted).
+	unlisted bool
 }
 
 // holdVanish holds back a vanish that says a ghost went out of sight into
@@ -829,6 +834,85 @@ func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp re
 	return true
 }
 
+// holdUnlisted keeps a ghost that sender's snapshot of ch, where the
+// ghost stands, leaves out, while this node needs a neighbouring chunk it
+// has not had sender's snapshot of yet. That happens in a region move:
+// the old owner keeps a ghost of what it handed over where it stood, but
+// re-plans its subscriptions to the new owner a share per tick, so the
+// new owner does not count it as an observer yet and does not tell it
+// that the entity walked on into the next chunk; the snapshot of the
+// chunk the entity left then comes before the next chunk's, which lists
+// it. Removing the ghost at the first snapshot made every client here see
+// the entity blink (zonesim seeds 98, 122, 192). The ghost stays as it
+// is, those chunks are re-planned this tick, and resolveHeld removes it
+// only once no snapshot from sender that could list it is awaited (or
+// Timers.Hold ticks passed): a snapshot or an update that moves it ends
+// the hold.
+func (c *cluster) holdUnlisted(from string, id ecs.ID, ch torus.ChunkPos) bool {
+	if c.bugs.noUnlistedHold || c.source[id] != from {
+		return false
+	}
+	at, filed, ok := c.rep.Has(uint64(id))
+	if !ok || filed != ch || !c.pendingNear(from, ch) {
+		return false
+	}
+	c.holding[id] = heldVanish{peer: from, chunk: ch, at: at, until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Hold), unlisted: true}
+	c.stats.VanishesHeld++
+	return true
+}
+
+// pendingNear reports whether this node needs a chunk next to ch that it
+// has not had peer's snapshot of yet, with peer a simulator there, and
+// queues each such chunk for a re-plan this tick (the re-plan after a
+// table change may not have reached it).
+func (c *cluster) pendingNear(peer string, ch torus.ChunkPos) bool {
+	found := false
+	var sims []string
+	for _, n := range c.neighbours(ch) {
+		if !c.needs(n) || c.answered(peer, n) {
+			continue
+		}
+		if sims = c.simulators(sims[:0], n); !slices.Contains(sims, peer) {
+			continue
+		}
+		if !c.wanted(peer, n) {
+			c.changed[n] = struct{}{}
+		}
+		found = true
+	}
+	return found
+}
+
+// awaitingNear reports whether this node still awaits peer's snapshot of
+// a chunk next to ch that it asked peer for, with peer a simulator there.
+func (c *cluster) awaitingNear(peer string, ch torus.ChunkPos) bool {
+	var sims []string
+	for _, n := range c.neighbours(ch) {
+		if _, waiting := c.awaiting[peerChunk{peer, n}]; waiting && c.wanted(peer, n) {
+			if sims = c.simulators(sims[:0], n); slices.Contains(sims, peer) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// neighbours returns the chunks next to ch (its own slab and the two
+// beside it), normalised.
+func (c *cluster) neighbours(ch torus.ChunkPos) []torus.ChunkPos {
+	out := make([]torus.ChunkPos, 0, 26)
+	for dz := int32(-1); dz <= 1; dz++ {
+		for dy := int32(-1); dy <= 1; dy++ {
+			for dx := int32(-1); dx <= 1; dx++ {
+				if dx != 0 || dy != 0 || dz != 0 {
+					out = append(out, c.r.geo.NormaliseChunk(torus.ChunkPos{X: ch.X + dx, Y: ch.Y + dy, Slab: ch.Slab + dz}))
+				}
+			}
+		}
+	}
+	return out
+}
+
 // resolveHeld settles the held vanishes after this tick's re-plan: one
 // whose ghost changed since (a snapshot or an update came) is done; one
 // whose chunk this node is not awaiting from the sender after all (not
@@ -845,6 +929,15 @@ func (c *cluster) resolveHeld() {
 		st, filed, ok := c.rep.Has(uint64(id))
 		if !ok || st != h.at || filed != h.chunk || c.source[id] != h.peer {
 			delete(c.holding, id)
+			continue
+		}
+		if h.unlisted {
+			if tick <= h.until && c.awaitingNear(h.peer, h.chunk) {
+				continue
+			}
+			delete(c.holding, id)
+			c.stats.VanishesHeldApplied++
+			_ = c.rep.Replace(filed, c.asIs(nil, filed, func(e uint64) bool { return e != uint64(id) }))
 			continue
 		}
 		sims = c.simulators(sims[:0], h.chunk)
@@ -1013,6 +1106,12 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot) {
 		listed[e.Entity] = e.Epoch
 	}
 	for _, e := range c.rep.AppendResidents(nil, ch) {
+		if _, ok := listed[e]; !ok && c.holdUnlisted(from, ecs.ID(e), ch) {
+			st, _, _ := c.rep.Has(e)
+			burst, _ := c.rep.AppendBurst(nil, e)
+			ups = append(ups, replica.Update{Entity: e, Stamp: st, Frames: burst})
+			continue
+		}
 		if src := c.source[ecs.ID(e)]; src != from {
 			st, _, _ := c.rep.Has(e)
 			if ep, ok := listed[e]; ok && ep > st.Epoch {

@@ -56,7 +56,12 @@
 //     does not yet receive from the sender (its subscription in flight,
 //     or a re-plan after a table change still to come) is held until the
 //     sender's snapshot of that chunk, at most 20 ticks, so no client
-//     sees the ghost blink. The ghosts of a chunk the node stops holding
+//     sees the ghost blink. Likewise a ghost that its sender's snapshot
+//     of its chunk leaves out stays while the node awaits the sender's
+//     snapshot of a neighbouring chunk it holds (at most 20 ticks): after
+//     a handoff the new owner did not yet count this node as an observer
+//     and may not have told it that the entity walked on into that
+//     chunk. The ghosts of a chunk the node stops holding
 //     altogether are parked, unseen, for 8 ticks rather than dropped: the
 //     sender may still send a delta as one walks into a chunk the node
 //     receives.

@@ -31,8 +31,9 @@ func (r *Runtime) Breach(kind string, id ecs.ID) {
 // the simulation to catch each (bite_test.go): "nofreeze" (an outgoing
 // entity is not frozen), "noepochguard" (a transfer older than the
 // ghost's epoch is taken), "parkasdrop" (parkChunk drops like
-// dropChunk), "noheldvanish" (holdVanish never holds), "adoptionvanish"
-// (the adoption tick's out-of-sight vanish is sent to peers that never
+// dropChunk), "noheldvanish" (holdVanish never holds), "nounlistedhold"
+// (holdUnlisted never holds: a snapshot that leaves a ghost out removes
+// it at once), "adoptionvanish" (the adoption tick's out-of-sight vanish is sent to peers that never
 // saw the entity here).
 func (r *Runtime) Plant(bug string) {
 	b := &r.cluster.bugs
@@ -45,6 +46,8 @@ func (r *Runtime) Plant(bug string) {
 		b.parkAsDrop = true
 	case "noheldvanish":
 		b.noHeldVanish = true
+	case "nounlistedhold":
+		b.noUnlistedHold = true
 	case "adoptionvanish":
 		b.adoptionVanish = true
 	default:

@@ -24,7 +24,9 @@ type Timers struct {
 	Park int
 	// Hold bounds how long a vanish into a chunk this node holds but
 	// does not yet receive from the sender waits for that chunk's
-	// snapshot (a subscription's round trip is a few ticks). Default 20.
+	// snapshot (a subscription's round trip is a few ticks), and how
+	// long a ghost its sender's snapshot left out waits for the sender's
+	// snapshot of a neighbouring chunk. Default 20.
 	Hold int
 	// Resync bounds how often one chunk is resynced (a snapshot asked
 	// for after a gap) from one peer. Default 10.

@@ -516,16 +516,13 @@ func Seeds() (seeds []uint64, replay bool, err error) {
 }
 
 // KnownFailure says whether seed is one of the short mode's seeds that
-// find a bug not fixed yet, and which: in a swap of two regions across
-// the seam, a client on the node that gives a region up is sent a
-// vanish of an entity handed to the region's new owner while it stands
-// within two chunks of the client's viewer (docs/decisions.md). Tests
-// require these seeds to fail still, and leave them out of the count of
-// seeds a planted bug needs.
+// find a bug not fixed yet, and which. Tests require these seeds to fail
+// still, and leave them out of the count of seeds a planted bug needs.
+// None now: seeds 98, 122 and 192 (a client blinked after a region swap
+// across the seam) pass since the old owner keeps a ghost that a
+// snapshot leaves out while the next chunk's is awaited
+// (docs/decisions.md).
 func KnownFailure(seed uint64) (string, bool) {
-	switch seed {
-	case 98, 122, 192:
-		return "a region swap across the seam makes a client blink", true
-	}
+	_ = seed
 	return "", false
 }
