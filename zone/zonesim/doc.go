@@ -11,15 +11,17 @@
 //     stream drops, duplicates, reorders and delays batches (Faults), and
 //     its receiver keeps the link's rule that only a batch numbered above
 //     the last accepted is taken, so the runtime sees gaps. Cut and Heal
-//     part two nodes. Trace hashes every message sent and every client
-//     batch delivered.
+//     part two nodes. Faults.SlowControl delays the control stream (still
+//     ordered and reliable). Trace hashes every message sent and every
+//     client batch delivered.
 //   - Leases and Territory: coord's membership and a node's held table in
 //     memory (Accept, LivePeers, Lose; Install a newer table).
 //   - Run: N nodes of the wander module with roaming wanderers and a
 //     client per account, with a schedule drawn from the seed (a node 1–10
 //     ticks behind that catches up, a cut and heal, a swap of two regions
 //     installed by the nodes at different ticks, a lease lost near the
-//     end), checking at every tick every node's CheckInvariants, one
+//     end; with Config.SlowControl, a window of slow control messages),
+//     checking at every tick every node's CheckInvariants, one
 //     simulator per entity across the cluster, and that entities are
 //     conserved (none made, none lost but with a lost lease).
 //   - Seeds: the short mode's fixed seeds, SHARDWISE_SEED to replay one,

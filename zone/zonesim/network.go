@@ -25,6 +25,11 @@ type Faults struct {
 	// MaxDelay is the most ticks a message waits beyond the next tick
 	// (both streams; the control stream keeps its order).
 	MaxDelay int
+	// SlowControl is how many ticks every control message waits beyond
+	// its drawn delay (the stream stays ordered and reliable, as the
+	// link's is): a slow link, or a peer that reads its control stream
+	// late.
+	SlowControl int
 }
 
 // flight is one message on the wire.
@@ -79,6 +84,7 @@ type NetStats struct {
 	Overtaken                               int // delivered batches the receiver refused for their number
 	NotTaken                                int // control messages to an unknown node
 	ControlHeld                             int // control deliveries put off by a cut
+	ControlSlowed                           int // control messages sent under Faults.SlowControl
 }
 
 // NewNetwork returns an empty network whose draws come from seed.
@@ -280,7 +286,12 @@ func (e *Endpoint) Send(peer string, kind uint32, payload []byte) error {
 	}
 	n := e.n
 	p := pair{e.name, peer}
-	due := max(n.tick+n.delay(), n.lastCtl[p])
+	due := n.tick + n.delay()
+	if n.faults.SlowControl > 0 {
+		due += uint64(n.faults.SlowControl)
+		n.stats.ControlSlowed++
+	}
+	due = max(due, n.lastCtl[p])
 	n.lastCtl[p] = due
 	f := flight{due: due, from: e.name, to: peer, control: true, kind: kind, payload: payload}
 	n.hashMsg(&f)

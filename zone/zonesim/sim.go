@@ -64,6 +64,13 @@ type Config struct {
 	// Started, if set, is called with every runtime after New (a test
 	// turns a broken variant on there).
 	Started func(i int, r *zone.Runtime)
+	// SlowControl, if above zero, delays every control message sent in a
+	// window of 20–70 ticks drawn from the seed by that many ticks more
+	// (Faults.SlowControl; the window counts as a fault for the clients'
+	// checks). Off by default and in the short mode: it widens the window
+	// in which a peer still counts a chunk as subscribed after this node
+	// gave it up, so parkChunk's scene (bite_test.go) happens more often.
+	SlowControl int
 	// Trail keeps the network's trail of messages in the Result.
 	Trail bool
 	// Check, if set, runs after each tick's properties with the runtimes
@@ -134,6 +141,8 @@ type schedule struct {
 	loseAt         uint64
 	lossyFrom      uint64 // the lossy stream\'s faults run from here
 	lossyTo        uint64 // to here
+	slowFrom       uint64 // the control stream is slow from here
+	slowTo         uint64 // to here
 	noLag, noCut   bool
 	noTbl, noLose  bool
 }
@@ -278,6 +287,16 @@ func Run(cfg Config) (res Result, err error) {
 		} else {
 			net.SetFaults(Faults{})
 		}
+		slow := cfg.SlowControl > 0 && !cfg.NoSchedule
+		if slow && t == sc.slowFrom {
+			event(t, "the control stream is %d ticks slower until tick %d", cfg.SlowControl, sc.slowTo)
+		}
+		if slow && t >= sc.slowFrom && t <= sc.slowTo {
+			f := net.faults
+			f.SlowControl = cfg.SlowControl
+			net.SetFaults(f)
+			faulty = true
+		}
 		if !sc.noCut && t >= sc.cutFrom && t <= sc.cutTo ||
 			!sc.noLag && t >= sc.lagFrom && t < sc.catchFrom+sc.lagN ||
 			!sc.noLose && t == sc.loseAt {
@@ -347,6 +366,10 @@ func drawSchedule(rng *rand.Rand, cfg Config, grid cells.Grid, table *cells.Tabl
 	sc.lossyTo = sc.lossyFrom + 20 + uint64(rng.IntN(int(max(ticks/3, 1))))
 	sc.loseNode = rng.IntN(cfg.Nodes)
 	sc.loseAt = ticks - ticks/5 + uint64(rng.IntN(int(max(ticks/10, 1))))
+	if cfg.SlowControl > 0 { // drawn last, and only then: the default runs' schedules stay as they were
+		sc.slowFrom = 1 + uint64(rng.IntN(int(max(ticks/2, 1))))
+		sc.slowTo = sc.slowFrom + 20 + uint64(rng.IntN(int(max(ticks/3, 1))))
+	}
 	return sc
 }
 

@@ -101,3 +101,25 @@ func TestReplayIsByteIdentical(t *testing.T) {
 		t.Errorf("seed %d: trace %016x then %016x", seed, a.Trace, b.Trace)
 	}
 }
+
+// TestSlowControl: with Config.SlowControl a window of the run delays
+// every control message by that many ticks more, in order; the seeds
+// still pass (the window counts as a fault for the clients' checks), and
+// the guard sees that it fired.
+func TestSlowControl(t *testing.T) {
+	slowed := 0
+	for seed := uint64(1); seed <= 4; seed++ {
+		res, err := zonesim.Run(zonesim.Config{Seed: seed, Ticks: shortTicks, SlowControl: 6})
+		if err != nil {
+			for _, e := range res.Events {
+				t.Log(e)
+			}
+			t.Fatal(err)
+		}
+		slowed += res.Net.ControlSlowed
+	}
+	if slowed == 0 {
+		t.Fatal("no control message was slowed")
+	}
+	t.Logf("%d control messages slowed in 4 seeds", slowed)
+}
