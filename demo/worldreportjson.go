@@ -198,22 +198,25 @@ var _ = economyJSON(game.EconomyStats{})
 // auditJSON is econ.AuditReport under the keys of "shardwise econ audit
 // --json" (docs/protocol.md).
 type auditJSON struct {
-	Accounts        int                    `json:"accounts"`
-	SumBalances     int64                  `json:"sum_balances"`
-	SumEntries      *int64                 `json:"sum_entries,omitempty"`
-	Clearing        int64                  `json:"clearing"`
-	Wallets         int64                  `json:"wallets"`
-	NegativeWallets []string               `json:"negative_wallets"`
-	Pending         map[string]int64       `json:"pending"`
-	Unsettled       []unsettledJSON        `json:"unsettled"`
-	Balances        []econ.AccountBalance  `json:"balances"`
-	Postings        int64                  `json:"postings"`
-	SessionPostings int64                  `json:"session_postings"`
-	Sessions        int                    `json:"sessions"`
-	SettledSessions int                    `json:"settled_sessions"`
-	SessionsListed  bool                   `json:"sessions_listed"`
-	Missing         []econ.MissingMovement `json:"missing"`
-	Unbacked        []econ.UnbackedPosting `json:"unbacked"`
+	Accounts        int                     `json:"accounts"`
+	SumBalances     int64                   `json:"sum_balances"`
+	SumEntries      *int64                  `json:"sum_entries,omitempty"`
+	Clearing        int64                   `json:"clearing"`
+	Wallets         int64                   `json:"wallets"`
+	NegativeWallets []string                `json:"negative_wallets"`
+	Pending         map[string]int64        `json:"pending"`
+	Unsettled       []unsettledJSON         `json:"unsettled"`
+	KeyIndexChecked bool                    `json:"key_index_checked"`
+	KeyIndex        []netting.KeyIndexFault `json:"key_index"`
+	KeyIndexFaults  int                     `json:"key_index_faults"`
+	Balances        []econ.AccountBalance   `json:"balances"`
+	Postings        int64                   `json:"postings"`
+	SessionPostings int64                   `json:"session_postings"`
+	Sessions        int                     `json:"sessions"`
+	SettledSessions int                     `json:"settled_sessions"`
+	SessionsListed  bool                    `json:"sessions_listed"`
+	Missing         []econ.MissingMovement  `json:"missing"`
+	Unbacked        []econ.UnbackedPosting  `json:"unbacked"`
 }
 
 // unsettledJSON is one unsettled session.
@@ -232,6 +235,7 @@ func newAuditJSON(a econ.AuditReport) auditJSON {
 		Balances: orEmpty(a.Balances), Postings: a.Postings, SessionPostings: a.SessionPostings,
 		Sessions: a.Sessions, SettledSessions: a.SettledSessions, SessionsListed: a.SessionsListed,
 		Missing: orEmpty(a.Missing), Unbacked: orEmpty(a.Unbacked),
+		KeyIndexChecked: a.KeyIndexChecked, KeyIndex: orEmpty(a.KeyIndex), KeyIndexFaults: a.KeyIndexFaults,
 	}
 	if a.HasSumEntries {
 		j.SumEntries = &a.SumEntries

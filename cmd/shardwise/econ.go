@@ -14,6 +14,7 @@ import (
 	"github.com/shardwise/shardwise/econ"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/ledger"
+	"github.com/shardwise/shardwise/netting"
 )
 
 // newEconCmd is "shardwise econ": one economy node as its own process
@@ -237,24 +238,27 @@ func printAudit(w io.Writer, r econ.AuditReport, problems []string, account stri
 
 // auditJSON is "econ audit --json"; docs/protocol.md documents its fields.
 type auditJSON struct {
-	OK              bool                   `json:"ok"`
-	Problems        []string               `json:"problems"`
-	Missing         []econ.MissingMovement `json:"missing"`
-	Unbacked        []econ.UnbackedPosting `json:"unbacked"`
-	Accounts        int                    `json:"accounts"`
-	SumBalances     int64                  `json:"sum_balances"`
-	SumEntries      *int64                 `json:"sum_entries,omitempty"`
-	Clearing        int64                  `json:"clearing"`
-	Wallets         int64                  `json:"wallets"`
-	NegativeWallets []string               `json:"negative_wallets"`
-	Pending         map[string]int64       `json:"pending"`
-	Unsettled       []auditUnsettled       `json:"unsettled"`
-	Sessions        int                    `json:"sessions"`
-	SettledSessions int                    `json:"settled_sessions"`
-	SessionsListed  bool                   `json:"sessions_listed"`
-	Postings        int64                  `json:"postings"`
-	SessionPostings int64                  `json:"session_postings"`
-	Balances        []econ.AccountBalance  `json:"balances"`
+	OK              bool                    `json:"ok"`
+	Problems        []string                `json:"problems"`
+	Missing         []econ.MissingMovement  `json:"missing"`
+	Unbacked        []econ.UnbackedPosting  `json:"unbacked"`
+	Accounts        int                     `json:"accounts"`
+	SumBalances     int64                   `json:"sum_balances"`
+	SumEntries      *int64                  `json:"sum_entries,omitempty"`
+	Clearing        int64                   `json:"clearing"`
+	Wallets         int64                   `json:"wallets"`
+	NegativeWallets []string                `json:"negative_wallets"`
+	Pending         map[string]int64        `json:"pending"`
+	Unsettled       []auditUnsettled        `json:"unsettled"`
+	Sessions        int                     `json:"sessions"`
+	SettledSessions int                     `json:"settled_sessions"`
+	SessionsListed  bool                    `json:"sessions_listed"`
+	Postings        int64                   `json:"postings"`
+	SessionPostings int64                   `json:"session_postings"`
+	Balances        []econ.AccountBalance   `json:"balances"`
+	KeyIndexChecked bool                    `json:"key_index_checked"`
+	KeyIndex        []netting.KeyIndexFault `json:"key_index"`
+	KeyIndexFaults  int                     `json:"key_index_faults"`
 }
 
 // auditUnsettled is one unsettled session in auditJSON. Its field names
@@ -273,7 +277,8 @@ func printAuditJSON(w io.Writer, r econ.AuditReport, problems []string, account 
 		NegativeWallets: append([]string{}, r.NegativeWallets...), Pending: r.Pending,
 		Sessions: r.Sessions, SettledSessions: r.SettledSessions, SessionsListed: r.SessionsListed,
 		Postings: r.Postings, SessionPostings: r.SessionPostings,
-		Balances: append([]econ.AccountBalance{}, r.Balances...),
+		Balances:        append([]econ.AccountBalance{}, r.Balances...),
+		KeyIndexChecked: r.KeyIndexChecked, KeyIndex: append([]netting.KeyIndexFault{}, r.KeyIndex...), KeyIndexFaults: r.KeyIndexFaults,
 	}
 	if account != "" {
 		out.Balances = []econ.AccountBalance{r.Balance(account)}
