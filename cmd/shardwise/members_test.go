@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -49,5 +50,38 @@ func TestMembersCmd(t *testing.T) {
 	}
 	if strings.Contains(out, "zone-a") || !strings.Contains(out, "1 member(s)") {
 		t.Fatalf("after zone-a left:\n%s", out)
+	}
+}
+
+func TestMembersWait(t *testing.T) {
+	eps, c := etcdForCmdTest(t)
+	registerForCmdTest(t, c, "zone-a")
+
+	_, err := runCmd(t, newMembersCmd(), "", "--endpoints", eps, "--wait", "2", "--wait-timeout", "300ms")
+	wantCmdCode(t, err, "MEMBERS.NOT_READY")
+	if !strings.Contains(err.Error(), "1 of 2 member(s)") || !strings.Contains(err.Error(), "zone-a") {
+		t.Fatalf("the refusal does not say who joined: %v", err)
+	}
+	_, err = runCmd(t, newMembersCmd(), "", "--endpoints", eps, "--wait", "-1")
+	wantCmdCode(t, err, "CONFIG.INVALID")
+	if !strings.Contains(err.Error(), "--wait") {
+		t.Fatalf("the refusal does not name --wait: %v", err)
+	}
+
+	// A wait started before the second member joins ends once it has.
+	var (
+		out string
+		wg  sync.WaitGroup
+	)
+	wg.Go(func() {
+		out, err = runCmd(t, newMembersCmd(), "", "--endpoints", eps, "--wait", "2", "--wait-timeout", "20s")
+	})
+	registerForCmdTest(t, c, "zone-b")
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "2 member(s)") {
+		t.Fatalf("members --wait 2 listed:\n%s", out)
 	}
 }
