@@ -36,11 +36,11 @@ func (r WorldReport) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		OK bool `json:"ok"`
 		plain
-		Handoffs handoffsJSON `json:"handoffs"`
-		Bots     botsJSON     `json:"bots"`
-		Economy  economyJSON  `json:"economy"`
-		Audit    auditJSON    `json:"audit"`
-		Ledger   ledgerJSON   `json:"ledger"`
+		Handoffs handoffsJSON                  `json:"handoffs"`
+		Bots     botsJSON                      `json:"bots"`
+		Economy  economyJSON                   `json:"economy"`
+		Audit    econ.AuditJSON[unsettledJSON] `json:"audit"`
+		Ledger   ledgerJSON                    `json:"ledger"`
 	}{
 		OK: r.OK(), plain: p,
 		Handoffs: newHandoffsJSON(r.Handoffs), Bots: newBotsJSON(r.Bots), Economy: economyJSON(r.Economy),
@@ -195,31 +195,7 @@ type economyJSON struct {
 // fall behind it silently.
 var _ = economyJSON(game.EconomyStats{})
 
-// auditJSON is econ.AuditReport under the keys of "shardwise econ audit
-// --json" (docs/protocol.md).
-type auditJSON struct {
-	Accounts        int                     `json:"accounts"`
-	SumBalances     int64                   `json:"sum_balances"`
-	SumEntries      *int64                  `json:"sum_entries,omitempty"`
-	Clearing        int64                   `json:"clearing"`
-	Wallets         int64                   `json:"wallets"`
-	NegativeWallets []string                `json:"negative_wallets"`
-	Pending         map[string]int64        `json:"pending"`
-	Unsettled       []unsettledJSON         `json:"unsettled"`
-	KeyIndexChecked bool                    `json:"key_index_checked"`
-	KeyIndex        []netting.KeyIndexFault `json:"key_index"`
-	KeyIndexFaults  int                     `json:"key_index_faults"`
-	Balances        []econ.AccountBalance   `json:"balances"`
-	Postings        int64                   `json:"postings"`
-	SessionPostings int64                   `json:"session_postings"`
-	Sessions        int                     `json:"sessions"`
-	SettledSessions int                     `json:"settled_sessions"`
-	SessionsListed  bool                    `json:"sessions_listed"`
-	Missing         []econ.MissingMovement  `json:"missing"`
-	Unbacked        []econ.UnbackedPosting  `json:"unbacked"`
-}
-
-// unsettledJSON is one unsettled session.
+// unsettledJSON is one unsettled session in the report's audit.
 type unsettledJSON struct {
 	ID             string    `json:"id"`
 	Scope          string    `json:"scope"`
@@ -228,22 +204,12 @@ type unsettledJSON struct {
 	LastRecordedAt time.Time `json:"last_recorded_at"`
 }
 
-func newAuditJSON(a econ.AuditReport) auditJSON {
-	j := auditJSON{
-		Accounts: a.Accounts, SumBalances: a.SumBalances, Clearing: a.Clearing, Wallets: a.Wallets,
-		NegativeWallets: orEmpty(a.NegativeWallets), Pending: orEmptyMap(a.Pending), Unsettled: []unsettledJSON{},
-		Balances: orEmpty(a.Balances), Postings: a.Postings, SessionPostings: a.SessionPostings,
-		Sessions: a.Sessions, SettledSessions: a.SettledSessions, SessionsListed: a.SessionsListed,
-		Missing: orEmpty(a.Missing), Unbacked: orEmpty(a.Unbacked),
-		KeyIndexChecked: a.KeyIndexChecked, KeyIndex: orEmpty(a.KeyIndex), KeyIndexFaults: a.KeyIndexFaults,
-	}
-	if a.HasSumEntries {
-		j.SumEntries = &a.SumEntries
-	}
-	for _, u := range a.Unsettled {
-		j.Unsettled = append(j.Unsettled, unsettledJSON{ID: u.ID, Scope: u.Scope, Node: u.NodeID, Records: u.Records, LastRecordedAt: u.LastRecordedAt})
-	}
-	return j
+// newAuditJSON is the audit under the keys of "shardwise econ audit
+// --json" (econ.AuditJSON), its unsettled sessions in snake_case.
+func newAuditJSON(a econ.AuditReport) econ.AuditJSON[unsettledJSON] {
+	return econ.NewAuditJSON(a, a.Problems(true), func(u netting.UnsettledSession) unsettledJSON {
+		return unsettledJSON{ID: u.ID, Scope: u.Scope, Node: u.NodeID, Records: u.Records, LastRecordedAt: u.LastRecordedAt}
+	})
 }
 
 // ledgerJSON is netting.LedgerProof, the keys of "shardwise econ verify

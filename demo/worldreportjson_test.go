@@ -121,7 +121,7 @@ func TestWorldReportJSONViews(t *testing.T) {
 	}{
 		{zone.HandoffStats{}, handoffsJSON{}, nil},
 		{sim.BotStats{}, botsJSON{}, nil},
-		{econ.AuditReport{}, auditJSON{}, map[string]string{"HasSumEntries": "SumEntries"}},
+		{econ.AuditReport{}, econ.AuditJSON[unsettledJSON]{}, map[string]string{"HasSumEntries": "SumEntries"}},
 		{netting.LedgerProof{}, ledgerJSON{}, map[string]string{"Head": "HeadHash"}},
 	} {
 		src, view := reflect.TypeOf(c.src), reflect.TypeOf(c.view)

@@ -236,33 +236,8 @@ func printAudit(w io.Writer, r econ.AuditReport, problems []string, account stri
 	fmt.Fprintf(w, "audit: FAILED (%d problems, %d breaches)\n", len(problems), r.Breaches())
 }
 
-// auditJSON is "econ audit --json"; docs/protocol.md documents its fields.
-type auditJSON struct {
-	OK              bool                    `json:"ok"`
-	Problems        []string                `json:"problems"`
-	Missing         []econ.MissingMovement  `json:"missing"`
-	Unbacked        []econ.UnbackedPosting  `json:"unbacked"`
-	Accounts        int                     `json:"accounts"`
-	SumBalances     int64                   `json:"sum_balances"`
-	SumEntries      *int64                  `json:"sum_entries,omitempty"`
-	Clearing        int64                   `json:"clearing"`
-	Wallets         int64                   `json:"wallets"`
-	NegativeWallets []string                `json:"negative_wallets"`
-	Pending         map[string]int64        `json:"pending"`
-	Unsettled       []auditUnsettled        `json:"unsettled"`
-	Sessions        int                     `json:"sessions"`
-	SettledSessions int                     `json:"settled_sessions"`
-	SessionsListed  bool                    `json:"sessions_listed"`
-	Postings        int64                   `json:"postings"`
-	SessionPostings int64                   `json:"session_postings"`
-	Balances        []econ.AccountBalance   `json:"balances"`
-	KeyIndexChecked bool                    `json:"key_index_checked"`
-	KeyIndex        []netting.KeyIndexFault `json:"key_index"`
-	KeyIndexFaults  int                     `json:"key_index_faults"`
-}
-
-// auditUnsettled is one unsettled session in auditJSON. Its field names
-// predate the others' (kept: tools read them).
+// auditUnsettled is one unsettled session in "econ audit --json". Its
+// field names predate the others' (kept: tools read them).
 type auditUnsettled struct {
 	ID, Scope, Node string
 	Records         int64
@@ -270,24 +245,11 @@ type auditUnsettled struct {
 }
 
 func printAuditJSON(w io.Writer, r econ.AuditReport, problems []string, account string) error {
-	out := auditJSON{
-		OK: len(problems) == 0, Problems: append([]string{}, problems...),
-		Missing: append([]econ.MissingMovement{}, r.Missing...), Unbacked: append([]econ.UnbackedPosting{}, r.Unbacked...),
-		Accounts: r.Accounts, SumBalances: r.SumBalances, Clearing: r.Clearing, Wallets: r.Wallets,
-		NegativeWallets: append([]string{}, r.NegativeWallets...), Pending: r.Pending,
-		Sessions: r.Sessions, SettledSessions: r.SettledSessions, SessionsListed: r.SessionsListed,
-		Postings: r.Postings, SessionPostings: r.SessionPostings,
-		Balances:        append([]econ.AccountBalance{}, r.Balances...),
-		KeyIndexChecked: r.KeyIndexChecked, KeyIndex: append([]netting.KeyIndexFault{}, r.KeyIndex...), KeyIndexFaults: r.KeyIndexFaults,
-	}
+	out := econ.NewAuditJSON(r, problems, func(u netting.UnsettledSession) auditUnsettled {
+		return auditUnsettled{u.ID, u.Scope, u.NodeID, u.Records, u.LastRecordedAt}
+	})
 	if account != "" {
 		out.Balances = []econ.AccountBalance{r.Balance(account)}
-	}
-	if r.HasSumEntries {
-		out.SumEntries = &r.SumEntries
-	}
-	for _, u := range r.Unsettled {
-		out.Unsettled = append(out.Unsettled, auditUnsettled{u.ID, u.Scope, u.NodeID, u.Records, u.LastRecordedAt})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
