@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/dashboard"
 	"github.com/shardwise/shardwise/internal/browsertest"
 	"github.com/shardwise/shardwise/zone/zonetest"
@@ -24,23 +25,31 @@ import (
 //	go test ./dashboard -run TestPageShowsTheClusterLive -args -screenshot=$PWD/docs/dashboard.png
 var screenshotTo = flag.String("screenshot", "", "also write the dashboard test's screenshot to this path")
 
+// failoverShotTo, if set, is where TestPageShowsANodeDownAndItsRegionsChangingOwner
+// also writes its screenshot (for docs/img/dashboard-failover.png).
+var failoverShotTo = flag.String("failover-screenshot", "", "also write the failover test's screenshot to this path")
+
 // pageState is window.dashboard.state().
 type pageState struct {
-	Connected     bool           `json:"connected"`
-	Received      int            `json:"received"`
-	Version       uint64         `json:"version"`
-	TableVersion  uint64         `json:"tableVersion"`
-	Owners        []string       `json:"owners"`
-	Nodes         []string       `json:"nodes"`
-	RegionsDrawn  map[string]int `json:"regionsDrawn"`
-	EntitiesDrawn int            `json:"entitiesDrawn"`
-	KindsDrawn    map[string]int `json:"kindsDrawn"`
-	HandoffsDrawn int            `json:"handoffsDrawn"`
-	HandoffsSeen  int            `json:"handoffsSeen"`
-	Tiles         int            `json:"tiles"`
-	Play          bool           `json:"play"`
-	Follow        bool           `json:"follow"`
-	View          struct{ CX, CY, Scale, Width, Height float64 }
+	Connected        bool           `json:"connected"`
+	Received         int            `json:"received"`
+	Version          uint64         `json:"version"`
+	TableVersion     uint64         `json:"tableVersion"`
+	Owners           []string       `json:"owners"`
+	Nodes            []string       `json:"nodes"`
+	RegionsDrawn     map[string]int `json:"regionsDrawn"`
+	EntitiesDrawn    int            `json:"entitiesDrawn"`
+	KindsDrawn       map[string]int `json:"kindsDrawn"`
+	HandoffsDrawn    int            `json:"handoffsDrawn"`
+	HandoffsSeen     int            `json:"handoffsSeen"`
+	Down             []string       `json:"down"`
+	DeadRegionsDrawn int            `json:"deadRegionsDrawn"`
+	ChangesDrawn     int            `json:"changesDrawn"`
+	ChangesSeen      int            `json:"changesSeen"`
+	Tiles            int            `json:"tiles"`
+	Play             bool           `json:"play"`
+	Follow           bool           `json:"follow"`
+	View             struct{ CX, CY, Scale, Width, Height float64 }
 }
 
 // outOfView is the first of the page's moving entities (not dens) that its
@@ -252,4 +261,61 @@ func near(a, b float64) bool { return a-b < 0.5 && b-a < 0.5 }
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	return browsertest.Start(t, browsertest.Options{Width: 1400, Height: 860, ExceptionsFail: true})
+}
+
+// TestPageShowsANodeDownAndItsRegionsChangingOwner: a zone node declared
+// down (killed) is marked dead on the page, its regions hatched, until a
+// new table gives them to the other node (a failover); then each of them
+// is outlined as having changed owner, labelled from → to, and none is
+// drawn as a dead node's any more.
+func TestPageShowsANodeDownAndItsRegionsChangingOwner(t *testing.T) {
+	r := startRig(t, dashboard.CollectorConfig{})
+	r.step(20)
+	streams, endStreams := context.WithCancel(context.Background())
+	srv := httptest.NewServer(dashboard.Handler(r.col, dashboard.HandlerConfig{Context: streams}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(endStreams)
+	// The failover's table is written here, between two rounds of the
+	// stepper: only the stepper touches the runtimes once it runs.
+	cur := r.c.Nodes[1].Runtime.Table()
+	gone := cur.RegionsOf("zone-0")
+	owners := map[cells.RegionID]string{}
+	for _, reg := range gone {
+		owners[reg] = "zone-1"
+	}
+	next, err := cur.WithOwners(cur.Version()+1, owners)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.col.NodeDown("zone-0", "killed")
+	runCluster(t, r)
+	ctx := browser(t)
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, ctx, 20*time.Second, "the first snapshot", func(s pageState) bool { return s.Connected && s.Received > 0 })
+	// The whole world in view: every region is drawn.
+	browsertest.EvalJSON(t, ctx, `(() => { document.getElementById("map").dispatchEvent(new MouseEvent("dblclick", {bubbles: true})); return JSON.stringify("ok"); })()`, new(string))
+	s := waitPage(t, ctx, 20*time.Second, "zone-0 down and its regions hatched", func(s pageState) bool {
+		// Each region is drawn once per copy of the world in view.
+		return s.Connected && strings.Join(s.Down, ",") == "zone-0" && s.DeadRegionsDrawn >= len(gone) && s.DeadRegionsDrawn == s.RegionsDrawn["zone-0"]
+	})
+	var row string
+	browsertest.EvalJSON(t, ctx, `JSON.stringify(document.querySelector("#zones tr.down")?.textContent ?? "")`, &row)
+	if !strings.HasPrefix(row, "zone-0 (killed)") {
+		t.Errorf("the zone nodes' table shows the node down as %q, want it marked killed", row)
+	}
+	t.Logf("before the failover: %d of zone-0's regions hatched, %d changes", s.DeadRegionsDrawn, s.ChangesDrawn)
+
+	r.c.Apply(next)
+	s = waitPage(t, ctx, 30*time.Second, "zone-0's regions changing owner to zone-1", func(s pageState) bool {
+		return s.TableVersion == next.Version() && s.ChangesSeen == len(gone) && s.ChangesDrawn >= len(gone) &&
+			s.DeadRegionsDrawn == 0 && s.RegionsDrawn["zone-0"] == 0
+	})
+	t.Logf("after the failover: %d regions outlined as changed, %d seen, table v%d", s.ChangesDrawn, s.ChangesSeen, s.TableVersion)
+	var also []string
+	if *failoverShotTo != "" {
+		also = append(also, *failoverShotTo)
+	}
+	browsertest.Screenshot(t, ctx, "dashboard-failover.png", also...)
 }

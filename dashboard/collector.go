@@ -126,8 +126,11 @@ type Collector struct {
 	seen     map[ecs.ID]sighting
 	gone     []goneEntry
 	handoffs []Handoff
-	events   []Event
-	econ     map[string]*econState
+	// changes are the regions that changed owner between two tables, in
+	// the last KeepHandoffs.
+	changes []RegionChange
+	events  []Event
+	econ    map[string]*econState
 }
 
 type sighting struct {
@@ -152,6 +155,8 @@ type nodeState struct {
 	rep        zone.HostReport
 	simGhosts  int
 	lastReport time.Time
+	// down is why the node was declared down (NodeDown), "" while up.
+	down string
 
 	lastSample time.Time
 	entities   []Entity
@@ -207,6 +212,12 @@ func (c *Collector) Zone(r zone.HostReport) {
 		ns = &nodeState{name: name, ids: map[ecs.ID]struct{}{}}
 		c.nodes[name] = ns
 	}
+	if ns.down != "" {
+		// A node declared down is dead to the page: a last tick it still
+		// runs as it stops is not shown.
+		c.mu.Unlock()
+		return
+	}
 	ns.ticks = append(ns.ticks, tickSample{at: now, took: r.Took})
 	cut := 0
 	for cut < len(ns.ticks) && now.Sub(ns.ticks[cut].at) > c.cfg.Window {
@@ -255,6 +266,7 @@ func (c *Collector) Zone(r zone.HostReport) {
 		c.grid, c.bands, c.hasGrid = grid, bands, true
 	}
 	if table != nil && (c.table == nil || table.Version() > c.table.Version()) {
+		c.tableChanged(table, now)
 		c.table = table
 	}
 	if !prevSample.IsZero() {
@@ -311,6 +323,44 @@ func (c *Collector) merge(ns *nodeState, ents []Entity, now time.Time) {
 	c.handoffs = slices.Delete(c.handoffs, 0, cut)
 }
 
+// tableChanged records the regions whose owner differs between the table
+// held so far and next, and forgets the changes older than KeepHandoffs.
+// The caller holds mu.
+func (c *Collector) tableChanged(next *cells.Table, now time.Time) {
+	if prev := c.table; prev != nil && prev.Grid() == next.Grid() {
+		for r := range cells.RegionID(next.Grid().Regions()) {
+			if from, to := prev.Owner(r), next.Owner(r); from != to {
+				c.changes = append(c.changes, RegionChange{Region: int(r), From: from, To: to, Version: next.Version(), At: now})
+			}
+		}
+	}
+	cut := 0
+	for cut < len(c.changes) && now.Sub(c.changes[cut].At) > c.cfg.KeepHandoffs {
+		cut++
+	}
+	c.changes = slices.Delete(c.changes, 0, cut)
+}
+
+// NodeDown declares a zone node down, for why ("killed"): the snapshot
+// marks it so at once (NodeStats.Down), draws none of its entities, and
+// takes no more of its reports. A node that only stops reporting is
+// marked Stale after CollectorConfig.Stale; NodeDown is for the caller
+// that knows.
+func (c *Collector) NodeDown(name, why string) {
+	if why == "" {
+		why = "down"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ns := c.nodes[name]
+	if ns == nil {
+		ns = &nodeState{name: name, ids: map[ecs.ID]struct{}{}}
+		c.nodes[name] = ns
+	}
+	ns.down = why
+	c.version++
+}
+
 // Econ takes an economy node's stats; the caller pushes them about once a
 // second (the movements per second are the difference between the last
 // two pushes).
@@ -353,13 +403,18 @@ func (c *Collector) Snapshot() Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Snapshot{At: now, Version: c.version, Window: c.cfg.Window.Seconds(), SampleEvery: c.cfg.SampleEvery.Seconds(),
-		Entities: []Entity{}, Handoffs: slices.Clone(c.handoffs), Events: slices.Clone(c.events),
+		Entities: []Entity{}, Handoffs: slices.Clone(c.handoffs), Events: slices.Clone(c.events), RegionChanges: []RegionChange{},
 		Nodes: []NodeStats{}, Econ: []EconNode{}, Regions: []Region{}, Owners: []string{}}
 	if s.Handoffs == nil {
 		s.Handoffs = []Handoff{}
 	}
 	if s.Events == nil {
 		s.Events = []Event{}
+	}
+	for _, ch := range c.changes {
+		if now.Sub(ch.At) <= c.cfg.KeepHandoffs {
+			s.RegionChanges = append(s.RegionChanges, ch)
+		}
 	}
 	if c.hasGrid {
 		w := c.grid.World().Config()
@@ -390,7 +445,7 @@ func (c *Collector) Snapshot() Snapshot {
 	for _, ns := range c.nodes {
 		st := c.nodeStats(ns, now)
 		s.Nodes = append(s.Nodes, st)
-		if !st.Stale { // a stopped node's last sample is no longer anywhere
+		if !st.Stale && !st.Down { // a stopped node's last sample is no longer anywhere
 			s.Entities = append(s.Entities, ns.entities...)
 		}
 	}
@@ -409,7 +464,7 @@ func (c *Collector) Snapshot() Snapshot {
 func (c *Collector) nodeStats(ns *nodeState, now time.Time) NodeStats {
 	r := ns.rep
 	st := NodeStats{
-		Name: ns.name, Tick: r.Tick, Stale: now.Sub(ns.lastReport) > c.cfg.Stale,
+		Name: ns.name, Tick: r.Tick, Stale: now.Sub(ns.lastReport) > c.cfg.Stale, Down: ns.down != "", DownWhy: ns.down,
 		Simulated: r.Simulated, Frozen: r.Frozen, Entities: len(ns.entities),
 		RenderGhosts: r.RenderGhosts, SimGhosts: ns.simGhosts,
 		OwnedRegions: r.OwnedRegions, TableVersion: r.TableVersion,

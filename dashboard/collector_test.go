@@ -168,6 +168,64 @@ func TestHandoffSeenWhenARegionMoves(t *testing.T) {
 	}
 }
 
+// TestNodeDownAndRegionsChangingOwner: a node declared down (NodeDown) is
+// marked so at once, its entities leave the snapshot and its later
+// reports are not taken; when a new table gives its regions to the other
+// node (a failover), the snapshot lists each region's change of owner
+// with the version, for KeepHandoffs.
+func TestNodeDownAndRegionsChangingOwner(t *testing.T) {
+	r := startRig(t, dashboard.CollectorConfig{})
+	r.step(20)
+	before := r.col.Snapshot()
+	r.col.NodeDown("zone-0", "killed")
+	s := r.col.Snapshot()
+	if n := s.Nodes[0]; n.Name != "zone-0" || !n.Down || n.DownWhy != "killed" || s.Nodes[1].Down || s.Version <= before.Version {
+		t.Fatalf("nodes %+v (version %d, before %d): want zone-0 down, killed", s.Nodes, s.Version, before.Version)
+	}
+	for _, e := range s.Entities {
+		if e.Node == "zone-0" {
+			t.Fatalf("entity %+v of the node down still in the snapshot", e)
+		}
+	}
+	if len(s.RegionChanges) != 0 {
+		t.Fatalf("region changes %+v before any new table", s.RegionChanges)
+	}
+	tick := s.Nodes[0].Tick
+	r.step(5)
+	if s = r.col.Snapshot(); s.Nodes[0].Tick != tick {
+		t.Fatalf("zone-0's reports taken after it was declared down: tick %d, was %d", s.Nodes[0].Tick, tick)
+	}
+
+	// The failover: zone-0's regions to zone-1, in one version.
+	cur := r.c.Nodes[1].Runtime.Table()
+	gone := cur.RegionsOf("zone-0")
+	owners := map[cells.RegionID]string{}
+	for _, reg := range gone {
+		owners[reg] = "zone-1"
+	}
+	next, err := cur.WithOwners(cur.Version()+1, owners)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.c.Apply(next)
+	s = r.stepUntil(100, "the failover's table in the snapshot", func(s dashboard.Snapshot) bool { return s.TableVersion == next.Version() })
+	if len(s.RegionChanges) != len(gone) {
+		t.Fatalf("%d region changes %+v, want zone-0's %d regions", len(s.RegionChanges), s.RegionChanges, len(gone))
+	}
+	for i, c := range s.RegionChanges {
+		if c.Region != int(gone[i]) || c.From != "zone-0" || c.To != "zone-1" || c.Version != next.Version() || c.At.IsZero() {
+			t.Errorf("change %+v, want region %d from zone-0 to zone-1 at version %d", c, gone[i], next.Version())
+		}
+		if o := s.Regions[c.Region].Owner; o != "zone-1" {
+			t.Errorf("region %d owner %q after the failover", c.Region, o)
+		}
+	}
+	r.step(220) // 11 s: the changes are kept KeepHandoffs (10 s)
+	if s = r.col.Snapshot(); len(s.RegionChanges) != 0 || !s.Nodes[0].Down {
+		t.Fatalf("after 11 s: changes %+v, zone-0 %+v", s.RegionChanges, s.Nodes[0])
+	}
+}
+
 // TestTickPercentilesOverTheWindow: the percentiles are nearest-rank over
 // the ticks of the last Window; older ticks leave it.
 func TestTickPercentilesOverTheWindow(t *testing.T) {

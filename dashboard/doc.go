@@ -20,6 +20,11 @@
 //     later sample of another node has changed hands, recorded with both
 //     nodes, where the new owner's sample found it and when, and counted
 //     per node; the page flashes each for a few seconds.
+//   - Regions changing owner: each newer table a node's sample holds is
+//     compared with the one before, and every region whose owner changed
+//     (a region move, a failover) is kept as a RegionChange for
+//     KeepHandoffs; NodeDown declares a node dead (package demo's killed
+//     zone node) at once, where Stale only says it stopped reporting.
 //   - Server (Listen): Handler on its own listener, with Close ending the
 //     open streams first; what "shardwise zone --dashboard" serves.
 //   - Handler: the page at / (static/: index.html, dashboard.js, map.js,
@@ -30,7 +35,10 @@
 //     client (package webclient) logged in with a fresh token (PlayURL
 //     puts the token in the URL's fragment, where webclient's page reads
 //     it).
-//   - The page: regions coloured by owner with a legend, the ghost and
+//   - The page: regions coloured by owner with a legend (a node down
+//     struck through, its regions hatched dark until a table gives them
+//     to another node, each region that changed owner outlined in its new
+//     owner's colour and labelled from → to for a few seconds), the ghost and
 //     interaction bands (translucent white) inside every border between
 //     two owners and the handoff margin dashed, entities as marks by kind
 //     sized for the zoom (players ringed discs, pets small discs, mobs
@@ -47,7 +55,8 @@
 //     snapshot as of its time with no stream (for screenshots:
 //     scripts/dashboard-screenshot writes docs/dashboard.png).
 //     window.dashboard.state() and positions() are a read-only hook for
-//     tests and the console.
+//     tests and the console (state() counts the dead regions and the
+//     changes drawn).
 //
 // What it does not own: running the nodes, the numbers' meaning (zone's
 // HostReport, econ's Stats), the browser client (webclient) or the login

@@ -33,9 +33,13 @@ type Snapshot struct {
 	// but for a stale node's.
 	Entities []Entity `json:"entities"`
 	// Handoffs are those seen in the last KeepHandoffs, oldest first.
-	Handoffs []Handoff  `json:"handoffs"`
-	Econ     []EconNode `json:"econ"`
-	Events   []Event    `json:"events"`
+	Handoffs []Handoff `json:"handoffs"`
+	// RegionChanges are the regions whose owner changed from one table
+	// to the next (a region move, a failover) in the last KeepHandoffs,
+	// oldest first.
+	RegionChanges []RegionChange `json:"regionChanges"`
+	Econ          []EconNode     `json:"econ"`
+	Events        []Event        `json:"events"`
 }
 
 // World is the torus and its region grid.
@@ -91,6 +95,16 @@ type Handoff struct {
 	At   time.Time `json:"at"`
 }
 
+// RegionChange is a region given by table Version to To, which the table
+// before gave to From, as the collector first saw that table (At).
+type RegionChange struct {
+	Region  int       `json:"region"`
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Version uint64    `json:"version"`
+	At      time.Time `json:"at"`
+}
+
 // NodeStats are one zone node's numbers at its last report.
 type NodeStats struct {
 	Name string `json:"name"`
@@ -98,6 +112,11 @@ type NodeStats struct {
 	// Stale is true when the node has not reported for the collector's
 	// Stale duration (stopped, killed, fenced).
 	Stale bool `json:"stale"`
+	// Down is set once the caller declared the node down (Collector.
+	// NodeDown), DownWhy saying why ("killed"): its regions are drawn as
+	// dead until their new owner is in the table.
+	Down    bool   `json:"down"`
+	DownWhy string `json:"downWhy,omitempty"`
 	// TickP50ms, TickP99ms and TickMaxMs are the step's wall time over
 	// the window (TickSamples ticks), in milliseconds.
 	TickP50ms   float64 `json:"tickP50ms"`

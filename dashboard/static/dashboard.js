@@ -7,7 +7,10 @@
 //
 // window.dashboard is a read-only hook for tests and the console:
 // state() summarises what the page holds and what its last frame drew
-// (the view: its centre, its scale and its width and height in metres),
+// (the view: its centre, its scale and its width and height in metres;
+// down: the nodes declared down; deadRegionsDrawn and changesDrawn: the
+// regions the last frame drew hatched as a dead node's and outlined as
+// having changed owner; changesSeen: every region change received),
 // positions() maps every entity id to [x, y, node, kind] as last
 // received.
 
@@ -25,7 +28,7 @@ const playframe = document.getElementById("playframe");
 const followButton = document.getElementById("follow");
 const still = new URLSearchParams(location.search).has("still");
 
-const page = { snap: null, received: 0, connected: false, handoffsSeen: new Set() };
+const page = { snap: null, received: 0, connected: false, handoffsSeen: new Set(), changesSeen: new Set() };
 
 function el(tag, text, attrs = {}) {
   const e = document.createElement(tag);
@@ -65,9 +68,11 @@ const f2 = (v) => (v ?? 0).toFixed(2);
 function render(s) {
   summary.textContent = `table v${s.tableVersion} · ${s.entities.length} entities · ${s.handoffs.length} handoffs in the last seconds`;
   legend.replaceChildren();
+  const down = new Map(s.nodes.filter((n) => n.down).map((n) => [n.name, n.downWhy || "down"]));
   for (const o of s.owners) {
     const span = el("span");
-    span.append(swatch(ownerColour(s.owners, o)), o);
+    span.append(swatch(ownerColour(s.owners, o)), down.has(o) ? `${o} (${down.get(o)})` : o);
+    if (down.has(o)) span.className = "down";
     legend.append(span);
   }
   for (const [k, c] of Object.entries(KIND_COLOURS)) {
@@ -93,7 +98,7 @@ function render(s) {
   zones.replaceChildren();
   for (const n of s.nodes) {
     zones.append(row([
-      named(ownerColour(s.owners, n.name), n.name + (n.stale ? " (stale)" : "")),
+      named(ownerColour(s.owners, n.name), n.name + (n.down ? ` (${n.downWhy || "down"})` : n.stale ? " (stale)" : "")),
       `${f2(n.tickP50ms)} / ${f2(n.tickP99ms)}`,
       n.frozen ? `${n.simulated} (${n.frozen})` : `${n.simulated}`,
       `${n.renderGhosts} / ${n.simGhosts}`,
@@ -101,7 +106,7 @@ function render(s) {
       `${n.sessions}`,
       `${n.handoffsSeenIn} / ${n.handoffsSeenOut} (${n.handoff?.Sent ?? 0}/${n.handoff?.Adopted ?? 0})`,
       `${n.ownedRegions}`,
-    ], n.stale ? "stale" : ""));
+    ], n.down ? "down" : n.stale ? "stale" : ""));
   }
   econ.replaceChildren();
   for (const e of s.econ) {
@@ -132,6 +137,7 @@ function apply(s) {
   page.snap = s;
   page.received++;
   for (const h of s.handoffs) page.handoffsSeen.add(`${h.id}@${h.at}`);
+  for (const c of s.regionChanges ?? []) page.changesSeen.add(`${c.region}@${c.version}`);
   map.setSnapshot(s);
   render(s);
 }
@@ -198,6 +204,10 @@ window.dashboard = {
       kindsDrawn: { ...map.drawn.kinds },
       handoffsDrawn: map.drawn.handoffs,
       handoffsSeen: page.handoffsSeen.size,
+      down: (s?.nodes ?? []).filter((n) => n.down).map((n) => n.name),
+      deadRegionsDrawn: map.drawn.dead,
+      changesDrawn: map.drawn.changed,
+      changesSeen: page.changesSeen.size,
       tiles: map.drawn.tiles,
       follow: map.follow,
       view: map.view ? { ...map.view, ...viewSpan() } : null,

@@ -1,7 +1,10 @@
 // The torus map: regions coloured by owner, the ghost and interaction
 // bands along every border between two owners (and the handoff margin
 // past it, dashed), entities as marks by kind, handoffs flashing where
-// they were seen. Wheel zooms about the cursor, a drag pans; the world
+// they were seen. A region whose owner is down (killed) is hatched dark
+// until a new table gives it to another node; a region that changed owner
+// (a region move, a failover) is outlined in its new owner's colour,
+// pulsing, and labelled "from → to" for CHANGE_SECONDS. Wheel zooms about the cursor, a drag pans; the world
 // wraps, so the view's centre is kept on the torus and the world is drawn
 // as many times, side by side, as the view needs (tiled copies).
 //
@@ -29,6 +32,7 @@ export function ownerColour(owners, name) {
 }
 
 const FLASH_SECONDS = 2.5;
+const CHANGE_SECONDS = 8;
 const MAX_TILES = 36;
 const MAX_SCALE = 40; // pixels per metre
 // Following: the entities' extent plus FOLLOW_MARGIN of it on each side
@@ -85,7 +89,7 @@ export class TorusMap {
     this.frozen = false; // a still: the clock stops at the snapshot's time
     this.onFollow = () => {}; // told when follow changes
     // What the last frame drew, for window.dashboard.state().
-    this.drawn = { regions: {}, entities: 0, kinds: {}, handoffs: 0, tiles: 0 };
+    this.drawn = { regions: {}, entities: 0, kinds: {}, handoffs: 0, tiles: 0, dead: 0, changed: 0 };
     this.bindInput();
   }
 
@@ -253,7 +257,7 @@ export class TorusMap {
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.fillStyle = "#0d1012";
     g.fillRect(0, 0, width, height);
-    const drawn = { regions: {}, entities: 0, kinds: {}, handoffs: 0, tiles: 0 };
+    const drawn = { regions: {}, entities: 0, kinds: {}, handoffs: 0, tiles: 0, dead: 0, changed: 0 };
     this.drawn = drawn;
     const s = this.snap;
     if (!s || !s.world?.width || !this.view) return;
@@ -272,6 +276,14 @@ export class TorusMap {
     const sx = (x) => width / 2 + (x - v.cx) * v.scale;
     const sy = (y) => height / 2 - (y - v.cy) * v.scale; // north is up
     const regionAt = this.regionIndex(s);
+    const now = this.serverNow();
+    const down = new Set((s.nodes ?? []).filter((n) => n.down).map((n) => n.name));
+    // The newest change of each region still young enough to show.
+    const changed = new Map();
+    for (const c of s.regionChanges ?? []) {
+      const age = (now - Date.parse(c.at)) / 1000;
+      if (age >= 0 && age <= CHANGE_SECONDS) changed.set(c.region, { ...c, age });
+    }
 
     // Regions (fill and outline), then the bands over all of them, then
     // the labels, so that no region's fill covers a neighbour's band.
@@ -289,15 +301,39 @@ export class TorusMap {
         g.strokeStyle = "rgba(0,0,0,0.35)";
         g.lineWidth = 1;
         g.strokeRect(left + 0.5, top + 0.5, right - left - 1, bottom - top - 1);
+        if (down.has(r.owner)) {
+          this.hatch(g, left, right, top, bottom);
+          drawn.dead++;
+        }
       }
     }
     for (const [r, left, right, top, bottom] of visible) this.drawBands(g, s, r, regionAt, left, right, top, bottom, v.scale);
+    for (const [r, left, right, top, bottom] of visible) {
+      const c = changed.get(r.id);
+      if (!c) continue;
+      // A pulse that fades over CHANGE_SECONDS: white outside, the new
+      // owner's colour inside.
+      const pulse = 0.55 + 0.45 * Math.cos(c.age * 2 * Math.PI * 1.2);
+      g.globalAlpha = Math.max(0.15, (1 - c.age / CHANGE_SECONDS) * pulse);
+      g.lineWidth = 6;
+      g.strokeStyle = "#ffffff";
+      g.strokeRect(left + 3, top + 3, right - left - 6, bottom - top - 6);
+      g.lineWidth = 3;
+      g.strokeStyle = ownerColour(s.owners, c.to);
+      g.strokeRect(left + 7, top + 7, right - left - 14, bottom - top - 14);
+      g.globalAlpha = 1;
+      drawn.changed++;
+    }
     g.font = "11px system-ui, sans-serif";
     g.fillStyle = "rgba(255,255,255,0.7)";
     for (const [r, left, right, top, bottom] of visible) {
       // The label goes in the corner of the region's visible part.
       const l = Math.max(left, 0), rt = Math.min(right, width), tp = Math.max(top, 0), b = Math.min(bottom, height);
-      if (rt - l > 90 && b - tp > 22) g.fillText(`${r.owner} · r${r.id}`, l + 6, tp + 14);
+      const c = changed.get(r.id);
+      let label = `${r.owner} · r${r.id}`;
+      if (c) label = `r${r.id}: ${c.from} → ${c.to}`;
+      else if (down.has(r.owner)) label = `${r.owner} (dead) · r${r.id}`;
+      if (rt - l > 90 && b - tp > 22) g.fillText(label, l + 6, tp + 14);
     }
 
     // Entities, dens under the rest and pets (smaller, at their masters'
@@ -321,7 +357,6 @@ export class TorusMap {
       }
     }
     g.globalAlpha = 1;
-    const now = this.serverNow();
     for (const h of s.handoffs) {
       const age = (now - Date.parse(h.at)) / 1000;
       if (age < 0 || age > FLASH_SECONDS) continue;
@@ -398,6 +433,26 @@ export class TorusMap {
         g.arc(x, y, rr, 0, 2 * Math.PI);
         g.fill();
     }
+  }
+
+  // hatch covers a dead node's region: darkened, with diagonal lines.
+  hatch(g, left, right, top, bottom) {
+    g.save();
+    g.beginPath();
+    g.rect(left, top, right - left, bottom - top);
+    g.clip();
+    g.fillStyle = "rgba(0,0,0,0.45)";
+    g.fillRect(left, top, right - left, bottom - top);
+    g.strokeStyle = "rgba(232,93,93,0.55)";
+    g.lineWidth = 2;
+    g.beginPath();
+    const h = bottom - top;
+    for (let x = left - h; x < right; x += 14) {
+      g.moveTo(x, bottom);
+      g.lineTo(x + h, top);
+    }
+    g.stroke();
+    g.restore();
   }
 
   // regionIndex returns a lookup of the region at (col, row), wrapping.
