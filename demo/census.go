@@ -2,6 +2,7 @@ package demo
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -44,6 +45,7 @@ type census struct {
 	held       map[string]map[ecs.ID]bool // per node: simulated at its last observation
 	owned      map[string]map[ecs.ID]account.ID
 	regions    map[string]map[cells.RegionID]int // per node: the players' entities it holds, by region
+	all        map[string]map[cells.RegionID]int // per node: every entity it simulates, by region
 	violations int
 	examples   []string // the first violations, for the report
 	observed   int64    // observations applied
@@ -65,7 +67,8 @@ type observed struct {
 func newCensus() *census {
 	return &census{
 		segs: map[ecs.ID]*segment{}, held: map[string]map[ecs.ID]bool{},
-		owned: map[string]map[ecs.ID]account.ID{}, regions: map[string]map[cells.RegionID]int{}, scratch: map[string][]observed{},
+		owned: map[string]map[ecs.ID]account.ID{}, regions: map[string]map[cells.RegionID]int{}, all: map[string]map[cells.RegionID]int{},
+		scratch: map[string][]observed{},
 	}
 }
 
@@ -87,6 +90,12 @@ func (c *census) observe(node string, rt *zone.Runtime) {
 		c.regions[node] = regions
 	}
 	clear(regions)
+	all := c.all[node]
+	if all == nil {
+		all = map[cells.RegionID]int{}
+		c.all[node] = all
+	}
+	clear(all)
 	owners := rt.Owners()
 	grid := rt.Grid()
 	rt.Positions().Each(func(id ecs.ID, p *zone.Position) {
@@ -97,6 +106,7 @@ func (c *census) observe(node string, rt *zone.Runtime) {
 		if simulated {
 			ep, _ := rt.Epoch(id)
 			sims = append(sims, observed{id, ep})
+			all[grid.RegionOf(p.Pos)]++
 		}
 		if o, ok := owners.Get(id); ok && o.Account != account.None && (simulated || rt.Frozen().Has(id)) {
 			owned[id] = o.Account
@@ -222,4 +232,92 @@ func (c *census) forget(node string) {
 	delete(c.held, node)
 	delete(c.owned, node)
 	delete(c.regions, node)
+	delete(c.all, node)
+}
+
+// simulatedBy returns the entities node simulated at its last
+// observation.
+func (c *census) simulatedBy(node string) map[ecs.ID]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.held[node])
+}
+
+// simulatedElsewhere counts the entities of ids some node other than not
+// simulates now (an open segment of another node).
+func (c *census) simulatedElsewhere(ids map[ecs.ID]bool, not string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for id := range ids {
+		if s := c.segs[id]; s != nil && s.node != not {
+			n++
+		}
+	}
+	return n
+}
+
+// entitiesIn counts the entities the nodes other than not simulated in
+// regions at their last observations ("" for every node).
+func (c *census) entitiesIn(regions []cells.RegionID, not string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for node, m := range c.all {
+		if node == not {
+			continue
+		}
+		for _, r := range regions {
+			n += m[r]
+		}
+	}
+	return n
+}
+
+// accountsOn returns the accounts whose entities (master, pet) node held
+// at its last observation.
+func (c *census) accountsOn(node string) map[account.ID]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[account.ID]bool{}
+	for _, a := range c.owned[node] {
+		out[a] = true
+	}
+	return out
+}
+
+// entitiesOf returns the entities of the accounts every node held at its
+// last observation.
+func (c *census) entitiesOf(accounts map[account.ID]bool) map[ecs.ID]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[ecs.ID]bool{}
+	for _, m := range c.owned {
+		for id, a := range m {
+			if accounts[a] {
+				out[id] = true
+			}
+		}
+	}
+	return out
+}
+
+// playersExcept is players over every node but not.
+func (c *census) playersExcept(not string) map[account.ID]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := map[ecs.ID]account.ID{}
+	for node, m := range c.owned {
+		if node == not {
+			continue
+		}
+		for id, a := range m {
+			ids[id] = a
+		}
+	}
+	per := map[account.ID]int{}
+	for _, a := range ids {
+		per[a]++
+	}
+	return per
 }

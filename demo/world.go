@@ -20,6 +20,7 @@ import (
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/directory"
+	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/gateway"
@@ -61,6 +62,19 @@ type WorldConfig struct {
 	// are swept by the survivors). Default 55% of Duration. Negative: no
 	// kill.
 	KillAt time.Duration
+	// ZoneKillAt is when the zone node holding the most players' entities
+	// is killed (the failover controller gives its regions to their
+	// standbys once its lease expires; its players reconnect through
+	// another gateway). Default 60% of Duration. Negative: no kill.
+	ZoneKillAt time.Duration
+	// ZoneTTL is the zone nodes' lease (zone.HostConfig.TTL), whole
+	// seconds, when a zone node is killed (ZoneKillAt not negative): its
+	// regions are re-owned once it expires. Default 5s: a live node
+	// renews it every 1.7s, so a busy machine can hold renewals back for
+	// 4.5s without fencing it (2s and 3s fenced every node of runs under
+	// the race detector on a machine loaded sixteen times over). Without
+	// a zone node kill the nodes keep coord's default lease (10s).
+	ZoneTTL time.Duration
 	// ShopChance and TradeChance are the bots' (sim.BotsConfig; a pair's
 	// first trade comes before its first walk, TradeFirst). Defaults 0.3
 	// and 0.5; negative: never.
@@ -154,6 +168,12 @@ func (c WorldConfig) WithDefaults() WorldConfig {
 	if c.KillAt == 0 {
 		c.KillAt = c.Duration * 55 / 100
 	}
+	if c.ZoneKillAt == 0 {
+		c.ZoneKillAt = c.Duration * 60 / 100
+	}
+	if c.ZoneTTL == 0 {
+		c.ZoneTTL = 5 * time.Second
+	}
 	if c.ShopChance == 0 {
 		c.ShopChance = 0.3
 	}
@@ -194,6 +214,10 @@ func (c WorldConfig) Validate() error {
 		return errcode.Config("--move-at", c.MoveAt, "must be inside --duration (negative: no region move)")
 	case c.KillAt >= c.Duration:
 		return errcode.Config("--kill-at", c.KillAt, "must be inside --duration (negative: no economy node killed)")
+	case c.ZoneKillAt >= c.Duration:
+		return errcode.Config("--zone-kill-at", c.ZoneKillAt, "must be inside --duration (negative: no zone node killed)")
+	case c.ZoneTTL < time.Second || c.ZoneTTL%time.Second != 0:
+		return errcode.Config("--zone-ttl", c.ZoneTTL, "must be a whole number of seconds, at least 1s")
 	case c.ShopChance > 1:
 		return errcode.Config("--shop-chance", c.ShopChance, "is a chance: at most 1 (0: never)")
 	case c.TradeChance > 1:
@@ -287,6 +311,13 @@ type worldDemo struct {
 	nodes map[string]*zoneNode // by name
 	// moved is the region move that was applied (zero before).
 	moved regionMove
+	// zoneKill is the zone node killed and its failover's figures so far
+	// (Node "" before the kill).
+	zoneKill ZoneKillReport
+	// zoneAffected are the accounts the killed node served or simulated at
+	// the kill, zoneEntities the entities it simulated and theirs.
+	zoneAffected map[account.ID]bool
+	zoneEntities map[ecs.ID]bool
 	// postingsBefore is the ledger's postings before the bots played;
 	// fundingPostings how many of them this run's allowances wrote.
 	postingsBefore, fundingPostings int64
@@ -308,6 +339,11 @@ type zoneNode struct {
 	err    error
 	early  bool
 	joined bool
+	// stop cancels the node's Host (the kill); proxy is its way to etcd;
+	// killed is set at the kill, and makes its stores refuse it (killable).
+	stop   context.CancelFunc
+	proxy  *etcdProxy
+	killed atomic.Bool
 
 	// Under worldDemo.mu:
 	last  zone.HostReport
@@ -441,6 +477,7 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 		stops = append(stops, d.dash.close)
 	}
 	hostsCtx, stopHosts := context.WithCancel(context.WithoutCancel(ctx))
+	stops = append(stops, d.closeProxies) // after the nodes have stopped
 	stops = append(stops, func() error { stopHosts(); return d.joinHosts() })
 	if err := d.startZones(ctx, hostsCtx, scratch); err != nil {
 		return rep, err
@@ -486,13 +523,16 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 	var background sync.WaitGroup
 	background.Go(func() { d.progress(bgCtx, playStart, bots) })
 	background.Go(func() { d.watch.watch(bgCtx, d.log) })
-	var moveErr, killErr error
+	var moveErr, killErr, zoneKillErr error
 	var moments sync.WaitGroup
 	if d.cfg.MoveAt >= 0 {
 		moments.Go(func() { moveErr = d.moveAt(loadCtx, playStart) })
 	}
 	if d.cfg.KillAt >= 0 {
 		moments.Go(func() { killErr = d.killAt(ctx, loadCtx, playStart) })
+	}
+	if d.cfg.ZoneKillAt >= 0 {
+		moments.Go(func() { zoneKillErr = d.zoneKillAt(loadCtx, playStart) })
 	}
 	if d.cfg.Serve {
 		select {
@@ -520,14 +560,14 @@ func (d *worldDemo) run(ctx context.Context) (rep WorldReport, err error) {
 	stopHosts()
 	hostErr := d.joinHosts()
 	settleErr := d.ec.closeExcept(d.watch.counts().Killed)
-	for _, e := range []error{moveErr, killErr, orphanErr, botErr, hostErr, settleErr} {
+	for _, e := range []error{moveErr, killErr, zoneKillErr, orphanErr, botErr, hostErr, settleErr} {
 		if e != nil {
 			fmt.Fprintf(d.out, "warning: %v\n", e)
 		}
 	}
 	rep, err = d.report(ctx, runEnd{
 		bots: botStats, botErr: botErr, players: players, played: played, stopped: d.cfg.Serve,
-		moveErr: moveErr, killErr: killErr, runErr: errors.Join(orphanErr, hostErr, settleErr),
+		moveErr: moveErr, killErr: killErr, zoneKillErr: zoneKillErr, runErr: errors.Join(orphanErr, hostErr, settleErr),
 	})
 	rep.Elapsed = time.Since(start)
 	return rep, err
@@ -698,19 +738,30 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, scratch string) er
 			return err
 		}
 		zn := &zoneNode{name: name, game: g, exited: make(chan struct{}), ticks: make([]time.Duration, 0, tickWindow)}
+		// The node reaches etcd through a proxy of its own, so that the
+		// kill can cut it off (zonekill.go).
+		if zn.proxy, err = startEtcdProxy(d.etcd.Endpoints()[0]); err != nil {
+			g.Close()
+			return err
+		}
+		nodeCtx, stop := context.WithCancel(hostsCtx)
+		zn.stop = stop
 		rc := gc.RuntimeConfig()
 		rc.WorldSeed = gc.Seed
 		hc := zone.HostConfig{
-			Coord: coord.ClientConfig{Endpoints: d.etcd.Endpoints(), Prefix: d.prefix},
+			Coord: coord.ClientConfig{Endpoints: []string{zn.proxy.endpoint()}, Prefix: d.prefix},
 			Name:  name, CertDir: certs, Module: g, Runtime: rc,
 			MetricsAddr: "127.0.0.1:0", GatewayAddr: "127.0.0.1:0",
 			// Every bot connects from this process over loopback: one
 			// address, up to maxBots sockets.
 			GatewayLimits: gateway.Limits{MaxConnsPerAddr: -1},
 			Cluster:       demoCluster, LoginKeys: []ed25519.PublicKey{pub},
-			Directory: d.dir, WorldStore: d.world,
-			// coord's default lease (10s): the demo kills no zone node, and
-			// a loaded machine must not fence one.
+			Directory:  killableDirectory{d.dir, killable{&zn.killed}},
+			WorldStore: killableWorld{d.world, killable{&zn.killed}},
+			// With a zone node to kill, a lease short enough for its
+			// regions to be re-owned within the run; without, coord's
+			// default (10s), which a loaded machine does not fence.
+			TTL:     d.zoneTTL(),
 			Logger:  d.log.With("node", name),
 			OnReady: func(r zone.HostReady) { zn.ready = r; readyCh <- r },
 			OnTick:  func(r zone.HostReport) { d.tick(zn, r) },
@@ -719,11 +770,12 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, scratch string) er
 		d.nodes[name] = zn
 		d.mu.Unlock()
 		go func() {
-			err := d.host(hostsCtx, hc)
+			err := d.host(nodeCtx, hc)
+			stop()
 			g.Close()             // after the last tick: the game's economy workers stop
 			d.census.forget(name) // it holds nothing any more
 			zn.err, zn.early = err, hostsCtx.Err() == nil
-			if zn.early && d.playing.Load() {
+			if zn.early && d.playing.Load() && !zn.killed.Load() {
 				fmt.Fprintf(d.out, "warning: zone node %s stopped mid-run: %v\n", name, err)
 			}
 			close(zn.exited)
@@ -749,6 +801,28 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, scratch string) er
 	return nil
 }
 
+// zoneTTL is the zone nodes' lease: ZoneTTL with a zone node kill, else 0
+// (coord's default).
+func (d *worldDemo) zoneTTL() time.Duration {
+	if d.cfg.ZoneKillAt < 0 {
+		return 0
+	}
+	return d.cfg.ZoneTTL
+}
+
+// closeProxies closes the zone nodes' etcd proxies, once the nodes have
+// stopped.
+func (d *worldDemo) closeProxies() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, n := range d.nodes {
+		if n.proxy != nil {
+			n.proxy.close()
+		}
+	}
+	return nil
+}
+
 // joinHosts waits for every zone node's Host to return and returns the
 // errors of their stopping; idempotent. A node that stopped before the
 // demo stopped it is not among them: startZones returns its error, or the
@@ -768,7 +842,7 @@ func (d *worldDemo) joinHosts() error {
 			continue
 		}
 		n.joined = true
-		if n.err != nil && !n.early {
+		if n.err != nil && !n.early && !n.killed.Load() {
 			errs = append(errs, fmt.Errorf("%s: %w", n.name, n.err))
 		}
 	}

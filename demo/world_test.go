@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,21 +23,27 @@ import (
 )
 
 // TestWorldShort runs the whole-cluster demo briefly on SQLite: four zone
-// nodes, three economy nodes, bots over WebSocket, a region move and an
-// economy node killed, the dashboard served. Every invariant the report
-// checks must hold, and the run must have done what it announces: the
-// moments, handoffs, fights, and orphans swept (a side caller keeps an
-// epoch open on every economy node); the dashboard, read when the region
-// move is done, shows every node, the new table and entities.
+// nodes, three economy nodes, bots over WebSocket, a region move, an
+// economy node killed and a zone node killed, the dashboard served. Every
+// invariant the report checks must hold, and the run must have done what
+// it announces: the moments, handoffs, fights, orphans swept (a side
+// caller keeps an epoch open on every economy node), and the killed zone
+// node's regions re-owned and simulated again; the dashboard, read when
+// the region move is done, shows every node, the new table and entities,
+// and read when the failover is done, the killed node down and its
+// regions changing owner.
 func TestWorldShort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var (
-		out  testenv.Buffer
-		mu   sync.Mutex
-		dash string
-		snap dashboard.Snapshot
-		got  error
+		out    testenv.Buffer
+		mu     sync.Mutex
+		dash   string
+		snap   dashboard.Snapshot
+		got    error
+		fo     dashboard.Snapshot
+		foErr  = errors.New("the failover's snapshot was not read")
+		polled sync.WaitGroup
 	)
 	// An extra caller beside the bots records a movement every 100 ms in
 	// scopes spread over the economy nodes until the kill: in 15 s the
@@ -46,7 +53,7 @@ func TestWorldShort(t *testing.T) {
 	caller := &sideCaller{stop: make(chan struct{}), done: make(chan struct{})}
 	defer caller.wait()
 	rep, err := RunWorld(ctx, WorldConfig{
-		Duration: 15 * time.Second, Bots: 16, MoveAt: 4 * time.Second, KillAt: 7 * time.Second,
+		Duration: 16 * time.Second, Bots: 16, MoveAt: 4 * time.Second, ZoneKillAt: 6 * time.Second, KillAt: 9 * time.Second,
 		EpochMaxAge: 500 * time.Millisecond, Progress: 2 * time.Second, DashboardAddr: "127.0.0.1:0",
 		OnStart: func(st WorldStart) {
 			mu.Lock()
@@ -58,6 +65,31 @@ func TestWorldShort(t *testing.T) {
 			if strings.HasPrefix(line, "killed ") {
 				caller.halt()
 			}
+			if strings.HasPrefix(line, "failover: every region") {
+				// The dashboard samples each node four times a second: it
+				// shows the new table within a few samples. Polled off the
+				// announcing goroutine, which goes on measuring.
+				mu.Lock()
+				url := "http://" + dash + "/snapshot.json"
+				mu.Unlock()
+				polled.Go(func() {
+					var s dashboard.Snapshot
+					err := errors.New("no snapshot")
+					for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+						if err = getJSON(ctx, url, &s); err == nil && len(s.RegionChanges) > 0 && s.RegionChanges[len(s.RegionChanges)-1].Version > 2 {
+							break
+						}
+						select {
+						case <-ctx.Done():
+						case <-time.After(100 * time.Millisecond):
+						}
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					fo, foErr = s, err
+				})
+				return
+			}
 			if !strings.HasPrefix(line, "region move done") {
 				return
 			}
@@ -68,6 +100,7 @@ func TestWorldShort(t *testing.T) {
 	}, &out)
 	caller.halt()
 	caller.wait()
+	polled.Wait()
 	if caller.err != nil {
 		t.Errorf("the side caller: %v", caller.err)
 	}
@@ -83,6 +116,10 @@ func TestWorldShort(t *testing.T) {
 	if rep.RegionMove.Region < 0 || rep.Killed == "" || rep.Orphans == 0 {
 		t.Errorf("the announced moments did not happen: move %+v, killed %q with %d orphans", rep.RegionMove, rep.Killed, rep.Orphans)
 	}
+	k := rep.ZoneKill
+	if k.Node == "" || !k.Reowned || !k.Simulated || len(k.Regions) == 0 {
+		t.Errorf("the zone node kill did not happen or its regions were not simulated again: %+v", k)
+	}
 	// The bots' own movements (loot) are not required: in 15 s on a loaded
 	// machine they may kill nothing (the game's tests cover loot, shops and
 	// trades); their fights are.
@@ -96,6 +133,19 @@ func TestWorldShort(t *testing.T) {
 	}
 	if len(snap.Nodes) != 4 || snap.TableVersion != rep.RegionMove.Version || len(snap.Entities) == 0 {
 		t.Errorf("the dashboard shows %d nodes, table v%d, %d entities: want 4, v%d, some", len(snap.Nodes), snap.TableVersion, len(snap.Entities), rep.RegionMove.Version)
+	}
+	if foErr != nil {
+		t.Fatalf("the dashboard's snapshot at the failover: %v", foErr)
+	}
+	changed := map[int]string{}
+	for _, c := range fo.RegionChanges {
+		if c.From == k.Node {
+			changed[c.Region] = c.To
+		}
+	}
+	i := slices.IndexFunc(fo.Nodes, func(n dashboard.NodeStats) bool { return n.Name == k.Node })
+	if i < 0 || !fo.Nodes[i].Down || len(changed) != len(k.Regions) {
+		t.Errorf("the dashboard at the failover: nodes %+v, %d of %s's %d regions changing owner (%v)", fo.Nodes, len(changed), k.Node, len(k.Regions), fo.RegionChanges)
 	}
 }
 
@@ -137,8 +187,8 @@ func TestWorldZoneNodeFailingToStart(t *testing.T) {
 }
 
 // TestWorldServeStoppedBeforeTheMoments: a --serve run stopped once a bot
-// has logged in makes neither the move nor the kill, and fails nothing for
-// it: the report says so.
+// has logged in makes neither the move nor the kills, and fails nothing
+// for it: the report says so.
 func TestWorldServeStoppedBeforeTheMoments(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -163,8 +213,8 @@ func TestWorldServeStoppedBeforeTheMoments(t *testing.T) {
 	if !rep.OK() {
 		t.Fatalf("invariants failed: %v", rep.Failures)
 	}
-	if rep.RegionMove.Region >= 0 || rep.RegionMove.NotMade == "" || rep.Killed != "" || rep.KillNotMade == "" {
-		t.Errorf("move %+v, killed %q (%q): want neither made, each said so", rep.RegionMove, rep.Killed, rep.KillNotMade)
+	if rep.RegionMove.Region >= 0 || rep.RegionMove.NotMade == "" || rep.Killed != "" || rep.KillNotMade == "" || rep.ZoneKill.Node != "" || rep.ZoneKill.NotMade == "" {
+		t.Errorf("move %+v, killed %q (%q), zone kill %+v: want none made, each said so", rep.RegionMove, rep.Killed, rep.KillNotMade, rep.ZoneKill)
 	}
 	if !strings.Contains(out.String(), "bots until stopped") {
 		t.Errorf("the header does not say the bots play until stopped")

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shardwise/shardwise/econ"
+	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/netting"
 	"github.com/shardwise/shardwise/sim"
@@ -88,6 +90,9 @@ type WorldReport struct {
 	KillAt         time.Duration `json:"kill_at_ns"`
 	KillError      string        `json:"kill_error,omitempty"`
 	KillNotMade    string        `json:"kill_not_made,omitempty"`
+	// ZoneKill is the zone node killed and its failover (Due negative:
+	// none asked for).
+	ZoneKill ZoneKillReport `json:"zone_kill"`
 
 	// RunErrors are what went wrong around the checks (the sweep's wait,
 	// stopping the nodes): not invariants by themselves. Notes are the
@@ -112,8 +117,10 @@ type ZoneNodeReport struct {
 	Gateway      string `json:"gateway"`
 	Metrics      string `json:"metrics"`
 	// Stopped is set when the node stopped before the demo stopped it (a
-	// failure): its Host's error.
+	// failure): its Host's error. Killed is set for the node the demo
+	// killed (ZoneKill): its numbers are those of its last tick.
 	Stopped string `json:"stopped,omitempty"`
+	Killed  bool   `json:"killed"`
 }
 
 // RegionMoveReport is the region move: due at Due (negative: none), made
@@ -149,6 +156,7 @@ type runEnd struct {
 	played           time.Duration
 	stopped          bool
 	moveErr, killErr error
+	zoneKillErr      error
 	runErr           error
 }
 
@@ -169,7 +177,9 @@ func (d *worldDemo) report(ctx context.Context, end runEnd) (WorldReport, error)
 			Simulated: n.last.Simulated, RenderGhosts: n.last.RenderGhosts, OwnedRegions: n.last.OwnedRegions,
 			TableVersion: n.last.TableVersion, Gateway: n.ready.GatewayAddr, Metrics: n.ready.MetricsAddr,
 		}
-		if n.early {
+		if n.killed.Load() {
+			z.Killed = true
+		} else if n.early {
 			z.Stopped = fmt.Sprint(n.err)
 		}
 		r.Zones = append(r.Zones, z)
@@ -181,12 +191,32 @@ func (d *worldDemo) report(ctx context.Context, end runEnd) (WorldReport, error)
 		r.RegionMove = RegionMoveReport{Region: int(m.Region), From: m.From, To: m.To, Version: m.Version, At: m.At, HandedOver: m.HandedOver, HandedOverAt: m.HandedOverAt}
 		r.RegionMove.Finished = true
 		for _, z := range r.Zones {
-			if z.TableVersion < m.Version {
+			if !z.Killed && z.TableVersion < m.Version {
 				r.RegionMove.Finished = false
 			}
 		}
 	}
+	r.ZoneKill = d.zoneKill
+	trades := 0
+	for _, n := range d.nodes {
+		trades += n.econ.Committed
+	}
 	d.mu.Unlock()
+	r.ZoneKill.Due, r.ZoneKill.TTL = d.cfg.ZoneKillAt, d.cfg.ZoneTTL
+	if r.ZoneKill.Node != "" {
+		r.ZoneKill.TradesAfter = trades - r.ZoneKill.TradesBefore
+		r.ZoneKill.PlayersLost = end.players.Lost
+		d.mu.Lock()
+		for _, b := range r.Bots.BlinkLog {
+			if d.zoneEntities[ecs.ID(b.Entity)] {
+				r.ZoneKill.Blinks++
+			}
+		}
+		d.mu.Unlock()
+	}
+	if end.zoneKillErr != nil {
+		r.ZoneKill.Error = end.zoneKillErr.Error()
+	}
 	r.RegionMove.Due, r.KillAt = d.cfg.MoveAt, d.cfg.KillAt
 	if end.moveErr != nil {
 		r.RegionMove.Error = end.moveErr.Error()
@@ -261,7 +291,14 @@ func (r *WorldReport) check() {
 	default:
 		fail("no bot was logged in at the end")
 	}
-	if r.Bots.Blinks > 0 {
+	switch k := r.ZoneKill; {
+	case r.Bots.Blinks == 0:
+	case k.Node != "" && !k.RestoresPlayers && k.Blinks >= r.Bots.Blinks:
+		// Every blink is of the killed node's entities or players' (the
+		// blink log holds the first 16; more than that are failures).
+	case k.Node != "" && !k.RestoresPlayers:
+		fail("clients saw %d blinks (%d of them of the killed zone node's entities or players')", r.Bots.Blinks, k.Blinks)
+	default:
 		fail("clients saw %d blinks", r.Bots.Blinks)
 	}
 	if r.Bots.Leaks > 0 {
@@ -315,8 +352,73 @@ func (r *WorldReport) check() {
 	case r.OrphansSettled != r.Orphans:
 		fail("the sweep settled %d of the killed node's %d orphans", r.OrphansSettled, r.Orphans)
 	}
+	r.checkZoneKill(fail, note, stoppedFirst)
 	if r.Economy.Accepted > 0 && r.SettlePostings == 0 {
 		fail("%d movements accepted but no settle postings written", r.Economy.Accepted)
+	}
+}
+
+// checkZoneKill checks the zone node kill: its regions re-owned and
+// simulated again within the lease's TTL and zoneFailoverBound, its
+// gateway's players and those it simulated back in the world within
+// zoneReconnectBound, each once the play went on that long after the
+// kill (a note before). The census (no entity twice), the players' count
+// at the end and the money audit are the run's own checks, which hold
+// through the kill.
+func (r *WorldReport) checkZoneKill(fail, note func(string, ...any), stoppedFirst func(string, time.Duration) string) {
+	k := &r.ZoneKill
+	if k.Regions == nil {
+		k.Regions = []int{}
+	}
+	if k.Standbys == nil {
+		k.Standbys = []string{}
+	}
+	after := r.Played - k.At
+	late := func(bound time.Duration, format string, args ...any) {
+		if after >= bound {
+			fail(format+": the play went on %s after the kill", append(args, after.Round(100*time.Millisecond))...)
+		} else {
+			note(format+" when the play ended, %s after the kill (checked from %s on)", append(args, after.Round(100*time.Millisecond), bound)...)
+		}
+	}
+	switch {
+	case k.Due < 0: // none asked for
+		return
+	case k.Error != "":
+		fail("the zone node kill failed: %s", k.Error)
+		return
+	case k.Node == "":
+		k.NotMade = stoppedFirst("the zone node kill", k.Due)
+		note("no zone node killed: %s", k.NotMade)
+		return
+	}
+	bound := k.TTL + zoneFailoverBound
+	switch {
+	case !k.Reowned:
+		late(bound, "the killed zone node %s's regions were not re-owned", k.Node)
+	case !k.Simulated:
+		late(bound, "the killed zone node %s's regions were not all simulated again", k.Node)
+	}
+	if !k.RestoresPlayers {
+		// The world does not bring them back yet (failoverRestoresPlayers):
+		// what happened to them is said, not failed.
+		if k.PlayersLost > 0 {
+			note("%s of the killed zone node %s logged in at the end with neither master nor pet in the world (not counted by the players' check: their masters and pets died with the node, and the failover does not restore players yet)",
+				plural(k.PlayersLost, "player", "players"), k.Node)
+		}
+		if k.Blinks > 0 {
+			note("%s of the killed zone node %s's entities or players' seen by clients (not counted by the blinks' check: the failover does not restore them without a vanish yet)",
+				plural(k.Blinks, "blink", "blinks"), k.Node)
+		}
+		return
+	}
+	if k.PlayersReconnected < k.PlayersOnGateway {
+		late(zoneReconnectBound, "%d of the %d players of the killed gateway %s were not back in the world",
+			k.PlayersOnGateway-k.PlayersReconnected, k.PlayersOnGateway, k.Node)
+	}
+	if k.PlayersBack < k.PlayersSimulated {
+		late(zoneReconnectBound, "%d of the %d players simulated on the killed zone node %s were not back in the world",
+			k.PlayersSimulated-k.PlayersBack, k.PlayersSimulated, k.Node)
 	}
 }
 
@@ -356,7 +458,11 @@ func (r WorldReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "\nworld demo report (%s)\n", r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "  %-8s %6s %9s %9s %9s %7s %7s %7s\n", "node", "ticks", "tick p50", "tick p99", "entities", "ghosts", "regions", "table")
 	for _, z := range r.Zones {
-		fmt.Fprintf(w, "  %-8s %6d %7.1fms %7.1fms %9d %7d %7d %7d\n", z.Name, z.Ticks, ms(z.TickP50), ms(z.TickP99), z.Simulated, z.RenderGhosts, z.OwnedRegions, z.TableVersion)
+		killed := ""
+		if z.Killed {
+			killed = "  killed (its last tick)"
+		}
+		fmt.Fprintf(w, "  %-8s %6d %7.1fms %7.1fms %9d %7d %7d %7d%s\n", z.Name, z.Ticks, ms(z.TickP50), ms(z.TickP99), z.Simulated, z.RenderGhosts, z.OwnedRegions, z.TableVersion, killed)
 	}
 	yes := func(ok bool) string {
 		if ok {
@@ -417,6 +523,7 @@ func (r WorldReport) Print(w io.Writer) {
 	case r.KillNotMade != "":
 		fmt.Fprintf(w, "  economy node killed       none: %s\n", r.KillNotMade)
 	}
+	r.printZoneKill(w)
 	for _, z := range r.Zones {
 		if z.Stopped != "" {
 			fmt.Fprintf(w, "  zone node lost            %s: %s\n", z.Name, z.Stopped)
@@ -435,5 +542,57 @@ func (r WorldReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "  INVARIANTS FAILED:\n")
 	for _, f := range r.Failures {
 		fmt.Fprintf(w, "    - %s\n", f)
+	}
+}
+
+// printZoneKill writes the zone node kill's lines: the failover's figures,
+// each from the kill.
+func (r WorldReport) printZoneKill(w io.Writer) {
+	k := r.ZoneKill
+	after := func(ok bool, d time.Duration) string {
+		if !ok {
+			return "NOT by the end of the play"
+		}
+		return fmt.Sprintf("%.1fs after the kill", d.Seconds())
+	}
+	switch {
+	case k.Node != "":
+		controller := ""
+		if k.Controller {
+			controller = ", the failover controller"
+		}
+		fmt.Fprintf(w, "  zone node killed          %s%s at %.1fs: %s of table version %d, lease %s\n",
+			k.Node, controller, k.At.Seconds(), plural(len(k.Regions), "region", "regions"), k.TableVersion, k.TTL)
+		table := after(k.Reowned, k.TableAfter)
+		if k.Reowned {
+			table = fmt.Sprintf("version %d by %s, %s, to %s", k.NewTableVersion, orUnknown(k.TableWriter), table, strings.Join(k.Standbys, " "))
+		}
+		fmt.Fprintf(w, "    regions re-owned        %s\n", table)
+		fmt.Fprintf(w, "    simulated again         %s\n", after(k.Simulated, k.SimulatedAfter))
+		if k.Recovered {
+			fmt.Fprintf(w, "    entities in its regions %d before the kill, %d %s after they were simulated again (%d of them back under the same id)\n",
+				k.EntitiesBefore, k.EntitiesAfter, recoveryGrace, k.EntitiesSameID)
+		} else {
+			fmt.Fprintf(w, "    entities in its regions %d before the kill, not counted again by the end of the play\n", k.EntitiesBefore)
+		}
+		last := func(n int, d time.Duration) string {
+			if n == 0 {
+				return ""
+			}
+			return fmt.Sprintf(", the last %.1fs after the kill", d.Seconds())
+		}
+		fmt.Fprintf(w, "    its gateway's players   %d of %d back in the world through another gateway%s\n",
+			k.PlayersReconnected, k.PlayersOnGateway, last(k.PlayersReconnected, k.ReconnectedAfter))
+		fmt.Fprintf(w, "    players it simulated    %d of %d back in the world on another node%s\n",
+			k.PlayersBack, k.PlayersSimulated, last(k.PlayersBack, k.BackAfter))
+		if !k.RestoresPlayers {
+			fmt.Fprintf(w, "    players lost with it    %d logged in at the end with neither master nor pet; %d blinks of its entities or players' (the failover does not restore players yet)\n",
+				k.PlayersLost, k.Blinks)
+		}
+		fmt.Fprintf(w, "    trades committed        %d before the kill, %d after it\n", k.TradesBefore, k.TradesAfter)
+	case k.Error != "":
+		fmt.Fprintf(w, "  zone node killed          none, the kill FAILED: %s\n", k.Error)
+	case k.NotMade != "":
+		fmt.Fprintf(w, "  zone node killed          none: %s\n", k.NotMade)
 	}
 }

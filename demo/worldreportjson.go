@@ -33,6 +33,7 @@ func (r WorldReport) MarshalJSON() ([]byte, error) {
 	p.Zones = orEmpty(p.Zones)
 	p.DoubleExamples, p.InvariantExamples, p.PlayerMismatches = orEmpty(p.DoubleExamples), orEmpty(p.InvariantExamples), orEmpty(p.PlayerMismatches)
 	p.BotErrors, p.RunErrors, p.Notes, p.Failures = orEmpty(p.BotErrors), orEmpty(p.RunErrors), orEmpty(p.Notes), orEmpty(p.Failures)
+	p.ZoneKill.Regions, p.ZoneKill.Standbys = orEmpty(p.ZoneKill.Regions), orEmpty(p.ZoneKill.Standbys)
 	return json.Marshal(struct {
 		OK bool `json:"ok"`
 		plain

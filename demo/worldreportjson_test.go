@@ -83,7 +83,11 @@ func TestWorldReportJSON(t *testing.T) {
 	t.Run("empty", func(t *testing.T) {
 		doc := checkReportJSON(t, checked(goodReport()), "ok", "failures", "notes", "bot_errors", "bots.blink_log", "bots.trade_log",
 			"bots.errors", "audit.unsettled", "audit.negative_wallets", "audit.pending", "audit.balances", "handoffs.ack_ticks",
-			"funding_postings", "settle_postings", "ledger.postings", "economy.bought", "bots.purchases_unseen")
+			"funding_postings", "settle_postings", "ledger.postings", "economy.bought", "bots.purchases_unseen",
+			"zone_kill.node", "zone_kill.regions", "zone_kill.standbys", "zone_kill.table_after_ns", "zone_kill.simulated_after_ns",
+			"zone_kill.entities_before", "zone_kill.entities_after", "zone_kill.entities_same_id", "zone_kill.players_reconnected",
+			"zone_kill.reconnected_after_ns", "zone_kill.players_back", "zone_kill.trades_after", "zone_kill.players_lost",
+			"zone_kill.restores_players", "zone_kill.blinks", "zones")
 		if doc["ok"] != true {
 			t.Errorf(`"ok" is %v for a good report`, doc["ok"])
 		}
@@ -99,6 +103,7 @@ func TestWorldReportJSON(t *testing.T) {
 			Balances:        []econ.AccountBalance{{Account: "player:1:coins", Balance: 5}},
 			NegativeWallets: []string{"player:2:coins"}}
 		r.Handoffs = zone.HandoffStats{Acked: 3, AckTicks: [zone.AckTickBuckets]int{0, 3}}
+		r.ZoneKill.Regions, r.ZoneKill.Standbys = nil, nil // a kill with no figures yet: still [] in JSON
 		r = checked(r)
 		doc := checkReportJSON(t, r, "audit.sum_entries", "double_examples")
 		if doc["ok"] != false {

@@ -47,7 +47,8 @@ func TestWorldSaysItStartsAtOnce(t *testing.T) {
 // none). The play is ended by the zone nodes' ticks (read from the
 // dashboard), not by the wall clock, so that a loaded machine, whose
 // ticks come late, plays just as long in game time. Nothing else is
-// drawn: no shopping, no move, no kill.
+// drawn: no shopping, no move, no kill (of either node: the zone node
+// kill off, the report says nothing of it).
 func TestWorldTradesCommit(t *testing.T) {
 	const ticks = 300
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
@@ -59,7 +60,7 @@ func TestWorldTradesCommit(t *testing.T) {
 	)
 	defer polled.Wait()
 	rep, err := RunWorld(ctx, WorldConfig{
-		Bots: 8, TradeChance: 1, ShopChance: -1, MoveAt: -1, KillAt: -1, Progress: 5 * time.Second,
+		Bots: 8, TradeChance: 1, ShopChance: -1, MoveAt: -1, KillAt: -1, ZoneKillAt: -1, Progress: 5 * time.Second,
 		Serve: true, Stop: stop, DashboardAddr: "127.0.0.1:0",
 		OnStart: func(st WorldStart) {
 			polled.Go(func() {
@@ -88,6 +89,9 @@ func TestWorldTradesCommit(t *testing.T) {
 	// calls a failure).
 	if p := rep.Audit.Problems(true); len(p) > 0 || rep.Economy.Failed > 0 || rep.LedgerErr != "" {
 		t.Errorf("audit %q, %d movements malformed, ledger %q", p, rep.Economy.Failed, rep.LedgerErr)
+	}
+	if k := rep.ZoneKill; k.Node != "" || k.NotMade != "" || k.Due >= 0 || strings.Contains(out.String(), "zone node killed") || slices.ContainsFunc(rep.Zones, func(z ZoneNodeReport) bool { return z.Killed }) {
+		t.Errorf("the zone node kill was off, the run made or reported one: %+v", k)
 	}
 	if rep.Economy.Committed == 0 || rep.Bots.TradesCommitted == 0 {
 		t.Fatalf("no trade committed in %d ticks: the game committed %d, the bots saw %d (cancelled %d, timed out %d, skipped %d)",

@@ -20,15 +20,17 @@ import (
 
 // newDemoCmd is "shardwise demo": the whole cluster in one process (package
 // demo's RunWorld); "shardwise demo economy" is the economy alone.
-func newDemoCmd() *cobra.Command {
+func newDemoCmd() *cobra.Command { return newDemoCmdFor(new(demo.WorldConfig)) }
+
+// newDemoCmdFor is newDemoCmd with its flags parsed into cfg.
+func newDemoCmdFor(cfg *demo.WorldConfig) *cobra.Command {
 	var (
-		cfg      demo.WorldConfig
 		jsonFile string
 		verbose  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run a whole cluster in one process: four zone nodes, three economy nodes, bots, a region move and a node failure",
+		Short: "Run a whole cluster in one process: four zone nodes, three economy nodes, bots, a region move and two node failures",
 		Long: "demo runs a whole shardwise cluster in one process, with nothing to set up: an\n" +
 			"embedded etcd; four zone nodes (--zones) splitting the reference game's torus\n" +
 			"in quadrants that meet where the players start, each serving players (the\n" +
@@ -41,9 +43,13 @@ func newDemoCmd() *cobra.Command {
 			"the economy node that owns its scope.\n" +
 			"\n" +
 			"At --move-at the region where most players stand moves to another node (an\n" +
-			"online region move: its entities are handed over), and at --kill-at one\n" +
+			"online region move: its entities are handed over), at --kill-at one\n" +
 			"economy node is killed mid-epoch: the survivors serve its scopes and sweep its\n" +
-			"orphans. A progress line comes every second. After --duration the bots log\n" +
+			"orphans, and at --zone-kill-at the zone node holding the most players is\n" +
+			"killed: once its lease (--zone-ttl) expires the failover controller gives its\n" +
+			"regions to their standbys, and its gateway's players reconnect through\n" +
+			"another; the report gives the failover's figures, each from the kill.\n" +
+			"A progress line comes every second. After --duration the bots log\n" +
 			"out and a report follows: entities never simulated by two nodes (a census at\n" +
 			"every tick end), the players' entities conserved, handoffs and their p99 in\n" +
 			"ticks, blinks seen by clients (0), movements accepted and rejected, the\n" +
@@ -69,39 +75,7 @@ func newDemoCmd() *cobra.Command {
 				ctx, started, stop = serveContext(ctx)
 				defer stop()
 			}
-			// An explicit 0 means what a person means by it, never the
-			// default the zero value stands for in WorldConfig.
-			changed := cmd.Flags().Changed
-			for flag, v := range map[string]*time.Duration{"move-at": &cfg.MoveAt, "kill-at": &cfg.KillAt, "duration": &cfg.Duration, "epoch": &cfg.EpochMaxAge} {
-				if changed(flag) && *v == 0 {
-					return errcode.Config("--"+flag, *v, "must be positive (see --help)")
-				}
-			}
-			// Negative is WorldConfig's "never", which a person writes 0.
-			for _, c := range []struct {
-				flag string
-				v    *float64
-			}{{"shop-chance", &cfg.ShopChance}, {"trade-chance", &cfg.TradeChance}} {
-				if *c.v < 0 {
-					return errcode.Config("--"+c.flag, *c.v, "is a chance: at least 0 (0: never)")
-				}
-				if changed(c.flag) && *c.v == 0 {
-					*c.v = -1 // never
-				}
-			}
-			// An empty list would be WorldConfig's default nodes.
-			for _, c := range []struct {
-				flag  string
-				nodes []string
-			}{{"zones", cfg.Zones}, {"econs", cfg.Econs}} {
-				if len(c.nodes) == 0 {
-					return errcode.Config("--"+c.flag, "", "must name the nodes, comma-separated (see --help)")
-				}
-			}
-			if changed("bots") && cfg.Bots == 0 {
-				return errcode.Config("--bots", cfg.Bots, "must be at least 1")
-			}
-			if err := cfg.Validate(); err != nil {
+			if err := worldFlags(cmd, cfg); err != nil {
 				return err
 			}
 			if err := checkReportFile("--json", jsonFile); err != nil {
@@ -117,7 +91,7 @@ func newDemoCmd() *cobra.Command {
 				started()
 				fmt.Fprintf(out, "  etcd %s (shardwise members --endpoints %s --prefix %s)\n", st.Etcd, st.Etcd, st.Prefix)
 			}
-			rep, err := demo.RunWorld(ctx, cfg, out)
+			rep, err := demo.RunWorld(ctx, *cfg, out)
 			if err != nil {
 				return err
 			}
@@ -144,6 +118,8 @@ func newDemoCmd() *cobra.Command {
 	f.StringSliceVar(&cfg.Econs, "econs", []string{"econ-1", "econ-2", "econ-3"}, "economy node names")
 	f.DurationVar(&cfg.MoveAt, "move-at", 0, "when the busiest region moves to another node (default: 35% of --duration; negative: no move)")
 	f.DurationVar(&cfg.KillAt, "kill-at", 0, "when an economy node is killed (default: 55% of --duration; negative: no kill)")
+	f.DurationVar(&cfg.ZoneKillAt, "zone-kill-at", 0, "when the zone node holding the most players is killed (default: 60% of --duration; negative: no kill)")
+	f.DurationVar(&cfg.ZoneTTL, "zone-ttl", 5*time.Second, "the zone nodes' lease with a zone node kill, whole seconds: the killed node's regions are re-owned once it expires (without one: 10s)")
 	f.Float64Var(&cfg.ShopChance, "shop-chance", 0.3, "chance that a bot goes shopping after a leg (0: never)")
 	f.Float64Var(&cfg.TradeChance, "trade-chance", 0.5, "chance that a bot trades with its partner after a leg (0: never)")
 	f.DurationVar(&cfg.EpochMaxAge, "epoch", 2*time.Second, "the economy nodes' epoch max age (the sweep bound is twice this)")
@@ -156,6 +132,46 @@ func newDemoCmd() *cobra.Command {
 	f.BoolVar(&verbose, "verbose", false, "log the nodes' events to stderr")
 	cmd.AddCommand(newEconomyDemoCmd())
 	return cmd
+}
+
+// worldFlags turns what the flags left in cfg into what they mean, and
+// validates it: an explicit 0 is refused where the configuration would
+// read it as "the default", a chance of 0 is "never", an empty node list
+// is refused; then WorldConfig.Validate, which names the flags.
+func worldFlags(cmd *cobra.Command, cfg *demo.WorldConfig) error {
+	// An explicit 0 means what a person means by it, never the
+	// default the zero value stands for in WorldConfig.
+	changed := cmd.Flags().Changed
+	for flag, v := range map[string]*time.Duration{"move-at": &cfg.MoveAt, "kill-at": &cfg.KillAt, "zone-kill-at": &cfg.ZoneKillAt, "zone-ttl": &cfg.ZoneTTL, "duration": &cfg.Duration, "epoch": &cfg.EpochMaxAge} {
+		if changed(flag) && *v == 0 {
+			return errcode.Config("--"+flag, *v, "must be positive (see --help)")
+		}
+	}
+	// Negative is WorldConfig's "never", which a person writes 0.
+	for _, c := range []struct {
+		flag string
+		v    *float64
+	}{{"shop-chance", &cfg.ShopChance}, {"trade-chance", &cfg.TradeChance}} {
+		if *c.v < 0 {
+			return errcode.Config("--"+c.flag, *c.v, "is a chance: at least 0 (0: never)")
+		}
+		if changed(c.flag) && *c.v == 0 {
+			*c.v = -1 // never
+		}
+	}
+	// An empty list would be WorldConfig's default nodes.
+	for _, c := range []struct {
+		flag  string
+		nodes []string
+	}{{"zones", cfg.Zones}, {"econs", cfg.Econs}} {
+		if len(c.nodes) == 0 {
+			return errcode.Config("--"+c.flag, "", "must name the nodes, comma-separated (see --help)")
+		}
+	}
+	if changed("bots") && cfg.Bots == 0 {
+		return errcode.Config("--bots", cfg.Bots, "must be at least 1")
+	}
+	return cfg.Validate()
 }
 
 // coded is run with its error's stable code in front (CONFIG.INVALID: …),

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/shardwise/shardwise/demo"
 )
 
 // TestDemoServeContext: with --serve, Ctrl-C cancels the run while it
@@ -49,5 +52,36 @@ func TestDemoServeInterruptedWhileStarting(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "world demo report") || strings.Contains(out.String(), "world demo:") {
 		t.Fatalf("a run interrupted while starting started anyway:\n%s", out.String())
+	}
+}
+
+// TestDemoZoneKillFlags: the zone node kill is on by default (at 60% of
+// --duration, the zone nodes' lease 5s), --zone-kill-at moves it and a
+// negative one turns it off, --zone-ttl sets the lease; each valid. The
+// refusals are TestFlagErrorsNameTheFlag's.
+func TestDemoZoneKillFlags(t *testing.T) {
+	for _, c := range []struct {
+		args     []string
+		killAt   time.Duration // after WithDefaults
+		ttl      time.Duration
+		killedAt string // what the run would do
+	}{
+		{nil, 18 * time.Second, 5 * time.Second, "at 60% of --duration"},
+		{[]string{"--zone-kill-at=-1s"}, -time.Second, 5 * time.Second, "never"},
+		{[]string{"--duration=20s", "--zone-kill-at=5s", "--zone-ttl=1s"}, 5 * time.Second, time.Second, "at 5s"},
+		{[]string{"--duration=20s"}, 12 * time.Second, 5 * time.Second, "at 60% of --duration"},
+	} {
+		var cfg demo.WorldConfig
+		cmd := newDemoCmdFor(&cfg)
+		if err := cmd.ParseFlags(c.args); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if err := worldFlags(cmd, &cfg); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		got := cfg.WithDefaults()
+		if got.ZoneKillAt != c.killAt || got.ZoneTTL != c.ttl {
+			t.Errorf("%v: zone kill at %v, lease %v; want %v (%s), %v", c.args, got.ZoneKillAt, got.ZoneTTL, c.killAt, c.killedAt, c.ttl)
+		}
 	}
 }
