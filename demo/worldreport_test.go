@@ -236,6 +236,11 @@ func TestWorldReportZoneKill(t *testing.T) {
 	if c := checked(r); !c.OK() || len(c.Notes) != 2 || !strings.Contains(c.Notes[0], "2 players of the killed zone node zone-2 logged in at the end with neither master nor pet") {
 		t.Fatalf("players lost, blinks of its entities: failures %q, notes %q; want two notes", c.Failures, c.Notes)
 	}
+	var b2 strings.Builder
+	checked(r).Print(&b2)
+	if want := "players conserved         yes: 4 logged in, 8 entities (a master and a pet each); not counted: 2 players of the killed zone node with neither (see below)"; !strings.Contains(b2.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, b2.String())
+	}
 	r.Bots.Blinks = 4
 	if c := checked(r); c.OK() || c.Failures[0] != "clients saw 4 blinks (3 of them of the killed zone node's entities or players')" {
 		t.Fatalf("a blink of another entity: failures %q", c.Failures)
@@ -243,6 +248,13 @@ func TestWorldReportZoneKill(t *testing.T) {
 	r.ZoneKill.RestoresPlayers, r.Bots.Blinks = true, 3
 	if c := checked(r); c.OK() || len(c.Failures) != 3 || c.Failures[0] != "clients saw 3 blinks" {
 		t.Fatalf("restoring players: failures %q; want the blinks and both players' checks", c.Failures)
+	}
+
+	// No trade after the kill is said, not failed.
+	r = goodReport()
+	r.ZoneKill.TradesAfter = 0
+	if c := checked(r); !c.OK() || len(c.Notes) != 1 || c.Notes[0] != "no trade committed after the zone node kill (2 before it)" {
+		t.Fatalf("no trade after the kill: failures %q, notes %q", c.Failures, c.Notes)
 	}
 
 	r = goodReport()
