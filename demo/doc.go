@@ -10,6 +10,8 @@
 // re-forming, serving its scopes and sweeping its orphans. It ends with a
 // report checked against the store: econ's money audit, the netting ratio,
 // every orphan settled. RunWorld is the whole-cluster demo (zone nodes,
-// economy nodes, bots, a region move, an economy node killed), described
-// in docs/world.md.
+// economy nodes, bots, a region move, an economy node killed, a zone node
+// killed and its failover measured), described in docs/world.md; its
+// zone node kill is three switches of the node's own (zonekill.go), since
+// its nodes share the process.
 package demo

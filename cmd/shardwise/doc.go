@@ -1,7 +1,10 @@
 // Command shardwise runs the demo, the nodes of a cluster, and the operator
 // tools around them. Run "shardwise help" for the list.
 //
-//	shardwise demo                  three economy nodes in one process on SQLite:
+//	shardwise demo                  the whole cluster in one process: zone and
+//	                                economy nodes, bots, a region move, an
+//	                                economy node and a zone node killed
+//	shardwise demo economy          three economy nodes in one process on SQLite:
 //	                                netting, a killed node, the orphan sweep
 //	shardwise world --ticks N       the reference game headless on one node
 //	shardwise zone --endpoints E --name N --certs D [--module game|wander] [--metrics ADDR]
