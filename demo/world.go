@@ -309,8 +309,10 @@ type worldDemo struct {
 
 	mu    sync.Mutex
 	nodes map[string]*zoneNode // by name
-	// moved is the region move that was applied (zero before).
-	moved regionMove
+	// moved is the region move that was applied (zero before); moving
+	// its two nodes from its announcement until it is handed over.
+	moved  regionMove
+	moving []string
 	// zoneKill is the zone node killed and its failover's figures so far
 	// (Node "" before the kill).
 	zoneKill ZoneKillReport

@@ -77,6 +77,9 @@ func (d *worldDemo) moveAt(load context.Context, start time.Time) (err error) {
 	before := d.handoffs()
 	d.announce(start, "region move: region %d (column %d, row %d; %d player entities) from %s to %s, table version %d",
 		region, col, row, players, from, to, next.Version())
+	d.mu.Lock()
+	d.moving = []string{from, to} // the zone node kill spares them until it is done
+	d.mu.Unlock()
 	if err := d.admin.ApplyRegions(load, next, coord.ApplyOptions{}); err != nil {
 		return fmt.Errorf("demo: region move: %w", err)
 	}
@@ -89,6 +92,7 @@ func (d *worldDemo) moveAt(load context.Context, start time.Time) (err error) {
 		if d.tableEverywhere(next.Version()) && d.census.playersIn(from, region) == 0 {
 			d.mu.Lock()
 			d.moved.HandedOver, d.moved.HandedOverAt = true, time.Since(start)
+			d.moving = nil
 			d.mu.Unlock()
 			after := d.handoffs()
 			d.announce(start, "region move done: every node holds version %d; %d handoffs since the move",

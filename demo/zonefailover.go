@@ -178,10 +178,27 @@ func (d *worldDemo) zoneKillAt(load context.Context, start time.Time) (err error
 }
 
 // zoneVictim is the live zone node holding the most players' entities
-// (the first in Zones order on a tie).
+// (the first in Zones order on a tie), sparing the two nodes of a region
+// move not yet handed over (on a loaded machine the move can run late):
+// killing one would leave the move to the failover, and the move's own
+// check would fail for it.
 func (d *worldDemo) zoneVictim(t *cells.Table) string {
+	d.mu.Lock()
+	moving := slices.Clone(d.moving)
+	d.mu.Unlock()
+	if v := d.mostPlayers(t, moving); v != "" {
+		return v
+	}
+	return d.mostPlayers(t, nil)
+}
+
+// mostPlayers is zoneVictim's choice among the nodes not in spare.
+func (d *worldDemo) mostPlayers(t *cells.Table, spare []string) string {
 	best, most := "", -1
 	for _, n := range d.cfg.Zones {
+		if slices.Contains(spare, n) {
+			continue
+		}
 		zn := d.nodes[n]
 		select {
 		case <-zn.exited:
