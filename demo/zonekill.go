@@ -87,7 +87,9 @@ func (w killableWorld) Edits(ctx context.Context, c torus.ChunkPos, sinceRev uin
 func (w killableWorld) Close() error { return nil }
 
 // killableDirectory is a node's session directory. Methods a later
-// directory.Directory adds pass through unswitched.
+// directory.Directory adds pass through unswitched: give each its switch
+// here (the resume credentials' ArmResume, Resume and RevokeResume, once
+// merged), or a killed gateway could still arm or revoke one.
 type killableDirectory struct {
 	zone.SharedDirectory
 	killable
