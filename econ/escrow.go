@@ -40,10 +40,15 @@ package econ
 //     learns the decision and claims what it says. The same legs answer
 //     ACCEPTED, as any resend does.
 //
-// Which escrows a node looks at: the offers in the unsettled journals of
-// the scopes it owns, and the escrow accounts with a settled balance (read
-// back to their offers' scope). It is a scan, not an index: its cost grows
-// with the unsettled journals and the accounts ever posted to (docs/
+// Which escrows a node looks at: those whose offer it recorded itself
+// under its current view (Node.Record keeps them, in memory), and, once
+// per view (the first sweep after the view formed, when scopes may have
+// come from a dead or departed node), every escrow found by a scan: the
+// offers in the unsettled journals of the scopes it owns, and the escrow
+// accounts with a settled balance (read back to their offers' scope). An
+// escrow leaves the set once it is decided and claimed, or lies in no
+// scope of the node. The scan's cost grows with the unsettled journals
+// and the accounts ever posted to, once per view change (docs/
 // decisions.md, "The economy decides a dead decider's trades").
 
 import (
@@ -53,6 +58,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shardwise/shardwise/errcode"
@@ -202,6 +208,9 @@ type EscrowSweepOptions struct {
 
 // EscrowSweepSummary reports one escrow sweep.
 type EscrowSweepSummary struct {
+	// Scanned: this sweep scanned the store for escrows (the first of a
+	// view), besides those the node recorded an offer of.
+	Scanned bool
 	// Looked counts the escrows of this node's scopes examined; Waiting
 	// those not past their deadline yet.
 	Looked, Waiting int
@@ -242,35 +251,109 @@ type escrowSweep struct {
 	sum    EscrowSweepSummary
 }
 
+// escrowWatch is the set of escrows a node looks at (see the comment at
+// the top), safe for concurrent use: Record adds, the sweeper takes and
+// puts back.
+type escrowWatch struct {
+	mu      sync.Mutex
+	ids     map[uint64]bool
+	scanned any // the view (generation) whose scan is done
+}
+
+// add notes escrow id (Record accepted one of its offers).
+func (w *escrowWatch) add(id uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ids == nil {
+		w.ids = map[uint64]bool{}
+	}
+	w.ids[id] = true
+}
+
+// take returns the escrows watched, sorted, and whether view still needs
+// its scan.
+func (w *escrowWatch) take(view any) (ids []uint64, scan bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id := range w.ids {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, w.scanned != view
+}
+
+// finish records a sweep of view: the escrows it found open stay (with
+// any added meanwhile), those it finished go.
+func (w *escrowWatch) finish(view any, scanned bool, open, finished []uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ids == nil {
+		w.ids = map[uint64]bool{}
+	}
+	if scanned {
+		w.scanned = view
+	}
+	for _, id := range finished {
+		delete(w.ids, id)
+	}
+	for _, id := range open {
+		w.ids[id] = true
+	}
+}
+
+// recorded notes an escrow whose offer Record accepted.
+func (w *escrowWatch) recorded(m netting.Movement, out netting.Outcome, err error) {
+	if err != nil || out.Status != netting.Accepted {
+		return
+	}
+	if id, step, ok := parseEscrowKey(m.Key); ok && strings.HasPrefix(step, "offer:") {
+		w.add(id)
+	}
+}
+
 // sweepEscrows decides the escrows of rec's scopes whose decider let
-// their deadline pass (see the comment at the top).
-func sweepEscrows(ctx context.Context, st netting.SharedStore, rec escrowRecorder, self string, bound time.Duration, now time.Time) (EscrowSweepSummary, error) {
+// their deadline pass (see the comment at the top): those of ids, and,
+// with scan, every one the store shows. It returns those still open and
+// those finished (decided and claimed, or in no scope of rec's).
+func sweepEscrows(ctx context.Context, st netting.SharedStore, rec escrowRecorder, self string, bound time.Duration, now time.Time, ids []uint64, scan bool) (sum EscrowSweepSummary, open, finished []uint64, err error) {
 	if now.IsZero() {
-		var err error
 		if now, err = st.Now(ctx); err != nil {
-			return EscrowSweepSummary{}, fmt.Errorf("econ: escrow sweep clock: %w", err)
+			return sum, nil, nil, fmt.Errorf("econ: escrow sweep clock: %w", err)
 		}
 	}
 	s := &escrowSweep{st: st, rec: rec, self: self, now: now, bound: bound, scopes: map[string]string{}}
-	ids, err := s.candidates(ctx)
-	if err != nil {
-		return s.sum, err
+	if scan {
+		found, err := s.scan(ctx)
+		if err != nil {
+			return s.sum, nil, nil, err
+		}
+		ids = append(slices.Clone(ids), found...)
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		s.sum.Scanned = true
 	}
 	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
-			return s.sum, err
+			return s.sum, nil, nil, err
 		}
-		if err := s.one(ctx, id); err != nil {
+		done, err := s.one(ctx, id)
+		switch {
+		case err != nil:
 			s.sum.Failed = append(s.sum.Failed, FailedEscrow{ID: id, Code: errcode.Of(err), Err: err})
+			open = append(open, id)
+		case done:
+			finished = append(finished, id)
+		default:
+			open = append(open, id)
 		}
 	}
-	return s.sum, nil
+	return s.sum, open, finished, nil
 }
 
-// candidates lists the escrows that may need the sweep: offers in the
-// unsettled journals of this node's scopes, and escrow accounts with a
-// settled balance. Sorted, so a sweep's order is reproducible.
-func (s *escrowSweep) candidates(ctx context.Context) ([]uint64, error) {
+// scan lists the escrows the store shows that may need the sweep: offers
+// in the unsettled journals of this node's scopes, and escrow accounts
+// with a settled balance.
+func (s *escrowSweep) scan(ctx context.Context) ([]uint64, error) {
 	seen := map[uint64]bool{}
 	list, err := s.st.ListUnsettled(ctx, 0)
 	if err != nil {
@@ -304,7 +387,6 @@ func (s *escrowSweep) candidates(ctx context.Context) ([]uint64, error) {
 	for id := range seen {
 		ids = append(ids, id)
 	}
-	slices.Sort(ids)
 	return ids, nil
 }
 
@@ -336,11 +418,12 @@ func (s *escrowSweep) offers(ctx context.Context, id uint64) ([2]netting.KeyAnsw
 
 func accepted(a netting.KeyAnswer) bool { return a.Found && !a.Refused }
 
-// one handles escrow id if one of its offers lies in a scope of this node.
-func (s *escrowSweep) one(ctx context.Context, id uint64) error {
+// one handles escrow id if one of its offers lies in a scope of this node,
+// and reports whether the node is done with it.
+func (s *escrowSweep) one(ctx context.Context, id uint64) (done bool, err error) {
 	offers, err := s.offers(ctx, id)
 	if err != nil {
-		return err
+		return false, err
 	}
 	scope := ""
 	var first time.Time
@@ -350,7 +433,7 @@ func (s *escrowSweep) one(ctx context.Context, id uint64) error {
 		}
 		sc, err := s.scopeOf(ctx, o.Record.SessionID)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if scope == "" && s.rec.Owns(sc) {
 			scope = sc
@@ -360,36 +443,36 @@ func (s *escrowSweep) one(ctx context.Context, id uint64) error {
 		}
 	}
 	if scope == "" {
-		return nil // no offer journaled, or none in this node's scopes
+		return true, nil // no offer journaled, or none in this node's scopes
 	}
 	s.sum.Looked++
 	end, err := s.st.LookupAnswer(ctx, EscrowKey(id, EscrowEnd))
 	if err != nil {
-		return err
+		return false, err
 	}
 	ownEnd := false
 	if !end.Found {
 		if s.now.Before(first.Add(s.bound)) {
 			s.sum.Waiting++
-			return nil
+			return false, nil
 		}
 		if ownEnd, err = s.cancel(ctx, id, scope); err != nil {
-			return err
+			return false, err
 		}
 		if end, err = s.st.LookupAnswer(ctx, EscrowKey(id, EscrowEnd)); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if !accepted(end) {
-		return nil // not decided yet after all: the next sweep looks again
+		return false, nil // not decided yet after all: the next sweep looks again
 	}
 	claims, err := s.missingClaims(ctx, id, end.Record.Legs)
 	if err != nil || len(claims) == 0 {
-		return err
+		return err == nil, err
 	}
 	if !ownEnd && s.now.Before(end.Record.RecordedAt.Add(s.bound)) {
 		s.sum.Waiting++ // its decider has the bound to claim itself
-		return nil
+		return false, nil
 	}
 	var errs []error
 	for _, m := range claims {
@@ -403,7 +486,7 @@ func (s *escrowSweep) one(ctx context.Context, id uint64) error {
 			s.sum.Claimed++
 		}
 	}
-	return errors.Join(errs...)
+	return len(errs) == 0, errors.Join(errs...)
 }
 
 // cancel closes an escrow: every offer key without an answer is refused

@@ -85,7 +85,7 @@ func (w *escrowWorld) holds(acct string) int64 {
 
 func (w *escrowWorld) sweep() EscrowSweepSummary {
 	w.t.Helper()
-	sum, err := sweepEscrows(w.ctx, w.st, w.cn, "econ-0", w.bound, time.Time{})
+	sum, _, _, err := sweepEscrows(w.ctx, w.st, w.cn, "econ-0", w.bound, time.Time{}, nil, true)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -294,5 +294,49 @@ func TestEscrowNamesParse(t *testing.T) {
 	}
 	if sameMovement([]ledger.Leg{ledger.Debit("x", 2), ledger.Credit("y", 2)}, []ledger.Leg{ledger.Debit("x", 2), ledger.Credit("z", 2)}) {
 		t.Fatal("different movements compared equal")
+	}
+}
+
+// A node looks at the escrows it recorded an offer of, and scans the
+// store for the others once per view: after its first sweep, an offer it
+// records is found with no scan, and a finished escrow is no longer
+// looked at.
+func TestANodeWatchesTheEscrowsItRecords(t *testing.T) {
+	store, _ := newSQLite(t)
+	// Its own escrow sweeper waits a whole bound: the test's sweeps are
+	// the view's first.
+	n := startNode(t, testPrefix(t), "econ-a", store, Config{EscrowEvery: DefaultEscrowBound})
+	waitView(t, []string{"econ-a"}, n)
+	ctx := testCtx(t)
+	sweep := func(after time.Duration) EscrowSweepSummary {
+		t.Helper()
+		now, err := store.Now(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := n.SweepEscrows(ctx, EscrowSweepOptions{Now: now.Add(after)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	if sum := sweep(0); !sum.Scanned {
+		t.Fatalf("the view's first sweep did not scan: %+v", sum)
+	}
+	if sum := sweep(0); sum.Scanned {
+		t.Fatalf("a second sweep of the view scanned again: %+v", sum)
+	}
+	grant := netting.Movement{Key: "grant:a", Legs: []ledger.Leg{ledger.Debit("platform:grant", 50), ledger.Credit(coinsA, 50)}}
+	for _, m := range []netting.Movement{grant, offerMovement(11, EscrowOfferA, coinsA, "coins", 20)} {
+		if out, err := n.Record(ctx, "player:101", m); err != nil || out.Status != netting.Accepted {
+			t.Fatalf("record %s: %+v %v", m.Key, out, err)
+		}
+	}
+	sum := sweep(DefaultEscrowBound)
+	if sum.Scanned || !slices.Equal(sum.Expired, []uint64{11}) || sum.Claimed != 1 {
+		t.Fatalf("sweep: %+v, want escrow 11 cancelled without a scan", sum)
+	}
+	if sum := sweep(2 * DefaultEscrowBound); sum.Looked != 0 {
+		t.Fatalf("a finished escrow is still looked at: %+v", sum)
 	}
 }

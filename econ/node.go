@@ -254,6 +254,9 @@ type Node struct {
 	changedMu sync.Mutex
 	changed   chan struct{}
 
+	// escrows are the escrows the escrow sweeper looks at (escrow.go).
+	escrows escrowWatch
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -375,6 +378,7 @@ func (n *Node) Record(ctx context.Context, scope string, m netting.Movement) (ne
 			}
 			if g.isReady() {
 				out, err := recordEscrow(ctx, n.cfg.Store, g.node, scope, m)
+				n.escrows.recorded(m, out, err)
 				n.gate.RUnlock()
 				n.met.recordOutcome(out, err)
 				return out, err
@@ -489,7 +493,12 @@ func (n *Node) SweepEscrows(ctx context.Context, opts EscrowSweepOptions) (Escro
 	var sum EscrowSweepSummary
 	var err error
 	if gerr := n.withCurrent(func(g *generation) {
-		sum, err = sweepEscrows(ctx, n.cfg.Store, g.node, n.cfg.Name, n.cfg.EscrowBound, opts.Now)
+		ids, scan := n.escrows.take(g)
+		var open, finished []uint64
+		sum, open, finished, err = sweepEscrows(ctx, n.cfg.Store, g.node, n.cfg.Name, n.cfg.EscrowBound, opts.Now, ids, scan)
+		if err == nil {
+			n.escrows.finish(g, scan, open, finished)
+		}
 	}); gerr != nil {
 		return sum, gerr
 	}
