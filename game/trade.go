@@ -335,6 +335,13 @@ func (t *Trade) movement(s tradeStep) (scope string, m netting.Movement, ok bool
 		if a {
 			name = 'a'
 		}
+		if side.Account == account.None {
+			// A side this trade never heard from (a trade resumed from a
+			// checkpoint older than the side's first request, told of a
+			// commit by the economy): its wallet is not known here, and
+			// the economy's sweep pays it from the end's owed account.
+			break
+		}
 		scope = PlayerScope(side.Account)
 		for _, x := range t.owed(a).assets(buf[:0]) {
 			legs = append(legs, ledger.Debit(owedAccount(t.ID, name, side.Account, x.asset), x.amount), ledger.Credit(walletAccount(side.Account, x.asset), x.amount))

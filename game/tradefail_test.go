@@ -280,3 +280,16 @@ func TestATradeOpenPastItsTimeoutIsCancelledByItsNode(t *testing.T) {
 	}
 	w.audit()
 }
+
+// A trade that learns of a commit for a side it never heard from (its
+// checkpoint predates the side's first request) claims nothing for that
+// side: it does not know the wallet; the economy's sweep pays it from the
+// end's owed account.
+func TestNoClaimForASideOfUnknownAccount(t *testing.T) {
+	tr := Trade{ID: 5, Decides: true, Phase: TradeClaiming, Commit: true,
+		A: TradeSide{Account: 401, Offer: Offer{Coins: 10}, Offered: true}, B: TradeSide{}}
+	tr.Steps[stepOfferA].Status = StepDone
+	if _, m, ok := tr.movement(stepClaimB); ok {
+		t.Fatalf("a claim for an unknown account: %+v", m)
+	}
+}
