@@ -340,3 +340,41 @@ func TestANodeWatchesTheEscrowsItRecords(t *testing.T) {
 		t.Fatalf("a finished escrow is still looked at: %+v", sum)
 	}
 }
+
+// racingStore runs before once, just before the first AppendRecording: a
+// writer landing between the sweep's read of the offers and its refusals.
+type racingStore struct {
+	netting.SharedStore
+	before func()
+}
+
+func (r *racingStore) AppendRecording(ctx context.Context, recs []netting.JournalRecord, refused []netting.RefusedKey) error {
+	if f := r.before; f != nil {
+		r.before = nil
+		f()
+	}
+	return r.SharedStore.AppendRecording(ctx, recs, refused)
+}
+
+// An offer journaled between the sweep's look at the offers and its
+// refusal of the unanswered ones is the key's first answer: the sweep
+// reads the offers again and returns that one too.
+func TestAnOfferLandingAsTheEscrowClosesIsReturned(t *testing.T) {
+	w := newEscrowWorld(t)
+	w.fund(coinsA, 100)
+	w.fund(coinsB, 100)
+	const id = 12
+	w.record("player:101", offerMovement(id, EscrowOfferA, coinsA, "coins", 10))
+	w.clk.Advance(w.bound)
+	racing := &racingStore{SharedStore: w.st, before: func() {
+		w.record("player:102", offerMovement(id, EscrowOfferB, coinsB, "coins", 15))
+	}}
+	sum, _, _, err := sweepEscrows(w.ctx, racing, w.cn, "econ-0", w.bound, time.Time{}, nil, true)
+	if err != nil || !slices.Equal(sum.Expired, []uint64{id}) || sum.Claimed != 2 {
+		t.Fatalf("sweep: %+v %v, want escrow %d cancelled, both sides paid back", sum, err, id)
+	}
+	if got := []int64{w.holds(coinsA), w.holds(coinsB)}; !slices.Equal(got, []int64{100, 100}) {
+		t.Fatalf("holdings %v, want both back at 100", got)
+	}
+	w.audit()
+}
