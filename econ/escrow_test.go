@@ -339,6 +339,11 @@ func TestANodeWatchesTheEscrowsItRecords(t *testing.T) {
 	if sum := sweep(2 * DefaultEscrowBound); sum.Looked != 0 {
 		t.Fatalf("a finished escrow is still looked at: %+v", sum)
 	}
+	// On SQLite too, the offer the sweep refused stays refused.
+	late := netting.Movement{Key: EscrowKey(11, EscrowOfferB), Legs: []ledger.Leg{ledger.Debit(coinsA, 5), ledger.Credit(EscrowAccount(11, "coins"), 5)}}
+	if out, err := n.Record(ctx, "player:101", late); err != nil || out.Status != netting.Rejected || out.Reason != ReasonEscrowExpired {
+		t.Fatalf("a late offer: %+v %v, want rejected %s", out, err, ReasonEscrowExpired)
+	}
 }
 
 // racingStore runs before once, just before the first AppendRecording: a
@@ -377,4 +382,77 @@ func TestAnOfferLandingAsTheEscrowClosesIsReturned(t *testing.T) {
 		t.Fatalf("holdings %v, want both back at 100", got)
 	}
 	w.audit()
+}
+
+// The escrow's close on every store: an offer landing as the escrow
+// closes is returned with the rest, a late offer is refused, a commit
+// after the cancel is answered ESCROW.DECIDED, and the audit is clean.
+func TestEscrowCloseOnEveryStore(t *testing.T) {
+	for name, open := range auditStores(t) {
+		t.Run(name, func(t *testing.T) {
+			st := open(t)
+			ctx := testCtx(t)
+			cn, err := netting.OpenClusterNode(st, netting.ClusterConfig{NodeID: "econ-0", Nodes: []string{"econ-0"},
+				Sweep: &netting.SweepConfig{SettleOlderThan: 2 * netting.DefaultEpochMaxAge}, Logger: testLogger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cn.Close() })
+			record := func(scope string, m netting.Movement) netting.Outcome {
+				t.Helper()
+				out, err := recordEscrow(ctx, st, cn, scope, m)
+				if err != nil {
+					t.Fatalf("record %s: %v", m.Key, err)
+				}
+				return out
+			}
+			for _, w := range []string{coinsA, coinsB} {
+				record(playerScope(w), netting.Movement{Key: "grant:" + w, Legs: []ledger.Leg{ledger.Debit("platform:grant", 100), ledger.Credit(w, 100)}})
+			}
+			record("player:101", offerMovement(21, EscrowOfferA, coinsA, "coins", 10))
+			record("player:101", offerMovement(22, EscrowOfferA, coinsA, "coins", 20))
+			racing := &racingStore{SharedStore: st, before: func() {
+				record("player:102", offerMovement(21, EscrowOfferB, coinsB, "coins", 15))
+			}}
+			now, err := st.Now(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, _, _, err := sweepEscrows(ctx, racing, cn, "econ-0", DefaultEscrowBound, now.Add(DefaultEscrowBound), nil, true)
+			if err != nil || !slices.Equal(sum.Expired, []uint64{21, 22}) || sum.Claimed != 3 || len(sum.Failed) != 0 {
+				t.Fatalf("sweep: %+v %v, want escrows 21 and 22 cancelled and 3 claims", sum, err)
+			}
+			if out := record("player:102", offerMovement(22, EscrowOfferB, coinsB, "coins", 5)); out.Status != netting.Rejected || out.Reason != ReasonEscrowExpired {
+				t.Fatalf("a late offer: %+v, want rejected %s", out, ReasonEscrowExpired)
+			}
+			commit := netting.Movement{Key: EscrowKey(21, EscrowEnd), Legs: []ledger.Leg{
+				ledger.Debit(EscrowAccount(21, "coins"), 25), ledger.Credit(EscrowOwedAccount(21, 'b', coinsB), 10), ledger.Credit(EscrowOwedAccount(21, 'a', coinsA), 15),
+			}}
+			if out := record(EscrowScope(21), commit); out.Status != netting.Rejected || out.Reason != ReasonEscrowDecided {
+				t.Fatalf("a commit after the cancel: %+v, want rejected %s", out, ReasonEscrowDecided)
+			}
+			if _, err := cn.SettleAll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Audit(ctx, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range rep.Problems(true) {
+				t.Errorf("audit: %s", p)
+			}
+			bals, err := st.Balances(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bals[coinsA] != 100 || bals[coinsB] != 100 {
+				t.Errorf("balances A %d B %d, want 100 each", bals[coinsA], bals[coinsB])
+			}
+			for acct, b := range bals {
+				if _, ok := parseEscrowAccount(acct); ok && b != 0 {
+					t.Errorf("escrow account %s holds %d", acct, b)
+				}
+			}
+		})
+	}
 }
