@@ -274,9 +274,6 @@ type EconomyStats struct {
 	// Forwarded counts trade answers sent on to the node the trade moved
 	// to; Resubmitted the trade steps sent again.
 	Forwarded, Resubmitted int
-	// Overruled counts the trades ended here as the economy's journal
-	// said rather than as this node decided (Trade.Overruled).
-	Overruled int
 }
 
 // EconomyStats returns the economy's counters (on the world goroutine).

@@ -632,9 +632,6 @@ func (g *Game) drive(t *Trade) bool {
 			} else {
 				g.econ.stats.Cancelled++
 			}
-			if t.Overruled {
-				g.econ.stats.Overruled++
-			}
 			if g.econ.onTradeEnd != nil {
 				g.econ.onTradeEnd(*t)
 			}

@@ -161,7 +161,7 @@ func TestATradeResumedAfterTheEconomysCancelLearnsIt(t *testing.T) {
 	if e := ended[0]; e.Commit || !e.Overruled || e.Reason != CancelExpired {
 		t.Fatalf("the resumed trade ended %+v, want cancelled, overruled, for expiry", e)
 	}
-	if s := dg.EconomyStats(); s.Overruled != 1 || s.Committed != 0 {
+	if s := dg.EconomyStats(); s.Cancelled != 1 || s.Committed != 0 {
 		t.Fatalf("decider's stats %+v", s)
 	}
 	stepUntil(t, c, 10*time.Second, "the partner's copy to go", func() bool { return len(pg.TradesOf(pm)) == 0 })
