@@ -703,7 +703,10 @@ func (t *Trade) answer(s tradeStep, attempt uint32, status uint8) bool {
 		// owes; a part this trade does not know (an offer it never heard
 		// of) is paid by the economy's sweep instead.
 		t.Commit, t.Overruled = !t.Commit, true
-		if !t.Commit && !t.Cancel {
+		switch {
+		case t.Commit:
+			t.Cancel, t.Reason = false, 0 // the cancel it asked for came too late
+		case !t.Cancel:
 			t.Cancel, t.Reason = true, CancelExpired
 		}
 		st.Status = StepDone

@@ -12,6 +12,7 @@ import (
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/interest"
+	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/zone/zonetest"
@@ -291,5 +292,26 @@ func TestNoClaimForASideOfUnknownAccount(t *testing.T) {
 	tr.Steps[stepOfferA].Status = StepDone
 	if _, m, ok := tr.movement(stepClaimB); ok {
 		t.Fatalf("a claim for an unknown account: %+v", m)
+	}
+}
+
+// A decider resumed from a checkpoint taken before its commit decides to
+// cancel; the economy answers its end ESCROW.DECIDED, and the trade ends
+// committed, claiming what the commit owes each side.
+func TestAnEndToldDecidedTakesTheOtherDecision(t *testing.T) {
+	tr := Trade{ID: 6, Decides: true, Phase: TradeCancelling, Cancel: true, Reason: CancelRange,
+		A: TradeSide{Account: 501, Offer: Offer{Coins: 10}, Offered: true, Accepted: true},
+		B: TradeSide{Account: 502, Offer: Offer{Good: Sword, Count: 1}, Offered: true, Accepted: true}}
+	tr.Steps[stepOfferA].Status, tr.Steps[stepOfferB].Status = StepDone, StepDone
+	tr.Steps[stepEnd] = Step{Status: StepPending, Attempt: 1}
+	if !tr.answer(stepEnd, 1, answerDecided) {
+		t.Fatal("answer not applied")
+	}
+	if !tr.Commit || !tr.Overruled || tr.Cancel || tr.Steps[stepEnd].Status != StepDone {
+		t.Fatalf("after ESCROW.DECIDED: %+v", tr)
+	}
+	_, m, ok := tr.movement(stepClaimA)
+	if !ok || len(m.Legs) != 2 || m.Legs[1] != ledger.Credit(GoodsAccount(501, Sword), 1) {
+		t.Fatalf("claim a %+v, want the sword B offered", m)
 	}
 }
