@@ -50,13 +50,25 @@
 // of any live node settles them once their last journal row is older than
 // the sweep bound (at least 2·EpochMaxAge, netting's epoch-age law).
 //
+// # Escrows
+//
+// A trade's escrow (escrow.go: offers into it, one end key that decides,
+// claims out of it) is decided by the economy within a bound even if the
+// zone node deciding it never comes back: the escrow sweep of the node
+// owning one of its offers' scopes cancels an escrow with no end
+// EscrowBound after its first offer (refusing for ever the offers not yet
+// answered, so the set it returns is final), pays the claims an ended
+// escrow lacks EscrowBound after its end, and Record answers an end whose
+// key the journal holds with other legs REJECTED (ESCROW.DECIDED): the
+// first end recorded decides, once.
+//
 // # Goroutines
 //
-// Start launches four, all joined by Close (and Halt): the membership loop
+// Start launches five, all joined by Close (and Halt): the membership loop
 // (the only writer of the view), the fence (it waits for a lost lease and
 // stops the node at once, even while the loop is re-forming), the rotator
-// (RotateDue every RotateEvery) and the sweeper (SweepOrphans every
-// SweepEvery). Close is graceful: it stops recording, settles the node's
+// (RotateDue every RotateEvery), the sweeper (SweepOrphans every
+// SweepEvery) and the escrow sweeper (SweepEscrows every EscrowEvery). Close is graceful: it stops recording, settles the node's
 // open sessions and ends its registration, so the others re-form without it
 // at once rather than after its lease expires. Halt stops as a crash would:
 // nothing settled, the registration revoked.

@@ -24,6 +24,9 @@ type metrics struct {
 	postings prometheus.Counter
 	netted   prometheus.Counter
 	swept    prometheus.Counter
+	// expired and claimed count the escrow sweep's decisions (escrow.go).
+	expired prometheus.Counter
+	claimed prometheus.Counter
 	// breaches sums netting.ClusterNode.Breaches over every generation the
 	// node has opened (a scrape never waits for a view change's gate).
 	breaches prometheus.CounterFunc
@@ -83,6 +86,14 @@ func newMetrics() *metrics {
 			Namespace: ns, Subsystem: sub, Name: "swept_orphans_total",
 			Help: "Orphan sessions (of dead nodes) this node's sweep settled.",
 		}),
+		expired: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "escrows_expired_total",
+			Help: "Escrows (trades) this node's escrow sweep cancelled: their decider left them past the escrow bound.",
+		}),
+		claimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "escrow_claims_total",
+			Help: "Claims of ended escrows this node's escrow sweep recorded for a decider that did not.",
+		}),
 	}
 	m.breaches = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Namespace: ns, Subsystem: sub, Name: "settle_breaches_total",
@@ -95,7 +106,7 @@ func newMetrics() *metrics {
 // register.
 func (n *Node) Collectors() []prometheus.Collector {
 	m := n.met
-	return []prometheus.Collector{m.records, m.ready, m.members, m.views, m.settled, m.postings, m.netted, m.swept, m.breaches}
+	return []prometheus.Collector{m.records, m.ready, m.members, m.views, m.settled, m.postings, m.netted, m.swept, m.expired, m.claimed, m.breaches}
 }
 
 // settledAll counts settles: every report a session, and what a settle
@@ -108,6 +119,12 @@ func (m *metrics) settledAll(reps []netting.SettleReport) {
 			m.netted.Add(float64(r.Netted))
 		}
 	}
+}
+
+// escrows counts an escrow sweep's decisions.
+func (m *metrics) escrows(sum EscrowSweepSummary) {
+	m.expired.Add(float64(len(sum.Expired)))
+	m.claimed.Add(float64(sum.Claimed))
 }
 
 func (m *metrics) record(err error) {

@@ -47,6 +47,9 @@ var (
 	ErrLeaseLost = errcode.New(CodeLeaseLost, "econ: membership lease lost; node fenced")
 )
 
+// DefaultEscrowBound is Config.EscrowBound's default.
+const DefaultEscrowBound = 30 * time.Second
+
 // Config configures one economy node. Zero durations take the defaults
 // documented per field.
 type Config struct {
@@ -93,6 +96,18 @@ type Config struct {
 	// CloseTimeout bounds the settle of Close and of a view change. Default
 	// 30s.
 	CloseTimeout time.Duration
+	// EscrowBound is how long an escrow (escrow.go: a trade's offers held
+	// for its decider) may wait for its end after its first offer was
+	// journaled, and for its claims after its end, before the sweep of a
+	// node owning one of its offers' scopes decides it: cancels it, or
+	// pays what its end owes. Measured on the store's clock. Default 30s
+	// (three zone lease TTLs of 10s: a dead decider's standby has resumed
+	// well before); at least 1s.
+	EscrowBound time.Duration
+	// EscrowEvery is the escrow sweeper's period. Default EscrowBound/6;
+	// at most EscrowBound. An escrow is decided at most EscrowBound +
+	// EscrowEvery after its first offer, whether its decider lives or not.
+	EscrowEvery time.Duration
 
 	// Clock drives the node's timers (rotation, sweep, ReadyWait). Default
 	// clock.Real(). Ages inside netting stay on the store's clock.
@@ -124,6 +139,7 @@ func (c Config) validateSettings(prefix string) error {
 		{"TTL", c.TTL}, {"EpochMaxAge", c.EpochMaxAge}, {"SweepBound", c.SweepBound},
 		{"RotateEvery", c.RotateEvery}, {"SweepEvery", c.SweepEvery}, {"ReadyWait", c.ReadyWait},
 		{"SettleLease", c.SettleLease}, {"CloseTimeout", c.CloseTimeout},
+		{"EscrowBound", c.EscrowBound}, {"EscrowEvery", c.EscrowEvery},
 	} {
 		if d.v < 0 {
 			return errcode.Config(prefix+d.field, d.v, "must not be negative")
@@ -140,6 +156,12 @@ func (c Config) validateSettings(prefix string) error {
 	w := c.WithDefaults()
 	if w.SweepBound < 2*w.EpochMaxAge {
 		return errcode.Config(prefix+"SweepBound", c.SweepBound, fmt.Sprintf("must be at least twice the epoch max age (%s)", 2*w.EpochMaxAge))
+	}
+	if c.EscrowBound != 0 && c.EscrowBound < time.Second {
+		return errcode.Config(prefix+"EscrowBound", c.EscrowBound, "must be 0 (the default, 30s) or at least 1s")
+	}
+	if w.EscrowEvery > w.EscrowBound {
+		return errcode.Config(prefix+"EscrowEvery", c.EscrowEvery, fmt.Sprintf("must be at most the escrow bound (%s), so an escrow is decided within one period of it", w.EscrowBound))
 	}
 	if w.RotateEvery > w.EpochMaxAge {
 		return errcode.Config(prefix+"RotateEvery", c.RotateEvery, fmt.Sprintf("must be at most the epoch max age (%s), so idle epochs rotate in time", w.EpochMaxAge))
@@ -175,6 +197,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.CloseTimeout == 0 {
 		c.CloseTimeout = 30 * time.Second
+	}
+	if c.EscrowBound == 0 {
+		c.EscrowBound = DefaultEscrowBound
+	}
+	if c.EscrowEvery == 0 {
+		c.EscrowEvery = c.EscrowBound / 6
 	}
 	c.Clock = clock.OrReal(c.Clock)
 	if c.Logger == nil {
@@ -225,6 +253,9 @@ type Node struct {
 	// the generation changes or becomes ready: what Record waits on.
 	changedMu sync.Mutex
 	changed   chan struct{}
+
+	// escrows are the escrows the escrow sweeper looks at (escrow.go).
+	escrows escrowWatch
 
 	closeOnce sync.Once
 	closeErr  error
@@ -301,6 +332,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	})
 	n.wg.Go(func() { n.every(cfg.RotateEvery, n.rotate) })
 	n.wg.Go(func() { n.every(cfg.SweepEvery, n.sweep) })
+	n.wg.Go(func() { n.every(cfg.EscrowEvery, n.sweepEscrowsNow) })
 	return n, nil
 }
 
@@ -345,7 +377,8 @@ func (n *Node) Record(ctx context.Context, scope string, m netting.Movement) (ne
 				return netting.Outcome{}, err
 			}
 			if g.isReady() {
-				out, err := g.node.Record(ctx, scope, m)
+				out, err := recordEscrow(ctx, n.cfg.Store, g.node, scope, m)
+				n.escrows.recorded(m, out, err)
 				n.gate.RUnlock()
 				n.met.recordOutcome(out, err)
 				return out, err
@@ -451,6 +484,25 @@ func (n *Node) Sweep(ctx context.Context) (netting.SweepSummary, error) {
 		return sum, gerr
 	}
 	n.met.swept.Add(float64(len(sum.Settled)))
+	return sum, err
+}
+
+// SweepEscrows runs one escrow sweep now (escrow.go): the escrows of the
+// node's scopes whose decider let EscrowBound pass are decided.
+func (n *Node) SweepEscrows(ctx context.Context, opts EscrowSweepOptions) (EscrowSweepSummary, error) {
+	var sum EscrowSweepSummary
+	var err error
+	if gerr := n.withCurrent(func(g *generation) {
+		ids, scan := n.escrows.take(g)
+		var open, finished []uint64
+		sum, open, finished, err = sweepEscrows(ctx, n.cfg.Store, g.node, n.cfg.Name, n.cfg.EscrowBound, opts.Now, ids, scan)
+		if err == nil {
+			n.escrows.finish(g, scan, open, finished)
+		}
+	}); gerr != nil {
+		return sum, gerr
+	}
+	n.met.escrows(sum)
 	return sum, err
 }
 
@@ -643,6 +695,22 @@ func (n *Node) sweep() {
 	}
 	for _, s := range sum.Settled {
 		n.log.Info("econ: swept an orphan", "session", s.SessionID, "mode", s.Mode)
+	}
+}
+
+func (n *Node) sweepEscrowsNow() {
+	sum, err := n.SweepEscrows(n.work, EscrowSweepOptions{})
+	if err != nil {
+		if n.work.Err() == nil && !errors.Is(err, ErrNotReady) {
+			n.log.Warn("econ: escrow sweep", "err", err)
+		}
+		return
+	}
+	for _, id := range sum.Expired {
+		n.log.Info("econ: cancelled an escrow its decider left past the bound", "escrow", id)
+	}
+	for _, f := range sum.Failed {
+		n.log.Warn("econ: escrow sweep failed on an escrow; retried next sweep", "escrow", f.ID, "code", f.Code, "err", f.Err)
 	}
 }
 

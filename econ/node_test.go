@@ -46,6 +46,9 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{func(c *Config) { c.MaxMovements = -1 }, "MaxMovements"},
 		{func(c *Config) { c.EpochMaxAge = time.Second; c.SweepBound = time.Second }, "SweepBound"},
 		{func(c *Config) { c.EpochMaxAge = time.Second; c.RotateEvery = 2 * time.Second }, "RotateEvery"},
+		{func(c *Config) { c.EscrowBound = time.Millisecond }, "EscrowBound"},
+		{func(c *Config) { c.EscrowBound = -time.Second }, "EscrowBound"},
+		{func(c *Config) { c.EscrowBound = 5 * time.Second; c.EscrowEvery = 6 * time.Second }, "EscrowEvery"},
 	} {
 		cfg := base
 		tc.mod(&cfg)

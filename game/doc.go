@@ -24,7 +24,9 @@
 //     at the dens' keepers, trades across borders as escrow movements; every
 //     change is a movement on the economy node owning its scope, recorded
 //     off the tick by the game's own workers (econ.go, shop.go, trade.go),
-//     and each player sees its own purse (owner only);
+//     and each player sees its own purse (owner only); a trade whose node
+//     dies is decided by the economy within its escrow bound, and a trade
+//     resumed from an older checkpoint finishes or learns that decision;
 //   - death with a vanish (reason death), paths and speeds sent to clients,
 //     and the position itself resent only every 8th movement step.
 //

@@ -17,7 +17,9 @@ package game
 //	platform:game:shop:coins         what the shops took in
 //	platform:game:shop:good:<n>      where the goods shops sell come from
 //	platform:trade:<id>:escrow:<a>   a trade's offers, held (a = coins | good:<n>)
-//	platform:trade:<id>:to:<s>:<a>   what a trade owes side s (a or b) once decided
+//	platform:trade:<id>:to:<s>:<w>   what a trade owes side s (a or b) once decided,
+//	                                 to be paid into the side's wallet w (econ's
+//	                                 escrow convention: the economy can pay it)
 //
 // Scopes (the single writer of each on the economy cluster):
 //
@@ -51,6 +53,7 @@ import (
 
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/clock"
+	"github.com/shardwise/shardwise/econ"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/ledger"
@@ -114,6 +117,11 @@ type EconomyConfig struct {
 	TradeRange float64
 	// ShopReach: a player buys from a den's keeper this close. Default 8.
 	ShopReach float64
+	// TradeTimeout: a trade still open this long after it was opened is
+	// cancelled by its deciding node (CancelExpired). Keep it below the
+	// economy nodes' escrow bound (econ.Config.EscrowBound, default 30s),
+	// past which the economy cancels a trade's escrow itself. Default 20s.
+	TradeTimeout time.Duration
 	// Clock times the backoff and the deadline. Default clock.Real().
 	Clock clock.Clock
 }
@@ -149,6 +157,9 @@ func (c EconomyConfig) withDefaults() EconomyConfig {
 	if c.ShopReach == 0 {
 		c.ShopReach = 8
 	}
+	if c.TradeTimeout == 0 {
+		c.TradeTimeout = 20 * time.Second
+	}
 	c.Clock = clock.OrReal(c.Clock)
 	return c
 }
@@ -160,6 +171,7 @@ func (c EconomyConfig) validate() error {
 	}{
 		{"Economy.AttemptTimeout", c.AttemptTimeout}, {"Economy.CallDeadline", c.CallDeadline},
 		{"Economy.RetryMin", c.RetryMin}, {"Economy.RetryMax", c.RetryMax}, {"Economy.ResubmitAfter", c.ResubmitAfter},
+		{"Economy.TradeTimeout", c.TradeTimeout},
 	} {
 		if d.v <= 0 {
 			return errcode.Config(d.field, d.v.String(), "must be positive")
@@ -194,7 +206,7 @@ const maxAmount = 1 << 40
 func PlayerScope(a account.ID) string { return "player:" + a.String() }
 
 // TradeScope is the scope of a trade's end.
-func TradeScope(trade uint64) string { return "trade:" + strconv.FormatUint(trade, 10) }
+func TradeScope(trade uint64) string { return econ.EscrowScope(trade) }
 
 // CoinsAccount is a player's coins.
 func CoinsAccount(a account.ID) string { return "player:" + a.String() + ":coins" }
@@ -288,8 +300,8 @@ type econState struct {
 	// orphans are trades this node decides whose master logged out: they
 	// are cancelled and run to their end here.
 	orphans []Trade
-	// resubmitTicks is ResubmitAfter in ticks.
-	resubmitTicks uint32
+	// resubmitTicks is ResubmitAfter in ticks; timeoutTicks TradeTimeout.
+	resubmitTicks, timeoutTicks uint32
 
 	purse  *ecs.Store[Purse]
 	trades *ecs.Store[Trades]
@@ -346,6 +358,12 @@ const (
 	answerRejected
 	answerUnknown
 	answerFailed
+	// answerExpired: an offer the economy refused because it closed the
+	// trade's escrow (econ.ReasonEscrowExpired).
+	answerExpired
+	// answerDecided: a trade's end whose key the economy's journal holds
+	// with the other decision (econ.ReasonEscrowDecided).
+	answerDecided
 )
 
 type econResult struct {
@@ -458,6 +476,12 @@ func (p *econPool) do(j *econJob) econResult {
 			return res
 		case res.err == nil:
 			res.status = answerRejected
+			switch res.out.Reason {
+			case econ.ReasonEscrowExpired:
+				res.status = answerExpired
+			case econ.ReasonEscrowDecided:
+				res.status = answerDecided
+			}
 			return res
 		case ledger.IsRefusal(res.err):
 			res.status = answerFailed
@@ -492,6 +516,7 @@ func (g *Game) setupEconomy(r *zone.Runtime) error {
 	g.econ.inflight = make(map[string]uint32)
 	g.econ.reading = make(map[ecs.ID]uint8)
 	g.econ.resubmitTicks = uint32(max(1, g.cfg.Economy.ResubmitAfter/g.cfg.TickInterval))
+	g.econ.timeoutTicks = uint32(max(1, g.cfg.Economy.TradeTimeout/g.cfg.TickInterval))
 	g.econ.pool = newEconPool(g.cfg.Economy, r.Post, g.econDone)
 	return nil
 }
@@ -564,7 +589,7 @@ func (g *Game) econDone(res econResult) {
 		switch res.status {
 		case answerAccepted:
 			e.stats.Accepted++
-		case answerRejected:
+		case answerRejected, answerExpired, answerDecided:
 			e.stats.Rejected++
 		case answerUnknown:
 			e.stats.Unknown++

@@ -495,6 +495,7 @@ func TestEconomyConfigIsValidated(t *testing.T) {
 		{RetryMin: time.Second, RetryMax: time.Millisecond},
 		{TradeRange: -1},
 		{LootCoins: -5},
+		{TradeTimeout: -time.Second},
 	} {
 		cfg := Config{Economy: c}.WithDefaults()
 		if err := cfg.Validate(); err == nil {

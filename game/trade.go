@@ -37,6 +37,20 @@ package game
 // run to their end by its node without it). The end waits for every offer
 // sent to be answered, so a cancel returns exactly what was reserved.
 //
+// The economy decides what a dead decider leaves (econ/escrow.go): an
+// escrow whose end has no answer EscrowBound after its first offer is
+// cancelled by the economy (the offers not answered yet refused for ever,
+// ESCROW.EXPIRED), and an ended one's missing claims paid. The first end
+// recorded decides: the economy answers an end with other legs REJECTED,
+// ESCROW.DECIDED. A trade resumed on a standby from an older checkpoint
+// therefore finishes (its steps are idempotent by key) or learns the
+// other decision from its end's answer (Overruled), claims what that
+// decision owes, and tells the partner in its notice. The deciding node
+// itself cancels a trade still open after TradeTimeout (CancelExpired),
+// below the economy's bound, so that a live trade is decided by its
+// players or its node, not by the economy; and the partner's copy of a
+// trade whose decider went silent is dropped after twice that.
+//
 // An offer is the one step netting may refuse. A key keeps its first
 // answer (since netting's port v4 a refusal is remembered too, so a resend
 // cannot turn a refusal into an acceptance); still, only one attempt of
@@ -51,9 +65,9 @@ package game
 import (
 	"encoding/binary"
 	"errors"
-	"strconv"
 
 	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/econ"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
@@ -110,6 +124,10 @@ const (
 	CancelRange                           // the partner was out of range or out of sight
 	CancelRefused                         // an offer was refused: it promised more than the player holds
 	CancelGone                            // a player logged out
+	// CancelExpired: the trade stayed open past TradeTimeout, or the
+	// economy closed its escrow (its decider left it past the economy's
+	// bound).
+	CancelExpired
 )
 
 // StepStatus is where one of a trade's movements stands.
@@ -122,6 +140,9 @@ const (
 	StepDone                      // accepted (or nothing to move)
 	StepRefused                   // an offer the economy refused
 	StepFailed                    // refused as malformed: a bug, logged
+	// StepExpired: an offer the economy refused because it closed the
+	// trade's escrow (ESCROW.EXPIRED).
+	StepExpired
 )
 
 // Step is one of a trade's movements.
@@ -175,6 +196,14 @@ type Trade struct {
 	// Away counts the ticks in a row the partner was out of range or out
 	// of sight of the deciding master.
 	Away uint8
+	// Overruled: the economy's journal held the other decision when this
+	// trade's end was sent (the economy cancelled it past its bound, or an
+	// earlier run of the decider, lost with its node, decided first); the
+	// trade ended as the journal says.
+	Overruled bool
+	// Age counts the ticks the trade has been open (the decider's), or,
+	// on a partner's copy, the ticks since its last notice.
+	Age uint32
 }
 
 // Trades are a master's trades: those it decides and the copies of those
@@ -227,18 +256,17 @@ func decodeTrade(b []byte) (Trade, error) {
 
 // Accounts of a trade (see econ.go).
 
-func escrowAccount(trade uint64, g Good) string {
-	return "platform:trade:" + strconv.FormatUint(trade, 10) + ":escrow:" + assetName(g)
-}
+// The names are econ's escrow convention (econ/escrow.go), which the
+// economy's sweep reads back: an owed account names the wallet it pays.
 
-func owedAccount(trade uint64, side byte, g Good) string {
-	return "platform:trade:" + strconv.FormatUint(trade, 10) + ":to:" + string(side) + ":" + assetName(g)
+func escrowAccount(trade uint64, g Good) string { return econ.EscrowAccount(trade, assetName(g)) }
+
+func owedAccount(trade uint64, side byte, a account.ID, g Good) string {
+	return econ.EscrowOwedAccount(trade, side, walletAccount(a, g))
 }
 
 // stepKey is the movement key of a trade's step.
-func stepKey(trade uint64, s tradeStep) string {
-	return "trade:" + strconv.FormatUint(trade, 10) + ":" + stepNames[s]
-}
+func stepKey(trade uint64, s tradeStep) string { return econ.EscrowKey(trade, stepNames[s]) }
 
 func (t *Trade) side(s tradeStep) *TradeSide {
 	if s == stepOfferA || s == stepClaimA {
@@ -288,15 +316,18 @@ func (t *Trade) movement(s tradeStep) (scope string, m netting.Movement, ok bool
 			if !t.reserved(a) {
 				continue
 			}
-			off, to := t.A.Offer, byte('a')
+			off, to, who := t.A.Offer, byte('a'), t.A.Account
 			if !a {
-				off, to = t.B.Offer, 'b'
+				off, to, who = t.B.Offer, 'b', t.B.Account
 			}
 			if t.Commit {
 				to = 'a' + 'b' - to
+				if who = t.A.Account; to == 'b' {
+					who = t.B.Account
+				}
 			}
 			for _, x := range off.assets(buf[:0]) {
-				legs = append(legs, ledger.Debit(escrowAccount(t.ID, x.asset), x.amount), ledger.Credit(owedAccount(t.ID, to, x.asset), x.amount))
+				legs = append(legs, ledger.Debit(escrowAccount(t.ID, x.asset), x.amount), ledger.Credit(owedAccount(t.ID, to, who, x.asset), x.amount))
 			}
 		}
 	case stepClaimA, stepClaimB:
@@ -304,9 +335,16 @@ func (t *Trade) movement(s tradeStep) (scope string, m netting.Movement, ok bool
 		if a {
 			name = 'a'
 		}
+		if side.Account == account.None {
+			// A side this trade never heard from (a trade resumed from a
+			// checkpoint older than the side's first request, told of a
+			// commit by the economy): its wallet is not known here, and
+			// the economy's sweep pays it from the end's owed account.
+			break
+		}
 		scope = PlayerScope(side.Account)
 		for _, x := range t.owed(a).assets(buf[:0]) {
-			legs = append(legs, ledger.Debit(owedAccount(t.ID, name, x.asset), x.amount), ledger.Credit(walletAccount(side.Account, x.asset), x.amount))
+			legs = append(legs, ledger.Debit(owedAccount(t.ID, name, side.Account, x.asset), x.amount), ledger.Credit(walletAccount(side.Account, x.asset), x.amount))
 		}
 	}
 	return scope, netting.Movement{Key: stepKey(t.ID, s), Legs: legs}, len(legs) > 0
@@ -329,7 +367,7 @@ func (t *Trade) signature() Trade {
 	for i := range s.Steps {
 		s.Steps[i].Waited = 0
 	}
-	s.Away = 0
+	s.Away, s.Age = 0, 0
 	return s
 }
 
@@ -510,12 +548,22 @@ func (g *Game) driveTrades(id ecs.ID, tr *Trades, p torus.Pos) {
 		if !t.Decides {
 			// A copy: its decider judges the range (this node may not see
 			// the decider when it stands in one of this node's regions
-			// before its handoff), and its last notice ends it.
-			kept = append(kept, *t)
+			// before its handoff), and its last notice ends it; a decider
+			// silent for twice TradeTimeout is gone (its node died and
+			// its standby's checkpoint did not have the trade): the
+			// economy decides the money, and the copy goes.
+			if t.Age++; t.Age < 2*g.econ.timeoutTicks {
+				kept = append(kept, *t)
+			}
 			continue
 		}
 		if t.Phase == TradeOpen && g.away(t, p, t.B.Master) {
 			t.cancel(CancelRange)
+		}
+		if t.Phase == TradeOpen {
+			if t.Age++; t.Age >= g.econ.timeoutTicks {
+				t.cancel(CancelExpired)
+			}
 		}
 		if g.drive(t) {
 			kept = append(kept, *t)
@@ -551,8 +599,11 @@ func (g *Game) drive(t *Trade) bool {
 			if t.side(s).Offered && t.Steps[s].Status == StepNone {
 				g.sendStep(t, s)
 			}
-			if st := t.Steps[s].Status; st == StepRefused || st == StepFailed {
+			switch t.Steps[s].Status {
+			case StepRefused, StepFailed:
 				t.cancel(CancelRefused)
+			case StepExpired:
+				t.cancel(CancelExpired)
 			}
 		}
 		if t.Phase == TradeOpen && t.reserved(true) && t.reserved(false) && t.A.Accepted && t.B.Accepted {
@@ -641,6 +692,24 @@ func (t *Trade) answer(s tradeStep, attempt uint32, status uint8) bool {
 		st.Status = StepDone
 	case status == answerRejected && offer:
 		st.Status = StepRefused
+	case status == answerExpired && offer:
+		st.Status = StepExpired
+	case status == answerDecided && s == stepEnd:
+		// The journal holds the other decision. The end names exactly the
+		// offers journaled (it waits for every offer's answer, and an
+		// unanswered one was refused for ever by the economy's close), so
+		// two ends of one trade differ only in commit or cancel: the
+		// other one is the journal's. Its claims are what that decision
+		// owes; a part this trade does not know (an offer it never heard
+		// of) is paid by the economy's sweep instead.
+		t.Commit, t.Overruled = !t.Commit, true
+		switch {
+		case t.Commit:
+			t.Cancel, t.Reason = false, 0 // the cancel it asked for came too late
+		case !t.Cancel:
+			t.Cancel, t.Reason = true, CancelExpired
+		}
+		st.Status = StepDone
 	case status == answerFailed:
 		st.Status = StepFailed
 	}

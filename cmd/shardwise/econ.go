@@ -42,6 +42,8 @@ func newEconCmd() *cobra.Command {
 		"HostConfig.Node.SettleLease":  "--settle-lease",
 		"HostConfig.Node.ReadyWait":    "--ready-wait",
 		"HostConfig.Node.CloseTimeout": "--close-timeout",
+		"HostConfig.Node.EscrowBound":  "--escrow-bound",
+		"HostConfig.Node.EscrowEvery":  "--escrow-every",
 	}
 	cmd := &cobra.Command{
 		Use:   "econ",
@@ -112,6 +114,8 @@ func newEconCmd() *cobra.Command {
 	f.DurationVar(&host.Node.SettleLease, "settle-lease", 0, "how long a settle claim keeps other settlers out if its holder dies (0: 30s)")
 	f.DurationVar(&host.Node.ReadyWait, "ready-wait", 0, "how long a call waits for the node to re-form before it is answered ECON.NOT_READY (0: 5s)")
 	f.DurationVar(&host.Node.CloseTimeout, "close-timeout", 0, "bound on settling the open sessions at stop (0: 30s)")
+	f.DurationVar(&host.Node.EscrowBound, "escrow-bound", 0, "a trade's escrow with no end this long after its first offer (or no claims this long after its end) is decided by the economy: cancelled, or paid out (0: 30s)")
+	f.DurationVar(&host.Node.EscrowEvery, "escrow-every", 0, "the escrow sweep's period; at most --escrow-bound (0: a sixth of --escrow-bound)")
 	f.BoolVar(&verbose, "verbose", false, "log the node's events (views formed and ready, sweeps, settles that failed) to stderr")
 	cmd.AddCommand(newEconAuditCmd())
 	cmd.AddCommand(newEconVerifyCmd())

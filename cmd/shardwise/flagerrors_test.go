@@ -102,6 +102,8 @@ func TestEveryCommandNamesTheFlag(t *testing.T) {
 		{with(econ, "--max-movements=-1"), "--max-movements = -1: must not be negative"},
 		{with(econ, "--settle-lease=-1s"), "--settle-lease = -1s: must not be negative"},
 		{with(econ, "--ready-wait=-2s"), "--ready-wait = -2s: must not be negative"},
+		{with(econ, "--escrow-bound", "500ms"), "--escrow-bound = 500ms: must be 0 (the default, 30s) or at least 1s"},
+		{with(econ, "--escrow-bound", "5s", "--escrow-every", "6s"), "--escrow-every = 6s: must be at most the escrow bound (5s), so an escrow is decided within one period of it"},
 		{with(econ, "--close-timeout=-1m"), "--close-timeout = -1m0s: must not be negative"},
 		{with(econ, "--listen", "7100"), `--listen = "7100": must be host:port`},
 		{with(econ, "--listen", "10.0.0.1:0"), `--certs = "": is required unless the service listens on a loopback address`},
