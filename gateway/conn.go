@@ -17,6 +17,7 @@ import (
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/logintoken"
 	"github.com/shardwise/shardwise/proto/clientpb"
 )
 
@@ -430,7 +431,8 @@ func (c *conn) login(ctx context.Context) (*Session, error) {
 			return nil, err
 		}
 	} else {
-		claims, err := g.cfg.Verifier.Verify(ctx, msg.login.Token)
+		var claims logintoken.Claims
+		claims, err = g.cfg.Verifier.Verify(ctx, msg.login.Token)
 		if err != nil {
 			code := errcode.Of(err)
 			if !strings.HasPrefix(code, "TOKEN.") {
