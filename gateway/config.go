@@ -26,6 +26,16 @@ const Audience = "gateway"
 // DefaultResumeWindow is Config.ResumeWindow's default.
 const DefaultResumeWindow = 60 * time.Second
 
+// CheckResumeWindow reports a resume window that Config.ResumeWindow
+// refuses (naming that field): whole milliseconds, within 1 s and 24 h. 0
+// (the default) passes.
+func CheckResumeWindow(w time.Duration) error {
+	if w != 0 && (w < time.Second || w > 24*time.Hour || w%time.Millisecond != 0) {
+		return errcode.Config("Config.ResumeWindow", w, "must be whole milliseconds, within 1s and 24h")
+	}
+	return nil
+}
+
 // Defaults of Limits.
 const (
 	DefaultMaxMessage   = 4 << 10
@@ -259,8 +269,9 @@ func (c Config) Validate() error {
 		return errcode.Config("Config.TickHz", c.TickHz, "must be within 1 and 1000")
 	case c.RenewEvery < 10*time.Millisecond:
 		return errcode.Config("Config.RenewEvery", c.RenewEvery, "must be at least 10ms")
-	case c.ResumeWindow < time.Second || c.ResumeWindow > 24*time.Hour || c.ResumeWindow%time.Millisecond != 0:
-		return errcode.Config("Config.ResumeWindow", c.ResumeWindow, "must be whole milliseconds, within 1s and 24h")
+	}
+	if err := CheckResumeWindow(c.ResumeWindow); err != nil {
+		return err
 	}
 	return c.Limits.Validate()
 }
