@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"errors"
 	"slices"
@@ -181,4 +182,36 @@ func TestCredentialRoundTrip(t *testing.T) {
 	if err != nil || got != c {
 		t.Fatalf("ParseCredential(%q) = %+v, %v", s, got, err)
 	}
+}
+
+// downDir is a directory whose Connect and Resume cannot reach the store.
+type downDir struct{ directory.Directory }
+
+func (downDir) Connect(context.Context, account.ID, directory.NodeID) (directory.Session, directory.Session, error) {
+	return directory.Session{}, directory.Session{}, &directory.UnavailableError{Op: directory.OpConnect, Err: errors.New("down")}
+}
+
+func (downDir) Resume(context.Context, account.ID, directory.Epoch, directory.ResumeHash, directory.NodeID) (directory.Session, directory.Session, error) {
+	return directory.Session{}, directory.Session{}, &directory.UnavailableError{Op: directory.OpResume, Err: errors.New("down")}
+}
+
+// A directory out of reach after a good token, or for a resume, closes
+// the socket with 4006 GATEWAY.UNAVAILABLE (not a refusal: the client may
+// retry the same credential) and starts nothing in the world.
+func TestADirectoryOutOfReachStartsNoSession(t *testing.T) {
+	f := newFixture(t)
+	up := f.node("gw-up", 1, nil)
+	c, _ := f.loggedIn(up, 9)
+	n := f.node("gw-down", 2, func(cfg *gateway.Config) { cfg.Directory = downDir{f.dir} })
+	login := dial(t, n.url)
+	login.login(f.token(9))
+	if code, reason, codes := login.closed(); code != gateway.StatusUnavailable || reason != gateway.CodeUnavailable || !slices.Contains(codes, gateway.CodeUnavailable) {
+		t.Fatalf("login closed %d %q after %v, want 4006", code, reason, codes)
+	}
+	f.refusedResume(n, c.cred.Credential, gateway.StatusUnavailable, gateway.CodeUnavailable)
+	if joins, _, _ := n.world.snapshot(); len(joins) != 0 {
+		t.Fatalf("the world was joined %d times", len(joins))
+	}
+	// The credential was not spent: it still works where the directory is.
+	f.resumedOn(up, 9, c.cred.Credential)
 }
