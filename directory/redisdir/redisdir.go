@@ -405,12 +405,20 @@ func (d *Directory) Resume(ctx context.Context, account account.ID, epoch direct
 	if err != nil {
 		return directory.Session{}, directory.Session{}, err
 	}
-	if len(f) == 2 && f[0] == "X" {
-		switch f[1] {
-		case directory.ResumeSuperseded, directory.ResumeUnknown, directory.ResumeMismatch, directory.ResumeExpired:
-			return directory.Session{}, directory.Session{}, &directory.ResumeRefusedError{Account: account, Epoch: epoch, Reason: f[1]}
+	return resumeReply(account, epoch, f)
+}
+
+// resumeReply interprets resumeScript's reply: {'X', reason} or
+// connectBody's twelve fields.
+func resumeReply(account account.ID, epoch directory.Epoch, f []string) (directory.Session, directory.Session, error) {
+	if len(f) > 0 && f[0] == "X" {
+		if len(f) == 2 {
+			switch f[1] {
+			case directory.ResumeSuperseded, directory.ResumeUnknown, directory.ResumeMismatch, directory.ResumeExpired:
+				return directory.Session{}, directory.Session{}, &directory.ResumeRefusedError{Account: account, Epoch: epoch, Reason: f[1]}
+			}
 		}
-		return directory.Session{}, directory.Session{}, &directory.UnavailableError{Op: directory.OpResume, Err: fmt.Errorf("unknown refusal %q", f[1])}
+		return directory.Session{}, directory.Session{}, &directory.UnavailableError{Op: directory.OpResume, Err: fmt.Errorf("unknown refusal %q", f)}
 	}
 	return parseConnect(directory.OpResume, account, f)
 }
