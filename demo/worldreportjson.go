@@ -94,6 +94,8 @@ type botsJSON struct {
 	LoginFailures    int              `json:"login_failures"`
 	Resumed          int              `json:"resumed"`
 	ResumeMisses     int              `json:"resume_misses"`
+	SessionResumes   int              `json:"session_resumes"`
+	ResumesRefused   int              `json:"resumes_refused"`
 	Inputs           int              `json:"inputs"`
 	Pings            int              `json:"pings"`
 	Legs             int              `json:"legs"`
@@ -151,7 +153,7 @@ type posJSON struct {
 func newBotsJSON(s sim.BotStats) botsJSON {
 	b := botsJSON{
 		Bots: s.Bots, Logins: s.Logins, Relogs: s.Relogs, Reconnects: s.Reconnects, LoginFailures: s.LoginFailures,
-		Resumed: s.Resumed, ResumeMisses: s.ResumeMisses, Inputs: s.Inputs, Pings: s.Pings, Legs: s.Legs, LegTimeouts: s.LegTimeouts,
+		Resumed: s.Resumed, ResumeMisses: s.ResumeMisses, SessionResumes: s.SessionResumes, ResumesRefused: s.ResumesRefused, Inputs: s.Inputs, Pings: s.Pings, Legs: s.Legs, LegTimeouts: s.LegTimeouts,
 		Attacks: s.Attacks, Heals: s.Heals, Errors: maps.Clone(orEmptyMap(s.Errors)), Closes: maps.Clone(orEmptyMap(s.Closes)),
 		Batches: s.Batches, Blinks: s.Blinks, EdgeReturns: s.EdgeReturns, OutOfOrder: s.OutOfOrder, Bytes: s.Bytes, Leaks: s.Leaks,
 		BlinkLog:  []blinkJSON{},

@@ -66,6 +66,75 @@ type Directory interface {
 	// matching logintoken.ErrReplayed afterwards, until at least `until`,
 	// which must be in the future.
 	ClaimToken(ctx context.Context, id logintoken.ID, until time.Time) error
+
+	// ArmResume records hash as the resume credential of the session with
+	// this epoch, replacing the account's earlier one: valid for window
+	// after the session was last known alive (this call, then every Renew
+	// of the epoch, restarts the window). ErrNotFound or ErrStaleEpoch as
+	// Renew; ErrInvalidArgument for a window under a millisecond or not
+	// whole milliseconds.
+	ArmResume(ctx context.Context, account account.ID, epoch Epoch, hash ResumeHash, window time.Duration) error
+	// Resume consumes the resume credential of the account's session of
+	// this epoch and, in the same atomic step, records a new connection at
+	// gateway exactly as Connect does (a new, higher epoch; the session
+	// of epoch, if its lease still runs, displaced and returned). It
+	// succeeds only if epoch is still the account's newest (no login or
+	// resume came after it), the credential armed for it is there and
+	// unexpired, and hash is its hash; otherwise nothing changes and the
+	// error matches ErrResumeRefused (*ResumeRefusedError says why). So a
+	// credential works at most once, cluster-wide.
+	Resume(ctx context.Context, account account.ID, epoch Epoch, hash ResumeHash, gateway NodeID) (s Session, displaced Session, err error)
+	// RevokeResume forgets the resume credential of the session with this
+	// epoch (a logout). Nil also when there is none or it is another
+	// epoch's.
+	RevokeResume(ctx context.Context, account account.ID, epoch Epoch) error
+}
+
+// ResumeHash is the SHA-256 of a resume credential's secret: the
+// directory keeps the hash, never the secret, so that reading the store
+// gives no credential.
+type ResumeHash [32]byte
+
+// Why a resume was refused (ResumeRefusedError.Reason).
+const (
+	// ResumeSuperseded: a newer session of the account exists (a login, or
+	// the credential's first use).
+	ResumeSuperseded = "superseded"
+	// ResumeUnknown: no credential is armed for that epoch (never armed,
+	// revoked by a logout, or forgotten after its window).
+	ResumeUnknown = "unknown"
+	// ResumeMismatch: the secret is not the armed credential's.
+	ResumeMismatch = "mismatch"
+	// ResumeExpired: the window has passed since the session was last
+	// known alive.
+	ResumeExpired = "expired"
+)
+
+// ResumeRefusedError is Resume's refusal. errors.Is(err,
+// ErrResumeRefused) holds.
+type ResumeRefusedError struct {
+	Account account.ID
+	Epoch   Epoch  // the credential's
+	Reason  string // ResumeSuperseded, ResumeUnknown, ResumeMismatch or ResumeExpired
+}
+
+func (e *ResumeRefusedError) Error() string {
+	return fmt.Sprintf("directory: resume of account %s session %d refused: %s", e.Account, e.Epoch, e.Reason)
+}
+
+// ErrorCode returns CodeResumeRefused.
+func (e *ResumeRefusedError) ErrorCode() string { return CodeResumeRefused }
+
+// Is makes errors.Is(err, ErrResumeRefused) true.
+func (e *ResumeRefusedError) Is(target error) bool { return target == ErrResumeRefused }
+
+// CheckWindow returns ErrInvalidArgument for a resume window under a
+// millisecond or not whole milliseconds (what every store keeps exactly).
+func CheckWindow(window time.Duration) error {
+	if window < time.Millisecond || window%time.Millisecond != 0 {
+		return ErrInvalidArgument.Wrap("resume window %v: want whole milliseconds, at least 1ms", window)
+	}
+	return nil
 }
 
 // Stable error codes of this package.
@@ -75,6 +144,7 @@ const (
 	CodeNotFound        = "DIRECTORY.NOT_FOUND"
 	CodeUnavailable     = "DIRECTORY.UNAVAILABLE"
 	CodeInvalidArgument = "DIRECTORY.INVALID_ARGUMENT"
+	CodeResumeRefused   = "DIRECTORY.RESUME_REFUSED"
 )
 
 var (
@@ -93,6 +163,9 @@ var (
 	// ErrInvalidArgument: account.None, epoch 0, route version 0, or a
 	// token claim that ends in the past.
 	ErrInvalidArgument = errcode.New(CodeInvalidArgument, "directory: invalid argument")
+	// ErrResumeRefused: Resume's credential does not (or no longer)
+	// allow the resume. Typed detail: *ResumeRefusedError.
+	ErrResumeRefused = errcode.New(CodeResumeRefused, "directory: resume refused")
 )
 
 // MaxRouteVersion bounds route versions so that every store keeps them

@@ -12,8 +12,11 @@
 // is refused (ErrStaleEpoch), never applied.
 //
 // It owns:
-//   - the Directory port (Connect, Renew, SetMaster, Lookup, Release, and
-//     ClaimToken, the cluster's single-use record of login tokens);
+//   - the Directory port (Connect, Renew, SetMaster, Lookup, Release,
+//     ClaimToken, the cluster's single-use record of login tokens, and
+//     ArmResume, Resume and RevokeResume, the sessions' resume
+//     credentials: the hash of each session's latest secret, spent by a
+//     compare-and-set on the session epoch);
 //   - Memory, the in-process implementation for one machine (injected
 //     clock); package directory/redisdir is the Valkey/Redis one, and
 //     directory/dirtest the contract suite both pass;
@@ -40,4 +43,11 @@
 //  5. ClaimToken succeeds once per token id until the given time.
 //  6. A store failure is returned as an error (ErrUnavailable), never as a
 //     success or a stale answer.
+//  7. A resume credential works at most once and only for the account's
+//     newest epoch: Resume checks the epoch, the hash and the window and
+//     issues the next epoch in one atomic step, so of two resumes (or a
+//     resume and a login) racing anywhere in the cluster at most one
+//     continues the session. Its window restarts at ArmResume and at each
+//     Renew of its epoch; it outlives the session's lease and Release (a
+//     dropped socket), not RevokeResume (a logout).
 package directory

@@ -18,6 +18,7 @@ const (
 	ResultStaleRoute  = "stale_route"
 	ResultNotFound    = "not_found"
 	ResultReplayed    = "replayed"
+	ResultRefused     = "resume_refused"
 	ResultUnavailable = "unavailable"
 	ResultInvalid     = "invalid"
 	ResultCanceled    = "canceled"
@@ -38,7 +39,7 @@ func NewMetrics() *Metrics {
 	return &Metrics{
 		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "operations_total",
-			Help: "Directory operations by op (connect, renew, set_master, lookup, release, claim_token) and result.",
+			Help: "Directory operations by op (connect, renew, set_master, lookup, release, claim_token, arm_resume, resume, revoke_resume) and result.",
 		}, []string{"op", "result"}),
 		staleRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "stale_refusals_total",
@@ -65,6 +66,8 @@ func ResultOf(err error) string {
 		return ResultNotFound
 	case errors.Is(err, logintoken.ErrReplayed):
 		return ResultReplayed
+	case errors.Is(err, ErrResumeRefused):
+		return ResultRefused
 	case errors.Is(err, ErrUnavailable):
 		return ResultUnavailable
 	case errors.Is(err, ErrInvalidArgument):
@@ -115,6 +118,8 @@ func (d *Instrumented) observe(ctx context.Context, op string, account account.I
 		d.log.DebugContext(ctx, "directory: stale write refused", attrs()...)
 	case ResultReplayed:
 		d.log.InfoContext(ctx, "directory: login token replayed", "err", err)
+	case ResultRefused:
+		d.log.InfoContext(ctx, "directory: resume refused", attrs()...)
 	case ResultUnavailable, ResultError:
 		d.log.WarnContext(ctx, "directory: store error", attrs()...)
 	}
@@ -163,6 +168,27 @@ func (d *Instrumented) Release(ctx context.Context, account account.ID, epoch Ep
 func (d *Instrumented) ClaimToken(ctx context.Context, id logintoken.ID, until time.Time) error {
 	err := d.next.ClaimToken(ctx, id, until)
 	d.observe(ctx, OpClaimToken, account.None, err)
+	return err
+}
+
+// ArmResume implements Directory.
+func (d *Instrumented) ArmResume(ctx context.Context, account account.ID, epoch Epoch, hash ResumeHash, window time.Duration) error {
+	err := d.next.ArmResume(ctx, account, epoch, hash, window)
+	d.observe(ctx, OpArmResume, account, err)
+	return err
+}
+
+// Resume implements Directory.
+func (d *Instrumented) Resume(ctx context.Context, account account.ID, epoch Epoch, hash ResumeHash, gateway NodeID) (Session, Session, error) {
+	s, prev, err := d.next.Resume(ctx, account, epoch, hash, gateway)
+	d.observe(ctx, OpResume, account, err)
+	return s, prev, err
+}
+
+// RevokeResume implements Directory.
+func (d *Instrumented) RevokeResume(ctx context.Context, account account.ID, epoch Epoch) error {
+	err := d.next.RevokeResume(ctx, account, epoch)
+	d.observe(ctx, OpRevoke, account, err)
 	return err
 }
 

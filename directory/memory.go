@@ -2,6 +2,7 @@ package directory
 
 import (
 	"context"
+	"crypto/subtle"
 	"sync"
 	"time"
 
@@ -67,7 +68,18 @@ type Memory struct {
 	sessions  map[account.ID]Session
 	counters  map[account.ID]counters
 	tokens    map[logintoken.ID]time.Time // id → forget after
+	resumes   map[account.ID]resumeRecord
 	nextSweep time.Time
+}
+
+// resumeRecord is an account's armed resume credential: its session
+// epoch, the secret's hash, its window, and when it runs out (restarted
+// by each Renew of its epoch).
+type resumeRecord struct {
+	epoch  Epoch
+	hash   ResumeHash
+	window time.Duration
+	until  time.Time
 }
 
 // counters survive the session entry, like the Redis counters key.
@@ -90,6 +102,7 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 		sessions: make(map[account.ID]Session),
 		counters: make(map[account.ID]counters),
 		tokens:   make(map[logintoken.ID]time.Time),
+		resumes:  make(map[account.ID]resumeRecord),
 	}, nil
 }
 
@@ -137,6 +150,11 @@ func (m *Memory) sweep(now time.Time) {
 			delete(m.tokens, id)
 		}
 	}
+	for a, r := range m.resumes {
+		if !now.Before(r.until) {
+			delete(m.resumes, a)
+		}
+	}
 }
 
 // Connect implements Directory.
@@ -151,6 +169,12 @@ func (m *Memory) Connect(ctx context.Context, account account.ID, gateway NodeID
 	defer m.mu.Unlock()
 	now := m.cfg.Clock.Now()
 	m.sweep(now)
+	s, prev := m.connectLocked(account, gateway, now)
+	return s, prev, nil
+}
+
+// connectLocked is Connect's step. Callers hold mu.
+func (m *Memory) connectLocked(account account.ID, gateway NodeID, now time.Time) (Session, Session) {
 	prev, hadPrev := m.live(account, now)
 	c := m.liveCounters(account, now)
 	c.epoch = NextEpoch(max(c.epoch, prev.Epoch), now)
@@ -167,7 +191,7 @@ func (m *Memory) Connect(ctx context.Context, account account.ID, gateway NodeID
 		s.Master, s.HasMaster = prev.Master, prev.HasMaster
 	}
 	m.sessions[account] = s
-	return s, prev, nil
+	return s, prev
 }
 
 // current returns the live session if epoch is its epoch. Callers hold mu.
@@ -213,6 +237,10 @@ func (m *Memory) Renew(ctx context.Context, account account.ID, epoch Epoch) (Se
 	c.route = max(c.route, s.Master.Version)
 	c.expiry = now.Add(m.cfg.CounterRetention)
 	m.counters[account] = c
+	if r, ok := m.resumes[account]; ok && r.epoch == epoch {
+		r.until = now.Add(r.window)
+		m.resumes[account] = r
+	}
 	return s, nil
 }
 
@@ -296,6 +324,67 @@ func (m *Memory) ClaimToken(ctx context.Context, id logintoken.ID, until time.Ti
 	return nil
 }
 
+// ArmResume implements Directory.
+func (m *Memory) ArmResume(ctx context.Context, account account.ID, epoch Epoch, hash ResumeHash, window time.Duration) error {
+	if err := checkWrite(ctx, account, epoch); err != nil {
+		return err
+	}
+	if err := CheckWindow(window); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.cfg.Clock.Now()
+	if _, err := m.current(OpArmResume, account, epoch, now); err != nil {
+		return err
+	}
+	m.resumes[account] = resumeRecord{epoch: epoch, hash: hash, window: window, until: now.Add(window)}
+	return nil
+}
+
+// Resume implements Directory.
+func (m *Memory) Resume(ctx context.Context, account account.ID, epoch Epoch, hash ResumeHash, gateway NodeID) (Session, Session, error) {
+	if err := checkWrite(ctx, account, epoch); err != nil {
+		return Session{}, Session{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.cfg.Clock.Now()
+	m.sweep(now)
+	refuse := func(reason string) (Session, Session, error) {
+		return Session{}, Session{}, &ResumeRefusedError{Account: account, Epoch: epoch, Reason: reason}
+	}
+	prev, _ := m.live(account, now)
+	if max(m.liveCounters(account, now).epoch, prev.Epoch) > epoch {
+		return refuse(ResumeSuperseded)
+	}
+	r, ok := m.resumes[account]
+	switch {
+	case !ok || r.epoch != epoch:
+		return refuse(ResumeUnknown)
+	case subtle.ConstantTimeCompare(r.hash[:], hash[:]) != 1:
+		return refuse(ResumeMismatch)
+	case !now.Before(r.until):
+		return refuse(ResumeExpired)
+	}
+	delete(m.resumes, account)
+	s, displaced := m.connectLocked(account, gateway, now)
+	return s, displaced, nil
+}
+
+// RevokeResume implements Directory.
+func (m *Memory) RevokeResume(ctx context.Context, account account.ID, epoch Epoch) error {
+	if err := checkWrite(ctx, account, epoch); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.resumes[account]; ok && r.epoch == epoch {
+		delete(m.resumes, account)
+	}
+	return nil
+}
+
 // ReplayedError is the error implementations return for a second claim of a
 // token id; it matches logintoken.ErrReplayed.
 func ReplayedError(id logintoken.ID) error {
@@ -310,4 +399,7 @@ const (
 	OpLookup     = "lookup"
 	OpRelease    = "release"
 	OpClaimToken = "claim_token"
+	OpArmResume  = "arm_resume"
+	OpResume     = "resume"
+	OpRevoke     = "revoke_resume"
 )

@@ -32,8 +32,9 @@ func newMemory(t *testing.T) (*directory.Memory, *clock.Fake) {
 
 func memoryControls(fc *clock.Fake) dirtest.Controls {
 	return dirtest.Controls{
-		Expire: func(t *testing.T, _ account.ID) { fc.Advance(ttl) },
-		Now:    fc.Now,
+		Expire:       func(t *testing.T, _ account.ID) { fc.Advance(ttl) },
+		ExpireResume: func(t *testing.T, _ account.ID) { fc.Advance(time.Second) },
+		Now:          fc.Now,
 	}
 }
 
@@ -225,4 +226,35 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// A renewal restarts the resume window: the credential of a session that
+// stays alive never runs out, and runs out a window after the last sign
+// of life.
+func TestMemoryRenewRestartsTheResumeWindow(t *testing.T) {
+	ctx := context.Background()
+	for _, renew := range []bool{true, false} {
+		m, fc := newMemory(t)
+		s, _, err := m.Connect(ctx, 7, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.ArmResume(ctx, 7, s.Epoch, directory.ResumeHash{1}, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		fc.Advance(4 * time.Second)
+		if renew {
+			if _, err := m.Renew(ctx, 7, s.Epoch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fc.Advance(4 * time.Second)
+		_, _, err = m.Resume(ctx, 7, s.Epoch, directory.ResumeHash{1}, 2)
+		if renew && err != nil {
+			t.Fatalf("resume 4 s after a renewal, window 5 s: %v", err)
+		}
+		if !renew && !errors.Is(err, directory.ErrResumeRefused) {
+			t.Fatalf("resume 8 s after arming with no renewal, window 5 s: %v, want refused", err)
+		}
+	}
 }

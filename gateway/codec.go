@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -23,6 +24,7 @@ type clientMsg struct {
 	input  *Input
 	ping   *clientpb.Ping
 	logout bool
+	resume *Credential
 }
 
 // decodeClient decodes and checks one client message. Every error matches
@@ -61,6 +63,15 @@ func decodeClient(b []byte) (clientMsg, error) {
 		return clientMsg{ping: body.Ping}, nil
 	case *clientpb.ClientMessage_Logout:
 		return clientMsg{logout: true}, nil
+	case *clientpb.ClientMessage_Resume:
+		if body.Resume == nil || body.Resume.Credential == "" {
+			return clientMsg{}, fmt.Errorf("%w: resume without a credential", ErrMalformed)
+		}
+		c, err := ParseCredential(body.Resume.Credential)
+		if err != nil {
+			return clientMsg{}, err
+		}
+		return clientMsg{resume: &c}, nil
 	}
 	return clientMsg{}, fmt.Errorf("%w: a message with no body", ErrMalformed)
 }
@@ -114,6 +125,11 @@ func appendError(dst []byte, code, message string, seq uint32) []byte {
 
 func appendPong(dst []byte, nonce, tick uint64) []byte {
 	return marshalServer(dst, &clientpb.ServerMessage{Body: &clientpb.ServerMessage_Pong{Pong: &clientpb.Pong{Nonce: nonce, Tick: tick}}})
+}
+
+func appendResumeCredential(dst []byte, credential string, window time.Duration) []byte {
+	return marshalServer(dst, &clientpb.ServerMessage{Body: &clientpb.ServerMessage_ResumeCredential{
+		ResumeCredential: &clientpb.ResumeCredential{Credential: credential, WindowMs: uint32(window.Milliseconds())}}})
 }
 
 func appendWelcome(dst []byte, w *clientpb.Welcome) []byte {

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"io"
 	"log/slog"
 	"time"
 
@@ -20,6 +22,19 @@ const Subprotocol = "shardwise.v1"
 
 // Audience is the login token audience a gateway accepts.
 const Audience = "gateway"
+
+// DefaultResumeWindow is Config.ResumeWindow's default.
+const DefaultResumeWindow = 60 * time.Second
+
+// CheckResumeWindow reports a resume window that Config.ResumeWindow
+// refuses (naming that field): whole milliseconds, within 1 s and 24 h. 0
+// (the default) passes.
+func CheckResumeWindow(w time.Duration) error {
+	if w != 0 && (w < time.Second || w > 24*time.Hour || w%time.Millisecond != 0) {
+		return errcode.Config("Config.ResumeWindow", w, "must be whole milliseconds, within 1s and 24h")
+	}
+	return nil
+}
 
 // Defaults of Limits.
 const (
@@ -185,6 +200,16 @@ type Config struct {
 	// renewal refused as stale means a newer login displaced the session.
 	// Default a third of directory.DefaultLeaseTTL.
 	RenewEvery time.Duration
+	// ResumeWindow is how long a resume credential stays valid after its
+	// session was last known alive (its last lease renewal): a client
+	// whose socket dropped may Resume on any gateway within it, so after
+	// a gateway's death it has between ResumeWindow-RenewEvery and
+	// ResumeWindow. Whole milliseconds, within 1 s and 24 h. Default
+	// DefaultResumeWindow (60 s).
+	ResumeWindow time.Duration
+	// Rand is where resume credentials' secrets come from. Default
+	// crypto/rand.Reader; a test may give a seeded source.
+	Rand io.Reader
 	// Limits bound each connection.
 	Limits Limits
 	// OriginPatterns are the host patterns (path.Match) of web pages on
@@ -207,6 +232,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RenewEvery == 0 {
 		c.RenewEvery = directory.DefaultLeaseTTL / 3
+	}
+	if c.ResumeWindow == 0 {
+		c.ResumeWindow = DefaultResumeWindow
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Reader
 	}
 	c.Limits = c.Limits.withDefaults()
 	c.Clock = clock.OrReal(c.Clock)
@@ -238,6 +269,9 @@ func (c Config) Validate() error {
 		return errcode.Config("Config.TickHz", c.TickHz, "must be within 1 and 1000")
 	case c.RenewEvery < 10*time.Millisecond:
 		return errcode.Config("Config.RenewEvery", c.RenewEvery, "must be at least 10ms")
+	}
+	if err := CheckResumeWindow(c.ResumeWindow); err != nil {
+		return err
 	}
 	return c.Limits.Validate()
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,7 +14,10 @@ import (
 	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
 
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/logintoken"
 	"github.com/shardwise/shardwise/proto/clientpb"
 )
 
@@ -325,8 +329,8 @@ func (c *conn) serve(ctx context.Context) {
 			return
 		}
 		switch {
-		case m.login != nil:
-			c.protocolError(CodeOutOfOrder, "gateway: login after login")
+		case m.login != nil || m.resume != nil:
+			c.protocolError(CodeOutOfOrder, "gateway: login or resume after login")
 			return
 		case m.ping != nil:
 			g.cfg.Metrics.messagesIn.WithLabelValues("ping").Inc()
@@ -334,6 +338,7 @@ func (c *conn) serve(ctx context.Context) {
 		case m.logout:
 			g.cfg.Metrics.messagesIn.WithLabelValues("logout").Inc()
 			c.closeWith(websocket.StatusNormalClosure, "LOGOUT", "")
+			g.revokeCredential(s) // a logout ends the session for good: no resume
 			return
 		case m.input != nil:
 			c.input(s, *m.input)
@@ -385,8 +390,9 @@ func (c *conn) input(s *Session, in Input) {
 	c.enqueueRaw(appendError(nil, code, err.Error(), in.Seq))
 }
 
-// login reads the first message, checks the token, records the session in
-// the directory and starts it in the world.
+// login reads the first message, checks the token (or the resume
+// credential), records the session in the directory, hands the client a
+// fresh resume credential and starts the session in the world.
 func (c *conn) login(ctx context.Context) (*Session, error) {
 	g := c.g
 	m := g.cfg.Metrics
@@ -398,31 +404,53 @@ func (c *conn) login(ctx context.Context) (*Session, error) {
 	c.lastRead.Store(g.cfg.Clock.Now().UnixNano())
 	c.limiter.AllowN(g.cfg.Clock.Now(), 1)
 	msg, err := decodeClient(b)
-	if err == nil && msg.login == nil {
-		err = errcode.New(CodeLoginRequired, "gateway: the first message must be a login")
+	if err == nil && msg.login == nil && msg.resume == nil {
+		err = errcode.New(CodeLoginRequired, "gateway: the first message must be a login or a resume")
 	}
 	if err != nil {
 		m.logins.WithLabelValues(errcode.Of(err)).Inc()
 		c.protocolError(errcode.Of(err), err.Error())
 		return nil, err
 	}
-	claims, err := g.cfg.Verifier.Verify(ctx, msg.login.Token)
-	if err != nil {
-		code := errcode.Of(err)
-		if !strings.HasPrefix(code, "TOKEN.") {
-			// Not the token: the single-use record could not be reached.
-			m.logins.WithLabelValues(CodeUnavailable).Inc()
-			c.closeWith(StatusUnavailable, CodeUnavailable, "gateway: login token check: "+err.Error())
+	var (
+		acct            account.ID
+		sess, displaced directory.Session
+		result          = "ok"
+	)
+	if msg.resume != nil {
+		cred := *msg.resume
+		acct, result = cred.Account, "resumed"
+		// One atomic step in the directory checks the credential (its
+		// session still the account's newest, the secret's hash, the
+		// window), spends it and issues the next epoch: of two uses
+		// anywhere in the cluster, one wins.
+		sess, displaced, err = g.cfg.Directory.Resume(ctx, cred.Account, cred.Epoch, cred.Hash(), g.cfg.Node)
+		if errors.Is(err, directory.ErrResumeRefused) {
+			m.logins.WithLabelValues(CodeResumeRefused).Inc()
+			c.closeWith(StatusResumeRefused, CodeResumeRefused, "gateway: "+err.Error()+"; log in with a new token")
 			return nil, err
 		}
-		m.logins.WithLabelValues(code).Inc()
-		c.closeWithError(StatusLoginFailed, CodeLoginFailed, code, err.Error())
-		return nil, err
+	} else {
+		var claims logintoken.Claims
+		claims, err = g.cfg.Verifier.Verify(ctx, msg.login.Token)
+		if err != nil {
+			code := errcode.Of(err)
+			if !strings.HasPrefix(code, "TOKEN.") {
+				// Not the token: the single-use record could not be reached.
+				m.logins.WithLabelValues(CodeUnavailable).Inc()
+				c.closeWith(StatusUnavailable, CodeUnavailable, "gateway: login token check: "+err.Error())
+				return nil, err
+			}
+			m.logins.WithLabelValues(code).Inc()
+			c.closeWithError(StatusLoginFailed, CodeLoginFailed, code, err.Error())
+			return nil, err
+		}
+		if c.isClosing() {
+			return nil, ErrClosed // the login timed out (or the node is stopping) meanwhile
+		}
+		acct = claims.Account
+		sess, displaced, err = g.cfg.Directory.Connect(ctx, claims.Account, g.cfg.Node)
 	}
-	if c.isClosing() {
-		return nil, ErrClosed // the login timed out (or the node is stopping) meanwhile
-	}
-	sess, displaced, err := g.cfg.Directory.Connect(ctx, claims.Account, g.cfg.Node)
 	if err != nil {
 		m.logins.WithLabelValues(CodeUnavailable).Inc()
 		c.closeWith(StatusUnavailable, CodeUnavailable, "gateway: session directory: "+err.Error())
@@ -431,10 +459,10 @@ func (c *conn) login(ctx context.Context) (*Session, error) {
 	if c.isClosing() {
 		// Timed out while the directory answered: give the session back
 		// rather than start what no Welcome announced.
-		g.release(&Session{account: claims.Account, epoch: sess.Epoch})
+		g.release(&Session{account: acct, epoch: sess.Epoch})
 		return nil, ErrClosed
 	}
-	s := &Session{c: c, account: claims.Account, epoch: sess.Epoch, prev: displaced}
+	s := &Session{c: c, account: acct, epoch: sess.Epoch, prev: displaced}
 	if !g.register(c, s) {
 		m.logins.WithLabelValues(CodeDisplaced).Inc()
 		c.closeWith(StatusDisplaced, CodeDisplaced, "gateway: a newer login of this account displaced this one")
@@ -444,14 +472,15 @@ func (c *conn) login(ctx context.Context) (*Session, error) {
 	if displaced.Epoch != 0 {
 		g.displaced(ctx, displaced)
 	}
-	m.logins.WithLabelValues("ok").Inc()
+	m.logins.WithLabelValues(result).Inc()
 	c.loginBy.Store(0)
 	geo := g.cfg.Geometry
 	c.enqueueRaw(appendWelcome(nil, &clientpb.Welcome{
-		Account: uint64(claims.Account), SessionEpoch: uint64(sess.Epoch), Gateway: g.cfg.Name,
+		Account: uint64(acct), SessionEpoch: uint64(sess.Epoch), Gateway: g.cfg.Name,
 		World:  &clientpb.World{SizeX: geo.Width(), SizeY: geo.Height(), ChunkEdge: geo.ChunkEdge()},
 		TickHz: uint32(g.cfg.TickHz),
 	}))
+	g.issueCredential(ctx, c, s)
 	if err := g.cfg.World.Join(s); err != nil {
 		c.closeWith(StatusUnavailable, CodeUnavailable, "gateway: world: "+err.Error())
 		g.leave(c, s)

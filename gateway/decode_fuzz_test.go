@@ -19,6 +19,8 @@ func seedMessages() [][]byte {
 		{Body: &clientpb.ClientMessage_Input{Input: &clientpb.Input{Point: &clientpb.Point{X: math.NaN()}}}},
 		{Body: &clientpb.ClientMessage_Ping{Ping: &clientpb.Ping{Nonce: 3}}},
 		{Body: &clientpb.ClientMessage_Logout{Logout: &clientpb.Logout{}}},
+		{Body: &clientpb.ClientMessage_Resume{Resume: &clientpb.Resume{Credential: Credential{Account: 3, Epoch: 9, Secret: [32]byte{7}}.String()}}},
+		{Body: &clientpb.ClientMessage_Resume{Resume: &clientpb.Resume{Credential: "AQ"}}},
 		{},
 	} {
 		b, err := proto.Marshal(m)
@@ -46,7 +48,7 @@ func FuzzDecodeClient(f *testing.F) {
 			return
 		}
 		set := 0
-		for _, ok := range []bool{m.login != nil, m.input != nil, m.ping != nil, m.logout} {
+		for _, ok := range []bool{m.login != nil, m.input != nil, m.ping != nil, m.logout, m.resume != nil} {
 			if ok {
 				set++
 			}
@@ -63,6 +65,32 @@ func FuzzDecodeClient(f *testing.F) {
 			if m.input.HasPoint && !m.input.Point.Finite() {
 				t.Fatalf("point %v passed", m.input.Point)
 			}
+		case m.resume != nil:
+			if !m.resume.Account.Valid() || m.resume.Epoch == 0 {
+				t.Fatalf("credential %+v passed", *m.resume)
+			}
+		}
+	})
+}
+
+// FuzzParseCredential: no text makes ParseCredential panic; it refuses
+// with ErrMalformed or returns a credential whose text is what it was
+// given (one text per credential: strict base64, no padding).
+func FuzzParseCredential(f *testing.F) {
+	good := Credential{Account: 12, Epoch: 1 << 51, Secret: [32]byte{1, 31: 2}}.String()
+	for _, s := range []string{good, "", "AQ", good[:len(good)-1] + "_", "A" + good[1:], good + "A"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseCredential(s)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not match ErrMalformed", err)
+			}
+			return
+		}
+		if c.String() != s {
+			t.Fatalf("%q parsed to %+v, whose text is %q", s, c, c.String())
 		}
 	})
 }

@@ -10,6 +10,16 @@
 //     through the directory), the session in the directory with a new,
 //     higher session epoch, Welcome, and the end: Logout, a close by
 //     either side, displacement, shutdown.
+//   - Resume credentials: after every Welcome the client is handed a
+//     fresh one (ResumeCredential: the account, the session epoch and a
+//     random secret whose SHA-256 the directory keeps with the session,
+//     valid for Config.ResumeWindow after the session's last renewal).
+//     A client whose socket dropped without a Logout sends it as its
+//     first message (Resume) to any gateway of the cluster, the issuing
+//     one dead or not: the directory spends it and issues the next epoch
+//     in one compare-and-set (directory.Directory.Resume), and the
+//     session goes on like a relogin, with no login token. A refusal is
+//     4008 GATEWAY.RESUME_REFUSED; a Logout revokes the credential.
 //   - Displacement: a second login of the same account displaces the
 //     first — here at once; on another node when that node is told
 //     (Gateway.Displaced: the zone runtime's takeover request, or a host's

@@ -24,6 +24,7 @@ const (
 	CodeUnavailable   = "GATEWAY.UNAVAILABLE"    // the session directory or the world could not be reached
 	CodeDisplaced     = "SESSION.DISPLACED"      // a newer login of the same account
 	CodeExpired       = "SESSION.EXPIRED"        // the session's directory lease ran out
+	CodeResumeRefused = "GATEWAY.RESUME_REFUSED" // a Resume whose credential the directory refused (used, superseded, unknown, expired)
 	// CodeSubprotocol is the body of the HTTP 400 that answers an upgrade
 	// offering subprotocols but not Subprotocol: it is never upgraded.
 	CodeSubprotocol = "GATEWAY.SUBPROTOCOL"
@@ -31,12 +32,13 @@ const (
 
 // Sentinels for errors.Is, one per code a Go caller may meet.
 var (
-	ErrMalformed   = errcode.New(CodeMalformed, "gateway: malformed client message")
-	ErrNotYours    = errcode.New(CodeNotYours, "gateway: not the player's own entity")
-	ErrBadInput    = errcode.New(CodeBadInput, "gateway: input refused")
-	ErrNotReady    = errcode.New(CodeNotReady, "gateway: the player's entities do not exist yet")
-	ErrClosed      = errcode.New("GATEWAY.CLOSED", "gateway: closed")
-	ErrUnavailable = errcode.New(CodeUnavailable, "gateway: unavailable")
+	ErrMalformed     = errcode.New(CodeMalformed, "gateway: malformed client message")
+	ErrNotYours      = errcode.New(CodeNotYours, "gateway: not the player's own entity")
+	ErrBadInput      = errcode.New(CodeBadInput, "gateway: input refused")
+	ErrNotReady      = errcode.New(CodeNotReady, "gateway: the player's entities do not exist yet")
+	ErrClosed        = errcode.New("GATEWAY.CLOSED", "gateway: closed")
+	ErrUnavailable   = errcode.New(CodeUnavailable, "gateway: unavailable")
+	ErrResumeRefused = errcode.New(CodeResumeRefused, "gateway: resume refused")
 )
 
 // WebSocket close status codes (the application range 4000–4999), one per
@@ -46,12 +48,13 @@ var (
 // shut): its client sees an abnormal closure (1006), and StatusSlowReader
 // is what the server records.
 const (
-	StatusProtocol    websocket.StatusCode = 4000 // GATEWAY.MALFORMED, LOGIN_REQUIRED, OUT_OF_ORDER
-	StatusLoginFailed websocket.StatusCode = 4001
-	StatusDisplaced   websocket.StatusCode = 4002
-	StatusIdle        websocket.StatusCode = 4003
-	StatusSlowReader  websocket.StatusCode = 4004
-	StatusShutdown    websocket.StatusCode = 4005
-	StatusUnavailable websocket.StatusCode = 4006
-	StatusExpired     websocket.StatusCode = 4007
+	StatusProtocol      websocket.StatusCode = 4000 // GATEWAY.MALFORMED, LOGIN_REQUIRED, OUT_OF_ORDER
+	StatusLoginFailed   websocket.StatusCode = 4001
+	StatusDisplaced     websocket.StatusCode = 4002
+	StatusIdle          websocket.StatusCode = 4003
+	StatusSlowReader    websocket.StatusCode = 4004
+	StatusShutdown      websocket.StatusCode = 4005
+	StatusUnavailable   websocket.StatusCode = 4006
+	StatusExpired       websocket.StatusCode = 4007
+	StatusResumeRefused websocket.StatusCode = 4008 // GATEWAY.RESUME_REFUSED: log in with a new token
 )

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -221,6 +222,32 @@ func (g *Gateway) release(s *Session) {
 	err := g.cfg.Directory.Release(ctx, s.account, s.epoch)
 	if err != nil && !errors.Is(err, directory.ErrStaleEpoch) && !errors.Is(err, directory.ErrNotFound) {
 		g.cfg.Logger.Warn("gateway: release session", "account", s.account, "epoch", s.epoch, "err", err)
+	}
+}
+
+// issueCredential arms a fresh resume credential for s in the directory
+// and hands it to the client (ResumeCredential). Failing that (the
+// directory out of reach), the client has none, and after a drop logs in
+// anew: logged, not fatal to the session.
+func (g *Gateway) issueCredential(ctx context.Context, c *conn, s *Session) {
+	cred := Credential{Account: s.account, Epoch: s.epoch}
+	if _, err := io.ReadFull(g.cfg.Rand, cred.Secret[:]); err != nil {
+		g.cfg.Logger.Warn("gateway: resume credential: no secret", "account", s.account, "err", err)
+		return
+	}
+	if err := g.cfg.Directory.ArmResume(ctx, s.account, s.epoch, cred.Hash(), g.cfg.ResumeWindow); err != nil {
+		g.cfg.Logger.Warn("gateway: resume credential: arm", "account", s.account, "epoch", s.epoch, "err", err)
+		return
+	}
+	c.enqueueRaw(appendResumeCredential(nil, cred.String(), g.cfg.ResumeWindow))
+}
+
+// revokeCredential forgets s's resume credential: the client logged out.
+func (g *Gateway) revokeCredential(s *Session) {
+	ctx, cancel := context.WithTimeout(g.ctx, 5*time.Second)
+	defer cancel()
+	if err := g.cfg.Directory.RevokeResume(ctx, s.account, s.epoch); err != nil {
+		g.cfg.Logger.Warn("gateway: revoke resume credential", "account", s.account, "epoch", s.epoch, "err", err)
 	}
 }
 

@@ -167,6 +167,8 @@ func (f *fixture) node(name string, id directory.NodeID, mod func(*gateway.Confi
 type client struct {
 	t  testing.TB
 	ws *websocket.Conn
+	// cred is the resume credential the server handed after Welcome.
+	cred *clientpb.ResumeCredential
 }
 
 func dial(t testing.TB, url string) *client {
@@ -198,6 +200,11 @@ func (c *client) sendRaw(b []byte) {
 	if err := c.ws.Write(ctx, websocket.MessageBinary, b); err != nil {
 		c.t.Fatal(err)
 	}
+}
+
+func (c *client) resume(credential string) {
+	c.t.Helper()
+	c.send(&clientpb.ClientMessage{Body: &clientpb.ClientMessage_Resume{Resume: &clientpb.Resume{Credential: credential}}})
 }
 
 func (c *client) login(token string) {
@@ -265,8 +272,11 @@ func (f *fixture) loggedInWith(n *node, a account.ID, token string) (*client, *c
 	if w == nil {
 		f.t.Fatal("first message is not a Welcome")
 	}
+	if c.cred = c.must().GetResumeCredential(); c.cred == nil {
+		f.t.Fatal("second message is not a ResumeCredential")
+	}
 	if you := c.must().GetYou(); you == nil || you.Master != 1000+uint64(a) {
-		f.t.Fatalf("second message %v, want You with master %d", you, 1000+uint64(a))
+		f.t.Fatalf("third message %v, want You with master %d", you, 1000+uint64(a))
 	}
 	return c, w
 }

@@ -26,7 +26,7 @@ func NewMetrics() *Metrics {
 		}),
 		logins: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "logins_total",
-			Help: "Login attempts by result (ok, or the refusing error code).",
+			Help: "Login and resume attempts by result (ok, resumed, or the refusing error code).",
 		}, []string{"result"}),
 		closes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "closes_total",

@@ -18,6 +18,7 @@ import (
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/game"
+	"github.com/shardwise/shardwise/proto/clientpb"
 	"github.com/shardwise/shardwise/torus"
 )
 
@@ -412,6 +413,11 @@ type BotStats struct {
 	// the bot did not close (displaced, idle, the node stopped, …);
 	// LoginFailures the logins that failed.
 	Logins, Relogs, Reconnects, LoginFailures int
+	// SessionResumes counts reconnects that resumed the session with the
+	// resume credential (no login token; counted in Logins and Reconnects
+	// too); ResumesRefused those refused (4008), after which the bot
+	// logged in with a token.
+	SessionResumes, ResumesRefused int
 	// Resumed counts relogs after which the master stood where it had
 	// left (within 2 m); ResumeMisses those after which it did not.
 	Resumed, ResumeMisses int
@@ -473,6 +479,8 @@ func (s *BotStats) add(o BotStats) {
 	s.Logins += o.Logins
 	s.Relogs += o.Relogs
 	s.Reconnects += o.Reconnects
+	s.SessionResumes += o.SessionResumes
+	s.ResumesRefused += o.ResumesRefused
 	s.LoginFailures += o.LoginFailures
 	s.Resumed += o.Resumed
 	s.ResumeMisses += o.ResumeMisses
@@ -752,6 +760,12 @@ func (b *bot) loginOnce(ctx context.Context, url string) error {
 	if err != nil {
 		return fmt.Errorf("token: %w", err)
 	}
+	return b.connect(ctx, url, func(lctx context.Context, c *Client) (*clientpb.Welcome, error) { return c.Login(lctx, tok) })
+}
+
+// connect dials url, starts the session with start (a login or a
+// resume), and waits for the master's first position.
+func (b *bot) connect(ctx context.Context, url string, start func(context.Context, *Client) (*clientpb.Welcome, error)) error {
 	lctx, cancel := context.WithTimeout(ctx, b.cfg.LoginWait)
 	defer cancel()
 	c, err := Dial(lctx, url)
@@ -761,7 +775,7 @@ func (b *bot) loginOnce(ctx context.Context, url string) error {
 	b.mu.Lock()
 	b.c = c
 	b.mu.Unlock()
-	w, err := c.Login(lctx, tok)
+	w, err := start(lctx, c)
 	if err == nil {
 		b.geo, err = geometry(w.GetWorld())
 	}
@@ -836,10 +850,50 @@ func (b *bot) hangUp(logout bool) {
 	b.mu.Unlock()
 }
 
-// reconnect replaces a connection that closed under the bot.
+// reconnect replaces a connection that closed under the bot: it resumes
+// the session with the credential the server handed it, on the next
+// gateway (and, should that one not answer, the ones after it: its own
+// may be dead), and logs in with a new token only if it has no
+// credential or it is refused.
 func (b *bot) reconnect(ctx context.Context) error {
+	var cred string
+	if b.c != nil {
+		cred = b.c.Credential()
+	}
 	b.hangUp(false)
+	if cred != "" {
+		resumed, err := b.resume(ctx, cred)
+		if resumed || ctx.Err() != nil {
+			return err
+		}
+	}
 	return b.login(ctx, true)
+}
+
+// resume tries the credential on the next gateways, as login does; false
+// if it was refused or no gateway took it (then a login follows).
+func (b *bot) resume(ctx context.Context, cred string) (bool, error) {
+	for try := 0; try < b.cfg.LoginRetries; try++ {
+		if try > 0 && !pause(ctx, b.cfg.RetryWait) {
+			return false, ctx.Err()
+		}
+		url := b.cfg.Gateways[(b.index+b.logins)%len(b.cfg.Gateways)]
+		b.logins++
+		err := b.connect(ctx, url, func(lctx context.Context, c *Client) (*clientpb.Welcome, error) { return c.Resume(lctx, cred) })
+		if err == nil {
+			b.count(func(s *BotStats) { s.Logins++; s.Reconnects++; s.SessionResumes++ })
+			return true, nil
+		}
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		if errors.Is(err, ErrResumeRefused) {
+			b.count(func(s *BotStats) { s.ResumesRefused++ })
+			return false, nil
+		}
+		b.count(func(s *BotStats) { s.LoginFailures++ })
+	}
+	return false, nil
 }
 
 func (b *bot) input(ctx context.Context, send func(context.Context) (uint32, error)) error {

@@ -50,6 +50,7 @@ type Client struct {
 	// not close and replace it (one allocation a message, for nothing).
 	waited   bool
 	welcome  *clientpb.Welcome
+	cred     string // the last resume credential the server handed
 	master   uint64
 	pet      uint64
 	entities map[uint64]*Entity
@@ -179,6 +180,39 @@ func (c *Client) Login(ctx context.Context, token string) (*clientpb.Welcome, er
 		return w != nil
 	})
 	return w, err
+}
+
+// ErrResumeRefused says a Resume was refused (4008
+// GATEWAY.RESUME_REFUSED): the client must log in with a new token.
+var ErrResumeRefused = errors.New("sim: resume refused")
+
+// Resume sends a resume credential as the connection's first message (in
+// place of Login) and waits for Welcome. A refusal returns an error
+// matching ErrResumeRefused.
+func (c *Client) Resume(ctx context.Context, credential string) (*clientpb.Welcome, error) {
+	if err := c.send(ctx, &clientpb.ClientMessage{Body: &clientpb.ClientMessage_Resume{Resume: &clientpb.Resume{Credential: credential}}}); err != nil {
+		return nil, err
+	}
+	var w *clientpb.Welcome
+	err := c.Wait(ctx, func(*View) bool {
+		w = c.welcome
+		return w != nil
+	})
+	if err != nil {
+		if code, _, _ := c.Closed(); code == gateway.StatusResumeRefused {
+			return nil, fmt.Errorf("%w: %v", ErrResumeRefused, err)
+		}
+	}
+	return w, err
+}
+
+// Credential is the resume credential the server last handed this
+// connection ("" before any): what to Resume with on another connection
+// should this one drop without a Logout.
+func (c *Client) Credential() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cred
 }
 
 func (c *Client) send(ctx context.Context, m *clientpb.ClientMessage) error {
@@ -331,6 +365,9 @@ func (v *View) Purse() (game.Purse, bool) {
 	p, err := game.DecodePurse(b)
 	return p, err == nil
 }
+
+// Credential is the resume credential the client was last handed.
+func (v *View) Credential() string { return v.c.cred }
 
 // Stats returns the client's counters.
 func (v *View) Stats() ClientStats { return v.c.stats }
@@ -488,6 +525,8 @@ func (c *Client) apply(b []byte, vanished map[uint64]vanish) error {
 		}
 	case *clientpb.ServerMessage_Error:
 		c.errs = append(c.errs, body.Error)
+	case *clientpb.ServerMessage_ResumeCredential:
+		c.cred = body.ResumeCredential.Credential
 	case *clientpb.ServerMessage_Terrain:
 		c.stats.ByKind.Terrain += len(b)
 		if ch, err := terrain.DecodeChunk(body.Terrain.Chunk); err == nil {

@@ -381,6 +381,7 @@ func TestServerMessagesDecodeAsProtobufWrites(t *testing.T) {
 		{Body: &clientpb.ServerMessage_Terrain{Terrain: &clientpb.Terrain{Chunk: []byte{9}}}},
 		{Body: &clientpb.ServerMessage_Error{Error: &clientpb.Error{Code: "GATEWAY.NOT_YOURS", Message: "no", InputSeq: math.MaxUint32}}},
 		{Body: &clientpb.ServerMessage_Pong{Pong: &clientpb.Pong{Nonce: 1<<64 - 2, Tick: 3}}},
+		{Body: &clientpb.ServerMessage_ResumeCredential{ResumeCredential: withUnknown(&clientpb.ResumeCredential{Credential: "AQ-_", WindowMs: 60000})}},
 	}
 	var enc []string
 	for _, m := range msgs {
@@ -421,6 +422,7 @@ func TestServerMessagesDecodeAsProtobufWrites(t *testing.T) {
 		`{"kind":"terrain","value":{"chunk":"CQ=="}}`,
 		`{"kind":"error","value":{"code":"GATEWAY.NOT_YOURS","message":"no","inputSeq":4294967295}}`,
 		`{"kind":"pong","value":{"nonce":"18446744073709551614","tick":"3"}}`,
+		`{"kind":"resumeCredential","value":{"credential":"AQ-_","windowMs":60000}}`,
 		`{"kind":"you","value":{"master":"0","pet":"0"}}`,
 	}
 	for i := range good {
@@ -460,6 +462,7 @@ func TestClientMessagesEncodeAsProtobufReads(t *testing.T) {
 		{in{"ping": in{"nonce": "18446744073709551615"}}, &clientpb.ClientMessage{Body: &clientpb.ClientMessage_Ping{Ping: &clientpb.Ping{Nonce: math.MaxUint64}}}},
 		{in{"ping": in{"nonce": "0"}}, &clientpb.ClientMessage{Body: &clientpb.ClientMessage_Ping{Ping: &clientpb.Ping{}}}},
 		{in{"logout": in{}}, &clientpb.ClientMessage{Body: &clientpb.ClientMessage_Logout{Logout: &clientpb.Logout{}}}},
+		{in{"resume": in{"credential": "AQ-_x"}}, &clientpb.ClientMessage{Body: &clientpb.ClientMessage_Resume{Resume: &clientpb.Resume{Credential: "AQ-_x"}}}},
 	}
 	// JSON has no BigInt: the page turns the id strings into BigInts.
 	var js []in

@@ -11,8 +11,10 @@
 //     component, vanish; outbox/wire.go), the reference game's component
 //     decoders (position, path, speed, visual, health, exp;
 //     game/components.go) and the terrain chunk decoder (terrain/doc.go).
-//   - client.js: Client (connect, login, events, move, attack, stop,
-//     ping, logout) and World (the entities the client knows, its own
+//   - client.js: Client (connect, login, resume — on its own after a
+//     socket drops without a logout, with the server's resume
+//     credential, on the next of its gateways — events, move, attack,
+//     stop, ping, logout) and World (the entities the client knows, its own
 //     master and pet, the terrain it was sent, and where each has walked:
 //     where(id, tick) animates from the last Position along the Path at
 //     the Speed as docs/protocol.md "Animating" says, the same estimate

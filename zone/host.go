@@ -91,6 +91,11 @@ type HostConfig struct {
 	// MaxConnsPerAddr). Zero fields take gateway's defaults. Only with
 	// GatewayAddr.
 	GatewayLimits gateway.Limits
+	// GatewayResumeWindow is how long a client whose socket dropped may
+	// resume its session with its resume credential, counted from the
+	// session's last renewal (gateway.Config.ResumeWindow). Default
+	// gateway.DefaultResumeWindow (60 s). Only with GatewayAddr.
+	GatewayResumeWindow time.Duration
 	// Cluster is the cluster id the login tokens must name
 	// (logintoken.VerifierConfig.Cluster). Required with GatewayAddr.
 	Cluster string
@@ -349,6 +354,8 @@ func (c HostConfig) validateGateway() error {
 			return errcode.Config("HostConfig.WorldStore", "set", "is for the gateway: set HostConfig.GatewayAddr too")
 		case c.GatewayLimits != (gateway.Limits{}):
 			return errcode.Config("HostConfig.GatewayLimits", "set", "are for the gateway: set HostConfig.GatewayAddr too")
+		case c.GatewayResumeWindow != 0:
+			return errcode.Config("HostConfig.GatewayResumeWindow", c.GatewayResumeWindow, "is for the gateway: set HostConfig.GatewayAddr too")
 		}
 		return nil
 	}
@@ -356,6 +363,13 @@ func (c HostConfig) validateGateway() error {
 		var ce *errcode.ConfigError
 		if errors.As(err, &ce) {
 			return errcode.Config("HostConfig.GatewayLimits."+strings.TrimPrefix(ce.Field, "Config.Limits."), ce.Value, ce.Reason)
+		}
+		return err
+	}
+	if err := gateway.CheckResumeWindow(c.GatewayResumeWindow); err != nil {
+		var ce *errcode.ConfigError
+		if errors.As(err, &ce) {
+			return errcode.Config("HostConfig.GatewayResumeWindow", ce.Value, ce.Reason)
 		}
 		return err
 	}
@@ -896,7 +910,7 @@ func (h *hostGateway) start(cfg HostConfig, rt *Runtime, node int, reg *promethe
 	if h.g, err = gateway.New(gateway.Config{
 		Name: cfg.Name, Node: directory.NodeID(node), Directory: h.dir, Verifier: v, World: world,
 		Geometry: rt.Geometry(), TickHz: max(1, int(time.Second/rt.World().TickInterval())),
-		Limits: cfg.GatewayLimits, Logger: cfg.Logger,
+		Limits: cfg.GatewayLimits, ResumeWindow: cfg.GatewayResumeWindow, Logger: cfg.Logger,
 	}); err != nil {
 		return err
 	}

@@ -507,6 +507,8 @@ func TestHostConfigValidateNamesTheField(t *testing.T) {
 		{"HostConfig.GatewayLimits", func(c *zone.HostConfig) { c.GatewayLimits.MaxConnsPerAddr = 4 }},
 		{"HostConfig.GatewayLimits.HTTPIdleTimeout", func(c *zone.HostConfig) { gw(c); c.GatewayLimits.HTTPIdleTimeout = time.Millisecond }},
 		{"HostConfig.GatewayLimits.IdleTimeout", func(c *zone.HostConfig) { gw(c); c.GatewayLimits.IdleTimeout = time.Millisecond }},
+		{"HostConfig.GatewayResumeWindow", func(c *zone.HostConfig) { c.GatewayResumeWindow = time.Minute }},
+		{"HostConfig.GatewayResumeWindow", func(c *zone.HostConfig) { gw(c); c.GatewayResumeWindow = 10 * time.Millisecond }},
 	}
 	for _, c := range cases {
 		cfg := good

@@ -175,11 +175,11 @@ func printBotStatus(out io.Writer, since time.Duration, s sim.BotStats) {
 }
 
 func printBotSummary(out io.Writer, since time.Duration, s sim.BotStats) {
-	fmt.Fprintf(out, "bots: %d bots ran %s: logins %d (failed %d), relogs %d (resumed where they left %d, elsewhere %d), reconnects %d, "+
+	fmt.Fprintf(out, "bots: %d bots ran %s: logins %d (failed %d), relogs %d (resumed where they left %d, elsewhere %d), reconnects %d (by resume credential %d, refused %d), "+
 		"legs %d (timed out %d), inputs %d, pings %d, attacks %d, heals %d, "+
 		"purchases %d (refused %d, outcome not seen %d, trips that bought nothing %d), trades committed %d (cancelled %d, partner missed %d, skipped %d), "+
 		"batches %d, bytes %d, blinks %d (edge returns %d), out of order %d, owner-only leaks %d, errors %s, closed by the server %s\n",
-		s.Bots, since.Round(time.Millisecond), s.Logins, s.LoginFailures, s.Relogs, s.Resumed, s.ResumeMisses, s.Reconnects,
+		s.Bots, since.Round(time.Millisecond), s.Logins, s.LoginFailures, s.Relogs, s.Resumed, s.ResumeMisses, s.Reconnects, s.SessionResumes, s.ResumesRefused,
 		s.Legs, s.LegTimeouts, s.Inputs, s.Pings, s.Attacks, s.Heals,
 		s.Purchases, s.PurchasesRefused, s.PurchasesUnseen, s.ShopMisses, s.TradesCommitted, s.TradesCancelled, s.TradeTimeouts, s.TradeSkips,
 		s.Batches, s.Bytes, s.Blinks, s.EdgeReturns, s.OutOfOrder, s.Leaks, counts(s.Errors), counts(s.Closes))

@@ -24,6 +24,10 @@ type Controls struct {
 	// TTL cut short) and returns once the store no longer has it. It may
 	// expire other accounts' sessions too; the suite does not rely on them.
 	Expire func(t *testing.T, account account.ID)
+	// ExpireResume makes account's armed resume credential (armed with a
+	// window of one second) run out by the implementation's own expiry,
+	// and returns once it has. It may expire other things too.
+	ExpireResume func(t *testing.T, account account.ID)
 	// Now is the time by the clock ClaimToken compares `until` with.
 	Now func() time.Time
 }
@@ -74,6 +78,11 @@ func Run(t *testing.T, newDir New) {
 		{"CanceledContext", testCanceled},
 		{"TokenSingleUse", testTokenSingleUse},
 		{"TokenConcurrentClaims", testTokenConcurrent},
+		{"ResumeOnce", testResumeOnce},
+		{"ResumeRefusals", testResumeRefusals},
+		{"ResumeAfterReleaseAndExpiry", testResumeAfterReleaseAndExpiry},
+		{"ResumeExpiry", testResumeExpiry},
+		{"ResumeConcurrent", testResumeConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,8 +1,8 @@
 // Package redisdir is the session directory (directory.Directory) on
 // Valkey/Redis, through github.com/redis/go-redis/v9.
 //
-// Each account has two keys sharing one hash tag (so a cluster puts them in
-// one slot and a script may touch both):
+// Each account has up to three keys sharing one hash tag (so a cluster
+// puts them in one slot and a script may touch them all):
 //
 //	<prefix>{@<account>}:s  hash: e epoch, g gateway, mn/mv/hm master node,
 //	                         version, has-master, x lease expiry (Unix ms);
@@ -10,6 +10,9 @@
 //	<prefix>{@<account>}:c  hash: e last epoch, r highest route version;
 //	                         kept CounterRetention after the last write, so
 //	                         it outlives the session
+//	<prefix>{@<account>}:r  hash: e epoch, h the resume secret's SHA-256
+//	                         (hex), w window ms, x expiry (Unix ms); its TTL
+//	                         is the window, restarted by a renewal of e
 //
 // where <account> is the account's canonical text (account.ID.String, its
 // decimal digits), and each claimed login token one key

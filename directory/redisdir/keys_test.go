@@ -27,7 +27,7 @@ func hashTag(key string) string {
 	return key[open+1 : open+1+end]
 }
 
-// An account's two keys must hash to one cluster slot, or every script on
+// An account's keys must hash to one cluster slot, or every script on
 // them fails with CROSSSLOT; distinct accounts never share a key.
 func TestAccountKeysShareOneHashTag(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
@@ -43,14 +43,14 @@ func TestAccountKeysShareOneHashTag(t *testing.T) {
 	}
 	seen := map[string]account.ID{}
 	for _, a := range accounts {
-		s, k := d.SessionKey(a), d.CountersKey(a)
-		if s == k {
-			t.Fatalf("account %s: one key for both hashes", a)
+		s, k, r := d.SessionKey(a), d.CountersKey(a), d.ResumeKey(a)
+		if s == k || s == r || k == r {
+			t.Fatalf("account %s: one key for two hashes", a)
 		}
-		if hashTag(s) != hashTag(k) || hashTag(s) == s {
-			t.Errorf("account %s: keys %q and %q hash by tags %q and %q; want one shared tag", a, s, k, hashTag(s), hashTag(k))
+		if hashTag(s) != hashTag(k) || hashTag(s) != hashTag(r) || hashTag(s) == s {
+			t.Errorf("account %s: keys %q, %q and %q hash by tags %q, %q and %q; want one shared tag", a, s, k, r, hashTag(s), hashTag(k), hashTag(r))
 		}
-		for _, key := range []string{s, k} {
+		for _, key := range []string{s, k, r} {
 			if other, ok := seen[key]; ok && other != a {
 				t.Fatalf("accounts %s and %s share key %q", a, other, key)
 			}
@@ -71,5 +71,8 @@ func TestAccountKeysAreCanonicalText(t *testing.T) {
 	}
 	if s, k := d.SessionKey(1001), d.CountersKey(1001); s != "p:{@1001}:s" || k != "p:{@1001}:c" {
 		t.Fatalf("keys of account 1001 are %q and %q, want p:{@1001}:s and p:{@1001}:c", s, k)
+	}
+	if r := d.ResumeKey(1001); r != "p:{@1001}:r" {
+		t.Fatalf("resume key of account 1001 is %q, want p:{@1001}:r", r)
 	}
 }

@@ -2,6 +2,7 @@ package redisdir
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -107,6 +108,12 @@ func (d *Directory) CountersKey(account account.ID) string {
 	return d.cfg.KeyPrefix + "{@" + account.String() + "}:c"
 }
 
+// ResumeKey returns the key of account's armed resume credential (the
+// secret's hash; its TTL is the window).
+func (d *Directory) ResumeKey(account account.ID) string {
+	return d.cfg.KeyPrefix + "{@" + account.String() + "}:r"
+}
+
 // The account in a key is its canonical text (account.ID.String: decimal
 // digits), so the tag "@<digits>" is never empty and never holds a brace,
 // and the two keys of an account always share one cluster slot. The '@'
@@ -129,10 +136,10 @@ local function num(x) return string.format('%.0f', x) end
 // epoch, gateway, master node, master version, has master, lease expiry ms.
 const sessionFields = `'e', 'g', 'mn', 'mv', 'hm', 'x'`
 
-// connectScript: KEYS session, counters; ARGV gateway, ttl ms, retention ms.
+// connectBody: KEYS session, counters; ARGV gateway, ttl ms, retention ms.
 // Returns the new session's six fields, then the displaced session's six
 // (empty strings when there was none).
-var connectScript = redis.NewScript(luaTime + `
+const connectBody = `
 local ctr = redis.call('HMGET', KEYS[2], 'e', 'r')
 local prev = redis.call('HMGET', KEYS[1], ` + sessionFields + `)
 -- the live session's epoch counts too, should the counters have been lost
@@ -148,13 +155,47 @@ redis.call('HSET', KEYS[2], 'e', es)
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return {es, ARGV[1], mn, mv, hm, exp,
   prev[1] or '', prev[2] or '', prev[3] or '', prev[4] or '', prev[5] or '', prev[6] or ''}
+`
+
+var connectScript = redis.NewScript(luaTime + connectBody)
+
+// resumeScript: KEYS session, counters, resume; ARGV gateway, ttl ms,
+// retention ms (connectBody's), the credential's epoch, its hash (hex).
+// Returns {'X', reason} for a refusal, else what connectBody returns.
+var resumeScript = redis.NewScript(luaTime + `
+local newest = math.max(tonumber(redis.call('HGET', KEYS[2], 'e') or '0'), tonumber(redis.call('HGET', KEYS[1], 'e') or '0'))
+if newest > tonumber(ARGV[4]) then return {'X', 'superseded'} end
+local r = redis.call('HMGET', KEYS[3], 'e', 'h', 'x')
+if r[1] ~= ARGV[4] then return {'X', 'unknown'} end
+if r[2] ~= ARGV[5] then return {'X', 'mismatch'} end
+if now_ms >= tonumber(r[3]) then return {'X', 'expired'} end
+redis.call('DEL', KEYS[3])
+` + connectBody)
+
+// armResumeScript: KEYS session, resume; ARGV epoch, hash (hex), window
+// ms. The resume hash's TTL is the window, restarted by renewScript.
+var armResumeScript = redis.NewScript(luaTime + `
+local e = redis.call('HGET', KEYS[1], 'e')
+if not e then return {'N'} end
+if e ~= ARGV[1] then return {'S', e} end
+redis.call('HSET', KEYS[2], 'e', ARGV[1], 'h', ARGV[2], 'w', ARGV[3], 'x', num(now_ms + tonumber(ARGV[3])))
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return {'K'}
+`)
+
+// revokeResumeScript: KEYS resume; ARGV epoch.
+var revokeResumeScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'e') == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return {'K'}
 `)
 
 // Status replies of the fenced scripts: 'K' ok then six fields; 'N' no live
 // session; 'S' stale epoch then the current epoch; 'R' stale route then the
 // current master node, version and has-master.
 
-// renewScript: KEYS session, counters; ARGV epoch, ttl ms, retention ms.
+// renewScript: KEYS session, counters, resume; ARGV epoch, ttl ms,
+// retention ms. An armed resume credential of the epoch gets its window
+// again.
 var renewScript = redis.NewScript(luaTime + `
 local cur = redis.call('HMGET', KEYS[1], ` + sessionFields + `)
 if not cur[1] then return {'N'} end
@@ -167,6 +208,11 @@ local ctr = redis.call('HMGET', KEYS[2], 'e', 'r')
 if tonumber(ctr[1] or '0') < tonumber(cur[1]) then redis.call('HSET', KEYS[2], 'e', cur[1]) end
 if tonumber(ctr[2] or '0') < tonumber(cur[4]) then redis.call('HSET', KEYS[2], 'r', cur[4]) end
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
+local re = redis.call('HMGET', KEYS[3], 'e', 'w')
+if re[1] == ARGV[1] then
+  redis.call('HSET', KEYS[3], 'x', num(now_ms + tonumber(re[2])))
+  redis.call('PEXPIRE', KEYS[3], re[2])
+end
 return {'K', cur[1], cur[2], cur[3], cur[4], cur[5], exp}
 `)
 
@@ -306,20 +352,82 @@ func (d *Directory) Connect(ctx context.Context, account account.ID, gateway dir
 	if err != nil {
 		return directory.Session{}, directory.Session{}, err
 	}
+	return parseConnect(directory.OpConnect, account, f)
+}
+
+// parseConnect reads connectBody's twelve fields.
+func parseConnect(op string, account account.ID, f []string) (directory.Session, directory.Session, error) {
 	if len(f) != 12 {
-		return directory.Session{}, directory.Session{}, &directory.UnavailableError{Op: directory.OpConnect, Err: fmt.Errorf("reply has %d fields", len(f))}
+		return directory.Session{}, directory.Session{}, &directory.UnavailableError{Op: op, Err: fmt.Errorf("reply has %d fields", len(f))}
 	}
-	s, err := parseSession(directory.OpConnect, account, f[:6])
+	s, err := parseSession(op, account, f[:6])
 	if err != nil {
 		return directory.Session{}, directory.Session{}, err
 	}
 	var prev directory.Session
 	if f[6] != "" {
-		if prev, err = parseSession(directory.OpConnect, account, f[6:]); err != nil {
+		if prev, err = parseSession(op, account, f[6:]); err != nil {
 			return directory.Session{}, directory.Session{}, err
 		}
 	}
 	return s, prev, nil
+}
+
+// ArmResume implements directory.Directory.
+func (d *Directory) ArmResume(ctx context.Context, account account.ID, epoch directory.Epoch, hash directory.ResumeHash, window time.Duration) error {
+	if err := directory.CheckWindow(window); err != nil {
+		return err
+	}
+	_, err := d.runFenced(ctx, directory.OpArmResume, armResumeScript, account, epoch, directory.Route{},
+		[]string{d.SessionKey(account), d.ResumeKey(account)},
+		epochString(epoch), hex.EncodeToString(hash[:]), strconv.FormatInt(window.Milliseconds(), 10))
+	return err
+}
+
+// Resume implements directory.Directory.
+func (d *Directory) Resume(ctx context.Context, account account.ID, epoch directory.Epoch, hash directory.ResumeHash, gateway directory.NodeID) (directory.Session, directory.Session, error) {
+	if err := directory.CheckAccount(account); err != nil {
+		return directory.Session{}, directory.Session{}, err
+	}
+	if err := directory.CheckEpoch(epoch); err != nil {
+		return directory.Session{}, directory.Session{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return directory.Session{}, directory.Session{}, err
+	}
+	reply, err := resumeScript.Run(ctx, d.cfg.Client,
+		[]string{d.SessionKey(account), d.CountersKey(account), d.ResumeKey(account)},
+		strconv.Itoa(int(gateway)), d.ttlMS, d.retainMS, epochString(epoch), hex.EncodeToString(hash[:])).Result()
+	if err != nil {
+		return directory.Session{}, directory.Session{}, storeErr(ctx, directory.OpResume, err)
+	}
+	f, err := strs(directory.OpResume, reply)
+	if err != nil {
+		return directory.Session{}, directory.Session{}, err
+	}
+	return resumeReply(account, epoch, f)
+}
+
+// resumeReply interprets resumeScript's reply: {'X', reason} or
+// connectBody's twelve fields.
+func resumeReply(account account.ID, epoch directory.Epoch, f []string) (directory.Session, directory.Session, error) {
+	if len(f) > 0 && f[0] == "X" {
+		if len(f) == 2 {
+			switch f[1] {
+			case directory.ResumeSuperseded, directory.ResumeUnknown, directory.ResumeMismatch, directory.ResumeExpired:
+				return directory.Session{}, directory.Session{}, &directory.ResumeRefusedError{Account: account, Epoch: epoch, Reason: f[1]}
+			}
+		}
+		return directory.Session{}, directory.Session{}, &directory.UnavailableError{Op: directory.OpResume, Err: fmt.Errorf("unknown refusal %q", f)}
+	}
+	return parseConnect(directory.OpResume, account, f)
+}
+
+// RevokeResume implements directory.Directory.
+func (d *Directory) RevokeResume(ctx context.Context, account account.ID, epoch directory.Epoch) error {
+	_, err := d.runFenced(ctx, directory.OpRevoke, revokeResumeScript, account, epoch, directory.Route{},
+		[]string{d.ResumeKey(account)}, epochString(epoch))
+	return err
 }
 
 func (d *Directory) runFenced(ctx context.Context, op string, script *redis.Script, account account.ID, epoch directory.Epoch, route directory.Route, keys []string, args ...any) (directory.Session, error) {
@@ -346,7 +454,7 @@ func (d *Directory) runFenced(ctx context.Context, op string, script *redis.Scri
 // Renew implements directory.Directory.
 func (d *Directory) Renew(ctx context.Context, account account.ID, epoch directory.Epoch) (directory.Session, error) {
 	return d.runFenced(ctx, directory.OpRenew, renewScript, account, epoch, directory.Route{},
-		[]string{d.SessionKey(account), d.CountersKey(account)}, epochString(epoch), d.ttlMS, d.retainMS)
+		[]string{d.SessionKey(account), d.CountersKey(account), d.ResumeKey(account)}, epochString(epoch), d.ttlMS, d.retainMS)
 }
 
 // SetMaster implements directory.Directory.

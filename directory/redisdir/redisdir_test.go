@@ -84,6 +84,12 @@ func TestContract(t *testing.T) {
 				}
 				waitGone(t, c, d.SessionKey(account))
 			},
+			ExpireResume: func(t *testing.T, account account.ID) {
+				if err := c.PExpire(context.Background(), d.ResumeKey(account), time.Millisecond).Err(); err != nil {
+					t.Fatal(err)
+				}
+				waitGone(t, c, d.ResumeKey(account))
+			},
 			Now: time.Now,
 		}
 	})
@@ -301,5 +307,36 @@ func TestRenewRebuildsLostCounters(t *testing.T) {
 	}
 	if s2.Epoch <= s.Epoch || s2.Master.Version != 9 {
 		t.Fatalf("session after release = %+v, want epoch above %d and route floor 9", s2, s.Epoch)
+	}
+}
+
+// A renewal gives the armed resume credential its window again (the key's
+// TTL), and Resume spends it (the key is gone).
+func TestRenewRestartsTheResumeWindow(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	c := newClient(t, srv)
+	d := newDir(t, c, time.Minute)
+	ctx := context.Background()
+	s, _, err := d.Connect(ctx, 9, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ArmResume(ctx, 9, s.Epoch, directory.ResumeHash{1}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PExpire(ctx, d.ResumeKey(9), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Renew(ctx, 9, s.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := c.PTTL(ctx, d.ResumeKey(9)).Val(); ttl < 59*time.Minute {
+		t.Fatalf("resume key TTL after a renewal = %v, want the window (1h) again", ttl)
+	}
+	if _, _, err := d.Resume(ctx, 9, s.Epoch, directory.ResumeHash{1}, 2); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Exists(ctx, d.ResumeKey(9)).Val(); n != 0 {
+		t.Fatal("the resume key outlived its use")
 	}
 }

@@ -1,6 +1,7 @@
 package redisdir
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -39,6 +40,40 @@ func FuzzFencedReply(f *testing.F) {
 		}
 		if len(fields) > 1 && s.HasMaster != (fields[5] == "1") {
 			t.Fatalf("reply %q: HasMaster %v", reply, s.HasMaster)
+		}
+	})
+}
+
+// FuzzResumeReply: the resume script's reply decodes to a refusal with a
+// known reason, a session, or a coded error, and never panics.
+func FuzzResumeReply(f *testing.F) {
+	for _, seed := range []string{
+		"X|superseded", "X|unknown", "X|mismatch", "X|expired", "X|other", "X", "X|expired|1", "",
+		"17|1|0|0|0|1700000000000|||||||", "17|1|0|0|0|1700000000000|16|2|0|0|0|1699999999000", "17|1|0|0|0",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, reply string) {
+		fields := strings.Split(reply, "|")
+		if reply == "" {
+			fields = nil
+		}
+		s, prev, err := resumeReply(1001, 5, fields)
+		if err != nil {
+			if errcode.Of(err) == "" {
+				t.Fatalf("reply %q: error without a code: %v", reply, err)
+			}
+			if s != (directory.Session{}) || prev != (directory.Session{}) {
+				t.Fatalf("reply %q: sessions returned with error %v", reply, err)
+			}
+			var re *directory.ResumeRefusedError
+			if errors.As(err, &re) && (len(fields) != 2 || fields[0] != "X" || re.Reason != fields[1]) {
+				t.Fatalf("reply %q refused as %q", reply, re.Reason)
+			}
+			return
+		}
+		if len(fields) != 12 || s.Account != 1001 || s.Epoch == 0 && fields[0] != "0" {
+			t.Fatalf("reply %q accepted as %+v", reply, s)
 		}
 	})
 }

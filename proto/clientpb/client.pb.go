@@ -40,6 +40,7 @@ type ClientMessage struct {
 	//	*ClientMessage_Input
 	//	*ClientMessage_Ping
 	//	*ClientMessage_Logout
+	//	*ClientMessage_Resume
 	Body          isClientMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -118,6 +119,15 @@ func (x *ClientMessage) GetLogout() *Logout {
 	return nil
 }
 
+func (x *ClientMessage) GetResume() *Resume {
+	if x != nil {
+		if x, ok := x.Body.(*ClientMessage_Resume); ok {
+			return x.Resume
+		}
+	}
+	return nil
+}
+
 type isClientMessage_Body interface {
 	isClientMessage_Body()
 }
@@ -138,6 +148,10 @@ type ClientMessage_Logout struct {
 	Logout *Logout `protobuf:"bytes,4,opt,name=logout,proto3,oneof"`
 }
 
+type ClientMessage_Resume struct {
+	Resume *Resume `protobuf:"bytes,5,opt,name=resume,proto3,oneof"`
+}
+
 func (*ClientMessage_Login) isClientMessage_Body() {}
 
 func (*ClientMessage_Input) isClientMessage_Body() {}
@@ -145,6 +159,8 @@ func (*ClientMessage_Input) isClientMessage_Body() {}
 func (*ClientMessage_Ping) isClientMessage_Body() {}
 
 func (*ClientMessage_Logout) isClientMessage_Body() {}
+
+func (*ClientMessage_Resume) isClientMessage_Body() {}
 
 // Login is the first message of a connection, and only the first.
 type Login struct {
@@ -194,6 +210,57 @@ func (x *Login) GetToken() string {
 	return ""
 }
 
+// Resume is the first message of a connection in place of a Login: the
+// client comes back to the session it had (on any gateway of the cluster,
+// its old one dead or not) with the credential the server last handed it
+// (ResumeCredential), within the credential's window. A credential works
+// once; a refused one closes the socket with 4008 GATEWAY.RESUME_REFUSED,
+// after which the client logs in with a new token.
+type Resume struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// credential is ResumeCredential.credential exactly as received.
+	Credential    string `protobuf:"bytes,1,opt,name=credential,proto3" json:"credential,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resume) Reset() {
+	*x = Resume{}
+	mi := &file_client_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resume) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resume) ProtoMessage() {}
+
+func (x *Resume) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resume.ProtoReflect.Descriptor instead.
+func (*Resume) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Resume) GetCredential() string {
+	if x != nil {
+		return x.Credential
+	}
+	return ""
+}
+
 // Input asks for something to be done by one of the player's own entities.
 type Input struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -218,7 +285,7 @@ type Input struct {
 
 func (x *Input) Reset() {
 	*x = Input{}
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_client_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -230,7 +297,7 @@ func (x *Input) String() string {
 func (*Input) ProtoMessage() {}
 
 func (x *Input) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_client_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -243,7 +310,7 @@ func (x *Input) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Input.ProtoReflect.Descriptor instead.
 func (*Input) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{2}
+	return file_client_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Input) GetSeq() uint32 {
@@ -294,7 +361,7 @@ type Point struct {
 
 func (x *Point) Reset() {
 	*x = Point{}
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_client_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -306,7 +373,7 @@ func (x *Point) String() string {
 func (*Point) ProtoMessage() {}
 
 func (x *Point) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_client_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -319,7 +386,7 @@ func (x *Point) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Point.ProtoReflect.Descriptor instead.
 func (*Point) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{3}
+	return file_client_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Point) GetX() float64 {
@@ -347,7 +414,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_client_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -359,7 +426,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_client_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -372,7 +439,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{4}
+	return file_client_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Ping) GetNonce() uint64 {
@@ -392,7 +459,7 @@ type Logout struct {
 
 func (x *Logout) Reset() {
 	*x = Logout{}
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -404,7 +471,7 @@ func (x *Logout) String() string {
 func (*Logout) ProtoMessage() {}
 
 func (x *Logout) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -417,7 +484,7 @@ func (x *Logout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Logout.ProtoReflect.Descriptor instead.
 func (*Logout) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{5}
+	return file_client_proto_rawDescGZIP(), []int{6}
 }
 
 // ServerMessage is one message from the server. Exactly one field of body
@@ -432,6 +499,7 @@ type ServerMessage struct {
 	//	*ServerMessage_Terrain
 	//	*ServerMessage_Error
 	//	*ServerMessage_Pong
+	//	*ServerMessage_ResumeCredential
 	Body          isServerMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -439,7 +507,7 @@ type ServerMessage struct {
 
 func (x *ServerMessage) Reset() {
 	*x = ServerMessage{}
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -451,7 +519,7 @@ func (x *ServerMessage) String() string {
 func (*ServerMessage) ProtoMessage() {}
 
 func (x *ServerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -464,7 +532,7 @@ func (x *ServerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMessage.ProtoReflect.Descriptor instead.
 func (*ServerMessage) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{6}
+	return file_client_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ServerMessage) GetBody() isServerMessage_Body {
@@ -528,6 +596,15 @@ func (x *ServerMessage) GetPong() *Pong {
 	return nil
 }
 
+func (x *ServerMessage) GetResumeCredential() *ResumeCredential {
+	if x != nil {
+		if x, ok := x.Body.(*ServerMessage_ResumeCredential); ok {
+			return x.ResumeCredential
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Body interface {
 	isServerMessage_Body()
 }
@@ -556,6 +633,10 @@ type ServerMessage_Pong struct {
 	Pong *Pong `protobuf:"bytes,6,opt,name=pong,proto3,oneof"`
 }
 
+type ServerMessage_ResumeCredential struct {
+	ResumeCredential *ResumeCredential `protobuf:"bytes,7,opt,name=resume_credential,json=resumeCredential,proto3,oneof"`
+}
+
 func (*ServerMessage_Welcome) isServerMessage_Body() {}
 
 func (*ServerMessage_You) isServerMessage_Body() {}
@@ -567,6 +648,8 @@ func (*ServerMessage_Terrain) isServerMessage_Body() {}
 func (*ServerMessage_Error) isServerMessage_Body() {}
 
 func (*ServerMessage_Pong) isServerMessage_Body() {}
+
+func (*ServerMessage_ResumeCredential) isServerMessage_Body() {}
 
 // Welcome answers a successful Login, before anything else.
 type Welcome struct {
@@ -588,7 +671,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +683,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +696,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{7}
+	return file_client_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Welcome) GetAccount() uint64 {
@@ -666,7 +749,7 @@ type World struct {
 
 func (x *World) Reset() {
 	*x = World{}
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -678,7 +761,7 @@ func (x *World) String() string {
 func (*World) ProtoMessage() {}
 
 func (x *World) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -691,7 +774,7 @@ func (x *World) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use World.ProtoReflect.Descriptor instead.
 func (*World) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{8}
+	return file_client_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *World) GetSizeX() float64 {
@@ -728,7 +811,7 @@ type You struct {
 
 func (x *You) Reset() {
 	*x = You{}
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +823,7 @@ func (x *You) String() string {
 func (*You) ProtoMessage() {}
 
 func (x *You) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +836,7 @@ func (x *You) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use You.ProtoReflect.Descriptor instead.
 func (*You) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{9}
+	return file_client_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *You) GetMaster() uint64 {
@@ -786,7 +869,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -798,7 +881,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -811,7 +894,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{10}
+	return file_client_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Batch) GetTick() uint64 {
@@ -841,7 +924,7 @@ type Terrain struct {
 
 func (x *Terrain) Reset() {
 	*x = Terrain{}
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -853,7 +936,7 @@ func (x *Terrain) String() string {
 func (*Terrain) ProtoMessage() {}
 
 func (x *Terrain) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -866,7 +949,7 @@ func (x *Terrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Terrain.ProtoReflect.Descriptor instead.
 func (*Terrain) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{11}
+	return file_client_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Terrain) GetChunk() []byte {
@@ -891,7 +974,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -903,7 +986,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -916,7 +999,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{12}
+	return file_client_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Error) GetCode() string {
@@ -953,7 +1036,7 @@ type Pong struct {
 
 func (x *Pong) Reset() {
 	*x = Pong{}
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -965,7 +1048,7 @@ func (x *Pong) String() string {
 func (*Pong) ProtoMessage() {}
 
 func (x *Pong) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -978,7 +1061,7 @@ func (x *Pong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pong.ProtoReflect.Descriptor instead.
 func (*Pong) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{13}
+	return file_client_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Pong) GetNonce() uint64 {
@@ -995,19 +1078,83 @@ func (x *Pong) GetTick() uint64 {
 	return 0
 }
 
+// ResumeCredential hands the client the credential with which it may come
+// back to this session should its socket drop without a Logout (Resume):
+// sent right after every Welcome, of a login or of a resume. It replaces
+// any earlier one; the text is opaque to the client (its byte layout is in
+// docs/protocol.md).
+type ResumeCredential struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Credential string                 `protobuf:"bytes,1,opt,name=credential,proto3" json:"credential,omitempty"`
+	// window_ms is how long after the session was last known alive (its
+	// gateway renews it every few seconds) the credential stays valid.
+	WindowMs      uint32 `protobuf:"varint,2,opt,name=window_ms,json=windowMs,proto3" json:"window_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeCredential) Reset() {
+	*x = ResumeCredential{}
+	mi := &file_client_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeCredential) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeCredential) ProtoMessage() {}
+
+func (x *ResumeCredential) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeCredential.ProtoReflect.Descriptor instead.
+func (*ResumeCredential) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ResumeCredential) GetCredential() string {
+	if x != nil {
+		return x.Credential
+	}
+	return ""
+}
+
+func (x *ResumeCredential) GetWindowMs() uint32 {
+	if x != nil {
+		return x.WindowMs
+	}
+	return 0
+}
+
 var File_client_proto protoreflect.FileDescriptor
 
 const file_client_proto_rawDesc = "" +
 	"\n" +
-	"\fclient.proto\x12\x13shardwise.client.v1\"\xe7\x01\n" +
+	"\fclient.proto\x12\x13shardwise.client.v1\"\x9e\x02\n" +
 	"\rClientMessage\x122\n" +
 	"\x05login\x18\x01 \x01(\v2\x1a.shardwise.client.v1.LoginH\x00R\x05login\x122\n" +
 	"\x05input\x18\x02 \x01(\v2\x1a.shardwise.client.v1.InputH\x00R\x05input\x12/\n" +
 	"\x04ping\x18\x03 \x01(\v2\x19.shardwise.client.v1.PingH\x00R\x04ping\x125\n" +
-	"\x06logout\x18\x04 \x01(\v2\x1b.shardwise.client.v1.LogoutH\x00R\x06logoutB\x06\n" +
+	"\x06logout\x18\x04 \x01(\v2\x1b.shardwise.client.v1.LogoutH\x00R\x06logout\x125\n" +
+	"\x06resume\x18\x05 \x01(\v2\x1b.shardwise.client.v1.ResumeH\x00R\x06resumeB\x06\n" +
 	"\x04body\"\x1d\n" +
 	"\x05Login\x12\x14\n" +
-	"\x05token\x18\x01 \x01(\tR\x05token\"\x8f\x01\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\"(\n" +
+	"\x06Resume\x12\x1e\n" +
+	"\n" +
+	"credential\x18\x01 \x01(\tR\n" +
+	"credential\"\x8f\x01\n" +
 	"\x05Input\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\rR\x03seq\x12\x16\n" +
 	"\x06entity\x18\x02 \x01(\x06R\x06entity\x12\x12\n" +
@@ -1019,14 +1166,15 @@ const file_client_proto_rawDesc = "" +
 	"\x01y\x18\x02 \x01(\x01R\x01y\"\x1c\n" +
 	"\x04Ping\x12\x14\n" +
 	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\"\b\n" +
-	"\x06Logout\"\xd2\x02\n" +
+	"\x06Logout\"\xa8\x03\n" +
 	"\rServerMessage\x128\n" +
 	"\awelcome\x18\x01 \x01(\v2\x1c.shardwise.client.v1.WelcomeH\x00R\awelcome\x12,\n" +
 	"\x03you\x18\x02 \x01(\v2\x18.shardwise.client.v1.YouH\x00R\x03you\x122\n" +
 	"\x05batch\x18\x03 \x01(\v2\x1a.shardwise.client.v1.BatchH\x00R\x05batch\x128\n" +
 	"\aterrain\x18\x04 \x01(\v2\x1c.shardwise.client.v1.TerrainH\x00R\aterrain\x122\n" +
 	"\x05error\x18\x05 \x01(\v2\x1a.shardwise.client.v1.ErrorH\x00R\x05error\x12/\n" +
-	"\x04pong\x18\x06 \x01(\v2\x19.shardwise.client.v1.PongH\x00R\x04pongB\x06\n" +
+	"\x04pong\x18\x06 \x01(\v2\x19.shardwise.client.v1.PongH\x00R\x04pong\x12T\n" +
+	"\x11resume_credential\x18\a \x01(\v2%.shardwise.client.v1.ResumeCredentialH\x00R\x10resumeCredentialB\x06\n" +
 	"\x04body\"\xad\x01\n" +
 	"\aWelcome\x12\x18\n" +
 	"\aaccount\x18\x01 \x01(\x04R\aaccount\x12#\n" +
@@ -1053,7 +1201,12 @@ const file_client_proto_rawDesc = "" +
 	"\tinput_seq\x18\x03 \x01(\rR\binputSeq\"0\n" +
 	"\x04Pong\x12\x14\n" +
 	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\x12\x12\n" +
-	"\x04tick\x18\x02 \x01(\x04R\x04tickB/Z-github.com/shardwise/shardwise/proto/clientpbb\x06proto3"
+	"\x04tick\x18\x02 \x01(\x04R\x04tick\"O\n" +
+	"\x10ResumeCredential\x12\x1e\n" +
+	"\n" +
+	"credential\x18\x01 \x01(\tR\n" +
+	"credential\x12\x1b\n" +
+	"\twindow_ms\x18\x02 \x01(\rR\bwindowMsB/Z-github.com/shardwise/shardwise/proto/clientpbb\x06proto3"
 
 var (
 	file_client_proto_rawDescOnce sync.Once
@@ -1067,41 +1220,45 @@ func file_client_proto_rawDescGZIP() []byte {
 	return file_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_client_proto_goTypes = []any{
-	(*ClientMessage)(nil), // 0: shardwise.client.v1.ClientMessage
-	(*Login)(nil),         // 1: shardwise.client.v1.Login
-	(*Input)(nil),         // 2: shardwise.client.v1.Input
-	(*Point)(nil),         // 3: shardwise.client.v1.Point
-	(*Ping)(nil),          // 4: shardwise.client.v1.Ping
-	(*Logout)(nil),        // 5: shardwise.client.v1.Logout
-	(*ServerMessage)(nil), // 6: shardwise.client.v1.ServerMessage
-	(*Welcome)(nil),       // 7: shardwise.client.v1.Welcome
-	(*World)(nil),         // 8: shardwise.client.v1.World
-	(*You)(nil),           // 9: shardwise.client.v1.You
-	(*Batch)(nil),         // 10: shardwise.client.v1.Batch
-	(*Terrain)(nil),       // 11: shardwise.client.v1.Terrain
-	(*Error)(nil),         // 12: shardwise.client.v1.Error
-	(*Pong)(nil),          // 13: shardwise.client.v1.Pong
+	(*ClientMessage)(nil),    // 0: shardwise.client.v1.ClientMessage
+	(*Login)(nil),            // 1: shardwise.client.v1.Login
+	(*Resume)(nil),           // 2: shardwise.client.v1.Resume
+	(*Input)(nil),            // 3: shardwise.client.v1.Input
+	(*Point)(nil),            // 4: shardwise.client.v1.Point
+	(*Ping)(nil),             // 5: shardwise.client.v1.Ping
+	(*Logout)(nil),           // 6: shardwise.client.v1.Logout
+	(*ServerMessage)(nil),    // 7: shardwise.client.v1.ServerMessage
+	(*Welcome)(nil),          // 8: shardwise.client.v1.Welcome
+	(*World)(nil),            // 9: shardwise.client.v1.World
+	(*You)(nil),              // 10: shardwise.client.v1.You
+	(*Batch)(nil),            // 11: shardwise.client.v1.Batch
+	(*Terrain)(nil),          // 12: shardwise.client.v1.Terrain
+	(*Error)(nil),            // 13: shardwise.client.v1.Error
+	(*Pong)(nil),             // 14: shardwise.client.v1.Pong
+	(*ResumeCredential)(nil), // 15: shardwise.client.v1.ResumeCredential
 }
 var file_client_proto_depIdxs = []int32{
 	1,  // 0: shardwise.client.v1.ClientMessage.login:type_name -> shardwise.client.v1.Login
-	2,  // 1: shardwise.client.v1.ClientMessage.input:type_name -> shardwise.client.v1.Input
-	4,  // 2: shardwise.client.v1.ClientMessage.ping:type_name -> shardwise.client.v1.Ping
-	5,  // 3: shardwise.client.v1.ClientMessage.logout:type_name -> shardwise.client.v1.Logout
-	3,  // 4: shardwise.client.v1.Input.point:type_name -> shardwise.client.v1.Point
-	7,  // 5: shardwise.client.v1.ServerMessage.welcome:type_name -> shardwise.client.v1.Welcome
-	9,  // 6: shardwise.client.v1.ServerMessage.you:type_name -> shardwise.client.v1.You
-	10, // 7: shardwise.client.v1.ServerMessage.batch:type_name -> shardwise.client.v1.Batch
-	11, // 8: shardwise.client.v1.ServerMessage.terrain:type_name -> shardwise.client.v1.Terrain
-	12, // 9: shardwise.client.v1.ServerMessage.error:type_name -> shardwise.client.v1.Error
-	13, // 10: shardwise.client.v1.ServerMessage.pong:type_name -> shardwise.client.v1.Pong
-	8,  // 11: shardwise.client.v1.Welcome.world:type_name -> shardwise.client.v1.World
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	3,  // 1: shardwise.client.v1.ClientMessage.input:type_name -> shardwise.client.v1.Input
+	5,  // 2: shardwise.client.v1.ClientMessage.ping:type_name -> shardwise.client.v1.Ping
+	6,  // 3: shardwise.client.v1.ClientMessage.logout:type_name -> shardwise.client.v1.Logout
+	2,  // 4: shardwise.client.v1.ClientMessage.resume:type_name -> shardwise.client.v1.Resume
+	4,  // 5: shardwise.client.v1.Input.point:type_name -> shardwise.client.v1.Point
+	8,  // 6: shardwise.client.v1.ServerMessage.welcome:type_name -> shardwise.client.v1.Welcome
+	10, // 7: shardwise.client.v1.ServerMessage.you:type_name -> shardwise.client.v1.You
+	11, // 8: shardwise.client.v1.ServerMessage.batch:type_name -> shardwise.client.v1.Batch
+	12, // 9: shardwise.client.v1.ServerMessage.terrain:type_name -> shardwise.client.v1.Terrain
+	13, // 10: shardwise.client.v1.ServerMessage.error:type_name -> shardwise.client.v1.Error
+	14, // 11: shardwise.client.v1.ServerMessage.pong:type_name -> shardwise.client.v1.Pong
+	15, // 12: shardwise.client.v1.ServerMessage.resume_credential:type_name -> shardwise.client.v1.ResumeCredential
+	9,  // 13: shardwise.client.v1.Welcome.world:type_name -> shardwise.client.v1.World
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }
@@ -1114,14 +1271,16 @@ func file_client_proto_init() {
 		(*ClientMessage_Input)(nil),
 		(*ClientMessage_Ping)(nil),
 		(*ClientMessage_Logout)(nil),
+		(*ClientMessage_Resume)(nil),
 	}
-	file_client_proto_msgTypes[6].OneofWrappers = []any{
+	file_client_proto_msgTypes[7].OneofWrappers = []any{
 		(*ServerMessage_Welcome)(nil),
 		(*ServerMessage_You)(nil),
 		(*ServerMessage_Batch)(nil),
 		(*ServerMessage_Terrain)(nil),
 		(*ServerMessage_Error)(nil),
 		(*ServerMessage_Pong)(nil),
+		(*ServerMessage_ResumeCredential)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1129,7 +1288,7 @@ func file_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

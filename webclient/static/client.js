@@ -274,10 +274,22 @@ export class World {
 }
 
 /**
- * Client is one connection to a gateway. Events (on(name, fn), which
- * returns a function that removes fn):
+ * Close statuses after which a client does not resume on its own: a
+ * Logout (1000), a protocol error (4000), a refused login (4001), a newer
+ * login of the account (4002) and a refused resume (4008). After any other
+ * drop (1006 when the socket broke, 4005 when the node stops, …) the
+ * session can be resumed.
+ */
+export const NO_RESUME = Object.freeze(new Set([1000, 4000, 4001, 4002, 4008]));
+
+/** CLOSE_RESUME_REFUSED is the close status of a refused Resume. */
+export const CLOSE_RESUME_REFUSED = 4008;
+
+/**
+ * Client is one session with the cluster, over one socket at a time.
+ * Events (on(name, fn), which returns a function that removes fn):
  *   open      ()
- *   welcome   ({account, sessionEpoch, gateway, world, tickHz})
+ *   welcome   ({account, sessionEpoch, gateway, world, tickHz})   after a login or a resume
  *   you       ({master, pet})
  *   batch     ({tick, appeared, updated, vanished})   after the World applied it
  *   terrain   (chunk)                                 after the World kept it
@@ -285,23 +297,49 @@ export class World {
  *   pong      ({nonce, tick})
  *   protocolerror (Error)   a server message this client cannot decode; the socket is closed
  *   close     ({code, reason, wasClean})
+ *   reconnecting ({code, reason})   the socket dropped without a Logout: resuming
+ *   resumed   (welcome)      the session goes on over a new socket (its World starts afresh)
+ *   reconnectfailed (Error)  no gateway took the credential (nor a new login)
  *
- * Options: WebSocket (the constructor, default globalThis.WebSocket) and
+ * Resume: the server hands a resume credential after every Welcome. When
+ * the socket drops without a Logout (a status not in NO_RESUME), the
+ * client opens a socket to the next of its gateways (the one it used
+ * last tried last: it may be dead) and sends Resume with the credential,
+ * within the credential's window; on a refusal (4008), or after the
+ * window, it logs in with a new token if it has a source of them, and
+ * otherwise gives up (reconnectfailed).
+ *
+ * Options: WebSocket (the constructor, default globalThis.WebSocket),
  * keepAlive (milliseconds without sending after which a Ping is sent, so
- * the gateway's idle timeout never fires; default 10000, 0 for none).
+ * the gateway's idle timeout never fires; default 10000, 0 for none),
+ * gateways (the URLs to resume on; default the one connect was given),
+ * token (an async function returning a new login token, for a login when a
+ * resume is refused; default none), autoResume (default true),
+ * resumeAttempts (sockets tried per drop, default 2 per gateway, at least
+ * 2) and resumeBackoff (milliseconds between tries, default 250).
  */
 export class Client {
   constructor(options = {}) {
     this.WebSocket = options.WebSocket ?? globalThis.WebSocket;
     this.keepAlive = options.keepAlive ?? 10000;
+    this.gateways = options.gateways ?? [];
+    this.tokenSource = options.token ?? null;
+    this.autoResume = options.autoResume ?? true;
+    this.resumeAttempts = options.resumeAttempts ?? 0;
+    this.resumeBackoff = options.resumeBackoff ?? 250;
     this.world = new World();
     this.welcome = null;
     this.ws = null;
+    this.url = null;
     this.seq = 0;
     this.nonce = 0n;
     this.lastSent = 0;
     this.timer = null;
     this.closed = null; // {code, reason} once closed
+    this.credential = null; // {credential, windowMs}: the last ResumeCredential
+    this.credentialAt = 0; // Date.now() when it came
+    this.ending = false; // logout or close was called: no resume
+    this.recovering = false;
     this.handlers = new Map();
     this.pings = new Map(); // nonce → resolve
   }
@@ -325,28 +363,45 @@ export class Client {
   /** connect opens the socket; resolves once it is open. */
   connect(url) {
     if (this.ws) throw new Error("shardwise: connect called twice");
+    return this.open(url);
+  }
+
+  // open opens a socket to url and makes it the client's.
+  open(url) {
     return new Promise((resolve, reject) => {
       const ws = new this.WebSocket(url, SUBPROTOCOL);
       ws.binaryType = "arraybuffer";
       this.ws = ws;
+      this.url = url;
       ws.onopen = () => {
         this.lastSent = Date.now();
+        clearInterval(this.timer);
         if (this.keepAlive > 0) {
           this.timer = setInterval(() => {
-            if (Date.now() - this.lastSent >= this.keepAlive) this.ping();
+            if (this.ws === ws && ws.readyState === 1 && Date.now() - this.lastSent >= this.keepAlive) this.ping();
           }, Math.max(this.keepAlive / 4, 50));
         }
         this.emit("open");
         resolve();
       };
-      ws.onmessage = (ev) => this.receive(ev.data);
+      ws.onmessage = (ev) => {
+        if (this.ws === ws) this.receive(ev.data);
+      };
       ws.onclose = (ev) => {
+        if (this.ws !== ws) return;
         clearInterval(this.timer);
         this.closed = { code: ev.code, reason: ev.reason, wasClean: ev.wasClean };
         reject(new Error(`shardwise: socket closed (${ev.code} ${ev.reason})`));
         this.emit("close", this.closed);
+        if (this.canResume(this.closed)) this.recover(this.closed);
       };
     });
+  }
+
+  // canResume says whether a drop is resumed on the client's own.
+  canResume(closed) {
+    return this.autoResume && !this.ending && !this.recovering && this.welcome !== null &&
+      (this.credential !== null || this.tokenSource !== null) && !NO_RESUME.has(closed.code);
   }
 
   /**
@@ -354,13 +409,63 @@ export class Client {
    * close (a refused token closes the socket with 4001 and the reason).
    */
   login(token) {
+    return this.start({ login: { token } }, "login");
+  }
+
+  /**
+   * resume sends a resume credential as the socket's first message (in
+   * place of login); resolves with Welcome, or rejects with the close
+   * (4008 GATEWAY.RESUME_REFUSED: log in with a new token).
+   */
+  resume(credential) {
+    return this.start({ resume: { credential } }, "resume");
+  }
+
+  start(m, what) {
     return new Promise((resolve, reject) => {
       const offs = [];
       const done = () => offs.forEach((off) => off());
       offs.push(this.on("welcome", (w) => (done(), resolve(w))));
-      offs.push(this.on("close", (c) => (done(), reject(Object.assign(new Error(`shardwise: login failed (${c.code} ${c.reason})`), c)))));
-      this.send({ login: { token } });
+      offs.push(this.on("close", (c) => (done(), reject(Object.assign(new Error(`shardwise: ${what} failed (${c.code} ${c.reason})`), c)))));
+      this.send(m);
     });
+  }
+
+  // recover resumes the session after a drop: the credential on the next
+  // gateways in turn (the last one used tried last), then, if it is
+  // refused or its window has passed, a login with a new token.
+  async recover(closed) {
+    this.recovering = true;
+    this.emit("reconnecting", { code: closed.code, reason: closed.reason });
+    const urls = this.gateways.length > 0 ? this.gateways : [this.url];
+    let at = Math.max(urls.indexOf(this.url), 0);
+    let cred = this.credential;
+    const until = this.credentialAt + (cred?.windowMs ?? 0);
+    const attempts = Math.max(this.resumeAttempts || 2 * urls.length, 2);
+    let last = null;
+    try {
+      for (let i = 0; i < attempts; i++) {
+        if (i > 0) await new Promise((r) => setTimeout(r, this.resumeBackoff));
+        at = (at + 1) % urls.length;
+        if (cred && Date.now() >= until) cred = null;
+        if (!cred && !this.tokenSource) break;
+        this.world = new World(); // the new session's view starts empty: every entity appears again
+        this.welcome = null;
+        try {
+          await this.open(urls[at]);
+          const w = cred ? await this.resume(cred.credential) : await this.login(await this.tokenSource());
+          this.emit("resumed", w);
+          return;
+        } catch (err) {
+          last = err;
+          if (err.code === CLOSE_RESUME_REFUSED) cred = null; // spent, superseded or expired: log in
+          else if (err.code === 4002 || err.code === 4001) break; // another login took over, or no token is good
+        }
+      }
+      this.emit("reconnectfailed", last ?? new Error("shardwise: no resume credential and no token source"));
+    } finally {
+      this.recovering = false;
+    }
   }
 
   send(m) {
@@ -405,11 +510,13 @@ export class Client {
 
   /** logout ends the session cleanly; the server closes with 1000. */
   logout() {
+    this.ending = true;
     this.send({ logout: {} });
   }
 
-  /** close closes the socket from this side. */
+  /** close closes the socket from this side, and the session with it (no resume). */
   close(code = 1000, reason = "") {
+    this.ending = true;
     if (this.ws && this.ws.readyState < 2) this.ws.close(code, reason);
   }
 
@@ -452,6 +559,10 @@ export class Client {
         return;
       case "error":
         this.emit("error", value);
+        return;
+      case "resumeCredential":
+        this.credential = value;
+        this.credentialAt = Date.now();
         return;
       case "pong": {
         const resolve = this.pings.get(value.nonce);

@@ -186,6 +186,9 @@ form.addEventListener("submit", async (ev) => {
   c.on("error", (e) => note(`error ${e.code}: ${e.message}`));
   c.on("protocolerror", (e) => note(`protocol error: ${e.message}`));
   c.on("close", (e) => note(`closed: ${e.code} ${e.reason}`));
+  c.on("reconnecting", () => note("the connection dropped: resuming the session"));
+  c.on("resumed", (w) => note(`resumed: epoch ${w.sessionEpoch}, gateway ${w.gateway}`));
+  c.on("reconnectfailed", (e) => note(`could not resume (${e.message ?? e}): log in again`));
   c.on("terrain", (t) => showTerrain(c, t));
   c.on("batch", (b) => {
     if (view.target && b.vanished.includes(view.target)) {

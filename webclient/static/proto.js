@@ -254,12 +254,13 @@ function dbl(w, field, v) {
 /**
  * encodeClientMessage encodes a ClientMessage with exactly one body:
  * {login: {token}}, {input: {seq, entity, kind, point: {x, y} | null,
- * target}}, {ping: {nonce}} or {logout: {}}. A point that is given is sent
- * even at (0, 0): its presence is what says "go there".
+ * target}}, {ping: {nonce}}, {logout: {}} or {resume: {credential}}. A
+ * point that is given is sent even at (0, 0): its presence is what says
+ * "go there".
  */
 export function encodeClientMessage(m) {
   const w = new Writer();
-  const set = ["login", "input", "ping", "logout"].filter((k) => m[k] != null);
+  const set = ["login", "input", "ping", "logout", "resume"].filter((k) => m[k] != null);
   if (set.length !== 1) throw new TypeError(`a ClientMessage has exactly one body, got ${set.length}`);
   if (m.login) {
     nested(w, 1, (b) => {
@@ -284,6 +285,13 @@ export function encodeClientMessage(m) {
     });
   } else if (m.ping) {
     nested(w, 3, (b) => u64(b, 1, m.ping.nonce));
+  } else if (m.resume) {
+    nested(w, 5, (b) => {
+      if (m.resume.credential) {
+        b.tag(1, LEN);
+        b.string(m.resume.credential);
+      }
+    });
   } else {
     nested(w, 4, () => {});
   }
@@ -376,6 +384,17 @@ const decoders = {
     });
     return m;
   },
+  resumeCredential(bytes, into) {
+    const m = into ?? { credential: "", windowMs: 0 };
+    decodeFields(bytes, (r, f, w) => {
+      switch (f) {
+        case 1: return want(f, w, LEN) && ((m.credential = r.string()), true);
+        case 2: return want(f, w, VARINT) && ((m.windowMs = r.varint32()), true);
+      }
+      return false;
+    });
+    return m;
+  },
   pong(bytes, into) {
     const m = into ?? { nonce: 0n, tick: 0n };
     decodeFields(bytes, (r, f, w) => {
@@ -390,12 +409,12 @@ const decoders = {
 };
 
 // The oneof body of ServerMessage, by field number.
-const serverBodies = [null, "welcome", "you", "batch", "terrain", "error", "pong"];
+const serverBodies = [null, "welcome", "you", "batch", "terrain", "error", "pong", "resumeCredential"];
 
 /**
  * decodeServerMessage decodes one ServerMessage into {kind, value}: kind
  * is the body's name ("welcome", "you", "batch", "terrain", "error",
- * "pong"), or null for a message with no body this client knows (a newer
+ * "pong", "resumeCredential"), or null for a message with no body this client knows (a newer
  * server's), which a caller ignores. Throws ProtoError.
  */
 export function decodeServerMessage(bytes) {

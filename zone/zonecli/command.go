@@ -66,6 +66,7 @@ var hostFlagOf = map[string]string{
 	"HostConfig.GatewayLimits.HTTPReadTimeout": "--gateway-read-timeout",
 	"HostConfig.GatewayLimits.HTTPIdleTimeout": "--gateway-idle-timeout",
 	"HostConfig.GatewayLimits.MaxConnsPerAddr": "--gateway-conns-per-addr",
+	"HostConfig.GatewayResumeWindow":           "--gateway-resume-window",
 	"HostConfig.Runtime.TickInterval":          "--tick",
 	"HostConfig.Runtime.MaterialiseBudget":     "--materialise-budget",
 }
@@ -272,6 +273,7 @@ func NewCommand(cfg Config) *cobra.Command {
 	f.StringVar(&host.WorldStoreURL, "world-store", "", "--gateway: where players are kept, sqlite:///PATH or postgres://… (default: in memory, for a node alone in its table)")
 	f.DurationVar(&gwLimits.HTTPReadTimeout, "gateway-read-timeout", gateway.DefaultHTTPReadTimeout, "--gateway: longest time to read one HTTP request (a WebSocket upgrade until it is upgraded)")
 	f.DurationVar(&gwLimits.HTTPIdleTimeout, "gateway-idle-timeout", gateway.DefaultHTTPIdleTimeout, "--gateway: close an HTTP keep-alive connection idle this long between requests")
+	f.DurationVar(&host.GatewayResumeWindow, "gateway-resume-window", gateway.DefaultResumeWindow, "--gateway: how long after its session was last renewed a client whose socket dropped may resume it (docs/protocol.md)")
 	f.IntVar(&gwLimits.MaxConnsPerAddr, "gateway-conns-per-addr", gateway.DefaultMaxConnsPerAddr, "--gateway: connections one remote IP address may hold open at once; more are closed as accepted (0: no cap)")
 	f.BoolVar(&noHandoff, "no-handoff", false, "never hand entities over: they stay with this node wherever they walk, and a region move leaves them here")
 	f.BoolVar(&verbose, "verbose", false, "log node events (joins, peers, table versions) to stderr")
@@ -401,15 +403,19 @@ func gatewayLimitFlags(cmd *cobra.Command, host *zone.HostConfig, l gateway.Limi
 		{"gateway-read-timeout", l.HTTPReadTimeout},
 		{"gateway-idle-timeout", l.HTTPIdleTimeout},
 		{"gateway-conns-per-addr", l.MaxConnsPerAddr},
+		{"gateway-resume-window", host.GatewayResumeWindow},
 	} {
 		if changed(f.name) && host.GatewayAddr == "" {
 			return errcode.Config("--"+f.name, f.value, "is for --gateway: set --gateway too")
 		}
 	}
 	if host.GatewayAddr == "" {
+		host.GatewayResumeWindow = 0 // the flag's default: no gateway, no window
 		return nil
 	}
 	switch {
+	case host.GatewayResumeWindow <= 0:
+		return errcode.Config("--gateway-resume-window", host.GatewayResumeWindow, "must be positive")
 	case l.HTTPReadTimeout <= 0:
 		return errcode.Config("--gateway-read-timeout", l.HTTPReadTimeout, "must be positive")
 	case l.HTTPIdleTimeout <= 0:
