@@ -22,11 +22,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/dashboard"
 	"github.com/shardwise/shardwise/game"
+	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/internal/testenv"
+	"github.com/shardwise/shardwise/logintoken"
+	"github.com/shardwise/shardwise/sim"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonecli"
 )
 
 // e2eBinary is SHARDWISE_BIN (CI's static build), or the command built
@@ -420,4 +425,35 @@ func durationEnv(t *testing.T, name string, def time.Duration) time.Duration {
 		t.Fatalf("%s=%q: %v", name, v, err)
 	}
 	return d
+}
+
+// startSimBots starts count sim bots (accounts 1 to count) on gateways,
+// with login tokens signed by the key in keyFile: each walks legs across
+// the borders around the start square (80 m out), fights the mobs it
+// meets and, one leg in three, trades with its partner; a bot whose socket
+// closes logs in again on the next gateway. They stop at the test's end if
+// not before.
+func startSimBots(t *testing.T, gateways []string, keyFile string, count int) *sim.Bots {
+	t.Helper()
+	key, err := readLoginKey("--key", keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := logintoken.NewIssuer(logintoken.IssuerConfig{Cluster: zonecli.DefaultCluster, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bots, err := sim.StartBots(context.Background(), sim.BotsConfig{
+		Gateways: gateways, Count: count, Seed: 30, Reach: 80, RelogChance: -1, TradeChance: 0.3,
+		LoginRetries: 20, RetryWait: 200 * time.Millisecond,
+		Token: func(a account.ID) (string, error) {
+			tok, _, err := iss.Issue(a, gateway.Audience)
+			return tok, err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = bots.Stop() })
+	return bots
 }

@@ -13,16 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/econ"
 	"github.com/shardwise/shardwise/game"
-	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/internal/testenv"
-	"github.com/shardwise/shardwise/logintoken"
-	"github.com/shardwise/shardwise/sim"
-	"github.com/shardwise/shardwise/zone/zonecli"
 )
 
 // failoverRecovers says the standby brings a dead node's entities back
@@ -121,32 +116,11 @@ func TestZoneFailoverSIGKILL(t *testing.T) {
 	c := newCensus(dashboards, nil)
 	startCensus(t, c, 100*time.Millisecond)
 
-	key, err := readLoginKey("--key", keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	iss, err := logintoken.NewIssuer(logintoken.IssuerConfig{Cluster: zonecli.DefaultCluster, Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
 	gws := make([]string, len(names))
 	for i, n := range names {
 		gws[i] = gateways[n]
 	}
-	bctx, bcancel := context.WithCancel(ctx)
-	defer bcancel()
-	bots, err := sim.StartBots(bctx, sim.BotsConfig{
-		Gateways: gws, Count: botCount, Seed: 30, Reach: 80, RelogChance: -1, TradeChance: 0.3,
-		LoginRetries: 20, RetryWait: 200 * time.Millisecond,
-		Token: func(a account.ID) (string, error) {
-			tok, _, err := iss.Issue(a, gateway.Audience)
-			return tok, err
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = bots.Stop() }()
+	bots := startSimBots(t, gws, keyFile, botCount)
 	testenv.PollUntil(t, 60*time.Second, "every bot logged in", func() bool { return bots.Stats().Logins >= botCount })
 	// Play: the bots walk across the quadrants' borders, handed over.
 	<-time.After(play) // the play's length, not a synchronisation
