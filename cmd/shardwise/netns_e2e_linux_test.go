@@ -522,7 +522,7 @@ func TestZoneLinkLatencyKeepsInvariants(t *testing.T) {
 		c = startNSCluster(t, "2s", delay, true)
 	}
 	startCensus(t, c.census, 100*time.Millisecond)
-	play, count := 12*time.Second, 16
+	play, count := 8*time.Second, 16
 	if os.Getenv("SHARDWISE_LONG") == "1" {
 		play, count = 40*time.Second, 40
 	}
