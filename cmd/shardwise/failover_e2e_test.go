@@ -64,8 +64,8 @@ func e2eZoneArgs(eps, certs, name, ttl, dashboard string, gameBots int) []string
 //     entities every 100 ms, which also checks that no entity is
 //     simulated by two nodes at any round (beyond a handoff's overlap
 //     between two nodes' samples);
-//   - the bots: every bot still playing, those on the dead gateway
-//     reconnected elsewhere;
+//   - the bots: none gave up, and those whose gateway was the dead node
+//     logged in again on another (when the last of them was back);
 //   - the money: the economy's audit sound (every accepted movement in
 //     the ledger once, balances summing to 0).
 //
@@ -121,7 +121,7 @@ func TestZoneFailoverSIGKILL(t *testing.T) {
 		gws[i] = gateways[n]
 	}
 	bots := startSimBots(t, gws, keyFile, botCount)
-	testenv.PollUntil(t, 60*time.Second, "every bot logged in", func() bool { return bots.Stats().Logins >= botCount })
+	waitBots(t, bots, botCount)
 	// Play: the bots walk across the quadrants' borders, handed over.
 	<-time.After(play) // the play's length, not a synchronisation
 
@@ -149,6 +149,32 @@ func TestZoneFailoverSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The bots whose gateway dies: bot i logs in first on gateway i mod 4
+	// (sim.BotsConfig.Gateways), and none has logged in again yet.
+	onGateway := 0
+	for i := range botCount {
+		if names[i%len(names)] == victim {
+			onGateway++
+		}
+	}
+	r0 := bots.Stats().Reconnects
+	var backAt time.Time // when the last of them was back in
+	rctx, rcancel := context.WithCancel(ctx)
+	rdone := make(chan struct{})
+	go func() {
+		defer close(rdone)
+		for rctx.Err() == nil {
+			if bots.Stats().Reconnects >= r0+onGateway {
+				backAt = time.Now()
+				return
+			}
+			select {
+			case <-rctx.Done():
+			case <-time.After(20 * time.Millisecond): // polling the bots' counters
+			}
+		}
+	}()
+	defer func() { rcancel(); <-rdone }()
 	kill := procs[victim].kill(t)
 	<-procs[victim].done
 	c.drop(victim)
@@ -204,7 +230,13 @@ func TestZoneFailoverSIGKILL(t *testing.T) {
 	// Recovery: what the survivors show of the victim's entities while the
 	// bots play on.
 	<-time.After(after) // the play after the failover, not a synchronisation
-	st, _ := bots.Stop()
+	rcancel()
+	<-rdone
+	st, botsErr := bots.Stop()
+	reconnected := "never"
+	if !backAt.IsZero() {
+		reconnected = fmt.Sprintf("%dms", backAt.Sub(kill).Milliseconds())
+	}
 	now := c.snapshot()
 	seen := map[uint64]bool{}
 	for n, s := range now {
@@ -245,9 +277,9 @@ func TestZoneFailoverSIGKILL(t *testing.T) {
 	if len(losses) > 0 {
 		lossText = fmt.Sprintf("p50 %v max %v over %d", losses[len(losses)/2].Round(time.Millisecond), losses[len(losses)-1].Round(time.Millisecond), len(losses))
 	}
-	line := fmt.Sprintf("failover: ttl=%v victim=%s regions=%d kill-to-table=%dms kill-to-simulated=%dms entities=%d recovered=%d players=%d players-back=%d rollback=[%s] bots=%d reconnects=%d login-failures=%d dup-transient=%d dup=%d money-ok=%v",
+	line := fmt.Sprintf("failover: ttl=%v victim=%s regions=%d kill-to-table=%dms kill-to-simulated=%dms entities=%d recovered=%d players=%d players-back=%d rollback=[%s] bots=%d on-gateway=%d reconnected=%s reconnects=%d login-failures=%d dup-transient=%d dup=%d money-ok=%v",
 		ttl, victim, len(lost), tableAt.Sub(kill).Milliseconds(), simAt.Sub(kill).Milliseconds(),
-		len(onVictim), recovered, players, playersBack, lossText, st.Bots, st.Reconnects, st.LoginFailures, transient, len(dups), aj.OK)
+		len(onVictim), recovered, players, playersBack, lossText, st.Bots, onGateway, reconnected, st.Reconnects, st.LoginFailures, transient, len(dups), aj.OK)
 	t.Log(line)
 	fmt.Println(line) // scripts/bench-failover collects it
 	t.Logf("table %d written by %q: %s", prov.Version, prov.Writer, prov.Reason)
@@ -265,8 +297,11 @@ func TestZoneFailoverSIGKILL(t *testing.T) {
 	if !aj.OK || aj.SumBalances != 0 {
 		t.Errorf("the money audit after the kill: ok %v (%v), sum of balances %d, problems %v", aj.OK, auditErr, aj.SumBalances, aj.Problems)
 	}
-	if st.LoginFailures > 0 && st.Logins < botCount {
-		t.Errorf("bots: %d logins, %d failed", st.Logins, st.LoginFailures)
+	if botsErr != nil {
+		t.Errorf("bots gave up: %v", botsErr)
+	}
+	if backAt.IsZero() {
+		t.Errorf("the %d bots whose gateway was %s did not all log in again elsewhere (reconnects %d)", onGateway, victim, st.Reconnects-r0)
 	}
 	for _, n := range names {
 		if n != victim && procs[n].exited() {

@@ -527,7 +527,7 @@ func TestZoneLinkLatencyKeepsInvariants(t *testing.T) {
 		play, count = 40*time.Second, 40
 	}
 	bots := startSimBots(t, c.gateways, c.key, count)
-	testenv.PollUntil(t, 60*time.Second, "every bot logged in", func() bool { return bots.Stats().Logins >= count })
+	waitBots(t, bots, count)
 	<-time.After(play) // the play's length: not a synchronisation
 	st, err := bots.Stop()
 	if err != nil {
