@@ -68,8 +68,9 @@ func (l *netLab) sh(args ...string) {
 func newNetLab(t *testing.T, n int) *netLab {
 	t.Helper()
 	needNetLab(t)
+	sweepStaleLabs()
 	pid := os.Getpid()
-	tag := strconv.Itoa(pid % 100000)
+	tag := strconv.Itoa(pid)
 	l := &netLab{t: t, prefix: fmt.Sprintf("10.%d.%d.", 200+pid%50, (pid/50)%250), bridge: "swb" + tag}
 	// Cleanup first: whatever was made is removed even if a step fails.
 	t.Cleanup(func() {
@@ -103,6 +104,42 @@ func newNetLab(t *testing.T, n int) *netLab {
 		l.sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
 	}
 	return l
+}
+
+var staleLabRE = regexp.MustCompile(`^sw[bv]?(\d+)(-(\d+p?|q))?$`)
+
+// sweepStaleLabs deletes the namespaces, veths and bridges of labs whose
+// test process is gone (killed before its cleanup ran): their names carry
+// its process id.
+func sweepStaleLabs() {
+	gone := func(name string) bool {
+		m := staleLabRE.FindStringSubmatch(name)
+		if m == nil {
+			return false
+		}
+		_, err := os.Stat("/proc/" + m[1])
+		return errors.Is(err, os.ErrNotExist)
+	}
+	if out, err := exec.Command("ip", "netns", "list").Output(); err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) > 0 && gone(f[0]) {
+				_ = exec.Command("ip", "netns", "del", f[0]).Run()
+			}
+		}
+	}
+	if out, err := exec.Command("ip", "-o", "link", "show").Output(); err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			// "7: swv1234-0@if6: <…" or "5: swb1234: <…"
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				continue
+			}
+			name := strings.TrimSuffix(strings.SplitN(f[1], "@", 2)[0], ":")
+			if gone(name) {
+				_ = exec.Command("ip", "link", "del", name).Run()
+			}
+		}
+	}
 }
 
 // addr is node i's address; host the bridge's.
@@ -572,7 +609,7 @@ func TestZoneLinkLatencyKeepsInvariants(t *testing.T) {
 // netemAvailable says whether this kernel has the netem qdisc: it tries
 // one on a veth pair of its own, in a namespace of its own.
 func netemAvailable() bool {
-	ns := fmt.Sprintf("swq%d", os.Getpid()%100000)
+	ns := fmt.Sprintf("sw%d-q", os.Getpid())
 	if exec.Command("ip", "netns", "add", ns).Run() != nil {
 		return false
 	}
