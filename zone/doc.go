@@ -245,9 +245,10 @@
 // From a crash (no fence needed) the failover time is etcd's expiry, T
 // less the part of a renewal interval that had passed (between 2T/3 and
 // T after the crash), plus up to 0.5 s of etcd's expiry check, plus w, a
-// and one tick: measured 1.2–1.5 s at T = 1 s, 1.7–2.3 s at 2 s and
-// 4.4–5.0 s at 5 s with four processes on a loaded machine
-// (TestZoneFailoverSIGKILL, docs/bench/failover.md); and a cut node
-// stopped 0.24–0.66 s before the table changed, at T = 1, 2 and 5 s, in
-// network namespaces (TestZonePartitionStopsBeforeStandby).
+// and one tick: measured 1.1–1.7 s at T = 1 s, 1.7–2.3 s at 2 s and
+// 4.0–5.0 s at 5 s with four processes (TestZoneFailoverSIGKILL, two runs
+// of scripts/bench-failover at a load average near 18 on two cores:
+// docs/bench/failover.md); and a cut node stopped 0.24–0.66 s before the
+// table changed, at T = 1, 2 and 5 s, in network namespaces
+// (TestZonePartitionStopsBeforeStandby).
 package zone

@@ -221,13 +221,12 @@ type census struct {
 	client  *http.Client
 	clients map[string]*http.Client // a node's own client (its namespace's), else client
 
-	mu      sync.Mutex
-	urls    map[string]string // node → dashboard URL; a node removed is no longer read
-	last    map[string]nodeSample
-	rounds  int
-	trail   map[uint64][]trailPoint // players' masters: where each stood, round by round
-	dupFrom map[uint64]time.Time    // ids on two nodes now, since when
-	dupOf   map[uint64][]string
+	mu       sync.Mutex
+	urls     map[string]string // node → dashboard URL; a node removed is no longer read
+	last     map[string]nodeSample
+	trail    map[uint64][]trailPoint // players' masters: where each stood, round by round
+	dupFrom  map[uint64]time.Time    // ids on two nodes now, since when
+	reported map[uint64]bool         // ids in persistent
 	// transient counts overlaps shorter than dupPersist; persistent names
 	// the duplicates.
 	transient  int
@@ -248,7 +247,7 @@ const dupPersist = time.Second
 // node's client in clients if it has one, else with a plain client.
 func newCensus(urls map[string]string, clients map[string]*http.Client) *census {
 	return &census{client: &http.Client{}, clients: clients, urls: urls, last: map[string]nodeSample{},
-		trail: map[uint64][]trailPoint{}, dupFrom: map[uint64]time.Time{}, dupOf: map[uint64][]string{}}
+		trail: map[uint64][]trailPoint{}, dupFrom: map[uint64]time.Time{}, reported: map[uint64]bool{}}
 }
 
 // drop stops reading node (killed, or cut off).
@@ -282,7 +281,6 @@ func (c *census) round(ctx context.Context) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.rounds++
 	on := map[uint64][]string{}
 	for n, s := range got {
 		if _, still := c.urls[n]; !still {
@@ -307,8 +305,8 @@ func (c *census) round(ctx context.Context) {
 		if _, ok := c.dupFrom[id]; !ok {
 			c.dupFrom[id] = now
 		}
-		c.dupOf[id] = nodes
-		if now.Sub(c.dupFrom[id]) >= dupPersist && !slices.ContainsFunc(c.persistent, func(s string) bool { return strings.HasPrefix(s, strconv.FormatUint(id, 10)+" ") }) {
+		if now.Sub(c.dupFrom[id]) >= dupPersist && !c.reported[id] {
+			c.reported[id] = true
 			c.persistent = append(c.persistent, fmt.Sprintf("%d on %s for %v", id, strings.Join(nodes, " and "), now.Sub(c.dupFrom[id]).Round(time.Millisecond)))
 		}
 	}
@@ -316,7 +314,6 @@ func (c *census) round(ctx context.Context) {
 		if len(on[id]) < 2 {
 			c.transient++
 			delete(c.dupFrom, id)
-			delete(c.dupOf, id)
 		}
 	}
 }

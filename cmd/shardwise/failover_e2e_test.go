@@ -290,6 +290,8 @@ func TestZoneFailoverSIGKILL(t *testing.T) {
 	t.Log(line)
 	fmt.Println(line) // scripts/bench-failover collects it
 	t.Logf("table %d written by %q: %s", prov.Version, prov.Writer, prov.Reason)
+	t.Logf("bots: logins %d (failed %d), reconnects %d, legs %d, errors %v, closes %v",
+		st.Logins, st.LoginFailures, st.Reconnects, st.Legs, st.Errors, st.Closes)
 
 	// What failover guarantees today.
 	if !strings.HasPrefix(prov.Writer, "controller ") || prov.Version != next.Version() {
