@@ -429,8 +429,8 @@ func durationEnv(t *testing.T, name string, def time.Duration) time.Duration {
 // the borders around the start square (80 m out), fights the mobs it
 // meets and, one leg in three, trades with its partner; a bot whose socket
 // closes logs in again on the next gateway. They stop at the test's end if
-// not before.
-func startSimBots(t *testing.T, gateways []string, keyFile string, count int) *sim.Bots {
+// not before. Each of adjust may change their configuration.
+func startSimBots(t *testing.T, gateways []string, keyFile string, count int, adjust ...func(*sim.BotsConfig)) *sim.Bots {
 	t.Helper()
 	key, err := readLoginKey("--key", keyFile)
 	if err != nil {
@@ -440,14 +440,18 @@ func startSimBots(t *testing.T, gateways []string, keyFile string, count int) *s
 	if err != nil {
 		t.Fatal(err)
 	}
-	bots, err := sim.StartBots(context.Background(), sim.BotsConfig{
+	cfg := sim.BotsConfig{
 		Gateways: gateways, Count: count, Seed: 30, Reach: 80, RelogChance: -1, TradeChance: 0.3,
 		LoginRetries: 30, RetryWait: 500 * time.Millisecond,
 		Token: func(a account.ID) (string, error) {
 			tok, _, err := iss.Issue(a, gateway.Audience)
 			return tok, err
 		},
-	})
+	}
+	for _, f := range adjust {
+		f(&cfg)
+	}
+	bots, err := sim.StartBots(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
