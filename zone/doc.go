@@ -220,4 +220,35 @@
 //     fresh incarnation instead of trying to reconcile the old state.
 //  5. The one goroutine Ownership starts is joined by Close, which is
 //     idempotent and does not close the coord client it was given.
+//
+// Failover timing: a node that is only cut off (a partition, a paused
+// process), not dead, has stopped simulating before any standby starts
+// its regions. With T the lease TTL (HostConfig.TTL, whole seconds), s
+// the send time of the node's last renewal that got through (coord renews
+// every T/3), and ε the lateness of the node's timer plus one Step (a
+// tick already running when the fence closes finishes; the next does not
+// start: Host's loop and Step both read the fence):
+//
+//	node stops        ≤ s + T − T/10 + ε    coord's fence deadline (coord, invariant 2)
+//	etcd frees lease  ≥ s + T               the renewal's receipt + T; etcd checks expiry
+//	                                        every 500 ms, so up to 0.5 s later
+//	controller writes ≥ etcd frees + w      w: the member's deletion reaching the
+//	                                        controller's watch, and the compare-and-set
+//	standby starts    ≥ write + a + one tick  a: the table reaching the standby's watch;
+//	                                        its regions run from its next Step
+//
+// so standby starts − node stops ≥ T/10 − ε + w + a + one tick > 0 while
+// ε < T/10 (100 ms at T = 1 s: a tick of 50 ms, late by under 50 ms). The
+// node's clock and etcd's may drift apart by less than the same tenth.
+// Messages the cut node sent before it stopped and that arrive later are
+// refused by their receivers (Config.Accept: its lease is no longer live).
+// From a crash (no fence needed) the failover time is etcd's expiry, T
+// less the part of a renewal interval that had passed (between 2T/3 and
+// T after the crash), plus up to 0.5 s of etcd's expiry check, plus w, a
+// and one tick: measured 1.1–1.7 s at T = 1 s, 1.7–2.3 s at 2 s and
+// 4.0–5.0 s at 5 s with four processes (TestZoneFailoverSIGKILL, two runs
+// of scripts/bench-failover at a load average near 18 on two cores:
+// docs/bench/failover.md); and a cut node stopped 0.24–0.66 s before the
+// table changed, at T = 1, 2 and 5 s, in network namespaces
+// (TestZonePartitionStopsBeforeStandby).
 package zone
