@@ -34,7 +34,7 @@ func TestAVanishAfterTheAdoptionIsSent(t *testing.T) {
 	for i := range 60 {
 		specs = append(specs, Pace{Centre: torus.Pos{X: 4090, Y: yb + 10 + 0.5*float64(i)}, Amp: 1000, Period: 4000, Drift: -1})
 	}
-	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays,
+	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays, Memory: true,
 		Module: func(int, string) (zone.Module, error) { return &pacers{specs: specs, accounts: viewers}, nil }})
 	logs := attachViewers(t, c, viewers)
 	for range 80 {
@@ -63,6 +63,9 @@ func TestAVanishAfterTheAdoptionIsSent(t *testing.T) {
 		}
 	}
 	t.Logf("handoffs %+v, zombies %d", totalHandoffs(c), zombies)
+	if totalHandoffs(c).Acked == 0 {
+		t.Fatal("no walker was handed over: the test shows nothing")
+	}
 }
 
 // zone0Last runs one tick on every node, zone-0 last, each followed by a
@@ -70,7 +73,7 @@ func TestAVanishAfterTheAdoptionIsSent(t *testing.T) {
 // (deterministic).
 func zone0Last(c *zonetest.Cluster) {
 	for i := len(c.Nodes) - 1; i >= 0; i-- {
-		c.Nodes[i].Runtime.Step()
+		c.StepNodes(c.Nodes[i].Name) // on Config.Memory, delivers first
 		c.Sync(10 * time.Second)
 	}
 }
@@ -100,7 +103,7 @@ func TestADeathInTheAdoptionTickIsShownEverywhere(t *testing.T) {
 		{Centre: torus.Pos{X: 4130, Y: 4100}},                          // viewer on zone-2
 		{Centre: torus.Pos{X: 4090, Y: 3950}, Amp: 1000, Period: 4000}, // the walker, east at 1.6 m a tick
 	}
-	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays,
+	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays, Memory: true,
 		Module: func(int, string) (zone.Module, error) {
 			return destroyingPacers{&pacers{specs: specs, accounts: 3}, interest.Death}, nil
 		}})
@@ -150,7 +153,7 @@ func TestAVanishNamingNoChunkIsNotHeld(t *testing.T) {
 		{Centre: torus.Pos{X: x1 + 60, Y: y1 - 60}},  // viewer on zone-1
 		{Centre: torus.Pos{X: x1 - 100, Y: y1 - 60}}, // standing in the moved region, 100 m and 60 m from its borders
 	}
-	c := zonetest.Start(t, zonetest.Config{Grid: clusterGrid(), Table: fourWays,
+	c := zonetest.Start(t, zonetest.Config{Grid: clusterGrid(), Table: fourWays, Memory: true,
 		Module: func(int, string) (zone.Module, error) { return &pacers{specs: specs, accounts: 1}, nil }})
 	region := grid.RegionOf(torus.Pos{X: 3000, Y: 3000})
 	attachViewers(t, c, 1)
@@ -203,7 +206,7 @@ func TestADespawnIsShownAtOnce(t *testing.T) {
 		{Centre: torus.Pos{X: 4130, Y: 4100}}, // viewer on zone-2
 		{Centre: torus.Pos{X: 4060, Y: 3950}}, // standing on zone-0
 	}
-	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays,
+	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays, Memory: true,
 		Module: func(int, string) (zone.Module, error) {
 			return destroyingPacers{&pacers{specs: specs, accounts: 3}, interest.OutOfSight}, nil
 		}})

@@ -95,7 +95,7 @@ func simulatedOn(c *zonetest.Cluster, id ecs.ID) (on []string, at torus.Pos) {
 func TestNoEntityIsSimulatedPastTheMargin(t *testing.T) {
 	const border = 4096.0 // threeWays: zone-0 west of it, zone-1 east, both south of y 4096
 	spec := Stride{Start: torus.Pos{X: border - 8, Y: 2000}, Step: torus.Pos{X: 2}, Max: 60}
-	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays,
+	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays, Memory: true,
 		Module: func(int, string) (zone.Module, error) { return &striders{specs: []Stride{spec}}, nil }})
 	margin := cells.DefaultBands(c.Grid).HandoffMargin
 	geo := c.Nodes[0].Runtime.Geometry()
@@ -145,7 +145,7 @@ func TestARegionSwapHandsOverEveryEntityInIt(t *testing.T) {
 			Pace{Centre: torus.Pos{X: 4800 + 60*float64(k), Y: 5000}},      // inside (2, 2)
 		)
 	}
-	c := zonetest.Start(t, zonetest.Config{Grid: clusterGrid(), Table: fourWays,
+	c := zonetest.Start(t, zonetest.Config{Grid: clusterGrid(), Table: fourWays, Memory: true,
 		Module: func(int, string) (zone.Module, error) { return &pacers{specs: specs}, nil }})
 	old := c.Nodes[0].Runtime.Table()
 	if old.Owner(a) != "zone-0" || old.Owner(b) != "zone-3" {
@@ -256,7 +256,7 @@ func TestAViewerArrivingAfterAHandoffSeesNoStaleGhost(t *testing.T) {
 		{Start: torus.Pos{X: 5000, Y: 4200}},                                  // zone-2's viewer, away from the walk
 		{Start: torus.Pos{X: 4000, Y: 3950}, Step: torus.Pos{X: 4}, Max: 150}, // the walker, on to x 4600
 	}
-	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays,
+	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays, Memory: true,
 		Module: func(int, string) (zone.Module, error) { return &striders{specs: specs, accounts: 1}, nil }})
 	z0, z2 := c.Node("zone-0"), c.Node("zone-2")
 	if _, ok := z2.Runtime.Viewer(account.ID(1)); !ok {

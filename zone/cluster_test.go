@@ -202,25 +202,44 @@ func sameAsOneNodeOn(t *testing.T, cfg wander.Config, ticks, lag int, handoff bo
 	// margin away may be held or not, depending on how the viewer came
 	// there: in that band either is right.
 	view := interest.DefaultView()
-	dist := func(tick int, a int, e uint64) (near, far int) {
-		near, far = math.MaxInt, -1
+	// dist is the nearest and farthest the viewer and entity e stood, in
+	// chunks, over any pair of ticks of the window (viewer at one tick, e
+	// at another). It is asked for every fact of e, so it keeps its
+	// answer per entity for the (tick, account) at hand (distFor).
+	type span struct{ near, far int }
+	memo := make(map[uint64]span)
+	var vcs []torus.ChunkPos // the viewer's chunks over the window
+	distFor := func(tick, a int) {
+		clear(memo)
+		vcs = vcs[:0]
 		for i := max(tick-lag, 0); i <= tick; i++ {
-			for j := max(tick-lag, 0); j <= tick; j++ {
-				vc, ok1 := chunks[i][viewers[a]]
-				ec, ok2 := chunks[j][ecs.ID(e)]
-				if !ok1 || !ok2 {
-					continue
-				}
+			if vc, ok := chunks[i][viewers[a]]; ok {
+				vcs = append(vcs, vc)
+			}
+		}
+	}
+	dist := func(tick int, e uint64) (near, far int) {
+		if s, ok := memo[e]; ok {
+			return s.near, s.far
+		}
+		near, far = math.MaxInt, -1
+		for j := max(tick-lag, 0); j <= tick; j++ {
+			ec, ok := chunks[j][ecs.ID(e)]
+			if !ok {
+				continue
+			}
+			for _, vc := range vcs {
 				d := one.Geometry().ChunkDistance(vc, ec)
 				near, far = min(near, d), max(far, d)
 			}
 		}
+		memo[e] = span{near, far}
 		return near, far
 	}
 
 	// Four nodes.
 	c := zonetest.Start(t, zonetest.Config{
-		Nodes: 4, Grid: clusterGrid(), Table: table,
+		Nodes: 4, Grid: clusterGrid(), Table: table, Memory: true,
 		Module:  func(int, string) (zone.Module, error) { return wander.New(cfg) },
 		Runtime: func(_ int, rc *zone.Config) { rc.NoHandoff = !handoff },
 	})
@@ -247,11 +266,12 @@ func sameAsOneNodeOn(t *testing.T, cfg wander.Config, ticks, lag int, handoff bo
 				t.Fatalf("account %d got a malformed batch: %v", a, clients[a].bad)
 			}
 			got := clients[a].facts()
+			distFor(tick, a)
 			for f, v := range got {
 				// Shown when one node showed it; its values those the
 				// entity had, lately.
 				shown := seenWithin(history[a], tick, lag, fact{entity: f.entity}, "", true)
-				if near, _ := dist(tick, a, f.entity); f.own || near <= view.Radius+view.ReleaseMargin {
+				if near, _ := dist(tick, f.entity); f.own || near <= view.Radius+view.ReleaseMargin {
 					shown = true
 				}
 				if !shown || (f.typ != 0 && !seenWithin(truth, tick, lag, fact{entity: f.entity, typ: f.typ}, v, true)) {
@@ -261,7 +281,7 @@ func sameAsOneNodeOn(t *testing.T, cfg wander.Config, ticks, lag int, handoff bo
 			}
 			for f, v := range history[a][tick] {
 				_, shown := got[fact{entity: f.entity}]
-				if _, far := dist(tick, a, f.entity); far > view.Radius && !f.own && !shown {
+				if _, far := dist(tick, f.entity); far > view.Radius && !f.own && !shown {
 					continue // in the band, or past it lately
 				}
 				if _, ok := got[f]; !ok && !seenWithin(history[a], tick, lag, f, v, false) {
@@ -404,7 +424,7 @@ func TestHandoffsKeepOneWriter(t *testing.T) {
 	cfg.Roam, cfg.Speed = 500, 16
 	cfg = cfg.WithDefaults()
 	c := zonetest.Start(t, zonetest.Config{
-		Nodes: 4, Grid: clusterGrid(),
+		Nodes: 4, Grid: clusterGrid(), Memory: true,
 		Module: func(int, string) (zone.Module, error) { return wander.New(cfg) },
 	})
 	var ids []ecs.ID

@@ -348,7 +348,7 @@ func TestPacingOnABorderHandsOverOncePerMarginCrossing(t *testing.T) {
 		t.Run(fmt.Sprintf("±%vm", amp), func(t *testing.T) {
 			spec := Pace{Centre: torus.Pos{X: 4095.5, Y: 2000}, Amp: amp, Period: 200}
 			m := func(int, string) (zone.Module, error) { return &pacers{specs: []Pace{spec}}, nil }
-			c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays, Module: m})
+			c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays, Module: m, Memory: true})
 			// Crossings of the margin to the far side: the side the pacer
 			// last stood beyond the margin on changes.
 			side, crossings := 0, 0
@@ -513,12 +513,13 @@ func checkOneWriter(t *testing.T, c *zonetest.Cluster, ids []ecs.ID, tick int) {
 	}
 }
 
-// TestManyHandoffsUnderLinkFaults: 10,000 handoffs (1,000 with -short) of
-// 400 entities pacing over the borders where four nodes meet, with every
-// stream between every two nodes dropping, duplicating and delaying
-// messages, and in every 80 ticks a random pair of nodes cut apart for 10
-// ticks and another for 50 (longer than a source waits for an answer
-// before it asks again) — seeded: SHARDWISE_SEED replays it. At every tick each entity is held
+// TestManyHandoffsUnderLinkFaults: 2,000 handoffs (1,000 with -short), in
+// 160 ticks at least, of 400 entities pacing over the borders where four
+// nodes meet, with every stream between every two nodes dropping,
+// duplicating and delaying messages, and in every 80 ticks a random pair
+// of nodes cut apart for 10 ticks and another for 50 (longer than a
+// source waits for an answer before it asks again) — seeded:
+// SHARDWISE_SEED replays it. At every tick each entity is held
 // by one node (two in flight) and simulated on at most one. No client, on
 // any node, is shown a pacer at an older step than one it was shown
 // before (every stale message is dropped), nor an entity twice without a
@@ -527,7 +528,13 @@ func checkOneWriter(t *testing.T, c *zonetest.Cluster, ids []ecs.ID, tick int) {
 // went meanwhile.
 func TestManyHandoffsUnderLinkFaults(t *testing.T) {
 	seed := testseed.Seed(t)
-	want := 10000
+	// 2,000 handoffs come within 80 ticks; the test runs two cycles of
+	// cuts (160 ticks) at least. The properties at every tick under
+	// faults are the simulation's too (zone/zonesim, hundreds of seeds);
+	// this test keeps what only the real link shows (its drops and
+	// resends on both streams) and the intents' exactly-once count. It
+	// ran 10,000 handoffs (about 390 ticks) before; docs/decisions.md.
+	want := 2000
 	if testing.Short() {
 		want = 1000
 	}
@@ -604,9 +611,9 @@ func TestManyHandoffsUnderLinkFaults(t *testing.T) {
 			}
 		}
 	}
-	// At least one whole cycle of cuts, so that a handoff waits past its
-	// timeout even when the handoffs wanted (-short) come sooner.
-	for totalHandoffs(c).Acked < want || tick < 80 {
+	// At least two whole cycles of cuts, so that handoffs wait past their
+	// timeout even when the handoffs wanted come sooner.
+	for totalHandoffs(c).Acked < want || tick < 160 {
 		if tick > want {
 			t.Fatalf("only %d handoffs in %d ticks", totalHandoffs(c).Acked, tick)
 		}
@@ -713,7 +720,7 @@ func TestRegionMoveUnderLoad(t *testing.T) {
 		specs = append(specs, Pace{Centre: torus.Pos{X: x1 - 0.5, Y: y1 - 20 - rnd.Float64()*100},
 			Amp: 60, Period: 30 + uint32(rnd.IntN(20)), Drift: 0.01})
 	}
-	c := zonetest.Start(t, zonetest.Config{Seed: seed, Grid: clusterGrid(), Table: fourWays,
+	c := zonetest.Start(t, zonetest.Config{Seed: seed, Grid: clusterGrid(), Table: fourWays, Memory: true,
 		Module: func(int, string) (zone.Module, error) { return &pacers{specs: specs, accounts: viewers}, nil }})
 	region := grid.RegionOf(torus.Pos{X: x0 + 1, Y: y0 + 1})
 	if c.Nodes[0].Runtime.Table().Owner(region) != "zone-0" {

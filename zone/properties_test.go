@@ -501,7 +501,7 @@ func TestClusterOneWriterPerWanderer(t *testing.T) {
 	cfg := wanderConfig(seed)
 	cfg.Area = 0 // the whole torus: every border, both seams
 	cfg = cfg.WithDefaults()
-	c := zonetest.Start(t, zonetest.Config{Nodes: 4, Grid: clusterGrid(),
+	c := zonetest.Start(t, zonetest.Config{Nodes: 4, Grid: clusterGrid(), Memory: true,
 		Module: func(int, string) (zone.Module, error) { return wander.New(cfg) }})
 	var ids []ecs.ID
 	for i := range cfg.Entities {
@@ -555,7 +555,7 @@ func TestClusterOneWriterPerWanderer(t *testing.T) {
 // the chunks it holds with their owners' values (checkSight), every tick.
 func TestClusterClientsSeeForeignEntitiesOnceWithinView(t *testing.T) {
 	seed := testseed.Seed(t)
-	w := startWander(t, wanderConfig(seed), zonetest.Config{})
+	w := startWander(t, wanderConfig(seed), zonetest.Config{Memory: true})
 	checked, foreign := 0, 0
 	for range 240 {
 		w.step(true)
@@ -584,7 +584,7 @@ func TestClusterClientsSeeForeignEntitiesOnceWithinView(t *testing.T) {
 // receives nothing at all.
 func TestClusterOwnerOnlyStaysWithItsOwner(t *testing.T) {
 	seed := testseed.Seed(t)
-	w := startWander(t, wanderConfig(seed), zonetest.Config{})
+	w := startWander(t, wanderConfig(seed), zonetest.Config{Memory: true})
 	var spies []*observer
 	for i, n := range w.c.Nodes {
 		s := newObserver(account.ID(1000+i), nil, wander.WireSecret)
@@ -721,7 +721,7 @@ func TestOneUpdateCostsOneEntryPerObservingNode(t *testing.T) {
 		pins = append(pins, pin{key: uint64(1 + k), at: torus.Pos{X: 2056 + 24*float64(k%6), Y: 1880 + 28*float64(k/6)}, viewer: account.ID(1 + k)})
 	}
 	pins = append(pins, pin{key: 31, at: torus.Pos{X: 1990, Y: 2070}, viewer: 31}) // on C
-	cl := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: table,
+	cl := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: table, Memory: true,
 		Module: func(int, string) (zone.Module, error) { return &pinModule{pins: pins}, nil }})
 	if got := cl.Node(a).Runtime.Table().OwnerOf(pins[0].at); got != a || grid.RegionOf(pins[1].at) != grid.RegionAt(1, 0) {
 		t.Fatalf("the scene is not where the test means it: the watched pin's owner is %s", got)

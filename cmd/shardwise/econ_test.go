@@ -221,7 +221,7 @@ func TestZoneEconomyPaysLoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := runCmd(t, newRootCmd(), "", "zone", "--endpoints", eps, "--name", "zone-a", "--certs", certs,
-		"--economy", "plaintext", "--ticks", "600", "--tick", "20ms", "--players", "64")
+		"--economy", "plaintext", "--ticks", "300", "--tick", "20ms", "--players", "64")
 	if err != nil {
 		t.Fatalf("zone: %v\n%s", err, out)
 	}
@@ -242,7 +242,7 @@ func TestZoneEconomyPaysLoot(t *testing.T) {
 		t.Fatalf("audit: %v", p)
 	}
 	if rep.Wallets <= 0 {
-		t.Fatalf("no loot reached a wallet in 600 ticks of 64 players fighting (wallets %d)", rep.Wallets)
+		t.Fatalf("no loot reached a wallet in 300 ticks of 64 players fighting (wallets %d)", rep.Wallets)
 	}
-	t.Logf("wallets hold %d coins after 600 ticks", rep.Wallets)
+	t.Logf("wallets hold %d coins after 300 ticks", rep.Wallets)
 }

@@ -26,6 +26,13 @@
 // Ghost reads a node's render ghost of an entity: source, epoch, chunk and
 // position. Each node's coord client reaches etcd through its own proxy,
 // which is what CutEtcd cuts.
+//
+// Config.Memory runs the same API without etcd and without the link: the
+// nodes talk over zonesim's in-memory network with no faults and hold
+// their leases and table in zonesim's Leases and Territory. Every message
+// sent in a round is delivered before the next round's steps, so a run is
+// deterministic and costs no socket, no TLS and no wait; a test whose
+// property is the protocol's, not the link's or etcd's, runs there.
 package zonetest
 
 import (
@@ -49,6 +56,7 @@ import (
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/link/faulty"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonesim"
 )
 
 // Poll calls cond until it holds or limit has passed, and reports whether
@@ -120,6 +128,15 @@ type Config struct {
 	// Logger receives the nodes' records. Default: discard, unless
 	// SHARDWISE_TEST_LOG is set (then stderr).
 	Logger *slog.Logger
+	// Memory runs the nodes on zonesim's in-memory network instead of
+	// etcd and the link (see the package doc): Node.Link, Ownership,
+	// Coord and Addr and Cluster.Net, Etcd and Admin are nil or empty;
+	// Apply installs the table on every node at once; Kill and CutEtcd
+	// end the node's lease at once (its peers refuse it from then on,
+	// where etcd would take the TTL); CutPeers and HealPeers cut and heal
+	// the in-memory pair. Seed seeds the network; TTL and Etcd are not
+	// used.
+	Memory bool
 }
 
 // Node is one zone node of the cluster.
@@ -152,6 +169,18 @@ type Cluster struct {
 
 	mu     sync.Mutex
 	leases map[string]int64 // live members' leases, from the watch
+
+	// Memory is the in-memory network of a Config.Memory cluster (nil
+	// otherwise): a test may set its faults (zonesim.Network.SetFaults).
+	Memory *zonesim.Network
+	mem    *memory
+}
+
+// memory is a Config.Memory cluster's stand-in for etcd.
+type memory struct {
+	leases *zonesim.Leases
+	terr   map[string]*zonesim.Territory
+	tick   uint64
 }
 
 func (c Config) withDefaults() Config {
@@ -198,6 +227,9 @@ func Start(tb testing.TB, cfg Config) *Cluster {
 	grid, err := cells.NewGrid(cfg.Grid)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if cfg.Memory {
+		return startMemory(tb, cfg, grid)
 	}
 	c := &Cluster{tb: tb, Grid: grid, Etcd: cfg.Etcd, Net: faulty.New(cfg.Seed, nil),
 		prefix: fmt.Sprintf("/zonetest/%d/", time.Now().UnixNano()), leases: make(map[string]int64)}
@@ -371,6 +403,12 @@ func (c *Cluster) accept(peer string, lease int64) bool {
 // fenced holds it.
 func (c *Cluster) Apply(t *cells.Table) {
 	c.tb.Helper()
+	if c.mem != nil {
+		for _, terr := range c.mem.terr {
+			terr.Install(t)
+		}
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := c.Admin.ApplyRegions(ctx, t, coord.ApplyOptions{Force: true}); err != nil {
@@ -397,9 +435,52 @@ func (c *Cluster) Apply(t *cells.Table) {
 	}
 }
 
+// startMemory is Start for Config.Memory.
+func startMemory(tb testing.TB, cfg Config, grid cells.Grid) *Cluster {
+	tb.Helper()
+	names := make([]string, cfg.Nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("zone-%d", i)
+	}
+	table, err := cfg.Table(grid, names)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := &Cluster{tb: tb, Grid: grid, Memory: zonesim.NewNetwork(cfg.Seed, zonesim.Faults{}),
+		mem: &memory{leases: zonesim.NewLeases(names), terr: make(map[string]*zonesim.Territory)}}
+	for i, name := range names {
+		n := &Node{Index: i, Name: name, Number: i + 1}
+		terr := c.mem.leases.Territory(name, table)
+		c.mem.terr[name] = terr
+		rc := zone.Config{
+			Name: name, Node: n.Number, Grid: cfg.Grid, Territory: terr, Transport: c.Memory.Endpoint(name),
+			Clock: cfg.Clock, Logger: cfg.Logger.With("node", name),
+			Accept: c.mem.leases.Accept, LivePeers: c.mem.leases.LivePeers(name),
+		}
+		if cfg.Runtime != nil {
+			cfg.Runtime(i, &rc)
+		}
+		mod, err := cfg.Module(i, name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		rt, err := zone.New(rc, mod)
+		if err != nil {
+			tb.Fatalf("zonetest: %s runtime: %v", name, err)
+		}
+		tb.Cleanup(func() { _ = rt.Close() })
+		n.Module, n.Runtime = mod, rt
+		c.Nodes = append(c.Nodes, n)
+	}
+	return c
+}
+
 // WaitConnected waits until every node is connected to every peer.
 func (c *Cluster) WaitConnected() {
 	c.tb.Helper()
+	if c.mem != nil {
+		return // the in-memory network is always connected
+	}
 	for _, a := range c.Nodes {
 		for _, b := range c.Nodes {
 			if a != b && !Poll(30*time.Second, func() bool { return a.Link.Connected(b.Name) }) {
@@ -420,6 +501,12 @@ func (c *Cluster) Step() {
 
 func (c *Cluster) step(nodes []*Node) {
 	c.tb.Helper()
+	if c.mem != nil {
+		// What was sent in the round before arrives before this one's
+		// steps (a node not stepped takes it in at its next step).
+		c.mem.tick++
+		c.Memory.Deliver(c.mem.tick)
+	}
 	for _, n := range nodes {
 		if n.halted || n.killed {
 			continue
@@ -470,6 +557,9 @@ func (c *Cluster) Sync(limit time.Duration) {
 }
 
 func (c *Cluster) synced() bool {
+	if c.mem != nil {
+		return true // every message sent is delivered before the next steps
+	}
 	rts := make([]*zone.Runtime, 0, len(c.Nodes))
 	for _, n := range c.Nodes {
 		if !n.killed {
@@ -507,7 +597,12 @@ func (c *Cluster) Synced() bool { return c.synced() }
 // Accepts reports whether the runtimes' fence check accepts, now, a
 // message from peer stamped with lease: false once the membership watch
 // has seen that lease end (a revoke, an expiry).
-func (c *Cluster) Accepts(peer string, lease int64) bool { return c.accept(peer, lease) }
+func (c *Cluster) Accepts(peer string, lease int64) bool {
+	if c.mem != nil {
+		return c.mem.leases.Accept(peer, lease)
+	}
+	return c.accept(peer, lease)
+}
 
 // ---- faults and partial steps ----
 
@@ -565,6 +660,10 @@ func (c *Cluster) Kill(name string) {
 	}
 	c.CutEtcd(name)
 	n.killed = true
+	if c.mem != nil {
+		_ = n.Runtime.Close()
+		return
+	}
 	_ = n.Runtime.Close()
 	_ = n.Link.Close()
 	_ = n.Ownership.Close()
@@ -579,6 +678,10 @@ func (c *Cluster) Kill(name string) {
 func (c *Cluster) CutEtcd(name string) {
 	n := c.mustNode(name)
 	n.etcdCut = true
+	if c.mem != nil {
+		c.mem.leases.Lose(name)
+		return
+	}
 	n.etcd.Cut()
 }
 
@@ -588,6 +691,10 @@ func (c *Cluster) CutEtcd(name string) {
 func (c *Cluster) CutPeers(a, b string) {
 	c.mustNode(a)
 	c.mustNode(b)
+	if c.mem != nil {
+		c.Memory.Cut(a, b)
+		return
+	}
 	c.Net.Cut(a, b)
 }
 
@@ -596,6 +703,10 @@ func (c *Cluster) CutPeers(a, b string) {
 func (c *Cluster) HealPeers(a, b string) {
 	c.mustNode(a)
 	c.mustNode(b)
+	if c.mem != nil {
+		c.Memory.Heal(a, b)
+		return
+	}
 	c.Net.Heal(a, b)
 }
 

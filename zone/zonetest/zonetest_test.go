@@ -147,3 +147,88 @@ func TestKill(t *testing.T) {
 		t.Fatalf("killed %s stepped: tick %d, was %d", b.Name, tickOf(b), tb)
 	}
 }
+
+// startMemory is start on Config.Memory: the same two wander nodes on
+// zonesim's in-memory network, no etcd and no link.
+func startMemory(t *testing.T) *zonetest.Cluster {
+	t.Helper()
+	g := cells.GridConfig{RegionEdge: 2048}
+	g.World.Width, g.World.Height = 8192, 8192
+	return zonetest.Start(t, zonetest.Config{
+		Nodes: 2, Grid: g, Memory: true,
+		Module: func(int, string) (zone.Module, error) {
+			return wander.New(wander.Config{Seed: 7, Entities: 60, Accounts: 6, Area: 500})
+		},
+	})
+}
+
+// TestMemory: a Config.Memory cluster steps like the real one (StepNodes,
+// Halt, Resume), replicates so that each node holds ghosts of the other's
+// wanderers with their owner's source and epoch, installs an applied
+// table on every node at once, and fences a node cut from etcd or killed
+// at once; two runs send the same messages (the network's trace).
+func TestMemory(t *testing.T) {
+	c := startMemory(t)
+	a, b := c.Nodes[0], c.Nodes[1]
+	if c.Memory == nil || a.Link != nil || a.Ownership != nil || c.Etcd != nil {
+		t.Fatalf("a memory cluster with a link %v, ownership %v, etcd %v", a.Link, a.Ownership, c.Etcd)
+	}
+	c.StepSync(6)
+	ghosts := 0
+	b.Runtime.Positions().Each(func(id ecs.ID, _ *zone.Position) {
+		if !b.Runtime.Simulated(id) {
+			return
+		}
+		if g, ok := c.Ghost(a.Name, id); ok {
+			ghosts++
+			if e, _ := b.Runtime.Epoch(id); g.Source != b.Name || g.Epoch != e {
+				t.Errorf("%s's ghost of %d: %+v, want source %s, epoch %d", a.Name, id, g, b.Name, e)
+			}
+		}
+	})
+	if ghosts == 0 {
+		t.Fatalf("%s holds no ghost of %s's wanderers", a.Name, b.Name)
+	}
+
+	ta, tb := tickOf(a), tickOf(b)
+	c.StepNodes(a.Name)
+	c.Halt(b.Name)
+	c.Step()
+	c.Resume(b.Name)
+	c.StepSync(1)
+	if tickOf(a) != ta+3 || tickOf(b) != tb+1 {
+		t.Fatalf("ticks %d, %d; want %d, %d", tickOf(a), tickOf(b), ta+3, tb+1)
+	}
+
+	next, err := a.Runtime.Table().WithOwners(a.Runtime.Table().Version()+1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Apply(next)
+	if a.Runtime.Table().Version() != next.Version() || b.Runtime.Table().Version() != next.Version() {
+		t.Fatalf("tables v%d, v%d after Apply(v%d)", a.Runtime.Table().Version(), b.Runtime.Table().Version(), next.Version())
+	}
+
+	lease := int64(b.Number) // zonesim.NewLeases: node i holds lease i+1
+	if !c.Accepts(b.Name, lease) {
+		t.Fatalf("%s's lease is not %d", b.Name, lease)
+	}
+	c.CutEtcd(b.Name)
+	if !b.Runtime.Fenced() || a.Runtime.Fenced() || c.Accepts(b.Name, lease) {
+		t.Fatalf("%s cut from etcd: fenced %v (%s %v), lease accepted %v", b.Name, b.Runtime.Fenced(), a.Name, a.Runtime.Fenced(), c.Accepts(b.Name, lease))
+	}
+	c.Kill(b.Name)
+	tb = tickOf(b)
+	c.StepSync(2)
+	if tickOf(b) != tb {
+		t.Fatalf("killed %s stepped", b.Name)
+	}
+
+	d := startMemory(t)
+	d.StepSync(6)
+	e := startMemory(t)
+	e.StepSync(6)
+	if d.Memory.Trace() != e.Memory.Trace() {
+		t.Fatalf("two runs of one memory cluster: traces %016x and %016x", d.Memory.Trace(), e.Memory.Trace())
+	}
+}
