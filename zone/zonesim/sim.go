@@ -430,11 +430,13 @@ func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*
 			}
 		}
 	}
+	cols := newColumns(geo, chunks, held)
+	var visit bitset
 	for _, c := range clients {
 		if leases.Lost(names[c.node]) {
 			continue
 		}
-		c.sight(t, geo, ids, chunks, held, calm)
+		c.sight(t, geo, ids, chunks, held, cols, calm, &visit)
 		if c.bad != nil {
 			return &PropertyError{Seed: cfg.Seed, Tick: t, Property: "clients", Detail: fmt.Sprintf("%s (on %s; %s)", c.bad, names[c.node], census(names, rts, c.badEntity))}
 		}
