@@ -1,7 +1,6 @@
 package zonesim
 
 import (
-	"bytes"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -40,7 +39,7 @@ type client struct {
 	acct   account.ID
 	node   int
 	viewer ecs.ID
-	shown  map[uint64]bool
+	shown  map[uint64]bool // the shown entities that are not wanderers (isShown)
 	// vanished are this tick's vanishes, checked against the truth after
 	// the steps.
 	vanished  []uint64
@@ -50,11 +49,12 @@ type client struct {
 	still     int            // ticks the viewer has stood in vchunk
 	bad       error
 	badEntity ecs.ID
-	// shownIdx mirrors shown by entity index (id − 1, wander.ID), and
-	// counting marks the indices whose in or out is above zero: with
+	// shownIdx holds the shown wanderers by index (id − 1, wander.ID),
+	// and counting marks the indices whose in or out is above zero: with
 	// the entities near the viewer they are all sight has to visit.
 	shownIdx bitset
 	counting bitset
+	batch    []byte // deliver's buffer
 }
 
 // bitset is a set of entity indices.
@@ -129,27 +129,25 @@ func (c *client) fail(tick uint64, e uint64, format string, args ...any) {
 // deliver decodes one batch: an appear of an entity shown, a vanish or a
 // public update of one not shown is a breach.
 func (c *client) deliver(tick uint64, frames [][]byte) {
-	err := outbox.DecodeBatch(bytes.Join(frames, nil), func(m outbox.Message) error {
+	c.batch = c.batch[:0]
+	for _, f := range frames {
+		c.batch = append(c.batch, f...)
+	}
+	err := outbox.DecodeBatch(c.batch, func(m outbox.Message) error {
 		switch m.Kind {
 		case outbox.KindAppear:
-			if c.shown[m.Entity] {
+			if c.isShown(m.Entity) {
 				c.fail(tick, m.Entity, "entity %d appeared again without a vanish", m.Entity)
 			}
-			c.shown[m.Entity] = true
-			if m.Entity >= 1 && m.Entity <= 1<<24 {
-				c.shownIdx.set(int(m.Entity - 1))
-			}
+			c.setShown(m.Entity, true)
 		case outbox.KindVanish:
-			if !c.shown[m.Entity] {
+			if !c.isShown(m.Entity) {
 				c.fail(tick, m.Entity, "vanish of entity %d, which it was not shown", m.Entity)
 			}
-			delete(c.shown, m.Entity)
-			if m.Entity >= 1 && m.Entity <= 1<<24 {
-				c.shownIdx.unset(int(m.Entity - 1))
-			}
+			c.setShown(m.Entity, false)
 			c.vanished = append(c.vanished, m.Entity)
 		case outbox.KindComponent:
-			if m.Component != wander.WireSecret && !c.shown[m.Entity] {
+			if m.Component != wander.WireSecret && !c.isShown(m.Entity) {
 				c.fail(tick, m.Entity, "update of entity %d, which it is not shown", m.Entity)
 			}
 		}
@@ -181,7 +179,7 @@ func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, chunks []toru
 	}
 	vc := chunks[vi]
 	for _, e := range c.vanished {
-		if i := index(ids, ecs.ID(e)); i >= 0 && ok[i] && !c.shown[e] && geo.ChunkDistance(vc, chunks[i]) <= deepInside {
+		if i := index(ids, ecs.ID(e)); i >= 0 && ok[i] && !c.isShown(e) && geo.ChunkDistance(vc, chunks[i]) <= deepInside {
 			c.fail(tick, e, "entity %d vanished %d chunks from the viewer: a blink", e, geo.ChunkDistance(vc, chunks[i]))
 		}
 	}
@@ -250,11 +248,28 @@ func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, chunks []toru
 	})
 }
 
+// isShown says whether entity e is shown: by its index for the ids of
+// wanderers (1 … 2^24), in a map for any other.
 func (c *client) isShown(e uint64) bool {
 	if e >= 1 && e <= 1<<24 {
 		return c.shownIdx.has(int(e - 1))
 	}
 	return c.shown[e]
+}
+
+func (c *client) setShown(e uint64, on bool) {
+	switch {
+	case e < 1 || e > 1<<24:
+		if on {
+			c.shown[e] = true
+		} else {
+			delete(c.shown, e)
+		}
+	case on:
+		c.shownIdx.set(int(e - 1))
+	default:
+		c.shownIdx.unset(int(e - 1))
+	}
 }
 
 // each calls f with every index below n in the set, in rising order.

@@ -416,12 +416,16 @@ func clientSink(net *Network, node string, c *client) outbox.Sink {
 func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*zone.Runtime, leases *Leases, ids []ecs.ID, lost map[ecs.ID]bool, clients []*client, calm bool) error {
 	chunks := make([]torus.ChunkPos, len(ids))
 	held := make([]bool, len(ids))
+	live := make([]bool, len(rts))
+	for i := range rts {
+		live[i] = !leases.Lost(names[i])
+	}
 	for k, id := range ids {
 		if lost[id] {
 			continue
 		}
 		for i, r := range rts {
-			if leases.Lost(names[i]) || !r.World().Alive(id) || r.Ghosts().Has(id) {
+			if !live[i] || !r.World().Alive(id) || r.Ghosts().Has(id) {
 				continue
 			}
 			if p, ok := r.Positions().Get(id); ok {
@@ -475,22 +479,30 @@ func check(cfg Config, t uint64, names []string, rts []*zone.Runtime, leases *Le
 		}
 	}
 	for _, id := range ids {
-		var sims, real []string
-		for i, r := range live {
-			if r == nil {
+		// Counted, and named only on a breach: this runs for every
+		// entity at every tick.
+		sims, real := 0, 0
+		for _, r := range live {
+			if r == nil || !r.World().Alive(id) {
 				continue
 			}
 			if r.Simulated(id) {
-				sims = append(sims, names[i])
+				sims++
 			}
-			if r.World().Alive(id) && !r.Ghosts().Has(id) {
-				real = append(real, names[i])
+			if !r.Ghosts().Has(id) {
+				real++
 			}
 		}
-		if len(sims) > 1 {
-			return fail("one simulator", "entity %d is simulated on %v", id, sims)
+		if sims > 1 {
+			var on []string
+			for i, r := range live {
+				if r != nil && r.Simulated(id) {
+					on = append(on, names[i])
+				}
+			}
+			return fail("one simulator", "entity %d is simulated on %v", id, on)
 		}
-		if len(real) == 0 && !lost[id] {
+		if real == 0 && !lost[id] {
 			return fail("entities conserved", "entity %d exists on no live node", id)
 		}
 	}
