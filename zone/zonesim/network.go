@@ -125,11 +125,18 @@ func (n *Network) Trace() uint64 { return n.trace.Sum64() }
 // Record adds a client batch to the trace (and the trail): what client
 // names was delivered at tick.
 func (n *Network) Record(client string, tick uint64, frames [][]byte) {
-	h := fnv.New64a()
+	// The record's own hash is for the trail only: each byte costs a
+	// multiply in a chain, and client batches are most of the bytes.
+	hs := []hash.Hash64{n.trace}
+	var h hash.Hash64
+	if n.keepTrail {
+		h = fnv.New64a()
+		hs = append(hs, h)
+	}
 	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], tick)
-	for _, w := range []hash.Hash64{h, n.trace} {
+	for _, w := range hs {
 		w.Write([]byte(client))
+		binary.LittleEndian.PutUint64(b[:], tick)
 		w.Write(b[:])
 		for _, f := range frames {
 			binary.LittleEndian.PutUint64(b[:], uint64(len(f)))
