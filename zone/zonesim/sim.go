@@ -420,19 +420,20 @@ func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*
 	for i := range rts {
 		live[i] = !leases.Lost(names[i])
 	}
-	for k, id := range ids {
-		if lost[id] {
+	// Node by node through what each holds, in node order, so that the
+	// first node holding an entity for real gives its position.
+	for i, r := range rts {
+		if !live[i] {
 			continue
 		}
-		for i, r := range rts {
-			if !live[i] || !r.World().Alive(id) || r.Ghosts().Has(id) {
-				continue
+		w, ghosts := r.World(), r.Ghosts()
+		r.Positions().Each(func(id ecs.ID, p *zone.Position) {
+			k := index(ids, id)
+			if k < 0 || held[k] || lost[id] || !w.Alive(id) || ghosts.Has(id) {
+				return
 			}
-			if p, ok := r.Positions().Get(id); ok {
-				chunks[k], held[k] = geo.ChunkOf(p.Pos), true
-				break
-			}
-		}
+			chunks[k], held[k] = geo.ChunkOf(p.Pos), true
+		})
 	}
 	cols := newColumns(geo, chunks, held)
 	var visit bitset
