@@ -1267,15 +1267,16 @@ func (c *cluster) publish(seq uint64) {
 
 // appendUpdates groups a flush's frames by entity, in the order each
 // entity first appears, one entry each. Every entry's payload is cut
-// from one buffer: this runs for every peer at every tick, with an
-// entry for every entity the peer sees.
+// from one buffer, sized exactly: this runs for every peer at every
+// tick, with an entry for every entity the peer sees.
 func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64) []link.Entry {
 	type group struct {
 		id   uint64
+		ch   torus.ChunkPos
 		size int // its frames' bytes
 		at   int // where its next frame goes in buf
 	}
-	var groups []group
+	groups := make([]group, 0, len(frames))
 	of := make([]int32, len(frames)) // each frame's group, -1: none
 	var at map[uint64]int32
 	last := -1
@@ -1288,7 +1289,7 @@ func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64) [
 		i := last
 		if i < 0 || groups[i].id != m.Entity {
 			if at == nil {
-				at = make(map[uint64]int32)
+				at = make(map[uint64]int32, len(frames))
 			}
 			j, ok := at[m.Entity]
 			if !ok {
@@ -1301,19 +1302,23 @@ func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64) [
 		last, of[k] = i, int32(i)
 		groups[i].size += len(f)
 	}
+	var head [wire.MaxUpdateHead]byte
 	total := 0
-	for _, g := range groups {
-		total += wire.MaxUpdateHead + g.size
-	}
-	buf := make([]byte, 0, total)
 	for i := range groups {
 		g := &groups[i]
 		ch, ok := c.r.vis.ChunkOf(ecs.ID(g.id))
 		if p, gone := c.parting[ecs.ID(g.id)]; !ok && gone {
 			ch = p.chunk // its vanish names where it stood
 		}
+		g.ch = ch
+		total += len(wire.AppendUpdateHead(head[:0], ch, g.size)) + g.size
+	}
+	buf := make([]byte, 0, total)
+	dst = slices.Grow(dst, len(groups))
+	for i := range groups {
+		g := &groups[i]
 		start := len(buf)
-		buf = wire.AppendUpdateHead(buf, ch, g.size)
+		buf = wire.AppendUpdateHead(buf, g.ch, g.size)
 		g.at = len(buf)
 		buf = buf[:g.at+g.size]
 		dst = append(dst, link.Entry{
