@@ -1243,7 +1243,7 @@ func (c *cluster) publish(seq uint64) {
 			continue
 		}
 		entries := []link.Entry{{Kind: wire.EntryFence, Payload: fence}}
-		entries = c.appendUpdates(entries, sink.frames, seq)
+		entries = c.appendUpdates(entries, sink.frames, seq, len(snaps))
 		for _, ch := range snaps {
 			entries = append(entries, link.Entry{Kind: wire.EntrySnapshot, Payload: c.r.snapshot(ch, seq, interest.Node(c.numOf[p])).Append(nil)})
 			c.stats.Snapshots++
@@ -1268,8 +1268,9 @@ func (c *cluster) publish(seq uint64) {
 // appendUpdates groups a flush's frames by entity, in the order each
 // entity first appears, one entry each. Every entry's payload is cut
 // from one buffer, sized exactly: this runs for every peer at every
-// tick, with an entry for every entity the peer sees.
-func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64) []link.Entry {
+// tick, with an entry for every entity the peer sees. dst gets room for
+// room more entries after them (the snapshots).
+func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64, room int) []link.Entry {
 	type group struct {
 		id   uint64
 		ch   torus.ChunkPos
@@ -1314,7 +1315,7 @@ func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64) [
 		total += len(wire.AppendUpdateHead(head[:0], ch, g.size)) + g.size
 	}
 	buf := make([]byte, 0, total)
-	dst = slices.Grow(dst, len(groups))
+	dst = slices.Grow(dst, len(groups)+room)
 	for i := range groups {
 		g := &groups[i]
 		start := len(buf)
