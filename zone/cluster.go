@@ -1243,7 +1243,7 @@ func (c *cluster) publish(seq uint64) {
 			continue
 		}
 		entries := []link.Entry{{Kind: wire.EntryFence, Payload: fence}}
-		entries = c.appendUpdates(entries, sink.frames, seq)
+		entries = c.appendUpdates(entries, sink.frames, seq, len(snaps))
 		for _, ch := range snaps {
 			entries = append(entries, link.Entry{Kind: wire.EntrySnapshot, Payload: c.r.snapshot(ch, seq, interest.Node(c.numOf[p])).Append(nil)})
 			c.stats.Snapshots++
@@ -1266,36 +1266,71 @@ func (c *cluster) publish(seq uint64) {
 }
 
 // appendUpdates groups a flush's frames by entity, in the order each
-// entity first appears, one entry each.
-func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64) []link.Entry {
+// entity first appears, one entry each. Every entry's payload is cut
+// from one buffer, sized exactly: this runs for every peer at every
+// tick, with an entry for every entity the peer sees. dst gets room for
+// room more entries after them (the snapshots).
+func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64, room int) []link.Entry {
 	type group struct {
-		id     uint64
-		frames []byte
+		id   uint64
+		ch   torus.ChunkPos
+		size int // its frames' bytes
+		at   int // where its next frame goes in buf
 	}
-	var groups []group
-	at := make(map[uint64]int)
-	for _, f := range frames {
+	groups := make([]group, 0, len(frames))
+	of := make([]int32, len(frames)) // each frame's group, -1: none
+	var at map[uint64]int32
+	last := -1
+	for k, f := range frames {
 		m, _, err := outbox.ReadFrame(f)
 		if err != nil {
+			of[k] = -1
 			continue // our own outbox's frame: cannot happen
 		}
-		i, ok := at[m.Entity]
-		if !ok {
-			i = len(groups)
-			at[m.Entity] = i
-			groups = append(groups, group{id: m.Entity})
+		i := last
+		if i < 0 || groups[i].id != m.Entity {
+			if at == nil {
+				at = make(map[uint64]int32, len(frames))
+			}
+			j, ok := at[m.Entity]
+			if !ok {
+				j = int32(len(groups))
+				at[m.Entity] = j
+				groups = append(groups, group{id: m.Entity})
+			}
+			i = int(j)
 		}
-		groups[i].frames = append(groups[i].frames, f...)
+		last, of[k] = i, int32(i)
+		groups[i].size += len(f)
 	}
-	for _, g := range groups {
+	var head [wire.MaxUpdateHead]byte
+	total := 0
+	for i := range groups {
+		g := &groups[i]
 		ch, ok := c.r.vis.ChunkOf(ecs.ID(g.id))
 		if p, gone := c.parting[ecs.ID(g.id)]; !ok && gone {
 			ch = p.chunk // its vanish names where it stood
 		}
+		g.ch = ch
+		total += len(wire.AppendUpdateHead(head[:0], ch, g.size)) + g.size
+	}
+	buf := make([]byte, 0, total)
+	dst = slices.Grow(dst, len(groups)+room)
+	for i := range groups {
+		g := &groups[i]
+		start := len(buf)
+		buf = wire.AppendUpdateHead(buf, g.ch, g.size)
+		g.at = len(buf)
+		buf = buf[:g.at+g.size]
 		dst = append(dst, link.Entry{
 			Entity: g.id, Epoch: c.epochOf(ecs.ID(g.id)), Sequence: seq, Kind: wire.EntryUpdate,
-			Payload: wire.Update{Chunk: ch, Frames: g.frames}.Append(nil),
+			Payload: buf[start:len(buf):len(buf)],
 		})
+	}
+	for k, f := range frames {
+		if g := of[k]; g >= 0 {
+			groups[g].at += copy(buf[groups[g].at:], f)
+		}
 	}
 	return dst
 }

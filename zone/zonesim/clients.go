@@ -1,8 +1,9 @@
 package zonesim
 
 import (
-	"bytes"
 	"fmt"
+	"math/bits"
+	"slices"
 
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/ecs"
@@ -38,7 +39,7 @@ type client struct {
 	acct   account.ID
 	node   int
 	viewer ecs.ID
-	shown  map[uint64]bool
+	shown  map[uint64]bool // the shown entities that are not wanderers (isShown)
 	// vanished are this tick's vanishes, checked against the truth after
 	// the steps.
 	vanished  []uint64
@@ -48,6 +49,69 @@ type client struct {
 	still     int            // ticks the viewer has stood in vchunk
 	bad       error
 	badEntity ecs.ID
+	// shownIdx holds the shown wanderers by index (id − 1, wander.ID),
+	// and counting marks the indices whose in or out is above zero: with
+	// the entities near the viewer they are all sight has to visit.
+	shownIdx bitset
+	counting bitset
+	batch    []byte // deliver's buffer
+}
+
+// bitset is a set of entity indices.
+type bitset []uint64
+
+func (b *bitset) set(i int) {
+	for i>>6 >= len(*b) {
+		*b = append(*b, 0)
+	}
+	(*b)[i>>6] |= 1 << (i & 63)
+}
+
+func (b bitset) unset(i int) {
+	if i>>6 < len(b) {
+		b[i>>6] &^= 1 << (i & 63)
+	}
+}
+
+func (b bitset) has(i int) bool { return i>>6 < len(b) && b[i>>6]&(1<<(i&63)) != 0 }
+
+// columns files the entities the live nodes hold by chunk column, once a
+// tick for every client's sight: the entity indices of column x, y are
+// idx[start[x*ny+y]:start[x*ny+y+1]], in rising order.
+type columns struct {
+	ny    int
+	start []int32
+	idx   []int32
+}
+
+func newColumns(geo torus.World, chunks []torus.ChunkPos, ok []bool) *columns {
+	nx, ny := geo.ChunksX(), geo.ChunksY()
+	c := &columns{ny: ny, start: make([]int32, nx*ny+1)}
+	n := 0
+	for i := range chunks {
+		if ok[i] {
+			c.start[int(chunks[i].X)*ny+int(chunks[i].Y)+1]++
+			n++
+		}
+	}
+	for k := 1; k < len(c.start); k++ {
+		c.start[k] += c.start[k-1]
+	}
+	c.idx = make([]int32, n)
+	fill := slices.Clone(c.start[:len(c.start)-1])
+	for i := range chunks {
+		if ok[i] {
+			k := int(chunks[i].X)*ny + int(chunks[i].Y)
+			c.idx[fill[k]] = int32(i)
+			fill[k]++
+		}
+	}
+	return c
+}
+
+func (c *columns) at(ch torus.ChunkPos) []int32 {
+	k := int(ch.X)*c.ny + int(ch.Y)
+	return c.idx[c.start[k]:c.start[k+1]]
 }
 
 func newClient(a account.ID, node int) *client {
@@ -65,21 +129,25 @@ func (c *client) fail(tick uint64, e uint64, format string, args ...any) {
 // deliver decodes one batch: an appear of an entity shown, a vanish or a
 // public update of one not shown is a breach.
 func (c *client) deliver(tick uint64, frames [][]byte) {
-	err := outbox.DecodeBatch(bytes.Join(frames, nil), func(m outbox.Message) error {
+	c.batch = c.batch[:0]
+	for _, f := range frames {
+		c.batch = append(c.batch, f...)
+	}
+	err := outbox.DecodeBatch(c.batch, func(m outbox.Message) error {
 		switch m.Kind {
 		case outbox.KindAppear:
-			if c.shown[m.Entity] {
+			if c.isShown(m.Entity) {
 				c.fail(tick, m.Entity, "entity %d appeared again without a vanish", m.Entity)
 			}
-			c.shown[m.Entity] = true
+			c.setShown(m.Entity, true)
 		case outbox.KindVanish:
-			if !c.shown[m.Entity] {
+			if !c.isShown(m.Entity) {
 				c.fail(tick, m.Entity, "vanish of entity %d, which it was not shown", m.Entity)
 			}
-			delete(c.shown, m.Entity)
+			c.setShown(m.Entity, false)
 			c.vanished = append(c.vanished, m.Entity)
 		case outbox.KindComponent:
-			if m.Component != wander.WireSecret && !c.shown[m.Entity] {
+			if m.Component != wander.WireSecret && !c.isShown(m.Entity) {
 				c.fail(tick, m.Entity, "update of entity %d, which it is not shown", m.Entity)
 			}
 		}
@@ -92,10 +160,15 @@ func (c *client) deliver(tick uint64, frames [][]byte) {
 
 // sight checks the client against where the entities truly stand
 // (chunks[i], where ok[i], for ids[i]: every entity a live node holds
-// for real): no vanish of an entity deep in its view, and, when calm, no
-// entity in its view unshown and none far away shown for missingTicks
-// ticks.
-func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, chunks []torus.ChunkPos, ok []bool, calm bool) {
+// for real; cols files them by column): no vanish of an entity deep in
+// its view, and, when calm, no entity in its view unshown and none far
+// away shown for missingTicks ticks.
+//
+// It visits only the entities within the view's radius, those shown and
+// those whose counts are running, in rising index order: for any other
+// the check of every entity would find it beyond the radius and not
+// shown, and leave its counts at zero.
+func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, chunks []torus.ChunkPos, ok []bool, cols *columns, calm bool, visit *bitset) {
 	defer func() { c.vanished = c.vanished[:0] }()
 	if c.in == nil {
 		c.in, c.out = make([]int32, len(ids)), make([]int32, len(ids))
@@ -106,7 +179,7 @@ func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, chunks []toru
 	}
 	vc := chunks[vi]
 	for _, e := range c.vanished {
-		if i := index(ids, ecs.ID(e)); i >= 0 && ok[i] && !c.shown[e] && geo.ChunkDistance(vc, chunks[i]) <= deepInside {
+		if i := index(ids, ecs.ID(e)); i >= 0 && ok[i] && !c.isShown(e) && geo.ChunkDistance(vc, chunks[i]) <= deepInside {
 			c.fail(tick, e, "entity %d vanished %d chunks from the viewer: a blink", e, geo.ChunkDistance(vc, chunks[i]))
 		}
 	}
@@ -115,19 +188,42 @@ func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, chunks []toru
 	} else {
 		c.vchunk, c.still = vc, 0
 	}
-	still := calm && c.still >= stillTicks
-	for i, id := range ids {
-		if !ok[i] || !calm {
+	if !calm {
+		c.counting.each(len(ids), func(i int) { c.in[i], c.out[i] = 0, 0 })
+		clear(c.counting)
+		return
+	}
+	still := c.still >= stillTicks
+	v := (*visit)[:0]
+	v = append(v, c.counting...)
+	for k, w := range c.shownIdx {
+		if k < len(v) {
+			v[k] |= w
+		} else {
+			v = append(v, w)
+		}
+	}
+	*visit = v
+	for ch := range geo.ChunksWithin(vc, radius, 0) {
+		for _, i := range cols.at(ch) {
+			visit.set(int(i))
+		}
+	}
+	visit.each(len(ids), func(i int) {
+		id := ids[i]
+		if !ok[i] {
 			c.in[i], c.out[i] = 0, 0
-			continue
+			c.counting.unset(i)
+			return
 		}
 		d := geo.ChunkDistance(vc, chunks[i])
 		if d > radius && d < beyond {
 			c.in[i], c.out[i] = 0, 0
-			continue
+			c.counting.unset(i)
+			return
 		}
 		e := uint64(id)
-		shown := c.shown[e]
+		shown := c.isShown(e)
 		if !shown && (d <= inside || still && d <= radius) {
 			c.in[i]++
 		} else {
@@ -138,11 +234,54 @@ func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, chunks []toru
 		} else {
 			c.out[i] = 0
 		}
+		if c.in[i] != 0 || c.out[i] != 0 {
+			c.counting.set(i)
+		} else {
+			c.counting.unset(i)
+		}
 		if c.in[i] >= missingTicks {
 			c.fail(tick, e, "entity %d stands %d chunks from the viewer and was not shown for %d ticks", e, d, c.in[i])
 		}
 		if c.out[i] >= missingTicks {
 			c.fail(tick, e, "entity %d stands %d chunks from the viewer and is still shown after %d ticks: a zombie", e, d, c.out[i])
+		}
+	})
+}
+
+// isShown says whether entity e is shown: by its index for the ids of
+// wanderers (1 … 2^24), in a map for any other.
+func (c *client) isShown(e uint64) bool {
+	if e >= 1 && e <= 1<<24 {
+		return c.shownIdx.has(int(e - 1))
+	}
+	return c.shown[e]
+}
+
+func (c *client) setShown(e uint64, on bool) {
+	switch {
+	case e < 1 || e > 1<<24:
+		if on {
+			c.shown[e] = true
+		} else {
+			delete(c.shown, e)
+		}
+	case on:
+		c.shownIdx.set(int(e - 1))
+	default:
+		c.shownIdx.unset(int(e - 1))
+	}
+}
+
+// each calls f with every index below n in the set, in rising order.
+func (b bitset) each(n int, f func(i int)) {
+	for k, w := range b {
+		for w != 0 {
+			i := k<<6 + bits.TrailingZeros64(w)
+			if i >= n {
+				return
+			}
+			f(i)
+			w &= w - 1
 		}
 	}
 }

@@ -227,8 +227,11 @@ type reader struct {
 	binread.Reader
 }
 
-func newReader(b []byte, msg string) *reader {
-	r := &reader{binread.New(b, msg, ErrMalformed)}
+// newReader returns the reader by value: a decoder keeps it on its stack
+// (one heap allocation per decoded payload, otherwise, on the replication
+// path's every entry).
+func newReader(b []byte, msg string) reader {
+	r := reader{binread.New(b, msg, ErrMalformed)}
 	r.Version(Version)
 	return r
 }

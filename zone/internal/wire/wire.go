@@ -244,8 +244,19 @@ func (m Routes) Append(dst []byte) []byte {
 
 // Append appends the encoding of m.
 func (m Update) Append(dst []byte) []byte {
-	dst = appendChunk(append(dst, Version), m.Chunk)
-	return appendBytes(dst, m.Frames)
+	return append(AppendUpdateHead(dst, m.Chunk, len(m.Frames)), m.Frames...)
+}
+
+// MaxUpdateHead is the most bytes AppendUpdateHead appends.
+const MaxUpdateHead = 1 + 3*binary.MaxVarintLen64 + binary.MaxVarintLen64
+
+// AppendUpdateHead appends what precedes an Update's frames: followed by
+// framesLen bytes of frames, it is the Update's encoding. A publisher
+// that gathers an entity's frames from a flush writes them after it in
+// place, without building the Update first.
+func AppendUpdateHead(dst []byte, chunk torus.ChunkPos, framesLen int) []byte {
+	dst = appendChunk(append(dst, Version), chunk)
+	return binary.AppendUvarint(dst, uint64(framesLen))
 }
 
 // Append appends the encoding of m. It does not check limits (see the
