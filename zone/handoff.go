@@ -730,7 +730,14 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 			// This node does not need that chunk, so it does not receive it
 			// from the target and nothing would update or remove a ghost
 			// there: it leaves sight here (no client of this node holds
-			// the chunk).
+			// the chunk). Not to node subscribers: the entity did not
+			// leave their sight, it changed hands; they keep their ghost
+			// until the target's epoch replaces it, or the went record's
+			// snapshot entry, as when a ghost is kept here. A peer whose
+			// table lags does not receive the chunk from the target yet,
+			// and with this vanish its clients saw the entity blink
+			// (testdata/scenarios/region_move_lagging.txt).
+			c.goneGhosts[id] = struct{}{}
 			c.r.vis.Remove(id, interest.OutOfSight)
 			_ = c.r.w.Evict(id)
 			c.hstats.Acked++
