@@ -49,9 +49,9 @@ type Config struct {
 	// FourWays gives four nodes the four quadrants of the grid, so that
 	// all four meet where the wanderers spawn (a handoff between two is
 	// watched by a third), instead of cells.Uniform's rows (two nodes meet
-	// there). Off in the short mode: 16 of its 200 seeds fail with it on
-	// (blinks and zombies on a third node after a region swap; one cause
-	// traced, seed 10: see docs/decisions.md).
+	// there). Off in the short mode: 5 of its 200 seeds fail with it on
+	// (31, 37, 40, 42, 164: a zombie on a third node after a region swap;
+	// docs/decisions.md).
 	FourWays bool
 	// NoSchedule turns off the scheduled faults: a node lagging 1–10
 	// ticks, a cut and heal between two nodes, a table change at a random
