@@ -20,6 +20,12 @@ type RenderGhost struct {
 	// syncs positions (SyncPosition) and one came; HasPos says so.
 	Pos    torus.Pos
 	HasPos bool
+	// Parked says the ghost's chunk is no longer held here and the ghost
+	// waits, unseen, in case its source still sends a delta (parkChunk);
+	// Held says a vanish of it (or a snapshot that left it out) is held
+	// back until the source's snapshot of a chunk next to it comes
+	// (holdVanish, holdUnlisted). For scenario scripts (zonesim).
+	Parked, Held bool
 }
 
 // RenderGhost returns this node's render ghost of id, and false when id is
@@ -38,6 +44,8 @@ func (r *Runtime) RenderGhost(id ecs.ID) (RenderGhost, bool) {
 		return RenderGhost{}, false
 	}
 	g := RenderGhost{Source: src, Epoch: stamp.Epoch, Chunk: ch}
+	_, g.Parked = r.cluster.parked[id]
+	_, g.Held = r.cluster.holding[id]
 	for _, s := range r.synced {
 		if s.store != r.pos {
 			continue
