@@ -436,11 +436,13 @@ func (s *Scenario) check() []string {
 			out = append(out, fmt.Sprintf("entities conserved: e%d exists on no live node", k+1))
 		}
 	}
+	cols := newColumns(s.geo, chunks, held)
+	var visit bitset
 	for _, c := range s.clients {
 		if s.leases.Lost(s.names[c.node]) {
 			continue
 		}
-		c.sight(s.tick, s.geo, ids, chunks, held, false)
+		c.sight(s.tick, s.geo, ids, chunks, held, cols, false, &visit)
 		if c.bad != nil {
 			out = append(out, c.bad.Error())
 			c.bad = nil
