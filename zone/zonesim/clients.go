@@ -257,6 +257,17 @@ func (c *client) isShown(e uint64) bool {
 	return c.shown[e]
 }
 
+// shownIDs returns the shown entities' ids, in rising order.
+func (c *client) shownIDs() []uint64 {
+	var out []uint64
+	c.shownIdx.each(len(c.shownIdx)*64, func(i int) { out = append(out, uint64(i)+1) })
+	for e := range c.shown {
+		out = append(out, e)
+	}
+	slices.Sort(out)
+	return out
+}
+
 func (c *client) setShown(e uint64, on bool) {
 	switch {
 	case e < 1 || e > 1<<24:

@@ -567,11 +567,7 @@ func (s *Scenario) state(st Step) (string, error) {
 func (s *Scenario) showClients() string {
 	var lines []string
 	for _, c := range s.clients {
-		var shown []uint64
-		for e := range c.shown {
-			shown = append(shown, e)
-		}
-		slices.Sort(shown)
+		shown := c.shownIDs()
 		var b strings.Builder
 		fmt.Fprintf(&b, "acct %d on %s: shown", c.acct, s.names[c.node])
 		for _, e := range shown {
