@@ -80,6 +80,7 @@ func (r *Runtime) CheckInvariants() error {
 			}
 		}
 		c.checkGhosts(breach)
+		c.checkCheckpoints(breach)
 		if !r.cfg.NoHandoff && !r.fencedNow() {
 			c.checkMargin(breach)
 		}
