@@ -76,6 +76,11 @@ import (
 // behind the owner's).
 const ckptFullEvery = 10
 
+// ckptMaxBytes bounds the entity states of one checkpoint message (a
+// larger region's checkpoint goes in several, well under the link's
+// 4 MiB frame).
+const ckptMaxBytes = 1 << 20
+
 // adoptEpochMargin is what an adopted entity's epoch is raised by over
 // its checkpointed epoch (see above).
 const adoptEpochMargin = 4
@@ -394,7 +399,13 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 	fence := c.fence()
 	sent := true
 	for first := true; first || len(state) > 0; first = false {
-		n := min(len(state), handoff.MaxEntities)
+		// At most MaxEntities and about ckptMaxBytes a message (the
+		// link's frames are bounded): a large region goes in parts.
+		n, size := 0, 0
+		for n < len(state) && n < handoff.MaxEntities && (n == 0 || size+state[n].Size() <= ckptMaxBytes) {
+			size += state[n].Size()
+			n++
+		}
 		o.seq++
 		m := checkpointMsg{Fence: fence, Region: uint32(reg), Seq: o.seq, Full: full && first, Tick: tick}
 		if first {
@@ -576,11 +587,11 @@ func cloneSnapshot(s handoff.Snapshot) handoff.Snapshot {
 func (c *cluster) ckptTick() {
 	r := c.r
 	ck := &c.ckpt
+	table := r.terr.Table()
+	c.namedOwner(table, 0, "") // follows the held table
 	if len(ck.in) == 0 && len(ck.rounds) == 0 && len(ck.queries) == 0 {
 		return
 	}
-	table := r.terr.Table()
-	c.namedOwner(table, 0, "")
 	self := r.cfg.Name
 	live := c.liveNodes()
 	var adopt []ckptKey
