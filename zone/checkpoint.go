@@ -595,8 +595,7 @@ func (c *cluster) ckptTick() {
 	self := r.cfg.Name
 	live := c.liveNodes()
 	var adopt []ckptKey
-	for _, k := range slices.SortedFunc(maps.Keys(ck.in), cmpCkptKey) {
-		in := ck.in[k]
+	for k, in := range ck.in { // each stream alone: no order needed but the adoptions'
 		owner := table.Owner(k.region)
 		switch {
 		case owner == in.owner && c.peerLive(in.owner, in.lease):
@@ -619,6 +618,7 @@ func (c *cluster) ckptTick() {
 		}
 	}
 	if len(adopt) > 0 {
+		slices.SortFunc(adopt, cmpCkptKey)
 		c.startAdoption(table, adopt, live)
 	}
 	for _, k := range slices.Sorted(maps.Keys(ck.rounds)) {
@@ -838,8 +838,8 @@ func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec
 // checkCheckpoints checks invariants 9 and 10 (the package doc).
 func (c *cluster) checkCheckpoints(breach func(int, ecs.ID, string, ...any)) {
 	r := c.r
-	for _, k := range slices.SortedFunc(maps.Keys(c.ckpt.in), cmpCkptKey) {
-		in, reg := c.ckpt.in[k], k.region
+	for k, in := range c.ckpt.in { // CheckInvariants sorts the breaches
+		reg := k.region
 		// 9: a stream of records started from the node the held table
 		// (or the one before it) named as the region's owner.
 		if in.named != in.owner {

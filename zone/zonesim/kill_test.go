@@ -12,7 +12,7 @@ import (
 )
 
 // killSeeds is how many seeds the short mode kills a node in.
-const killSeeds = 60
+const killSeeds = 40
 
 // TestKillNode runs the short mode with a node killed at a tick drawn
 // from each seed (Config.Kill: half the seeds in the middle of a region
