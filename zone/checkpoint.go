@@ -128,6 +128,7 @@ type ckptState struct {
 	out        map[cells.RegionID]*ckptOut
 	resendFull map[string]bool
 	lastTick   uint64 // the tick of this node's last checkpoint
+	groups     map[cells.RegionID][]ecs.ID
 	// Standby side: the table held before the current one (a stream
 	// may start from a region's owner in either: a move in flight), and
 	// the records per region and owner (a region's old
@@ -154,6 +155,7 @@ type ckptOut struct {
 	n       int               // checkpoints sent on this stream
 	full    bool              // the next starts with a snapshot
 	sent    map[ecs.ID]uint64 // what the standby holds: entity → hash of its state
+	spare   map[ecs.ID]uint64 // the map sent was before, reused for the next
 }
 
 // ckptKey names one stream: a region and the node that sends it.
@@ -324,7 +326,20 @@ func (c *cluster) checkpoint(tick uint64) {
 	ck.lastTick = tick
 	table := r.terr.Table()
 	self := r.cfg.Name
-	groups := make(map[cells.RegionID][]ecs.ID)
+	// The groups' slices are kept from one checkpoint to the next (a
+	// checkpoint of 5,000 entities otherwise allocates them again).
+	groups := ck.groups
+	if groups == nil {
+		groups = make(map[cells.RegionID][]ecs.ID)
+		ck.groups = groups
+	}
+	for reg, ids := range groups {
+		if len(ids) == 0 {
+			delete(groups, reg) // empty since the last checkpoint too
+		} else {
+			groups[reg] = ids[:0]
+		}
+	}
 	r.pos.Each(func(id ecs.ID, p *Position) {
 		if r.w.Leaving(id) || r.ghost.Has(id) || r.isGhost(id) {
 			return
@@ -335,7 +350,11 @@ func (c *cluster) checkpoint(tick uint64) {
 	// Every owned region, and every other one this node holds entities
 	// in or has not yet told its standby it holds none in.
 	regions := table.RegionsOf(self)
-	regions = append(regions, slices.Collect(maps.Keys(groups))...)
+	for reg, ids := range groups {
+		if len(ids) > 0 {
+			regions = append(regions, reg)
+		}
+	}
 	regions = append(regions, slices.Collect(maps.Keys(ck.out))...)
 	slices.Sort(regions)
 	regions = slices.Compact(regions)
@@ -373,7 +392,11 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 	full := o.full
 	var state []handoff.Snapshot
 	var gone []uint64
-	now := make(map[ecs.ID]uint64, len(ids))
+	now := o.spare
+	if now == nil {
+		now = make(map[ecs.ID]uint64, len(ids))
+	}
+	clear(now)
 	for _, id := range ids {
 		snap, err := r.handoffSnapshot(id, c.epochOf(id), tick)
 		if err != nil {
@@ -415,7 +438,7 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 			m.State = &handoff.Transfer{Entities: state[:n]}
 		}
 		state = state[n:]
-		payload := m.Append(nil)
+		payload := m.Append(make([]byte, 0, 64+size+size/8))
 		if !c.sendCkpt(o.standby, KindCheckpoint, payload) {
 			sent = false
 			break
@@ -433,7 +456,7 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 		return
 	}
 	o.full = false
-	o.sent = now
+	o.sent, o.spare = now, o.sent
 }
 
 // hash is a snapshot's state for the delta: its epoch and every

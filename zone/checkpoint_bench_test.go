@@ -1,9 +1,8 @@
-//go:build unix
+//go:build linux
 
 package zone_test
 
 import (
-	"fmt"
 	"log/slog"
 	"runtime"
 	"testing"
@@ -20,58 +19,88 @@ import (
 
 // BenchmarkCheckpoint is the cost of the checkpoint stream at the
 // benchmark world (BenchmarkDistribution's: 20,000 wanderers, 2,000 of
-// them viewers, four nodes in quadrants), with the stream off
-// (Config.NoCheckpoint) and on (the default: every 20 ticks, 1 s). The
-// nodes run on zonesim's in-memory network with no faults, stepped on
+// them viewers, four nodes in quadrants): two clusters of that world, one
+// with the stream off (Config.NoCheckpoint), one with it on (the default:
+// every 20 ticks, 1 s), stepped in turn, a tick of one then a tick of the
+// other, so that both meet the same machine (it is shared: a run of each
+// after the other measured the neighbours' load more than the stream).
+// The nodes run on zonesim's in-memory network with no faults, stepped on
 // this goroutine, so the CPU is the protocol's alone (no TLS, no link
-// goroutines) and the same scene runs twice. One op is one cluster tick.
-// Reported per tick: the process CPU; and per second (20 ticks) the
-// checkpoint payload bytes sent and received by the standbys, and those
-// bytes per entity.
+// goroutines). One op is one cluster tick of each. Reported per tick,
+// for each: the CPU time of the stepping thread (threadCPU, of
+// handoff_bench_test.go: the mutator; the garbage collector works on other threads) and the bytes
+// allocated (what the collector will have to do); and per second (20
+// ticks) the checkpoint payload bytes sent, and per entity.
 func BenchmarkCheckpoint(b *testing.B) {
-	for _, on := range []bool{false, true} {
-		b.Run(fmt.Sprintf("checkpoint=%v", on), func(b *testing.B) {
-			skipShort(b)
-			cfg := distributionWorld()
-			rts, net := startSimCluster(b, distributionGrid(), cfg, !on)
-			tick := uint64(0)
-			step := func() {
-				tick++
-				net.Deliver(tick)
-				for _, r := range rts {
-					r.Step()
-				}
-			}
-			for range benchWarmTicks {
-				step()
-			}
-			runtime.GC()
-			var s0 zone.CheckpointStats
-			for _, r := range rts {
-				s0 = addCkpt(s0, r.CheckpointStats())
-			}
-			cpu0, ticks := cpuNow(), 0
-			for b.Loop() {
-				step()
-				ticks++
-			}
-			cpu := cpuNow() - cpu0
-			var s zone.CheckpointStats
-			for _, r := range rts {
-				s = addCkpt(s, r.CheckpointStats())
-			}
-			n := float64(ticks)
-			perSec := float64(time.Second / (50 * time.Millisecond))
-			bytes := float64(s.Bytes - s0.Bytes)
-			b.ReportMetric(float64(cpu.Microseconds())/1000/n, "cpu-ms/tick")
-			b.ReportMetric(bytes/n*perSec, "ckpt-B/s")
-			b.ReportMetric(bytes/n*perSec/float64(cfg.Entities), "ckpt-B/entity/s")
-			b.ReportMetric(float64(s.Entities-s0.Entities)/n*perSec, "states/s")
-			b.ReportMetric(float64(s.Records), "records")
-			if on && (s.Received == s0.Received || s.Records < cfg.Entities*9/10) {
-				b.Fatalf("the standbys hold %d records of %d entities (%d messages applied): the scene measures nothing", s.Records, cfg.Entities, s.Received-s0.Received)
-			}
-		})
+	skipShort(b)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cfg := distributionWorld()
+	type side struct {
+		rts   []*zone.Runtime
+		net   *zonesim.Network
+		cpu   time.Duration
+		alloc uint64
+	}
+	sides := [2]*side{}
+	for i, off := range []bool{true, false} {
+		rts, net := startSimCluster(b, distributionGrid(), cfg, off)
+		sides[i] = &side{rts: rts, net: net}
+	}
+	tick := uint64(0)
+	var ms runtime.MemStats
+	step := func(s *side, measure bool) {
+		var c0 time.Duration
+		var a0 uint64
+		if measure {
+			runtime.ReadMemStats(&ms)
+			a0, c0 = ms.TotalAlloc, threadCPU()
+		}
+		s.net.Deliver(tick)
+		for _, r := range s.rts {
+			r.Step()
+		}
+		if measure {
+			s.cpu += threadCPU() - c0
+			runtime.ReadMemStats(&ms)
+			s.alloc += ms.TotalAlloc - a0
+		}
+	}
+	for range benchWarmTicks {
+		tick++
+		step(sides[0], false)
+		step(sides[1], false)
+	}
+	runtime.GC()
+	var s0 zone.CheckpointStats
+	for _, r := range sides[1].rts {
+		s0 = addCkpt(s0, r.CheckpointStats())
+	}
+	ticks := 0
+	for b.Loop() {
+		tick++
+		step(sides[0], true)
+		step(sides[1], true)
+		ticks++
+	}
+	var s zone.CheckpointStats
+	for _, r := range sides[1].rts {
+		s = addCkpt(s, r.CheckpointStats())
+	}
+	n := float64(ticks)
+	perSec := float64(time.Second / (50 * time.Millisecond))
+	bytes := float64(s.Bytes - s0.Bytes)
+	off, on := sides[0], sides[1]
+	b.ReportMetric(float64(off.cpu.Microseconds())/1000/n, "off-cpu-ms/tick")
+	b.ReportMetric(float64(on.cpu.Microseconds())/1000/n, "on-cpu-ms/tick")
+	b.ReportMetric(float64(off.alloc)/n/1e6, "off-MB-alloc/tick")
+	b.ReportMetric(float64(on.alloc)/n/1e6, "on-MB-alloc/tick")
+	b.ReportMetric(bytes/n*perSec, "ckpt-B/s")
+	b.ReportMetric(bytes/n*perSec/float64(cfg.Entities), "ckpt-B/entity/s")
+	b.ReportMetric(float64(s.Entities-s0.Entities)/n*perSec, "states/s")
+	b.ReportMetric(float64(s.Records), "records")
+	if s.Received == s0.Received || s.Records < cfg.Entities*9/10 {
+		b.Fatalf("the standbys hold %d records of %d entities (%d messages applied): the scene measures nothing", s.Records, cfg.Entities, s.Received-s0.Received)
 	}
 }
 

@@ -73,7 +73,13 @@ func (m checkpointMsg) Append(dst []byte) []byte {
 	if m.State == nil {
 		return binary.AppendUvarint(dst, 0)
 	}
-	return appendSpan(dst, m.State.Append(nil))
+	// The Transfer's length first, from its snapshots' sizes, so that it is
+	// encoded in place rather than copied.
+	n := 1 + len(binary.AppendUvarint(nil, uint64(len(m.State.Entities))))
+	for _, e := range m.State.Entities {
+		n += e.Size()
+	}
+	return m.State.Append(binary.AppendUvarint(dst, uint64(n)))
 }
 
 // adoptQuery is one KindAdoptQuery payload.
