@@ -387,6 +387,7 @@ func Run(cfg Config) (res Result, err error) {
 			err = checkClients(cfg, t, geo, names, rts, leases, ids, lost, clients, t > calmSince+calmTicks, kill)
 		}
 		if err != nil {
+			kill.result(&res, rts)
 			res.Trace, res.Net = net.Trace(), net.Stats()
 			return res, err
 		}
