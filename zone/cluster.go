@@ -168,6 +168,9 @@ type cluster struct {
 	// bugs are deliberately broken variants of the protocol, set only by
 	// tests (export_test.go's Plant) to prove the simulation catches each.
 	bugs plantedBugs
+
+	// ckpt is the checkpoint stream and failover adoption (checkpoint.go).
+	ckpt ckptState
 }
 
 // plantedBugs switch known bugs back on, for the test that requires the
@@ -352,6 +355,7 @@ func newCluster(r *Runtime, tr Transport) (*cluster, error) {
 		went:       make(map[ecs.ID]wentTo),
 		handedIn:   make(map[torus.ChunkPos][]ecs.ID),
 		peerTable:  make(map[string]uint64),
+		ckpt:       newCkptState(),
 	}
 	r.subs.AddHooks(interest.Hooks[Subscriber]{ChunkSent: c.chunkSent, ChunkUnsent: c.chunkUnsent})
 	tr.Open(arrivals{c})
@@ -414,6 +418,11 @@ func (a arrivals) Written(peer string, kind uint32, err error) {
 	if kind == wire.KindSubscribe {
 		c.mu.Lock()
 		c.inbox = append(c.inbox, inMsg{from: peer, kind: kindResend})
+		c.mu.Unlock()
+	}
+	if kind == KindCheckpoint {
+		c.mu.Lock()
+		c.inbox = append(c.inbox, inMsg{from: peer, kind: kindCkptResend})
 		c.mu.Unlock()
 	}
 }
@@ -1574,6 +1583,8 @@ func (c *cluster) drain() {
 			c.resendWants(m.from)
 		case handoff.KindTransfer, handoff.KindAck, handoff.KindRefuse, KindAbort:
 			err = c.receiveHandoff(m)
+		case KindCheckpoint, KindAdoptQuery, KindAdoptAnswer, kindCkptResend:
+			err = c.receiveCkpt(m)
 		}
 		if err != nil {
 			c.stats.Refused++
@@ -1582,6 +1593,7 @@ func (c *cluster) drain() {
 	}
 	c.fencedPeers()
 	c.thaw()
+	c.ckptTick()
 	for _, p := range sortedKeys(c.resendDue) {
 		c.resendWants(p)
 	}

@@ -104,9 +104,21 @@
 //     every Host runs unless HostConfig.NoFailover (RunFailover): elected
 //     through etcd, it writes that table when a zone member's lease ends,
 //     compare-and-set on the version and fenced by its leadership, so one
-//     write re-owns them however many controllers there are. The new owner
-//     starts those regions empty (dens set up again): the dead node's
-//     entities are lost until replicated checkpoints exist.
+//     write re-owns them however many controllers there are.
+//   - Replicated checkpoints (checkpoint.go): every Timers.CheckpointEvery
+//     ticks (1 s) a node streams the state of the entities it holds in
+//     each region, in the handoff codec, to the region's Standby on the
+//     ordered control stream (KindCheckpoint: a snapshot, then numbered
+//     deltas of the new, changed and gone); the standby keeps one record
+//     per entity, passively (not in the world: nothing simulates or shows
+//     it), fenced by the sender's lease and the held table. A node that
+//     holds a table giving a dead node's region away adopts that node's
+//     records of it: it asks every live peer which of them it holds
+//     (KindAdoptQuery, answered only once the peer refuses the dead
+//     node), creates the rest under the same ids, as a handoff's target
+//     does, at the checkpointed epoch + 4, and sets up the region's columns
+//     after. So the dead node's entities come back within the lease TTL
+//     plus a few ticks, each at most a checkpoint interval behind.
 //   - The fence on messages: every message carries the sender's node
 //     number, lease and table version; Config.Accept refuses a sender
 //     whose lease is not live. A fenced node (Fenced) steps and sends
@@ -167,7 +179,7 @@
 //     goroutine that steps it). The player saver and the ground's loader
 //     are host-side I/O goroutines, outside the protocol (docs/decisions.md).
 //
-// Between two ticks, on every node (Runtime.CheckInvariants checks 5–8;
+// Between two ticks, on every node (Runtime.CheckInvariants checks 5–10;
 // zonetest and zonesim run it after every Step, and check 1 across the
 // cluster):
 //  5. An entity is Frozen exactly while a handoff of it is in flight: it
@@ -188,6 +200,36 @@
 //     every tick; one past the margin (or in a region a new table moved)
 //     is queued to go, waits for a retry after a refusal, or its target
 //     has lost its lease.
+//  9. A standby's stream of records for a region started from the node
+//     its held table (or the table before it: a move in flight) named as
+//     the region's owner; it goes on only under that node's lease.
+//  10. A record a standby holds of an entity it holds itself is never at
+//     a higher epoch than its own copy (simulated, or offered in a
+//     handoff): records are older than what lives.
+//
+// An entity's state on its standby, beside the phases above (the records
+// are not entities: nothing simulates them, no ghost comes of them):
+//
+//	state      record on the standby          how it leaves
+//	streamed   one per entity, newest wins    "gone" in a delta (handed on, destroyed, walked into another region);
+//	                                          the stream dropped (the standby changes; the owner moved the region
+//	                                          and handed everything there over)
+//	candidate  in an adoption round           a live peer answers that it holds the entity (or adopts it under a
+//	                                          newer checkpoint): dropped; every live peer has answered: adopted
+//	adopted    a simulated entity, epoch e+4  (an entity like any other)
+//
+// The rule against two copies on failover: a peer answers the adoption
+// query only once it refuses the dead node (its lease ended), so what it
+// holds then is all it will ever hold of the dead node's (a transfer
+// from the dead node is taken before the fence or never; a source that
+// offered an entity to the dead node unfreezes it at the fence and
+// answers that it holds it); the adopter creates only what no live peer
+// holds, and between two adopters of one entity (it crossed between two
+// of the dead node's regions) the newer checkpoint wins, on a tie the
+// greater node name, which both compute alike. What can still be lost:
+// an entity the dead node took (handed to it, created) after its last
+// checkpoint that reached the standby, and every adopted entity's last
+// checkpoint interval of simulation (zonesim's Config.Kill counts both).
 //
 // Ownership invariants:
 //  1. The node owns a region only while it holds a table version that gives

@@ -113,6 +113,11 @@ type Config struct {
 	// lost, is handed to the owner of its position (handoff.go). A node
 	// always takes entities handed to it.
 	NoHandoff bool
+	// NoCheckpoint turns the checkpoint stream off (checkpoint.go): the
+	// node sends its standbys nothing, so a failover of this node brings
+	// none of its entities back (a standby still keeps what others send
+	// it). For measuring what the stream costs.
+	NoCheckpoint bool
 	// Accept, if set, says whether a message from peer, stamped with the
 	// peer's lease, may be applied: the fence against a peer that lost its
 	// lease (a host answers from coord's membership). nil accepts all.
@@ -803,6 +808,7 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 	if r.cluster != nil && !r.Fenced() {
 		r.cluster.sendHandoffs(t.N)
 		r.cluster.checkHandoffs(t.N)
+		r.cluster.checkpoint(t.N)
 	}
 	for _, id := range r.viewMoved {
 		r.refreshView(id)
@@ -1095,7 +1101,9 @@ func (r *Runtime) peersFollow(v uint64) bool {
 // columnsReleased sets up the resident columns of the unreleased regions
 // once every live peer follows this node's table (peersFollow).
 func (r *Runtime) columnsReleased(table *cells.Table) {
-	if len(r.unreleased) == 0 || !r.peersFollow(r.columnsAt) {
+	if len(r.unreleased) == 0 || !r.peersFollow(r.columnsAt) || r.AdoptionPending() {
+		// (An adoption in flight brings the dead owner's dens back from
+		// their checkpoints first: set up now, a den would start afresh.)
 		return
 	}
 	var cols []interest.Column

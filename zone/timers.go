@@ -17,6 +17,7 @@ import (
 //	Hold < TableGrace             a vanish held after a table change settles within the grace
 //	Resend <= Hold                a refused subscription is asked again before its held vanish gives up
 //	TableGrace <= Went            intents routed by the old owners' ghosts (the grace) still find the entity
+//	CheckpointEvery <= HandoffRetry   an entity's epoch rises by at most 3 on its node between two checkpoints (the adoption's margin, checkpoint.go)
 type Timers struct {
 	// Park is how long the ghosts of a chunk this node stops holding are
 	// kept, unseen, rather than dropped: a few round trips, for the
@@ -52,11 +53,19 @@ type Timers struct {
 	// that restarted, or missed a delta, learns it again); at least 2.
 	// Default 100.
 	FullRoutes int
+	// CheckpointEvery is how often a node streams the state of the
+	// entities it simulates to each region's standby (checkpoint.go): the
+	// most simulation a failover loses. Default 20 (1 s at 20 Hz).
+	CheckpointEvery int
 }
 
 // defaultHandoffTimeout is Timers.HandoffTimeout's default, which also
 // sizes HandoffStats.AckTicks (a longer timeout lands in the last bucket).
 const defaultHandoffTimeout = 40
+
+// defaultCheckpointEvery is Timers.CheckpointEvery's default: one second
+// at the default 20 Hz.
+const defaultCheckpointEvery = 20
 
 // DefaultTimers returns the timers' defaults.
 func DefaultTimers() Timers {
@@ -64,6 +73,7 @@ func DefaultTimers() Timers {
 		Park: 8, Hold: 20, Resync: 10, Resend: 20,
 		HandoffTimeout: defaultHandoffTimeout, HandoffRetry: 40,
 		TableGrace: 100, Went: 200, FullRoutes: 100,
+		CheckpointEvery: defaultCheckpointEvery,
 	}
 }
 
@@ -102,6 +112,7 @@ func (t Timers) Validate() error {
 		{"Hold", "TableGrace", true, "a vanish held after a table change must settle within the grace"},
 		{"Resend", "Hold", false, "a refused subscription must be asked again before its held vanish gives up"},
 		{"TableGrace", "Went", false, "intents routed through the old owners during the grace must still find the entity"},
+		{"CheckpointEvery", "HandoffRetry", false, "an entity's epoch may rise by at most 3 between two checkpoints (the adoption's epoch margin)"},
 	} {
 		a, b := *t.field(r.a), *t.field(r.b)
 		if a < b || !r.strict && a == b {
@@ -126,6 +137,7 @@ func (t *Timers) fields() []timerField {
 		{"Park", &t.Park}, {"Hold", &t.Hold}, {"Resync", &t.Resync}, {"Resend", &t.Resend},
 		{"HandoffTimeout", &t.HandoffTimeout}, {"HandoffRetry", &t.HandoffRetry},
 		{"TableGrace", &t.TableGrace}, {"Went", &t.Went}, {"FullRoutes", &t.FullRoutes},
+		{"CheckpointEvery", &t.CheckpointEvery},
 	}
 }
 

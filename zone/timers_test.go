@@ -46,6 +46,8 @@ func TestTimersValidate(t *testing.T) {
 		{"hold as long as the grace", func(t *zone.Timers) { t.Hold = d.TableGrace; t.Resend = 1 }, "Config.Timers.Hold"},
 		{"resend past the hold", func(t *zone.Timers) { t.Resend = d.Hold + 1 }, "Config.Timers.Resend"},
 		{"went shorter than the grace", func(t *zone.Timers) { t.Went = d.TableGrace - 1 }, "Config.Timers.TableGrace"},
+		{"negative checkpoint interval", func(t *zone.Timers) { t.CheckpointEvery = -1 }, "Config.Timers.CheckpointEvery"},
+		{"checkpoints rarer than handoff retries", func(t *zone.Timers) { t.CheckpointEvery = d.HandoffRetry + 1 }, "Config.Timers.CheckpointEvery"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			timers := zone.Timers{}
@@ -69,6 +71,8 @@ func TestTimersValidate(t *testing.T) {
 		{Went: d.TableGrace},
 		{HandoffTimeout: d.TableGrace - 1, Hold: d.TableGrace - 1},
 		{FullRoutes: 2},
+		{CheckpointEvery: d.HandoffRetry},
+		{CheckpointEvery: 1},
 	} {
 		if err := ok.Validate(); err != nil {
 			t.Errorf("timers %+v refused: %v", ok, err)

@@ -103,7 +103,8 @@ func (t *LinkTransport) ID() string { return t.l.ID() }
 
 // controlKinds are the zone's control message kinds.
 var controlKinds = []uint32{wire.KindSubscribe, wire.KindIntents, wire.KindForward, wire.KindRoutes, wire.KindPlayer, wire.KindTerrain,
-	handoff.KindTransfer, handoff.KindAck, handoff.KindRefuse, KindAbort}
+	handoff.KindTransfer, handoff.KindAck, handoff.KindRefuse, KindAbort,
+	KindCheckpoint, KindAdoptQuery, KindAdoptAnswer}
 
 // Open takes the link's handlers of the zone message kinds and its
 // replication handler, and delivers what they receive to a.

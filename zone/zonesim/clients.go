@@ -168,7 +168,11 @@ func (c *client) deliver(tick uint64, frames [][]byte) {
 // those whose counts are running, in rising index order: for any other
 // the check of every entity would find it beyond the radius and not
 // shown, and leave its counts at zero.
-func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, chunks []torus.ChunkPos, ok []bool, cols *columns, calm bool, visit *bitset) {
+//
+// In a failover (recovering), the dead node's entities vanish at its
+// fence and come back on the standby, while an entity a live node held
+// frozen for a handoff to it comes back at once: its vanish is no blink.
+func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, chunks []torus.ChunkPos, ok []bool, cols *columns, calm, recovering bool, visit *bitset) {
 	defer func() { c.vanished = c.vanished[:0] }()
 	if c.in == nil {
 		c.in, c.out = make([]int32, len(ids)), make([]int32, len(ids))
@@ -179,7 +183,7 @@ func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, chunks []toru
 	}
 	vc := chunks[vi]
 	for _, e := range c.vanished {
-		if i := index(ids, ecs.ID(e)); i >= 0 && ok[i] && !c.isShown(e) && geo.ChunkDistance(vc, chunks[i]) <= deepInside {
+		if i := index(ids, ecs.ID(e)); !recovering && i >= 0 && ok[i] && !c.isShown(e) && geo.ChunkDistance(vc, chunks[i]) <= deepInside {
 			c.fail(tick, e, "entity %d vanished %d chunks from the viewer: a blink", e, geo.ChunkDistance(vc, chunks[i]))
 		}
 	}

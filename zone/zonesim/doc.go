@@ -23,7 +23,13 @@
 //     end; with Config.SlowControl, a window of slow control messages),
 //     checking at every tick every node's CheckInvariants, one
 //     simulator per entity across the cluster, and that entities are
-//     conserved (none made, none lost but with a lost lease).
+//     conserved (none made, none lost but with a lost lease). With
+//     Config.Kill a node is killed instead (kill.go): not stepped, cut
+//     off, its lease lost a TTL later and the failover table installed at
+//     different ticks; the run checks that the dead node's entities come
+//     back from the standbys' checkpoints on exactly one node within the
+//     bound, at most a checkpoint interval behind, and counts the ones it
+//     took after its last checkpoint (Result.Lost).
 //   - Seeds: the short mode's fixed seeds, SHARDWISE_SEED to replay one,
 //     SHARDWISE_LONG=1 for 10,000.
 //   - Config.Intents (intents.go): numbered intents sent each tick to

@@ -442,7 +442,7 @@ func (s *Scenario) check() []string {
 		if s.leases.Lost(s.names[c.node]) {
 			continue
 		}
-		c.sight(s.tick, s.geo, ids, chunks, held, cols, false, &visit)
+		c.sight(s.tick, s.geo, ids, chunks, held, cols, false, false, &visit)
 		if c.bad != nil {
 			out = append(out, c.bad.Error())
 			c.bad = nil

@@ -95,6 +95,24 @@ type Config struct {
 	// Check, if set, runs after each tick's properties with the runtimes
 	// (nil for a fenced node).
 	Check func(tick uint64, rs []*zone.Runtime) error
+	// Kill kills one node at a tick drawn from the seed (half the seeds
+	// within a few ticks of the region swap, so in the middle of a region
+	// move and its handoffs): it is not stepped again, it is cut from
+	// every peer 0–3 ticks later (what it sent before stays on the wire
+	// until then), its lease is lost KillTTL ticks after the kill, and
+	// 1–3 ticks later the failover controller's table (zone.PlanFailover)
+	// is installed by the live nodes, each 0–5 ticks after the other. The
+	// scheduled lease loss is off. Properties: one simulator per entity at
+	// every tick; by the recovery bound (Result.RecoverBy: the lease loss
+	// plus 20 ticks, longer while a cut or a lag of live nodes overlaps
+	// it) every entity the dead node held is held by exactly one live node
+	// again, but those no live node held a checkpoint of (Result.Lost:
+	// taken by the dead node after its last checkpoint); an entity
+	// restored from a checkpoint stands within its Speed × (CheckpointEvery
+	// + 3) ticks of where the dead node last had it, at an epoch above it.
+	Kill bool
+	// KillTTL is the dead node's lease TTL in ticks. Default 20 (1 s).
+	KillTTL int
 }
 
 func (c Config) withDefaults() Config {
@@ -119,6 +137,9 @@ func (c Config) withDefaults() Config {
 	if c.IntentQuiet == 0 {
 		c.IntentQuiet = 60
 	}
+	if c.KillTTL == 0 {
+		c.KillTTL = 20
+	}
 	return c
 }
 
@@ -139,6 +160,17 @@ type Result struct {
 	IntentsSent, IntentsMissing, IntentsDropped int
 	// Trail is the network's, with Config.Trail.
 	Trail []string
+	// With Config.Kill: the node killed and the tick; the tick by which
+	// its entities must be back (0 if the run ended first); how many came
+	// back from a checkpoint (Restored), how many from a live node's
+	// frozen copy or a transfer in flight (Handed), and how many were
+	// lost: taken by the dead node after its last checkpoint.
+	Killed              string
+	KillTick, RecoverBy uint64
+	Restored, Handed    int
+	Lost                int
+	CheckpointBytes     int // checkpoint payload bytes sent, over the nodes
+	CheckpointsRestored int // entities the standbys created from records (CheckpointStats.Adopted)
 }
 
 // PropertyError is a property of the whole cluster broken at a tick.
@@ -169,6 +201,12 @@ type schedule struct {
 	lossyTo        uint64 // to here
 	slowFrom       uint64 // the control stream is slow from here
 	slowTo         uint64 // to here
+	kill           bool
+	killNode       int
+	killAt         uint64
+	killCut        uint64   // ticks after the kill the node is cut off
+	ctrlDelay      uint64   // ticks after the lease loss the controller writes
+	installDelay   []uint64 // per node: ticks after that it installs the table
 	noLag, noCut   bool
 	noTbl, noLose  bool
 }
@@ -208,7 +246,7 @@ func Run(cfg Config) (res Result, err error) {
 	if cfg.NoSchedule {
 		sc.noLag, sc.noCut, sc.noTbl, sc.noLose = true, true, true, true
 	}
-	if cfg.NoLeaseLoss {
+	if cfg.NoLeaseLoss || sc.kill {
 		sc.noLose = true
 	}
 
@@ -271,10 +309,9 @@ func Run(cfg Config) (res Result, err error) {
 		ids[i], _ = wander.ID(i)
 	}
 	lost := make(map[ecs.ID]bool)
-	newTable, err := table.WithOwners(2, map[cells.RegionID]string{sc.swapA: table.Owner(sc.swapB), sc.swapB: table.Owner(sc.swapA)})
-	if err != nil {
-		return res, err
-	}
+	latest := table // the newest table written
+	var newTable *cells.Table
+	kill := newKillState(cfg, sc, names)
 	event := func(t uint64, format string, args ...any) {
 		res.Events = append(res.Events, fmt.Sprintf("tick %d: ", t)+fmt.Sprintf(format, args...))
 	}
@@ -285,16 +322,33 @@ func Run(cfg Config) (res Result, err error) {
 			net.Cut(names[sc.cutA], names[sc.cutB])
 			event(t, "cut %s from %s", names[sc.cutA], names[sc.cutB])
 		}
-		if !sc.noCut && t == sc.cutTo {
+		if !sc.noCut && t == sc.cutTo && !kill.isDead(sc.cutA) && !kill.isDead(sc.cutB) {
 			net.Heal(names[sc.cutA], names[sc.cutB])
 			event(t, "heal %s and %s", names[sc.cutA], names[sc.cutB])
 		}
+		if !sc.noTbl && t == sc.tableAt {
+			a, b := latest.Owner(sc.swapA), latest.Owner(sc.swapB)
+			if kill.killed(t) && (a == names[sc.killNode] || b == names[sc.killNode]) {
+				sc.noTbl = true
+				event(t, "the swap of regions %d and %d is not written: %s is dead", sc.swapA, sc.swapB, names[sc.killNode])
+			} else {
+				if newTable, err = latest.WithOwners(latest.Version()+1, map[cells.RegionID]string{sc.swapA: b, sc.swapB: a}); err != nil {
+					return res, err
+				}
+				latest = newTable
+			}
+		}
 		if !sc.noTbl {
 			for i := range terrs {
-				if t == sc.tableAt+sc.tableDelay[i] {
+				if t == sc.tableAt+sc.tableDelay[i] && !kill.isDead(i) {
 					terrs[i].Install(newTable)
-					event(t, "%s installs table 2 (regions %d and %d swap owners)", names[i], sc.swapA, sc.swapB)
+					event(t, "%s installs table %d (regions %d and %d swap owners)", names[i], newTable.Version(), sc.swapA, sc.swapB)
 				}
+			}
+		}
+		if sc.kill {
+			if err := kill.schedule(t, net, leases, terrs, rts, &latest, ids, lost, event); err != nil {
+				return res, err
 			}
 		}
 		if !sc.noLose && t == sc.loseAt {
@@ -336,7 +390,7 @@ func Run(cfg Config) (res Result, err error) {
 		}
 		if !sc.noCut && t >= sc.cutFrom && t <= sc.cutTo ||
 			!sc.noLag && t >= sc.lagFrom && t < sc.catchFrom+sc.lagN ||
-			!sc.noLose && t == sc.loseAt {
+			!sc.noLose && t == sc.loseAt || kill.recovering(t) {
 			faulty = true
 		}
 		if faulty {
@@ -357,6 +411,9 @@ func Run(cfg Config) (res Result, err error) {
 					steps = 2
 				}
 			}
+			if kill.isDead(i) {
+				steps = 0
+			}
 			for range steps {
 				r.Step()
 			}
@@ -366,10 +423,14 @@ func Run(cfg Config) (res Result, err error) {
 			continue
 		}
 		err := check(cfg, t, names, rts, leases, ids, lost)
+		if err == nil && sc.kill {
+			err = kill.check(cfg, t, geo, rts, leases, ids, lost)
+		}
 		if err == nil {
-			err = checkClients(cfg, t, geo, names, rts, leases, ids, lost, clients, t > calmSince+calmTicks)
+			err = checkClients(cfg, t, geo, names, rts, leases, ids, lost, clients, t > calmSince+calmTicks, kill)
 		}
 		if err != nil {
+			kill.result(&res, rts)
 			res.Trace, res.Net = net.Trace(), net.Stats()
 			return res, err
 		}
@@ -378,6 +439,7 @@ func Run(cfg Config) (res Result, err error) {
 		res.Handoffs += r.HandoffStats().Acked
 		res.IntentsDropped += r.ClusterStats().IntentsDropped
 	}
+	kill.result(&res, rts)
 	res.Trace, res.Net = net.Trace(), net.Stats()
 	if intents != nil {
 		res.IntentsSent = int(intents.sent)
@@ -426,6 +488,22 @@ func drawSchedule(rng *rand.Rand, cfg Config, grid cells.Grid, table *cells.Tabl
 		sc.slowFrom = 1 + uint64(rng.IntN(int(max(ticks/2, 1))))
 		sc.slowTo = sc.slowFrom + 20 + uint64(rng.IntN(int(max(ticks/3, 1))))
 	}
+	if cfg.Kill { // likewise
+		sc.kill = true
+		sc.killNode = rng.IntN(cfg.Nodes)
+		last := max(int(ticks)-cfg.KillTTL-45, 31)
+		if rng.IntN(2) == 0 {
+			sc.killAt = min(sc.tableAt+uint64(rng.IntN(12)), uint64(last))
+		} else {
+			sc.killAt = 30 + uint64(rng.IntN(last-30+1))
+		}
+		sc.killCut = uint64(rng.IntN(4))
+		sc.ctrlDelay = 1 + uint64(rng.IntN(3))
+		sc.installDelay = make([]uint64, cfg.Nodes)
+		for i := range sc.installDelay {
+			sc.installDelay[i] = uint64(rng.IntN(6))
+		}
+	}
 	return sc
 }
 
@@ -472,12 +550,12 @@ func clientSink(net *Network, node string, c *client, checked bool) outbox.Sink 
 
 // checkClients checks every client of a live node against the truth: the
 // positions of the entities live nodes hold for real.
-func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*zone.Runtime, leases *Leases, ids []ecs.ID, lost map[ecs.ID]bool, clients []*client, calm bool) error {
+func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*zone.Runtime, leases *Leases, ids []ecs.ID, lost map[ecs.ID]bool, clients []*client, calm bool, kill *killState) error {
 	chunks := make([]torus.ChunkPos, len(ids))
 	held := make([]bool, len(ids))
 	live := make([]bool, len(rts))
 	for i := range rts {
-		live[i] = !leases.Lost(names[i])
+		live[i] = !leases.Lost(names[i]) && !kill.isDead(i)
 	}
 	// Node by node through what each holds, in node order, so that the
 	// first node holding an entity for real gives its position.
@@ -497,10 +575,10 @@ func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*
 	cols := newColumns(geo, chunks, held)
 	var visit bitset
 	for _, c := range clients {
-		if leases.Lost(names[c.node]) {
+		if leases.Lost(names[c.node]) || kill.isDead(c.node) {
 			continue
 		}
-		c.sight(t, geo, ids, chunks, held, cols, calm, &visit)
+		c.sight(t, geo, ids, chunks, held, cols, calm, kill.recovering(t), &visit)
 		if c.bad != nil {
 			return &PropertyError{Seed: cfg.Seed, Tick: t, Property: "clients", Detail: fmt.Sprintf("%s (on %s; %s)", c.bad, names[c.node], census(names, rts, c.badEntity))}
 		}

@@ -1,0 +1,919 @@
+package zone
+
+import (
+	"hash/maphash"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/handoff"
+	"github.com/shardwise/shardwise/torus"
+)
+
+// Replicated checkpoints and their adoption on failover.
+//
+// The stream. Every Timers.CheckpointEvery ticks (at a phase set by the
+// node number), a node sends, for each region it owns, the state of every
+// entity it holds there (simulated, or frozen in a handoff) to the
+// region's Standby among the live zone nodes it knows, on the ordered
+// control stream (KindCheckpoint): each entity in the handoff codec (the
+// snapshot a handoff would carry, so nothing a handoff keeps is lost), a
+// snapshot first and then deltas (the entities new or changed since the
+// last message, and those gone), numbered. An entity standing past a
+// border within the margin counts for the owned region next to it. A
+// snapshot is sent again every ckptFullEvery checkpoints, when the
+// standby changes, and after the transport did not take a message to the
+// standby.
+//
+// The standby keeps one record per entity per region, replaced by the
+// newest, dropped when the owner says it is gone; it applies a delta only
+// right after the message before it (a gap waits for the next snapshot),
+// and only from the node its held table names as the region's owner,
+// under a lease it accepts. It drops a region's records when it is no
+// longer the region's standby, and when the region's owner changes by a
+// move (the old owner is live and shows the new table: its entities go by
+// handoff). The records are passive: nothing simulates them, nobody sees
+// them (they are not in the world).
+//
+// Adoption. When a node holds a table that gives it a region whose
+// previous owner (the sender of its records) it no longer accepts (the
+// lease ended: the failover case), it adopts the records: first it asks
+// every other live zone node which of the candidates it holds
+// (KindAdoptQuery). A peer answers (KindAdoptAnswer) only once it holds
+// that table (or a newer one) and refuses every dead node named, so it
+// takes nothing more from them: what it holds then is all it will ever
+// hold of theirs. It names the candidates it holds (simulated, or frozen
+// in a handoff: the source of a handoff to the dead node unfroze it at
+// the fence) and those it adopts itself under a newer claim (a later
+// checkpoint tick; on a tie the greater node name), so that an entity
+// that crossed between two of the dead node's regions comes back once.
+// Once every live peer has answered, the node creates the rest under the
+// same ids, in the handoff's way (the module's codecs and hooks, so dens
+// and mobs come back as a region move brings them), at the checkpointed
+// epoch plus adoptEpochMargin. The region's columns are not set up while
+// an adoption is in flight.
+//
+// The epoch. Peers drop the dead node's ghosts and refuse its messages at
+// the fence, before they answer, so no epoch of the dead node's is live
+// anywhere when the adopted entity appears: the margin is a second line.
+// Between two checkpoints (CheckpointEvery <= HandoffRetry, checked at
+// New) an entity's epoch rises on its node by at most 3: an offer (e+1),
+// an unfreeze after a refusal (e+2), a new offer after HandoffRetry
+// (e+3). Adopted at e+4, it is above anything the dead node can have sent
+// about it since the checkpoint.
+//
+// What can be lost: an entity the dead node took (handed over to it, or
+// created) after the last checkpoint that reached the standby; the
+// simulation of every adopted entity since that checkpoint (at most
+// CheckpointEvery ticks, plus the control stream's delay). A standby
+// whose stream had a gap keeps the records it had until the next
+// snapshot: an entity gone meanwhile may come back.
+
+// ckptFullEvery is how many checkpoints of a stream go between two
+// snapshots (the repair of a standby that ignored a delta, its table
+// behind the owner's).
+const ckptFullEvery = 10
+
+// ckptMaxBytes bounds the entity states of one checkpoint message (a
+// larger region's checkpoint goes in several, well under the link's
+// 4 MiB frame).
+const ckptMaxBytes = 1 << 20
+
+// adoptEpochMargin is what an adopted entity's epoch is raised by over
+// its checkpointed epoch (see above).
+const adoptEpochMargin = 4
+
+// kindCkptResend is the inbox item Arrivals.Written leaves when the
+// network did not take a checkpoint: its peer's streams start again
+// with a snapshot.
+const kindCkptResend = 0xFFFFFFFE
+
+// CheckpointStats count the checkpoint stream and adoptions since New.
+type CheckpointStats struct {
+	// Sent counts checkpoint messages sent; Entities the entity states
+	// they carried, Gone the entities they said were gone, Bytes their
+	// payload bytes.
+	Sent, Entities, Gone, Bytes int
+	// Received counts checkpoint messages applied; Ignored those not
+	// (not from the region's owner, not this node's region to stand by,
+	// a delta without its snapshot), Gaps the deltas that came after a
+	// missing one.
+	Received, Ignored, Gaps int
+	// Records is the entity records held now, over every region.
+	Records int
+	// Rounds counts adoptions started; Adopted the entities created from
+	// records; Taken the candidates a peer said it holds or adopts; Here
+	// those this node already held.
+	Rounds, Adopted, Taken, Here int
+	// Answered counts adoption queries this node answered.
+	Answered int
+}
+
+// ckptBugs are planted variants of the checkpoint protocol, set only by
+// tests (checkpoint_export_test.go) to prove the simulation catches each.
+type ckptBugs struct {
+	noQuery bool // adopt without asking the live peers
+	noRaise bool // adopt at the checkpointed epoch
+	noFence bool // a standby takes a checkpoint from a node that is not the region's owner
+}
+
+// ckptState is a node's side of the checkpoint stream and adoptions,
+// owned by the world goroutine.
+type ckptState struct {
+	seed maphash.Seed
+	// Owner side: a stream per owned region, and the peers whose next
+	// message starts with a snapshot.
+	out        map[cells.RegionID]*ckptOut
+	resendFull map[string]bool
+	lastTick   uint64 // the tick of this node's last checkpoint
+	groups     map[cells.RegionID][]ecs.ID
+	// Standby side: the table held before the current one (a stream
+	// may start from a region's owner in either: a move in flight), and
+	// the records per region and owner (a region's old
+	// owner's stay beside its new owner's until the old one shows it holds
+	// the table that moved the region, or dies).
+	in        map[ckptKey]*ckptIn
+	table     *cells.Table
+	prevTable *cells.Table
+	// Adoptions in flight by round, and the next round's number.
+	rounds map[uint64]*adoption
+	round  uint64
+	// queries wait until this node may answer them.
+	queries []pendingQuery
+	// restored are the entities created from records, with the tick.
+	restored map[ecs.ID]uint64
+	stats    CheckpointStats
+	bugs     ckptBugs
+}
+
+// ckptOut is one region's stream at its owner.
+type ckptOut struct {
+	standby string
+	seq     uint64
+	n       int               // checkpoints sent on this stream
+	full    bool              // the next starts with a snapshot
+	sent    map[ecs.ID]uint64 // what the standby holds: entity → hash of its state
+	spare   map[ecs.ID]uint64 // the map sent was before, reused for the next
+}
+
+// ckptKey names one stream: a region and the node that sends it.
+type ckptKey struct {
+	region cells.RegionID
+	owner  string
+}
+
+// ckptIn is one stream's records at its standby.
+type ckptIn struct {
+	owner  string
+	lease  int64
+	seq    uint64
+	tick   uint64 // the owner's tick of the last message applied
+	synced bool   // every message since the snapshot applied
+	// named is whom the held table named as the region's owner when the
+	// stream's first snapshot was applied (invariant 9: the sender).
+	named string
+	recs  map[ecs.ID]handoff.Snapshot
+}
+
+// adoption is one round: the candidates of the regions a table gave
+// this node from dead owners, and the peers still to answer.
+type adoption struct {
+	table   uint64
+	dead    []string
+	cands   map[ecs.ID]candidate
+	waiting map[string]int // peer → the query messages it has still to answer
+}
+
+type candidate struct {
+	snap   handoff.Snapshot
+	tick   uint64
+	region cells.RegionID
+}
+
+type pendingQuery struct {
+	from string
+	q    adoptQuery
+}
+
+func newCkptState() ckptState {
+	return ckptState{
+		seed: maphash.MakeSeed(),
+		out:  make(map[cells.RegionID]*ckptOut), resendFull: make(map[string]bool),
+		in:     make(map[ckptKey]*ckptIn),
+		rounds: make(map[uint64]*adoption), restored: make(map[ecs.ID]uint64),
+	}
+}
+
+// CheckpointStats returns the checkpoint counters.
+func (r *Runtime) CheckpointStats() CheckpointStats {
+	if r.cluster == nil {
+		return CheckpointStats{}
+	}
+	s := r.cluster.ckpt.stats
+	for _, in := range r.cluster.ckpt.in {
+		s.Records += len(in.recs)
+	}
+	return s
+}
+
+// CheckpointRecord is what a standby holds of one entity.
+type CheckpointRecord struct {
+	Region cells.RegionID
+	Owner  string // the node that sent it
+	Epoch  uint64 // the entity's epoch on its owner
+	Tick   uint64 // the owner's tick of the last checkpoint message applied
+}
+
+// Checkpointed appends to dst the records this node holds of entity id
+// as a standby, one per stream that names it, by region and owner.
+func (r *Runtime) Checkpointed(dst []CheckpointRecord, id ecs.ID) []CheckpointRecord {
+	if r.cluster == nil {
+		return dst
+	}
+	n := len(dst)
+	for k, in := range r.cluster.ckpt.in {
+		if s, ok := in.recs[id]; ok {
+			dst = append(dst, CheckpointRecord{Region: k.region, Owner: in.owner, Epoch: s.Epoch, Tick: in.tick})
+		}
+	}
+	slices.SortFunc(dst[n:], func(a, b CheckpointRecord) int {
+		return cmpCkptKey(ckptKey{a.Region, a.Owner}, ckptKey{b.Region, b.Owner})
+	})
+	return dst
+}
+
+// Restored reports whether this node created id from a checkpoint (an
+// adoption on failover) and still holds it, and the tick it did.
+func (r *Runtime) Restored(id ecs.ID) (uint64, bool) {
+	if r.cluster == nil || !r.w.Alive(id) || r.isGhost(id) {
+		return 0, false
+	}
+	t, ok := r.cluster.ckpt.restored[id]
+	return t, ok
+}
+
+// LastCheckpoint returns the tick of this node's last checkpoint.
+func (r *Runtime) LastCheckpoint() uint64 {
+	if r.cluster == nil {
+		return 0
+	}
+	return r.cluster.ckpt.lastTick
+}
+
+// AdoptionPending reports whether an adoption waits for peers' answers.
+func (r *Runtime) AdoptionPending() bool { return r.cluster != nil && len(r.cluster.ckpt.rounds) > 0 }
+
+// liveNodes is the zone nodes this node counts as live, itself
+// included, sorted: Config.LivePeers' (or, without it, the held table's
+// nodes and the peers heard from, less those whose lease ended).
+func (c *cluster) liveNodes() []string {
+	r := c.r
+	var out []string
+	if r.cfg.LivePeers != nil {
+		out = slices.Collect(maps.Keys(r.cfg.LivePeers()))
+	} else {
+		out = r.terr.Table().Nodes()
+		for p := range c.leaseOf {
+			out = append(out, p)
+		}
+		out = slices.DeleteFunc(out, c.isFenced)
+	}
+	out = append(out, r.cfg.Name)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// peerLive reports whether this node still accepts peer under lease.
+func (c *cluster) peerLive(peer string, lease int64) bool {
+	if c.r.cfg.Accept != nil {
+		return c.r.cfg.Accept(peer, lease)
+	}
+	return !c.isFenced(peer)
+}
+
+// homeRegion is the region whose stream carries an entity standing at
+// p: its own region if this node owns it, else an owned region within
+// the handoff margin (it walked past a border and is not handed yet),
+// else its own region (one a new table moved away: this node streams it
+// on until it has handed everything there over).
+func (c *cluster) homeRegion(table *cells.Table, p torus.Pos) cells.RegionID {
+	grid := table.Grid()
+	self := c.r.cfg.Name
+	reg := grid.RegionOf(p)
+	if table.Owner(reg) == self {
+		return reg
+	}
+	m := c.r.cfg.Bands.HandoffMargin
+	for _, d := range [8][2]float64{{-1, 0}, {1, 0}, {0, -1}, {0, 1}, {-1, -1}, {1, -1}, {-1, 1}, {1, 1}} {
+		q := grid.RegionOf(torus.Pos{X: p.X + d[0]*m, Y: p.Y + d[1]*m})
+		if table.Owner(q) == self {
+			return q
+		}
+	}
+	return reg
+}
+
+// checkpoint sends this tick's checkpoint, if it is due: one stream per
+// owned region, to its standby.
+func (c *cluster) checkpoint(tick uint64) {
+	r := c.r
+	ck := &c.ckpt
+	if r.cfg.NoCheckpoint || (tick+uint64(r.cfg.Node))%ticks(r.cfg.Timers.CheckpointEvery) != 0 {
+		return
+	}
+	ck.lastTick = tick
+	table := r.terr.Table()
+	self := r.cfg.Name
+	// The groups' slices are kept from one checkpoint to the next (a
+	// checkpoint of 5,000 entities otherwise allocates them again).
+	groups := ck.groups
+	if groups == nil {
+		groups = make(map[cells.RegionID][]ecs.ID)
+		ck.groups = groups
+	}
+	for reg, ids := range groups {
+		if len(ids) == 0 {
+			delete(groups, reg) // empty since the last checkpoint too
+		} else {
+			groups[reg] = ids[:0]
+		}
+	}
+	r.pos.Each(func(id ecs.ID, p *Position) {
+		if r.w.Leaving(id) || r.ghost.Has(id) || r.isGhost(id) {
+			return
+		}
+		reg := c.homeRegion(table, p.Pos)
+		groups[reg] = append(groups[reg], id)
+	})
+	// Every owned region, and every other one this node holds entities
+	// in or has not yet told its standby it holds none in.
+	regions := table.RegionsOf(self)
+	for reg, ids := range groups {
+		if len(ids) > 0 {
+			regions = append(regions, reg)
+		}
+	}
+	regions = append(regions, slices.Collect(maps.Keys(ck.out))...)
+	slices.Sort(regions)
+	regions = slices.Compact(regions)
+	live := c.liveNodes()
+	for _, reg := range regions {
+		o := ck.out[reg]
+		if table.Owner(reg) != self && len(groups[reg]) == 0 && (o == nil || len(o.sent) == 0 && !o.full) {
+			delete(ck.out, reg) // a region moved away, and emptied
+			continue
+		}
+		standby := Standby(reg, self, live)
+		if standby == "" {
+			delete(ck.out, reg)
+			continue
+		}
+		if o == nil || o.standby != standby {
+			o = &ckptOut{standby: standby, full: true, sent: make(map[ecs.ID]uint64)}
+			ck.out[reg] = o
+		}
+		if ck.resendFull[standby] || o.n%ckptFullEvery == 0 {
+			o.full = true
+		}
+		c.sendCheckpoint(tick, reg, o, groups[reg])
+	}
+	clear(ck.resendFull)
+}
+
+// sendCheckpoint sends one region's checkpoint to its standby: a
+// snapshot when o.full, else the entities new or changed since the last
+// and the ones gone.
+func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, ids []ecs.ID) {
+	r := c.r
+	ck := &c.ckpt
+	slices.Sort(ids)
+	full := o.full
+	var state []handoff.Snapshot
+	var gone []uint64
+	now := o.spare
+	if now == nil {
+		now = make(map[ecs.ID]uint64, len(ids))
+	}
+	clear(now)
+	for _, id := range ids {
+		snap, err := r.handoffSnapshot(id, c.epochOf(id), tick)
+		if err != nil {
+			continue // a module codec that fails: the handoff logs it
+		}
+		h := ck.hash(snap)
+		now[id] = h
+		if prev, ok := o.sent[id]; !full && ok && prev == h {
+			continue
+		}
+		state = append(state, snap)
+	}
+	if !full {
+		for id := range o.sent {
+			if _, ok := now[id]; !ok {
+				gone = append(gone, uint64(id))
+			}
+		}
+		slices.Sort(gone)
+	}
+	// Nothing changed still sends an empty delta: it says the stream is
+	// current as of this tick (the newer claim between adopters).
+	fence := c.fence()
+	sent := true
+	for first := true; first || len(state) > 0; first = false {
+		// At most MaxEntities and about ckptMaxBytes a message (the
+		// link's frames are bounded): a large region goes in parts.
+		n, size := 0, 0
+		for n < len(state) && n < handoff.MaxEntities && (n == 0 || size+state[n].Size() <= ckptMaxBytes) {
+			size += state[n].Size()
+			n++
+		}
+		o.seq++
+		m := checkpointMsg{Fence: fence, Region: uint32(reg), Seq: o.seq, Full: full && first, Tick: tick}
+		if first {
+			m.Gone = gone
+		}
+		if n > 0 {
+			m.State = &handoff.Transfer{Entities: state[:n]}
+		}
+		state = state[n:]
+		payload := m.Append(make([]byte, 0, 64+size+size/8))
+		if !c.sendCkpt(o.standby, KindCheckpoint, payload) {
+			sent = false
+			break
+		}
+		ck.stats.Sent++
+		ck.stats.Bytes += len(payload)
+		if m.State != nil {
+			ck.stats.Entities += n
+		}
+		ck.stats.Gone += len(m.Gone)
+	}
+	o.n++
+	if !sent {
+		o.full = true // the standby missed one: start again
+		return
+	}
+	o.full = false
+	o.sent, o.spare = now, o.sent
+}
+
+// hash is a snapshot's state for the delta: its epoch and every
+// component but the time it was taken.
+func (ck *ckptState) hash(s handoff.Snapshot) uint64 {
+	var h maphash.Hash
+	h.SetSeed(ck.seed)
+	var b [8]byte
+	for i := range b {
+		b[i] = byte(s.Epoch >> (8 * i))
+	}
+	h.Write(b[:])
+	for _, comp := range s.Components {
+		if comp.Name == atName {
+			continue
+		}
+		h.WriteString(comp.Name)
+		h.WriteByte(0)
+		for i := range b {
+			b[i] = byte(len(comp.Data) >> (8 * i))
+		}
+		h.Write(b[:])
+		h.Write(comp.Data)
+	}
+	return h.Sum64()
+}
+
+// sendCkpt hands a checkpoint-protocol message to the transport, and
+// reports whether it took it.
+func (c *cluster) sendCkpt(peer string, kind uint32, payload []byte) bool {
+	if c.closed {
+		return false
+	}
+	if err := c.tr.Send(peer, kind, payload); err != nil {
+		c.stats.SendErrors++
+		if kind == KindCheckpoint {
+			c.ckpt.resendFull[peer] = true
+		}
+		return false
+	}
+	c.bump(func(p *Progress) { p.Queued++ })
+	return true
+}
+
+// receiveCheckpoint applies one checkpoint message at the standby.
+func (c *cluster) receiveCheckpoint(from string, m checkpointMsg) {
+	r := c.r
+	ck := &c.ckpt
+	if !r.accept(from, m.Fence) {
+		c.stats.Refused++
+		return
+	}
+	table := r.terr.Table()
+	reg := cells.RegionID(m.Region)
+	if int(m.Region) >= table.Grid().Regions() {
+		c.stats.Refused++
+		return
+	}
+	// The fence: a stream starts only from the region's owner in the held
+	// table, and goes on while its sender holds entities there (a region
+	// move hands them over a share per tick), to the region's standby.
+	key := ckptKey{reg, from}
+	in := ck.in[key]
+	if in != nil && in.lease != m.Fence.Lease {
+		delete(ck.in, key) // a new incarnation: starts again from its owner's snapshot
+		in = nil
+	}
+	named := c.namedOwner(table, reg, from)
+	if in == nil && !ck.bugs.noFence && named != from || Standby(reg, from, c.liveNodes()) != r.cfg.Name {
+		ck.stats.Ignored++
+		return
+	}
+	if in == nil {
+		if !m.Full {
+			ck.stats.Ignored++
+			return
+		}
+		in = &ckptIn{owner: from, lease: m.Fence.Lease, named: named, recs: make(map[ecs.ID]handoff.Snapshot)}
+		ck.in[key] = in
+	}
+	switch {
+	case m.Full:
+		clear(in.recs)
+		in.synced = true
+	case !in.synced:
+		ck.stats.Ignored++
+		return
+	case m.Seq != in.seq+1:
+		in.synced = false // wait for the next snapshot
+		ck.stats.Gaps++
+		return
+	}
+	in.seq, in.tick = m.Seq, m.Tick
+	for _, id := range m.Gone {
+		delete(in.recs, ecs.ID(id))
+	}
+	if m.State != nil {
+		for _, s := range m.State.Entities {
+			in.recs[ecs.ID(s.Entity)] = cloneSnapshot(s)
+		}
+	}
+	ck.stats.Received++
+}
+
+// namedOwner is the owner of reg that the held table names, or the one
+// the table before it named if that is from (a region move in flight: the
+// old owner's stream may start before the standby learns of it, and goes
+// on until it has handed everything over).
+func (c *cluster) namedOwner(table *cells.Table, reg cells.RegionID, from string) string {
+	ck := &c.ckpt
+	if ck.table == nil || ck.table.Version() != table.Version() {
+		if ck.table != nil && ck.table.Grid() == table.Grid() {
+			ck.prevTable = ck.table
+		} else {
+			ck.prevTable = nil
+		}
+		ck.table = table
+	}
+	owner := table.Owner(reg)
+	if owner != from && ck.prevTable != nil && ck.prevTable.Owner(reg) == from {
+		return from
+	}
+	return owner
+}
+
+// cloneSnapshot copies s's bytes out of the message they alias, into one
+// buffer: a record keeps no payload alive.
+func cloneSnapshot(s handoff.Snapshot) handoff.Snapshot {
+	n := 0
+	for _, comp := range s.Components {
+		n += len(comp.Data)
+	}
+	buf := make([]byte, 0, n)
+	comps := make([]handoff.Component, len(s.Components))
+	for i, comp := range s.Components {
+		start := len(buf)
+		buf = append(buf, comp.Data...)
+		comps[i] = handoff.Component{Name: comp.Name, Data: buf[start:len(buf):len(buf)]}
+		if len(comp.Data) == 0 {
+			comps[i].Data = nil
+		}
+	}
+	s.Components = comps
+	return s
+}
+
+// ckptTick runs at the end of each drain: the standby side follows the
+// held table and the live members (drop, or adopt), the adoptions in
+// flight end when every peer has answered, and the queries this node may
+// answer now are answered.
+func (c *cluster) ckptTick() {
+	r := c.r
+	ck := &c.ckpt
+	table := r.terr.Table()
+	c.namedOwner(table, 0, "") // follows the held table
+	if len(ck.in) == 0 && len(ck.rounds) == 0 && len(ck.queries) == 0 {
+		return
+	}
+	self := r.cfg.Name
+	live := c.liveNodes()
+	var adopt []ckptKey
+	for k, in := range ck.in { // each stream alone: no order needed but the adoptions'
+		owner := table.Owner(k.region)
+		switch {
+		case owner == in.owner && c.peerLive(in.owner, in.lease):
+			if Standby(k.region, owner, live) != self {
+				delete(ck.in, k) // the standby changed
+			}
+		case owner == in.owner:
+			// Dead, and the table still names it: the failover table is
+			// still to come.
+		case !c.peerLive(in.owner, in.lease):
+			// Dead, and the table gives the region to this node (the
+			// failover), or to another live node (a move in flight when
+			// it died: its records are the only copy; what this node
+			// adopts there it hands over).
+			adopt = append(adopt, k)
+		case len(in.recs) == 0 || Standby(k.region, in.owner, live) != self:
+			// A move: the old owner is live and has handed everything
+			// there over (or streams it elsewhere now).
+			delete(ck.in, k)
+		}
+	}
+	if len(adopt) > 0 {
+		slices.SortFunc(adopt, cmpCkptKey)
+		c.startAdoption(table, adopt, live)
+	}
+	for _, k := range slices.Sorted(maps.Keys(ck.rounds)) {
+		a := ck.rounds[k]
+		for p := range a.waiting {
+			if !slices.Contains(live, p) {
+				delete(a.waiting, p) // it died too: it holds nothing any more
+			}
+		}
+		if len(a.waiting) == 0 {
+			c.finishAdoption(a)
+			delete(ck.rounds, k)
+		}
+	}
+	c.answerQueries(table)
+	for id, t := range ck.restored {
+		if !r.w.Alive(id) || r.w.CurrentTick().N > t+ticks(r.cfg.Timers.Went) {
+			delete(ck.restored, id)
+		}
+	}
+}
+
+// startAdoption moves the records of dead owners' streams into a new
+// round, and asks every other live node.
+func (c *cluster) startAdoption(table *cells.Table, keys []ckptKey, live []string) {
+	ck := &c.ckpt
+	self := c.r.cfg.Name
+	ck.round++
+	a := &adoption{table: table.Version(), cands: make(map[ecs.ID]candidate), waiting: make(map[string]int)}
+	for _, k := range keys {
+		reg := k.region
+		in := ck.in[k]
+		delete(ck.in, k)
+		if !slices.Contains(a.dead, in.owner) {
+			a.dead = append(a.dead, in.owner)
+		}
+		for id, s := range in.recs {
+			if prev, ok := a.cands[id]; ok && (prev.tick > in.tick || prev.tick == in.tick && prev.region < reg) {
+				continue // the newer of two regions' records
+			}
+			a.cands[id] = candidate{snap: s, tick: in.tick, region: reg}
+		}
+	}
+	slices.Sort(a.dead)
+	ck.stats.Rounds++
+	for _, p := range live {
+		if p != self && !slices.Contains(a.dead, p) && !ck.bugs.noQuery {
+			a.waiting[p] = 0
+		}
+	}
+	q := adoptQuery{Fence: c.fence(), Round: ck.round, Table: a.table, Dead: a.dead}
+	entries := make([]queryEntry, 0, len(a.cands))
+	for _, id := range slices.Sorted(maps.Keys(a.cands)) {
+		entries = append(entries, queryEntry{Entity: uint64(id), Tick: a.cands[id].tick})
+	}
+	for _, p := range slices.Sorted(maps.Keys(a.waiting)) {
+		// One message per maxQueryIDs candidates; the peer answers each.
+		for rest := entries; ; {
+			n := min(len(rest), maxQueryIDs)
+			q.Entries = rest[:n]
+			a.waiting[p]++
+			if !c.sendCkpt(p, KindAdoptQuery, q.Append(nil)) {
+				// Not taken (the transport is closing, or its queue is
+				// full): the peer never answers. Adopting without it could
+				// make an entity twice, so the round waits for it to die
+				// (its lease) or for this node to stop.
+				c.r.cfg.Logger.Warn("zone: adoption query not sent", "peer", p)
+			}
+			if rest = rest[n:]; len(rest) == 0 {
+				break
+			}
+		}
+	}
+	ck.rounds[ck.round] = a
+}
+
+// receiveAdoptQuery queues a query until this node may answer it.
+func (c *cluster) receiveAdoptQuery(from string, q adoptQuery) {
+	if !c.r.accept(from, q.Fence) {
+		c.stats.Refused++
+		return
+	}
+	c.ckpt.queries = append(c.ckpt.queries, pendingQuery{from: from, q: q})
+}
+
+// answerQueries answers every query whose table this node holds and
+// whose dead nodes it refuses: it takes nothing more from them, so what
+// it holds now is all it will hold of theirs.
+func (c *cluster) answerQueries(table *cells.Table) {
+	ck := &c.ckpt
+	if len(ck.queries) == 0 {
+		return
+	}
+	r := c.r
+	kept := ck.queries[:0]
+	for _, pq := range ck.queries {
+		if !c.peerLive(pq.from, pq.q.Fence.Lease) {
+			continue // the asker died
+		}
+		ready := table.Version() >= pq.q.Table
+		for _, d := range pq.q.Dead {
+			if l, ok := c.leaseOf[d]; ok && c.peerLive(d, l) {
+				ready = false
+			}
+		}
+		if !ready {
+			kept = append(kept, pq)
+			continue
+		}
+		ans := adoptAnswer{Fence: c.fence(), Round: pq.q.Round}
+		for _, e := range pq.q.Entries {
+			id := ecs.ID(e.Entity)
+			if r.w.Alive(id) && !r.ghost.Has(id) && !r.isGhost(id) || c.claims(id, e.Tick, pq.from) {
+				ans.Taken = append(ans.Taken, e.Entity)
+			}
+		}
+		c.sendCkpt(pq.from, KindAdoptAnswer, ans.Append(nil))
+		ck.stats.Answered++
+	}
+	clear(ck.queries[len(kept):])
+	ck.queries = kept
+}
+
+// claims reports whether one of this node's rounds adopts id under a
+// newer claim than tick from asker: a later checkpoint, or on a tie the
+// greater node name. Two adopters ask each other and agree.
+func (c *cluster) claims(id ecs.ID, tick uint64, asker string) bool {
+	for _, a := range c.ckpt.rounds {
+		if cd, ok := a.cands[id]; ok && (cd.tick > tick || cd.tick == tick && c.r.cfg.Name > asker) {
+			return true
+		}
+	}
+	return false
+}
+
+// receiveAdoptAnswer takes a peer's answer out of its round's
+// candidates.
+func (c *cluster) receiveAdoptAnswer(from string, m adoptAnswer) {
+	if !c.r.accept(from, m.Fence) {
+		c.stats.Refused++
+		return
+	}
+	a := c.ckpt.rounds[m.Round]
+	if a == nil || a.waiting[from] == 0 {
+		return
+	}
+	for _, id := range m.Taken {
+		if _, ok := a.cands[ecs.ID(id)]; ok {
+			delete(a.cands, ecs.ID(id))
+			c.ckpt.stats.Taken++
+		}
+	}
+	if a.waiting[from]--; a.waiting[from] == 0 {
+		delete(a.waiting, from)
+	}
+}
+
+// finishAdoption creates a round's remaining candidates.
+func (c *cluster) finishAdoption(a *adoption) {
+	r := c.r
+	ck := &c.ckpt
+	byName := make(map[string]codec, len(r.codecs))
+	for _, cd := range r.codecs {
+		byName[cd.name] = cd
+	}
+	for _, id := range slices.Sorted(maps.Keys(a.cands)) {
+		cd := a.cands[id]
+		if r.w.Alive(id) && !r.ghost.Has(id) || c.isGhost(id) {
+			ck.stats.Here++ // held here, or a live peer sends it
+			continue
+		}
+		if c.restore(id, cd.snap, byName) {
+			ck.stats.Adopted++
+			ck.restored[id] = r.w.CurrentTick().N
+		}
+	}
+}
+
+// restore creates one entity from its record, as a handoff's target
+// creates a handed-over one, at the record's epoch raised by
+// adoptEpochMargin.
+func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec) bool {
+	r := c.r
+	for _, comp := range s.Components {
+		if _, ok := byName[comp.Name]; !ok && comp.Name != atName {
+			r.cfg.Logger.Warn("zone: checkpointed entity has an unknown component", "entity", id, "component", comp.Name)
+			return false
+		}
+	}
+	if r.ghost.Has(id) {
+		_ = r.w.Evict(id)
+	}
+	delete(c.went, id)
+	if err := r.w.CreateEntity(id); err != nil {
+		return false
+	}
+	for _, comp := range s.Components {
+		if comp.Name == atName {
+			continue
+		}
+		if err := byName[comp.Name].dec(id, comp.Data); err != nil {
+			_ = r.w.Evict(id)
+			r.cfg.Logger.Warn("zone: checkpointed entity does not decode", "entity", id, "err", err)
+			return false
+		}
+	}
+	epoch := s.Epoch + adoptEpochMargin
+	if c.ckpt.bugs.noRaise {
+		epoch = s.Epoch
+	}
+	c.epochs[id] = epoch
+	r.w.MarkMoved(id)
+	r.markLocalDirty(id)
+	return true
+}
+
+// checkCheckpoints checks invariants 9 and 10 (the package doc).
+func (c *cluster) checkCheckpoints(breach func(int, ecs.ID, string, ...any)) {
+	r := c.r
+	for k, in := range c.ckpt.in { // CheckInvariants sorts the breaches
+		reg := k.region
+		// 9: a stream of records started from the node the held table
+		// (or the one before it) named as the region's owner.
+		if in.named != in.owner {
+			breach(9, 0, "(none in particular): region %d's records come from %s, whose stream started while the table named %s", reg, in.owner, in.named)
+		}
+		// 10: a record is never newer than the copy this node holds.
+		for id, s := range in.recs {
+			if !r.w.Alive(id) || r.ghost.Has(id) || c.isGhost(id) {
+				continue
+			}
+			held := c.epochOf(id)
+			if o := c.pending[id]; o != nil {
+				held = max(held, o.epoch)
+			}
+			if s.Epoch > held {
+				breach(10, id, "has a record at epoch %d from %s above the epoch %d it is held at here", s.Epoch, in.owner, held)
+			}
+		}
+	}
+}
+
+// receiveCkpt decodes and applies one checkpoint-protocol message.
+func (c *cluster) receiveCkpt(m inMsg) error {
+	switch m.kind {
+	case kindCkptResend:
+		c.ckpt.resendFull[m.from] = true
+	case KindCheckpoint:
+		cm, err := decodeCheckpoint(m.payload)
+		if err != nil {
+			return err
+		}
+		c.receiveCheckpoint(m.from, cm)
+	case KindAdoptQuery:
+		q, err := decodeAdoptQuery(m.payload)
+		if err != nil {
+			return err
+		}
+		c.receiveAdoptQuery(m.from, q)
+	case KindAdoptAnswer:
+		a, err := decodeAdoptAnswer(m.payload)
+		if err != nil {
+			return err
+		}
+		c.receiveAdoptAnswer(m.from, a)
+	}
+	return nil
+}
+
+func cmpCkptKey(a, b ckptKey) int {
+	if a.region != b.region {
+		return int(a.region) - int(b.region)
+	}
+	return strings.Compare(a.owner, b.owner)
+}

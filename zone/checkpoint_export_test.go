@@ -1,0 +1,21 @@
+package zone
+
+// PlantCheckpoint switches a known bug of the checkpoint protocol on in
+// r, for the test that requires the kill simulation to catch each
+// (checkpoint_bite_test.go): "noquery" (a standby adopts without asking
+// the live peers which entities they hold), "noraise" (it adopts at the
+// checkpointed epoch, not above it), "nofence" (a standby starts a stream
+// from a node that is not the region's owner in its table).
+func (r *Runtime) PlantCheckpoint(bug string) {
+	b := &r.cluster.ckpt.bugs
+	switch bug {
+	case "noquery":
+		b.noQuery = true
+	case "noraise":
+		b.noRaise = true
+	case "nofence":
+		b.noFence = true
+	default:
+		panic("zone: no such planted checkpoint bug: " + bug)
+	}
+}

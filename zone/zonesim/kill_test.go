@@ -1,0 +1,85 @@
+package zonesim_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/shardwise/shardwise/zone/zonesim"
+)
+
+// killSeeds is how many seeds the short mode kills a node in.
+const killSeeds = 40
+
+// TestKillNode runs the short mode with a node killed at a tick drawn
+// from each seed (Config.Kill: half the seeds in the middle of a region
+// swap; the dead node's last messages delivered or not; link faults as
+// in TestSimulation): one simulator per entity at every tick, and by the
+// recovery bound every entity the dead node held is back on exactly one
+// live node, but those it took after its last checkpoint, which are
+// counted; a restored one within the checkpoint interval of where it was
+// and at a higher epoch. SHARDWISE_SEED=N replays one seed.
+func TestKillNode(t *testing.T) {
+	seeds, replay, err := zonesim.Seeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !replay {
+		seeds = seeds[:min(len(seeds), killSeeds)]
+		if v := os.Getenv("SHARDWISE_KILL_SEEDS"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("SHARDWISE_KILL_SEEDS=%q: %v", v, err)
+			}
+			seeds = seeds[:0]
+			for s := range n {
+				seeds = append(seeds, uint64(s+1))
+			}
+		}
+	}
+	var mu sync.Mutex
+	var restored, handed, lost, checked int
+	t.Run("seeds", func(t *testing.T) {
+		for _, seed := range seeds {
+			t.Run(fmt.Sprint(seed), func(t *testing.T) {
+				t.Parallel()
+				res, err := zonesim.Run(zonesim.Config{Seed: seed, Ticks: shortTicks, Kill: true})
+				t.Logf("seed %d: trace %016x; %s killed at tick %d, back by %d: %d restored, %d handed, %d lost (replay: SHARDWISE_SEED=%d go test -run '^TestKillNode$' ./zone/zonesim)",
+					seed, res.Trace, res.Killed, res.KillTick, res.RecoverBy, res.Restored, res.Handed, res.Lost, seed)
+				var pe *zonesim.PropertyError
+				if known, ok := zonesim.KnownKillFailure(seed); ok && !replay {
+					if !errors.As(err, &pe) || pe.Property != "clients" {
+						t.Fatalf("seed %d found a known bug before (%s); now: %v (fixed? update zonesim.KnownKillFailure)", seed, known, err)
+					}
+					t.Logf("known: %v", err)
+					return
+				}
+				if err != nil {
+					for _, e := range res.Events {
+						t.Log(e)
+					}
+					t.Fatal(err)
+				}
+				mu.Lock()
+				restored += res.Restored
+				handed += res.Handed
+				lost += res.Lost
+				if res.RecoverBy != 0 {
+					checked++
+				}
+				mu.Unlock()
+			})
+		}
+	})
+	if replay || t.Failed() {
+		return
+	}
+	t.Logf("%d seeds (%d reached their recovery bound): %d entities restored from checkpoints, %d handed, %d lost", len(seeds), checked, restored, handed, lost)
+	// The guard: a kill test in which nothing was restored proves nothing.
+	if restored == 0 || checked < len(seeds)/2 {
+		t.Fatalf("the kills did not exercise the failover: %d restored, %d of %d seeds checked", restored, checked, len(seeds))
+	}
+}
