@@ -129,6 +129,7 @@ type ckptState struct {
 	resendFull map[string]bool
 	lastTick   uint64 // the tick of this node's last checkpoint
 	groups     map[cells.RegionID][]ecs.ID
+	outGrid    cells.Grid // the grid out's and groups' region ids belong to
 	// Standby side: the table held before the current one (a stream
 	// may start from a region's owner in either: a move in flight), and
 	// the records per region and owner (a region's old
@@ -174,7 +175,10 @@ type ckptIn struct {
 	// named is whom the held table named as the region's owner when the
 	// stream's first snapshot was applied (invariant 9: the sender).
 	named string
-	recs  map[ecs.ID]handoff.Snapshot
+	// grid is the held table's grid when the stream started: a region id
+	// means nothing under another grid, so a grid change ends the stream.
+	grid cells.Grid
+	recs map[ecs.ID]handoff.Snapshot
 }
 
 // adoption is one round: the candidates of the regions a table gave
@@ -326,6 +330,13 @@ func (c *cluster) checkpoint(tick uint64) {
 	ck.lastTick = tick
 	table := r.terr.Table()
 	self := r.cfg.Name
+	if ck.outGrid != table.Grid() {
+		// A new grid: the streams' regions are other places. Every
+		// standby gets a snapshot of the new grid's regions.
+		clear(ck.out)
+		ck.groups = nil
+		ck.outGrid = table.Grid()
+	}
 	// The groups' slices are kept from one checkpoint to the next (a
 	// checkpoint of 5,000 entities otherwise allocates them again).
 	groups := ck.groups
@@ -520,8 +531,8 @@ func (c *cluster) receiveCheckpoint(from string, m checkpointMsg) {
 	// move hands them over a share per tick), to the region's standby.
 	key := ckptKey{reg, from}
 	in := ck.in[key]
-	if in != nil && in.lease != m.Fence.Lease {
-		delete(ck.in, key) // a new incarnation: starts again from its owner's snapshot
+	if in != nil && (in.lease != m.Fence.Lease || in.grid != table.Grid()) {
+		delete(ck.in, key) // a new incarnation or grid: starts again from its owner's snapshot
 		in = nil
 	}
 	named := c.namedOwner(table, reg, from)
@@ -534,7 +545,7 @@ func (c *cluster) receiveCheckpoint(from string, m checkpointMsg) {
 			ck.stats.Ignored++
 			return
 		}
-		in = &ckptIn{owner: from, lease: m.Fence.Lease, named: named, recs: make(map[ecs.ID]handoff.Snapshot)}
+		in = &ckptIn{owner: from, lease: m.Fence.Lease, named: named, grid: table.Grid(), recs: make(map[ecs.ID]handoff.Snapshot)}
 		ck.in[key] = in
 	}
 	switch {
@@ -619,6 +630,10 @@ func (c *cluster) ckptTick() {
 	live := c.liveNodes()
 	var adopt []ckptKey
 	for k, in := range ck.in { // each stream alone: no order needed but the adoptions'
+		if in.grid != table.Grid() {
+			delete(ck.in, k) // a new grid: its regions are other places
+			continue
+		}
 		owner := table.Owner(k.region)
 		switch {
 		case owner == in.owner && c.peerLive(in.owner, in.lease):
