@@ -288,10 +288,6 @@ func (w *orphanWatch) check(ctx context.Context) (left int, err error) {
 	if pending == 0 {
 		return 0, nil
 	}
-	now, err := w.c.store.Now(ctx)
-	if err != nil {
-		return 0, err
-	}
 	list, err := w.c.store.ListUnsettled(ctx, 0)
 	if err != nil {
 		return 0, err
@@ -300,15 +296,40 @@ func (w *orphanWatch) check(ctx context.Context) (left int, err error) {
 	for _, u := range list {
 		unsettled[u.ID] = true
 	}
+	// The idle age of a settled orphan is read from the store, both ends
+	// on its one clock: the settle's own SettledAt minus the last row's
+	// time. (Reading the clock here, beside the list, would date a settle
+	// that lands while the list runs — long, on a loaded machine — to
+	// before it happened.)
+	w.mu.Lock()
+	var settled []string
+	for id := range w.orphans {
+		if !w.orphanDone[id] && !unsettled[id] {
+			settled = append(settled, id)
+		}
+	}
+	w.mu.Unlock()
+	settledAt := make(map[string]time.Time, len(settled))
+	for _, id := range settled {
+		meta, err := w.c.store.Session(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		if !meta.Settled {
+			return 0, fmt.Errorf("demo: orphan %s is not listed unsettled yet its session is not settled", id)
+		}
+		settledAt[id] = meta.SettledAt
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for id, last := range w.orphans {
-		if w.orphanDone[id] || unsettled[id] {
-			continue
+	for _, id := range settled {
+		if w.orphanDone[id] {
+			continue // a concurrent check counted it
 		}
+		last := w.orphans[id]
 		w.orphanDone[id] = true
 		w.lastSwept = time.Now()
-		age := now.Sub(last)
+		age := settledAt[id].Sub(last)
 		if w.youngest == 0 || age < w.youngest {
 			w.youngest = age
 		}

@@ -93,9 +93,37 @@ func TestWorldShort(t *testing.T) {
 			if !strings.HasPrefix(line, "region move done") {
 				return
 			}
+			// Every node holds the new version now; the dashboard shows it
+			// at its next sample of each node (four a second): poll for
+			// that state rather than read once, which under load can land
+			// before the sample. Polled off the announcing goroutine.
+			var version uint64
+			if _, err := fmt.Sscanf(line, "region move done: every node holds version %d", &version); err != nil {
+				mu.Lock()
+				got = fmt.Errorf("the announcement %q: %v", line, err)
+				mu.Unlock()
+				return
+			}
 			mu.Lock()
-			defer mu.Unlock()
-			got = getJSON(ctx, "http://"+dash+"/snapshot.json", &snap)
+			url := "http://" + dash + "/snapshot.json"
+			mu.Unlock()
+			polled.Go(func() {
+				var s dashboard.Snapshot
+				var err error
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+					s = dashboard.Snapshot{}
+					if err = getJSON(ctx, url, &s); err == nil && s.TableVersion >= version && len(s.Nodes) == 4 && len(s.Entities) > 0 {
+						break
+					}
+					select {
+					case <-ctx.Done():
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				snap, got = s, err
+			})
 		},
 	}, &out)
 	caller.halt()

@@ -22,6 +22,11 @@ import (
 // and simulate the whole world, ticking on. (The entities that stood in
 // its regions are lost: their new owner starts those regions empty.)
 func TestHostsFailOver(t *testing.T) {
+	// The lease TTL: the cut-off node is fenced within it, and a live node
+	// is fenced too if it renews nothing for that long. At 1 s a loaded
+	// machine (load 18 on 2 cores, -race) starved live nodes that long in
+	// one run of six; see the commit that set it.
+	const ttl = 3 * time.Second
 	e := hostEtcd(t)
 	prefix := fmt.Sprintf("/failovertest/%d/", time.Now().UnixNano())
 	names := []string{"zone-a", "zone-b", "zone-c"}
@@ -53,12 +58,23 @@ func TestHostsFailOver(t *testing.T) {
 		}
 		hosts[name] = startHost(ctx, zone.HostConfig{
 			Coord: coord.ClientConfig{Endpoints: endpoints, Prefix: prefix, DialTimeout: time.Second},
-			Name:  name, CertDir: certs, TTL: time.Second, Module: mod, Runtime: zone.Config{Grid: hostGrid()},
+			Name:  name, CertDir: certs, TTL: ttl, Module: mod, Runtime: zone.Config{Grid: hostGrid()},
 		})
+	}
+	// running fails the test at once when a node that should run has
+	// returned, with what it returned, rather than let a poll time out.
+	running := func(names ...string) {
+		t.Helper()
+		for _, name := range names {
+			if ended, err := hosts[name].exited(); ended {
+				t.Fatalf("%s's Host returned: %v", name, err)
+			}
+		}
 	}
 	for _, name := range names {
 		h := hosts[name]
 		testenv.PollUntil(t, 30*time.Second, name+" ticking with both peers connected", func() bool {
+			running(names...)
 			r, n := h.report()
 			return n >= 5 && r.Connected == 2
 		})
@@ -72,7 +88,7 @@ func TestHostsFailOver(t *testing.T) {
 			t.Fatalf("the cut-off node returned %v, want ErrFenced", err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("the cut-off node still runs 30s after the cut (TTL 1s)")
+		t.Fatalf("the cut-off node still runs 30s after the cut (TTL %v)", ttl)
 	}
 	want, _, err := zone.PlanFailover(v1, []string{"zone-a", "zone-b"}, []string{"zone-c"})
 	if err != nil {
@@ -82,6 +98,7 @@ func TestHostsFailOver(t *testing.T) {
 	for _, name := range []string{"zone-a", "zone-b"} {
 		h := hosts[name]
 		testenv.PollUntil(t, 30*time.Second, name+" holding table version 2", func() bool {
+			running("zone-a", "zone-b")
 			r, n := h.report()
 			ticksAt[name] = n
 			return r.TableVersion == 2
@@ -90,11 +107,12 @@ func TestHostsFailOver(t *testing.T) {
 			t.Fatalf("%s owns %d regions at version 2, want %d (its own and its share of zone-c's)", name, r.OwnedRegions, len(want.RegionsOf(name)))
 		}
 	}
-	t.Logf("zone-c cut off: both survivors held version 2 %v later (TTL 1s)", time.Since(cut))
+	t.Logf("zone-c cut off: both survivors held version 2 %v later (TTL %v)", time.Since(cut), ttl)
 	for _, name := range []string{"zone-a", "zone-b"} {
 		h := hosts[name]
 		// They tick on, on the new table: the regions are simulated again.
 		testenv.PollUntil(t, 30*time.Second, name+" ticking on", func() bool {
+			running("zone-a", "zone-b")
 			_, n := h.report()
 			return n >= ticksAt[name]+10
 		})

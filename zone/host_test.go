@@ -82,6 +82,16 @@ type hostRun struct {
 	ready zone.HostReady
 	last  zone.HostReport
 	ticks int
+	ended bool  // Host returned (its error also went to done)
+	err   error // what it returned
+}
+
+// exited reports whether Host returned, and with what, without taking
+// the result from done.
+func (h *hostRun) exited() (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ended, h.err
 }
 
 func (h *hostRun) report() (zone.HostReport, int) {
@@ -102,7 +112,13 @@ func startHost(ctx context.Context, cfg zone.HostConfig) *hostRun {
 		h.last, h.ticks = r, h.ticks+1
 		h.mu.Unlock()
 	}
-	go func() { h.done <- zone.Host(ctx, cfg) }()
+	go func() {
+		err := zone.Host(ctx, cfg)
+		h.mu.Lock()
+		h.ended, h.err = true, err
+		h.mu.Unlock()
+		h.done <- err
+	}()
 	return h
 }
 
