@@ -296,8 +296,16 @@ func (c *cluster) peerLive(peer string, lease int64) bool {
 // homeRegion is the region whose stream carries an entity standing at
 // p: its own region if this node owns it, else an owned region within
 // the handoff margin (it walked past a border and is not handed yet),
-// else its own region (one a new table moved away: this node streams it
-// on until it has handed everything there over).
+// else its own region if this node streams it, else a region within the
+// margin this node streams (one a new table moved away: this node streams
+// it on until it has handed everything there over, to a standby that
+// holds its records already), else its own region.
+//
+// The streamed neighbour matters: an entity past the border of a region
+// a new table just moved away, in a region this node never owned, would
+// otherwise start a stream the standby ignores (the sender is not the
+// region's owner in any table it held), while the region it came from
+// says it is gone: checkpointed nowhere (zonesim seed 1386).
 func (c *cluster) homeRegion(table *cells.Table, p torus.Pos) cells.RegionID {
 	grid := table.Grid()
 	self := c.r.cfg.Name
@@ -306,9 +314,19 @@ func (c *cluster) homeRegion(table *cells.Table, p torus.Pos) cells.RegionID {
 		return reg
 	}
 	m := c.r.cfg.Bands.HandoffMargin
-	for _, d := range [8][2]float64{{-1, 0}, {1, 0}, {0, -1}, {0, 1}, {-1, -1}, {1, -1}, {-1, 1}, {1, 1}} {
+	near := [8][2]float64{{-1, 0}, {1, 0}, {0, -1}, {0, 1}, {-1, -1}, {1, -1}, {-1, 1}, {1, 1}}
+	for _, d := range near {
 		q := grid.RegionOf(torus.Pos{X: p.X + d[0]*m, Y: p.Y + d[1]*m})
 		if table.Owner(q) == self {
+			return q
+		}
+	}
+	if c.ckpt.out[reg] != nil {
+		return reg
+	}
+	for _, d := range near {
+		q := grid.RegionOf(torus.Pos{X: p.X + d[0]*m, Y: p.Y + d[1]*m})
+		if c.ckpt.out[q] != nil {
 			return q
 		}
 	}
