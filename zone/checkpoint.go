@@ -172,9 +172,19 @@ type ckptIn struct {
 	tick   uint64 // the owner's tick of the last message applied
 	synced bool   // every message since the snapshot applied
 	// named is whom the held table named as the region's owner when the
-	// stream's first snapshot was applied (invariant 9: the sender).
+	// stream's first snapshot was applied (invariant 9: the sender), or
+	// when a held-back stream was confirmed.
 	named string
-	recs  map[ecs.ID]handoff.Snapshot
+	// heldBack: the stream started while the held table named another
+	// owner (the sender installed a newer table first: a region it was
+	// just given). Its records are kept, not adopted and not counted
+	// as a standby's, until the next table this node installs names the
+	// sender (then named is set); dropped unconfirmed if that table does
+	// not, or the sender dies first. heldVer is the table version held
+	// when the stream started.
+	heldBack bool
+	heldVer  uint64
+	recs     map[ecs.ID]handoff.Snapshot
 }
 
 // adoption is one round: the candidates of the regions a table gave
@@ -234,7 +244,7 @@ func (r *Runtime) Checkpointed(dst []CheckpointRecord, id ecs.ID) []CheckpointRe
 	}
 	n := len(dst)
 	for k, in := range r.cluster.ckpt.in {
-		if s, ok := in.recs[id]; ok {
+		if s, ok := in.recs[id]; ok && !in.heldBack {
 			dst = append(dst, CheckpointRecord{Region: k.region, Owner: in.owner, Epoch: s.Epoch, Tick: in.tick})
 		}
 	}
@@ -543,7 +553,7 @@ func (c *cluster) receiveCheckpoint(from string, m checkpointMsg) {
 		in = nil
 	}
 	named := c.namedOwner(table, reg, from)
-	if in == nil && !ck.bugs.noFence && named != from || Standby(reg, from, c.liveNodes()) != r.cfg.Name {
+	if Standby(reg, from, c.liveNodes()) != r.cfg.Name {
 		ck.stats.Ignored++
 		return
 	}
@@ -552,7 +562,15 @@ func (c *cluster) receiveCheckpoint(from string, m checkpointMsg) {
 			ck.stats.Ignored++
 			return
 		}
+		// A sender the held table does not name is held back, not
+		// ignored: it installed the table that gave it the region before
+		// this node did, and its snapshot is the only one for
+		// ckptFullEvery checkpoints (meanwhile the region it moved
+		// entities from says they are gone).
 		in = &ckptIn{owner: from, lease: m.Fence.Lease, named: named, recs: make(map[ecs.ID]handoff.Snapshot)}
+		if named != from && !ck.bugs.noFence {
+			in.named, in.heldBack, in.heldVer = "", true, table.Version()
+		}
 		ck.in[key] = in
 	}
 	switch {
@@ -638,6 +656,15 @@ func (c *cluster) ckptTick() {
 	var adopt []ckptKey
 	for k, in := range ck.in { // each stream alone: no order needed but the adoptions'
 		owner := table.Owner(k.region)
+		if in.heldBack {
+			if c.namedOwner(table, k.region, in.owner) != in.owner {
+				if table.Version() > in.heldVer || !c.peerLive(in.owner, in.lease) || Standby(k.region, in.owner, live) != self {
+					delete(ck.in, k) // never confirmed: not this node's to adopt
+				}
+				continue
+			}
+			in.named, in.heldBack = in.owner, false
+		}
 		switch {
 		case owner == in.owner && c.peerLive(in.owner, in.lease):
 			if Standby(k.region, owner, live) != self {
@@ -881,6 +908,9 @@ func (c *cluster) checkCheckpoints(breach func(int, ecs.ID, string, ...any)) {
 	r := c.r
 	for k, in := range c.ckpt.in { // CheckInvariants sorts the breaches
 		reg := k.region
+		if in.heldBack {
+			continue // not a standby's records yet
+		}
 		// 9: a stream of records started from the node the held table
 		// (or the one before it) named as the region's owner.
 		if in.named != in.owner {
