@@ -854,7 +854,11 @@ func (c *cluster) finishAdoption(a *adoption) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(a.cands)) {
 		cd := a.cands[id]
-		if r.w.Alive(id) && !r.ghost.Has(id) || c.isGhost(id) {
+		// A render ghost from a dead node is no sign of a live holder: a
+		// parked one outlives the fence until sweepParked, and with no
+		// peer to ask the round ends in the tick of the fence (zonesim
+		// TestKillSoak nodes2 seed 15).
+		if r.w.Alive(id) && !r.ghost.Has(id) || c.isGhost(id) && !slices.Contains(a.dead, c.source[id]) {
 			ck.stats.Here++ // held here, or a live peer sends it
 			continue
 		}
