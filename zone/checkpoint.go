@@ -31,7 +31,10 @@ import (
 // newest, dropped when the owner says it is gone; it applies a delta only
 // right after the message before it (a gap waits for the next snapshot),
 // and only from the node its held table names as the region's owner,
-// under a lease it accepts. It drops a region's records when it is no
+// under a lease it accepts (a stream from a node its table does not name
+// yet is held back, neither adopted nor checked, until the next table it
+// installs names the sender, else dropped: the owner that installed the
+// table first starts a region it was given before its standby knows). It drops a region's records when it is no
 // longer the region's standby, and when the region's owner changes by a
 // move (the old owner is live and shows the new table: its entities go by
 // handoff). The records are passive: nothing simulates them, nobody sees
