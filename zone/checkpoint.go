@@ -31,7 +31,10 @@ import (
 // newest, dropped when the owner says it is gone; it applies a delta only
 // right after the message before it (a gap waits for the next snapshot),
 // and only from the node its held table names as the region's owner,
-// under a lease it accepts. It drops a region's records when it is no
+// under a lease it accepts (a stream from a node its table does not name
+// yet is held back, neither adopted nor checked, until the next table it
+// installs names the sender, else dropped: the owner that installed the
+// table first starts a region it was given before its standby knows). It drops a region's records when it is no
 // longer the region's standby, and when the region's owner changes by a
 // move (the old owner is live and shows the new table: its entities go by
 // handoff). The records are passive: nothing simulates them, nobody sees
@@ -173,12 +176,22 @@ type ckptIn struct {
 	tick   uint64 // the owner's tick of the last message applied
 	synced bool   // every message since the snapshot applied
 	// named is whom the held table named as the region's owner when the
-	// stream's first snapshot was applied (invariant 9: the sender).
+	// stream's first snapshot was applied (invariant 9: the sender), or
+	// when a held-back stream was confirmed.
 	named string
 	// grid is the held table's grid when the stream started: a region id
 	// means nothing under another grid, so a grid change ends the stream.
 	grid cells.Grid
-	recs map[ecs.ID]handoff.Snapshot
+	// heldBack: the stream started while the held table named another
+	// owner (the sender installed a newer table first: a region it was
+	// just given). Its records are kept, not adopted and not counted
+	// as a standby's, until the next table this node installs names the
+	// sender (then named is set); dropped unconfirmed if that table does
+	// not, or the sender dies first. heldVer is the table version held
+	// when the stream started.
+	heldBack bool
+	heldVer  uint64
+	recs     map[ecs.ID]handoff.Snapshot
 }
 
 // adoption is one round: the candidates of the regions a table gave
@@ -238,7 +251,7 @@ func (r *Runtime) Checkpointed(dst []CheckpointRecord, id ecs.ID) []CheckpointRe
 	}
 	n := len(dst)
 	for k, in := range r.cluster.ckpt.in {
-		if s, ok := in.recs[id]; ok {
+		if s, ok := in.recs[id]; ok && !in.heldBack {
 			dst = append(dst, CheckpointRecord{Region: k.region, Owner: in.owner, Epoch: s.Epoch, Tick: in.tick})
 		}
 	}
@@ -300,8 +313,16 @@ func (c *cluster) peerLive(peer string, lease int64) bool {
 // homeRegion is the region whose stream carries an entity standing at
 // p: its own region if this node owns it, else an owned region within
 // the handoff margin (it walked past a border and is not handed yet),
-// else its own region (one a new table moved away: this node streams it
-// on until it has handed everything there over).
+// else its own region if this node streams it, else a region within the
+// margin this node streams (one a new table moved away: this node streams
+// it on until it has handed everything there over, to a standby that
+// holds its records already), else its own region.
+//
+// The streamed neighbour matters: an entity past the border of a region
+// a new table just moved away, in a region this node never owned, would
+// otherwise start a stream the standby ignores (the sender is not the
+// region's owner in any table it held), while the region it came from
+// says it is gone: checkpointed nowhere (zonesim seed 1386).
 func (c *cluster) homeRegion(table *cells.Table, p torus.Pos) cells.RegionID {
 	grid := table.Grid()
 	self := c.r.cfg.Name
@@ -310,9 +331,19 @@ func (c *cluster) homeRegion(table *cells.Table, p torus.Pos) cells.RegionID {
 		return reg
 	}
 	m := c.r.cfg.Bands.HandoffMargin
-	for _, d := range [8][2]float64{{-1, 0}, {1, 0}, {0, -1}, {0, 1}, {-1, -1}, {1, -1}, {-1, 1}, {1, 1}} {
+	near := [8][2]float64{{-1, 0}, {1, 0}, {0, -1}, {0, 1}, {-1, -1}, {1, -1}, {-1, 1}, {1, 1}}
+	for _, d := range near {
 		q := grid.RegionOf(torus.Pos{X: p.X + d[0]*m, Y: p.Y + d[1]*m})
 		if table.Owner(q) == self {
+			return q
+		}
+	}
+	if c.ckpt.out[reg] != nil {
+		return reg
+	}
+	for _, d := range near {
+		q := grid.RegionOf(torus.Pos{X: p.X + d[0]*m, Y: p.Y + d[1]*m})
+		if c.ckpt.out[q] != nil {
 			return q
 		}
 	}
@@ -536,7 +567,7 @@ func (c *cluster) receiveCheckpoint(from string, m checkpointMsg) {
 		in = nil
 	}
 	named := c.namedOwner(table, reg, from)
-	if in == nil && !ck.bugs.noFence && named != from || Standby(reg, from, c.liveNodes()) != r.cfg.Name {
+	if Standby(reg, from, c.liveNodes()) != r.cfg.Name {
 		ck.stats.Ignored++
 		return
 	}
@@ -545,7 +576,15 @@ func (c *cluster) receiveCheckpoint(from string, m checkpointMsg) {
 			ck.stats.Ignored++
 			return
 		}
+		// A sender the held table does not name is held back, not
+		// ignored: it installed the table that gave it the region before
+		// this node did, and its snapshot is the only one for
+		// ckptFullEvery checkpoints (meanwhile the region it moved
+		// entities from says they are gone).
 		in = &ckptIn{owner: from, lease: m.Fence.Lease, named: named, grid: table.Grid(), recs: make(map[ecs.ID]handoff.Snapshot)}
+		if named != from && !ck.bugs.noFence {
+			in.named, in.heldBack, in.heldVer = "", true, table.Version()
+		}
 		ck.in[key] = in
 	}
 	switch {
@@ -635,6 +674,15 @@ func (c *cluster) ckptTick() {
 			continue
 		}
 		owner := table.Owner(k.region)
+		if in.heldBack {
+			if c.namedOwner(table, k.region, in.owner) != in.owner {
+				if table.Version() > in.heldVer || !c.peerLive(in.owner, in.lease) || Standby(k.region, in.owner, live) != self {
+					delete(ck.in, k) // never confirmed: not this node's to adopt
+				}
+				continue
+			}
+			in.named, in.heldBack = in.owner, false
+		}
 		switch {
 		case owner == in.owner && c.peerLive(in.owner, in.lease):
 			if Standby(k.region, owner, live) != self {
@@ -824,7 +872,11 @@ func (c *cluster) finishAdoption(a *adoption) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(a.cands)) {
 		cd := a.cands[id]
-		if r.w.Alive(id) && !r.ghost.Has(id) || c.isGhost(id) {
+		// A render ghost from a dead node is no sign of a live holder: a
+		// parked one outlives the fence until sweepParked, and with no
+		// peer to ask the round ends in the tick of the fence (zonesim
+		// TestKillSoak nodes2 seed 15).
+		if r.w.Alive(id) && !r.ghost.Has(id) || c.isGhost(id) && !slices.Contains(a.dead, c.source[id]) {
 			ck.stats.Here++ // held here, or a live peer sends it
 			continue
 		}
@@ -878,6 +930,9 @@ func (c *cluster) checkCheckpoints(breach func(int, ecs.ID, string, ...any)) {
 	r := c.r
 	for k, in := range c.ckpt.in { // CheckInvariants sorts the breaches
 		reg := k.region
+		if in.heldBack {
+			continue // not a standby's records yet
+		}
 		// 9: a stream of records started from the node the held table
 		// (or the one before it) named as the region's owner.
 		if in.named != in.owner {

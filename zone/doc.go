@@ -202,7 +202,9 @@
 //     has lost its lease.
 //  9. A standby's stream of records for a region started from the node
 //     its held table (or the table before it: a move in flight) named as
-//     the region's owner; it goes on only under that node's lease.
+//     the region's owner; it goes on only under that node's lease. (A
+//     stream from a sender the table did not name yet is held back, no
+//     standby's records, until the next table names the sender.)
 //  10. A record a standby holds of an entity it holds itself is never at
 //     a higher epoch than its own copy (simulated, or offered in a
 //     handoff): records are older than what lives.
