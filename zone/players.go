@@ -572,6 +572,10 @@ func (r *Runtime) findPlayer(g *gwSession) {
 	} else {
 		r.Attach(a, g)
 		g.localWait = r.awaitSave(a, "", session)
+		if !g.localWait && r.cluster != nil {
+			// Its master may be here as checkpoint records, to be adopted.
+			g.localWait = r.cluster.awaitAdoption("", wire.Player{Account: a, Session: session})
+		}
 	}
 	if r.cluster != nil {
 		m := wire.Player{Fence: r.cluster.fence(), Op: wire.PlayerTakeover, Account: a, Session: session}
@@ -735,6 +739,9 @@ func (r *Runtime) sessionInput(s *gateway.Session, in gateway.Input) {
 // once), it goes to the node that was asked to bring it in: on the same
 // ordered stream, after the spawn, so it finds the entity there.
 func (r *Runtime) sendToPlayer(g *gwSession, in Intent) {
+	if g.on != "" && r.cluster != nil && !r.cluster.maybeLive(g.on) {
+		g.on = "" // it died: its entities are adopted elsewhere, found by their ghosts
+	}
 	if r.cluster == nil || g.on == "" || r.w.Alive(in.Target) || r.isGhost(in.Target) || r.cluster.wentTo(in.Target) {
 		r.Send(in)
 		return
@@ -885,6 +892,10 @@ func (r *Runtime) answerTakeover(from string, m wire.Player) wire.Player {
 			// Simulated here, whatever became of its gateway.
 			taken(master, pet)
 		} else if r.awaitSave(a, from, m.Session) {
+			reply.Op = wire.PlayerSaving
+		} else if c.awaitAdoption(from, m) {
+			// Its master is here as checkpoint records, to be adopted:
+			// answered again when they are adopted or gone.
 			reply.Op = wire.PlayerSaving
 		}
 	}
