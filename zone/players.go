@@ -875,6 +875,10 @@ func (r *Runtime) answerTakeover(from string, m wire.Player) wire.Player {
 		reply.Op, reply.Master, reply.Pet = wire.PlayerTaken, uint64(master), uint64(pet)
 		if ch, ok := r.vis.ChunkOf(master); ok {
 			reply.Chunk = ch
+		} else if p, ok := r.pos.Get(master); ok {
+			// Adopted this tick (a login that waited for its records):
+			// not indexed yet.
+			reply.Chunk = r.geo.ChunkOf(p.Pos)
 		}
 	}
 	if g := r.gw[a]; g != nil && uint64(g.s.Epoch()) < m.Session {
