@@ -739,9 +739,6 @@ func (r *Runtime) sessionInput(s *gateway.Session, in gateway.Input) {
 // once), it goes to the node that was asked to bring it in: on the same
 // ordered stream, after the spawn, so it finds the entity there.
 func (r *Runtime) sendToPlayer(g *gwSession, in Intent) {
-	if g.on != "" && r.cluster != nil && !r.cluster.maybeLive(g.on) {
-		g.on = "" // it died: its entities are adopted elsewhere, found by their ghosts
-	}
 	if r.cluster == nil || g.on == "" || r.w.Alive(in.Target) || r.isGhost(in.Target) || r.cluster.wentTo(in.Target) {
 		r.Send(in)
 		return
