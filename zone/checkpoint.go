@@ -146,6 +146,9 @@ type ckptState struct {
 	round  uint64
 	// queries wait until this node may answer them.
 	queries []pendingQuery
+	// waiters are logins waiting for this node's records of their
+	// account to be adopted or gone (ckptplayers.go).
+	waiters []adoptionWaiter
 	// restored are the entities created from records, with the tick.
 	restored map[ecs.ID]uint64
 	stats    CheckpointStats
@@ -662,7 +665,7 @@ func (c *cluster) ckptTick() {
 	ck := &c.ckpt
 	table := r.terr.Table()
 	c.namedOwner(table, 0, "") // follows the held table
-	if len(ck.in) == 0 && len(ck.rounds) == 0 && len(ck.queries) == 0 {
+	if len(ck.in) == 0 && len(ck.rounds) == 0 && len(ck.queries) == 0 && len(ck.waiters) == 0 {
 		return
 	}
 	self := r.cfg.Name
@@ -720,6 +723,7 @@ func (c *cluster) ckptTick() {
 		}
 	}
 	c.answerQueries(table)
+	c.releaseWaiters()
 	for id, t := range ck.restored {
 		if !r.w.Alive(id) || r.w.CurrentTick().N > t+ticks(r.cfg.Timers.Went) {
 			delete(ck.restored, id)

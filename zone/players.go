@@ -572,6 +572,10 @@ func (r *Runtime) findPlayer(g *gwSession) {
 	} else {
 		r.Attach(a, g)
 		g.localWait = r.awaitSave(a, "", session)
+		if !g.localWait && r.cluster != nil {
+			// Its master may be here as checkpoint records, to be adopted.
+			g.localWait = r.cluster.awaitAdoption("", wire.Player{Account: a, Session: session})
+		}
 	}
 	if r.cluster != nil {
 		m := wire.Player{Fence: r.cluster.fence(), Op: wire.PlayerTakeover, Account: a, Session: session}
@@ -868,6 +872,10 @@ func (r *Runtime) answerTakeover(from string, m wire.Player) wire.Player {
 		reply.Op, reply.Master, reply.Pet = wire.PlayerTaken, uint64(master), uint64(pet)
 		if ch, ok := r.vis.ChunkOf(master); ok {
 			reply.Chunk = ch
+		} else if p, ok := r.pos.Get(master); ok {
+			// Adopted this tick (a login that waited for its records):
+			// not indexed yet.
+			reply.Chunk = r.geo.ChunkOf(p.Pos)
 		}
 	}
 	if g := r.gw[a]; g != nil && uint64(g.s.Epoch()) < m.Session {
@@ -885,6 +893,10 @@ func (r *Runtime) answerTakeover(from string, m wire.Player) wire.Player {
 			// Simulated here, whatever became of its gateway.
 			taken(master, pet)
 		} else if r.awaitSave(a, from, m.Session) {
+			reply.Op = wire.PlayerSaving
+		} else if c.awaitAdoption(from, m) {
+			// Its master is here as checkpoint records, to be adopted:
+			// answered again when they are adopted or gone.
 			reply.Op = wire.PlayerSaving
 		}
 	}

@@ -28,7 +28,7 @@ import (
 // bots back in. The lead sets it to true when the checkpoints are merged;
 // the test then also requires the dead node's entities and players back,
 // each player having lost at most about the checkpoint interval.
-const failoverRecovers = false
+const failoverRecovers = true
 
 var (
 	zoneReadyRE = regexp.MustCompile(`(zone-\w+): node \d+, link \S+, gateway (ws://\S+/ws) \(browser client \S+\), dashboard (http://\S+/)`)

@@ -1,0 +1,130 @@
+package zone
+
+import (
+	"github.com/shardwise/shardwise/account"
+	"github.com/shardwise/shardwise/handoff"
+	"github.com/shardwise/shardwise/zone/internal/wire"
+)
+
+// A login's takeover and the checkpoints of its player.
+//
+// A player's master lives only as checkpoint records on the standby of
+// its region from the moment its node dies until the standby adopts it:
+// nobody answers Taken meanwhile. A login (or a resume) of the account in
+// that window that loaded the player from the store would make a second
+// master when the adoption creates the first one again, from a state
+// newer than the store's. So a node that holds checkpoint records of a
+// client player of the account (in a stream, or in an adoption round)
+// does not answer NotHere: it answers Saving (the login waits, as for a
+// save on its way) and answers again once it holds no such record any
+// more: Taken if it adopted the master, NotHere if the records went (the
+// owner said the player is gone, or the stream moved). A login on this
+// node waits the same way for its own records.
+
+// ownerName is the Owner component's name in a record (Register in New).
+const ownerName = "zone.owner"
+
+// adoptionWaiter is a login waiting for this node's records of its
+// account: a takeover from node (m), or this node's own session ("").
+type adoptionWaiter struct {
+	node string
+	m    wire.Player
+}
+
+// holdsPlayerRecords reports whether this node holds a checkpoint record
+// of a client player's entity of account a.
+func (c *cluster) holdsPlayerRecords(a account.ID) bool {
+	for _, in := range c.ckpt.in {
+		for _, s := range in.recs {
+			if recordAccount(s) == a {
+				return true
+			}
+		}
+	}
+	for _, rd := range c.ckpt.rounds {
+		for _, cd := range rd.cands {
+			if recordAccount(cd.snap) == a {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// recordAccount is the account of a record's client player (0: none).
+func recordAccount(s handoff.Snapshot) account.ID {
+	for _, comp := range s.Components {
+		if comp.Name != ownerName {
+			continue
+		}
+		o, err := FixedCodec[Owner]().Decode(comp.Data)
+		if err != nil || o.Session == 0 {
+			return 0
+		}
+		return o.Account
+	}
+	return 0
+}
+
+// awaitAdoption makes the login of m (from node, "" for this one) wait
+// for this node's records of its account; false if it holds none.
+func (c *cluster) awaitAdoption(node string, m wire.Player) bool {
+	if !c.holdsPlayerRecords(m.Account) {
+		return false
+	}
+	c.ckpt.waiters = append(c.ckpt.waiters, adoptionWaiter{node: node, m: m})
+	return true
+}
+
+// releaseWaiters answers the logins whose account this node holds no
+// record of any more (ckptTick, after the adoptions it finished).
+func (c *cluster) releaseWaiters() {
+	ck := &c.ckpt
+	if len(ck.waiters) == 0 {
+		return
+	}
+	r := c.r
+	var due []adoptionWaiter
+	kept := ck.waiters[:0]
+	for _, w := range ck.waiters {
+		switch {
+		case w.node != "" && !c.maybeLive(w.node):
+			// The asker died.
+		case c.holdsPlayerRecords(w.m.Account):
+			kept = append(kept, w)
+		default:
+			due = append(due, w)
+		}
+	}
+	clear(ck.waiters[len(kept):])
+	ck.waiters = kept
+	for _, w := range due {
+		if w.node != "" {
+			c.queue(w.node, wire.KindPlayer, r.answerTakeover(w.node, w.m).Append(nil))
+			continue
+		}
+		r.localAdoptionDone(w.m.Account, w.m.Session)
+	}
+}
+
+// localAdoptionDone goes on with this node's own login of a (session)
+// that waited for its records: it takes the adopted master over, or
+// loads the player once no other node is still to answer.
+func (r *Runtime) localAdoptionDone(a account.ID, session uint64) {
+	g := r.gw[a]
+	if g == nil || uint64(g.s.Epoch()) != session || !g.localWait || g.master != 0 {
+		return
+	}
+	g.localWait = false
+	if master, pet, ok := r.masterOf(a, session); ok {
+		r.Attach(a, nil)
+		r.clearViewer(a)
+		r.tellPlayer(session, master, pet)
+		g.master, g.pet, g.waitUntil = master, pet, 0
+		g.reattachAt = r.w.CurrentTick().N + 2
+		return
+	}
+	if g.waitUntil != 0 && g.asked <= 0 {
+		r.loadFor(g)
+	}
+}
