@@ -434,7 +434,8 @@ type BotStats struct {
 	Errors, Closes map[string]int
 	// What the clients saw (ClientStats), summed over every connection.
 	Batches, Blinks, EdgeReturns, OutOfOrder, Bytes, Leaks int
-	// BlinkLog is the first blinks seen (at most 16), for diagnosis.
+	// BlinkLog is the first blinks seen (at most BlinkLogLen), for
+	// diagnosis and for telling whose entities blinked.
 	BlinkLog []Blink
 	// Purchases counts the purchases a bot's purse showed (the good's
 	// count rose); PurchasesRefused those it did not show within
@@ -682,8 +683,14 @@ func addClient(s *BotStats, v *View) {
 }
 
 func appendBlinks(dst, src []Blink) []Blink {
-	return append(dst, src[:min(len(src), max(16-len(dst), 0))]...)
+	return append(dst, src[:min(len(src), max(BlinkLogLen-len(dst), 0))]...)
 }
+
+// BlinkLogLen bounds a client's and the bots' BlinkLog: enough to tell
+// whose entities blinked in a failover (every client that had a dead
+// node's entities in view sees each vanish and come back), bounded so a
+// broken run's stats stay small.
+const BlinkLogLen = 4096
 
 // errGone says the socket closed under the bot.
 var errGone = errors.New("sim: the socket closed")

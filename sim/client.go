@@ -83,7 +83,8 @@ type ClientStats struct {
 	// into them at once. Views are held by whole columns (with a release
 	// margin), so this can happen and is not a blink.
 	EdgeReturns int
-	// BlinkLog is the first blinks seen (at most 16), for diagnosis.
+	// BlinkLog is the first blinks seen (at most BlinkLogLen), for
+	// diagnosis and for telling whose entities blinked.
 	BlinkLog []Blink
 	// Leaks counts owner-only component frames (the reference game's
 	// experience and purse) about an entity that is neither the client's
@@ -624,7 +625,7 @@ func (c *Client) applyBatch(tick uint64, frames []byte, vanished map[uint64]vani
 						c.stats.EdgeReturns++
 					} else {
 						c.stats.Blinks++
-						if len(c.stats.BlinkLog) < 16 {
+						if len(c.stats.BlinkLog) < BlinkLogLen {
 							c.stats.BlinkLog = append(c.stats.BlinkLog, Blink{Entity: m.Entity, Visual: v.visual, Vanished: v.tick, Appeared: tick})
 						}
 					}
