@@ -408,7 +408,7 @@ func (r *WorldReport) checkZoneKill(fail, note func(string, ...any), stoppedFirs
 		// The world does not bring them back yet (failoverRestoresPlayers):
 		// what happened to them is said, not failed.
 		if k.PlayersLost > 0 {
-			note("%s of the killed zone node %s logged in at the end with neither master nor pet in the world (not counted by the players' check: their masters and pets died with the node, and the failover does not restore players yet)",
+			note("%s of the killed zone node %s logged in at the end without their master, their pet or both in the world (not counted by the players' check: they died with the node, and the failover does not restore every player yet)",
 				plural(k.PlayersLost, "player", "players"), k.Node)
 		}
 		if k.Blinks > 0 {
@@ -479,7 +479,7 @@ func (r WorldReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "  runtime invariants        broken after %d ticks (zone.Runtime.CheckInvariants at every tick end)\n", r.InvariantBreaches)
 	lost := ""
 	if n := r.ZoneKill.PlayersLost; n > 0 {
-		lost = fmt.Sprintf("; not counted: %s of the killed zone node with neither (see below)", plural(n, "player", "players"))
+		lost = fmt.Sprintf("; not counted: %s of the killed zone node missing their master or pet (see below)", plural(n, "player", "players"))
 	}
 	fmt.Fprintf(w, "  players conserved         %s: %d logged in, %d entities (a master and a pet each)%s\n", yes(len(r.PlayerMismatches) == 0), r.PlayersLoggedIn, r.PlayerEntities, lost)
 	fmt.Fprintf(w, "  handoffs                  %d acked, %d refused, %d aborted; %s\n", r.Handoffs.Acked, r.Handoffs.Refused, r.Handoffs.Aborted, r.handoffP99())
@@ -595,7 +595,7 @@ func (r WorldReport) printZoneKill(w io.Writer) {
 		fmt.Fprintf(w, "    players it simulated    %d of %d back in the world on another node%s\n",
 			k.PlayersBack, k.PlayersSimulated, last(k.PlayersBack, k.BackAfter))
 		if !k.RestoresPlayers {
-			fmt.Fprintf(w, "    players lost with it    %d logged in at the end with neither master nor pet; %d blinks of its entities or players' (the failover does not restore players yet)\n",
+			fmt.Fprintf(w, "    players lost with it    %d logged in at the end without their master, their pet or both; %d blinks of its entities or players' (the failover does not restore players yet)\n",
 				k.PlayersLost, k.Blinks)
 		}
 		fmt.Fprintf(w, "    trades committed        %d before the kill, %d after it\n", k.TradesBefore, k.TradesAfter)

@@ -233,12 +233,12 @@ func TestWorldReportZoneKill(t *testing.T) {
 	r.ZoneKill.RestoresPlayers, r.ZoneKill.PlayersReconnected, r.ZoneKill.PlayersBack = false, 1, 1
 	r.ZoneKill.PlayersLost, r.ZoneKill.Blinks, r.Bots.Blinks = 2, 3, 3
 	r.Played = 9*time.Second + 30*time.Second
-	if c := checked(r); !c.OK() || len(c.Notes) != 2 || !strings.Contains(c.Notes[0], "2 players of the killed zone node zone-2 logged in at the end with neither master nor pet") {
+	if c := checked(r); !c.OK() || len(c.Notes) != 2 || !strings.Contains(c.Notes[0], "2 players of the killed zone node zone-2 logged in at the end without their master, their pet or both") {
 		t.Fatalf("players lost, blinks of its entities: failures %q, notes %q; want two notes", c.Failures, c.Notes)
 	}
 	var b2 strings.Builder
 	checked(r).Print(&b2)
-	if want := "players conserved         yes: 4 logged in, 8 entities (a master and a pet each); not counted: 2 players of the killed zone node with neither (see below)"; !strings.Contains(b2.String(), want) {
+	if want := "players conserved         yes: 4 logged in, 8 entities (a master and a pet each); not counted: 2 players of the killed zone node missing their master or pet (see below)"; !strings.Contains(b2.String(), want) {
 		t.Errorf("report lacks %q:\n%s", want, b2.String())
 	}
 	r.Bots.Blinks = 4

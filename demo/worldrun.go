@@ -242,7 +242,7 @@ func (d *worldDemo) countPlayers(ctx context.Context, bots *sim.Bots) playerCoun
 }
 
 // playerCount is the end-of-run count of the players' entities. Lost are
-// the killed zone node's players with neither master nor pet in the world,
+// the killed zone node's players missing their master, their pet or both,
 // left out of Mismatches unless the failover restores players
 // (failoverRestoresPlayers).
 type playerCount struct {
@@ -264,7 +264,7 @@ func (d *worldDemo) playerCountNow(ctx context.Context) playerCount {
 			c.LoggedIn++
 		}
 		c.Entities += per[a]
-		if per[a] == 0 && want == 2 && affected[a] && !failoverRestoresPlayers {
+		if per[a] < want && want == 2 && affected[a] && !failoverRestoresPlayers {
 			c.Lost++
 			continue
 		}
