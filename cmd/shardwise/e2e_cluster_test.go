@@ -216,7 +216,10 @@ func readSample(ctx context.Context, client *http.Client, base string) (nodeSamp
 // 250 ms, each at its own moment, so an entity handed over between two
 // samples shows on both nodes for up to a sample's age: an id on two nodes
 // is a duplicate (a failure) only when it stays on two nodes for
-// dupPersist; shorter overlaps are counted as transient.
+// dupPersist; shorter overlaps are counted as transient. A node whose
+// tick has not moved for stillFor steps nothing, so writes nothing: its
+// last sample (a node fenced and about to exit still serves it) does not
+// count towards a duplicate.
 type census struct {
 	client  *http.Client
 	clients map[string]*http.Client // a node's own client (its namespace's), else client
@@ -226,6 +229,8 @@ type census struct {
 	last     map[string]nodeSample
 	trail    map[uint64][]trailPoint // players' masters: where each stood, round by round
 	dupFrom  map[uint64]time.Time    // ids on two nodes now, since when
+	tickOf   map[string]uint64       // node → the tick of its last sample
+	tickAt   map[string]time.Time    // node → when that tick was first read
 	reported map[uint64]bool         // ids in persistent
 	// transient counts overlaps shorter than dupPersist; persistent names
 	// the duplicates.
@@ -243,11 +248,17 @@ type trailPoint struct {
 
 const dupPersist = time.Second
 
+// stillFor is how long a node's sampled tick must stand still for the
+// census to take it as stepping nothing: more than two of the
+// dashboard's 250 ms samples, so a live node always moves within it.
+const stillFor = 600 * time.Millisecond
+
 // newCensus reads the dashboards at urls (node → URL), each with its
 // node's client in clients if it has one, else with a plain client.
 func newCensus(urls map[string]string, clients map[string]*http.Client) *census {
 	return &census{client: &http.Client{}, clients: clients, urls: urls, last: map[string]nodeSample{},
-		trail: map[uint64][]trailPoint{}, dupFrom: map[uint64]time.Time{}, reported: map[uint64]bool{}}
+		trail: map[uint64][]trailPoint{}, dupFrom: map[uint64]time.Time{}, reported: map[uint64]bool{},
+		tickOf: map[string]uint64{}, tickAt: map[string]time.Time{}}
 }
 
 // drop stops reading node (killed, or cut off).
@@ -287,8 +298,14 @@ func (c *census) round(ctx context.Context) {
 			continue
 		}
 		c.last[n] = s
+		if t, ok := c.tickOf[n]; !ok || t != s.Tick {
+			c.tickOf[n], c.tickAt[n] = s.Tick, now
+		}
+		stepping := now.Sub(c.tickAt[n]) < stillFor
 		for id, e := range s.Entities {
-			on[id] = append(on[id], n)
+			if stepping {
+				on[id] = append(on[id], n)
+			}
 			if e.Kind == game.KindNamePlayer {
 				tr := c.trail[id]
 				if len(tr) == 0 || tr[len(tr)-1].X != e.X || tr[len(tr)-1].Y != e.Y || tr[len(tr)-1].Node != n {
