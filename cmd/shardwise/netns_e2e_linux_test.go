@@ -474,7 +474,11 @@ func TestZonePartitionStopsBeforeStandby(t *testing.T) {
 			}
 		}
 	})
-	<-time.After(500 * time.Millisecond) // both watchers running
+	testenv.PollUntil(t, 10*time.Second, "both watchers' first reads", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return lastTick > 0 && !lastOldStart.IsZero()
+	})
 	cut := time.Now()
 	c.lab.sh(c.lab.exec(victim, "ip", "link", "set", "eth0", "down")...)
 	t.Logf("cut %s off at %s (lease TTL %v)", c.names[victim], cut.Format(time.RFC3339Nano), ttl)
