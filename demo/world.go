@@ -25,6 +25,7 @@ import (
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/internal/dburl"
+	"github.com/shardwise/shardwise/internal/tcpproxy"
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/logintoken"
@@ -344,7 +345,7 @@ type zoneNode struct {
 	// stop cancels the node's Host (the kill); proxy is its way to etcd;
 	// killed is set at the kill, and makes its stores refuse it (killable).
 	stop   context.CancelFunc
-	proxy  *etcdProxy
+	proxy  *tcpproxy.Proxy
 	killed atomic.Bool
 
 	// Under worldDemo.mu:
@@ -742,7 +743,7 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, scratch string) er
 		zn := &zoneNode{name: name, game: g, exited: make(chan struct{}), ticks: make([]time.Duration, 0, tickWindow)}
 		// The node reaches etcd through a proxy of its own, so that the
 		// kill can cut it off (zonekill.go).
-		if zn.proxy, err = startEtcdProxy(d.etcd.Endpoints()[0]); err != nil {
+		if zn.proxy, err = tcpproxy.Start(d.etcd.Endpoints()[0]); err != nil {
 			g.Close()
 			return err
 		}
@@ -751,7 +752,7 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, scratch string) er
 		rc := gc.RuntimeConfig()
 		rc.WorldSeed = gc.Seed
 		hc := zone.HostConfig{
-			Coord: coord.ClientConfig{Endpoints: []string{zn.proxy.endpoint()}, Prefix: d.prefix},
+			Coord: coord.ClientConfig{Endpoints: []string{zn.proxy.Endpoint()}, Prefix: d.prefix},
 			Name:  name, CertDir: certs, Module: g, Runtime: rc,
 			MetricsAddr: "127.0.0.1:0", GatewayAddr: "127.0.0.1:0",
 			// Every bot connects from this process over loopback: one
@@ -819,7 +820,7 @@ func (d *worldDemo) closeProxies() error {
 	defer d.mu.Unlock()
 	for _, n := range d.nodes {
 		if n.proxy != nil {
-			n.proxy.close()
+			n.proxy.Cut()
 		}
 	}
 	return nil

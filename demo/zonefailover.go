@@ -219,7 +219,7 @@ func (d *worldDemo) mostPlayers(t *cells.Table, spare []string) string {
 // refuse it, its etcd is cut, its Host is stopped.
 func (d *worldDemo) killZone(zn *zoneNode) {
 	zn.killed.Store(true) // the stores refuse it from now; its stop is no failure
-	zn.proxy.close()
+	zn.proxy.Cut()
 	zn.stop()
 	if d.dash != nil {
 		d.dash.col.NodeDown(zn.name, "killed")

@@ -3,10 +3,6 @@ package demo
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,7 +18,7 @@ import (
 // with a signal. It kills it the way a dead process looks to everything
 // outside it, with three switches of the node's own, thrown together:
 //
-//   - etcd: the node reaches etcd through a proxy of its own (etcdProxy),
+//   - etcd: the node reaches etcd through a proxy of its own (tcpproxy.Proxy),
 //     cut at the kill: the node can neither renew nor revoke its lease,
 //     nor resign as the failover controller, so its lease expires after
 //     its TTL as a dead process's does, and that is what starts the
@@ -135,87 +131,4 @@ func (d killableDirectory) ClaimToken(ctx context.Context, id logintoken.ID, unt
 		return errKilled
 	}
 	return d.SharedDirectory.ClaimToken(ctx, id, until)
-}
-
-// etcdProxy forwards one zone node's etcd connections on a free loopback
-// port until cut, which closes every connection and refuses new ones.
-type etcdProxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	cut   bool
-	wg    sync.WaitGroup
-}
-
-// startEtcdProxy starts a proxy to target ("http://host:port" or
-// "host:port").
-func startEtcdProxy(target string) (*etcdProxy, error) {
-	if _, hp, ok := strings.Cut(target, "://"); ok {
-		target = hp
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	p := &etcdProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Go(p.accept)
-	return p, nil
-}
-
-// endpoint is the proxy as an etcd client endpoint.
-func (p *etcdProxy) endpoint() string { return "http://" + p.ln.Addr().String() }
-
-func (p *etcdProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		if !p.track(c, up) {
-			return
-		}
-		p.wg.Go(func() { pipe(c, up) })
-		p.wg.Go(func() { pipe(up, c) })
-	}
-}
-
-func (p *etcdProxy) track(cs ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cut {
-		for _, c := range cs {
-			_ = c.Close()
-		}
-		return false
-	}
-	for _, c := range cs {
-		p.conns[c] = struct{}{}
-	}
-	return true
-}
-
-func pipe(dst, src net.Conn) {
-	_, _ = io.Copy(dst, src)
-	_ = dst.Close()
-	_ = src.Close()
-}
-
-// close cuts the proxy and waits for its goroutines. Idempotent: the kill
-// cuts it, the end of the run closes every proxy.
-func (p *etcdProxy) close() {
-	p.mu.Lock()
-	p.cut = true
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	_ = p.ln.Close()
-	p.wg.Wait()
 }

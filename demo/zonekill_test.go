@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/directory"
+	"github.com/shardwise/shardwise/internal/tcpproxy"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/worldstore"
 )
@@ -82,11 +83,11 @@ func TestKillSwitches(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
-	px, err := startEtcdProxy("http://" + up.Addr().String())
+	px, err := tcpproxy.Start("http://" + up.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := strings.TrimPrefix(px.endpoint(), "http://")
+	addr := strings.TrimPrefix(px.Endpoint(), "http://")
 	read := func() (string, error) {
 		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
@@ -101,8 +102,8 @@ func TestKillSwitches(t *testing.T) {
 	if got, err := read(); got != "etcd\n" {
 		t.Fatalf("through the proxy: %q, %v", got, err)
 	}
-	px.close()
-	px.close() // idempotent: the kill closes it, then the end of the run
+	px.Cut()
+	px.Cut() // idempotent: the kill closes it, then the end of the run
 	if got, err := read(); err == nil && got != "" {
 		t.Fatalf("through the closed proxy: %q: want refused", got)
 	}
