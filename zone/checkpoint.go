@@ -120,6 +120,8 @@ type ckptBugs struct {
 	noQuery bool // adopt without asking the live peers
 	noRaise bool // adopt at the checkpointed epoch
 	noFence bool // a standby takes a checkpoint from a node that is not the region's owner
+	noTake  bool // what a node takes waits for its next checkpoint
+	noMoved bool // an entity that walked into another region's stream is said gone from the old one
 }
 
 // ckptState is a node's side of the checkpoint stream and adoptions,
@@ -131,8 +133,11 @@ type ckptState struct {
 	out        map[cells.RegionID]*ckptOut
 	resendFull map[string]bool
 	lastTick   uint64 // the tick of this node's last checkpoint
-	groups     map[cells.RegionID][]ecs.ID
-	outGrid    cells.Grid // the grid out's and groups' region ids belong to
+	// fresh are the entities this node took (handoff in, adoption) and
+	// has not yet sent in a checkpoint (checkpointFresh).
+	fresh   []ecs.ID
+	groups  map[cells.RegionID][]ecs.ID
+	outGrid cells.Grid // the grid out's and groups' region ids belong to
 	// Standby side: the table held before the current one (a stream
 	// may start from a region's owner in either: a move in flight), and
 	// the records per region and owner (a region's old
@@ -195,7 +200,25 @@ type ckptIn struct {
 	heldBack bool
 	heldVer  uint64
 	recs     map[ecs.ID]handoff.Snapshot
+	// moved are the records of entities the owner said moved to another
+	// of its regions' streams, each with its claim (the stream's tick
+	// before the move): kept, as older than anything that stream
+	// carries, until ckptMovedKeep checkpoints later.
+	moved map[ecs.ID]movedRec
 }
+
+// movedRec is a record its stream no longer carries: the entity walked
+// into another region of the same owner.
+type movedRec struct {
+	snap handoff.Snapshot
+	tick uint64
+}
+
+// ckptMovedKeep is how many of its stream's checkpoints a moved record
+// outlives: by then the stream the entity moved to has named it at its
+// own standby, or has started again from a snapshot (a message not
+// taken), unless the owner died first.
+const ckptMovedKeep = 2
 
 // adoption is one round: the candidates of the regions a table gave
 // this node from dead owners, and the peers still to answer.
@@ -233,7 +256,7 @@ func (r *Runtime) CheckpointStats() CheckpointStats {
 	}
 	s := r.cluster.ckpt.stats
 	for _, in := range r.cluster.ckpt.in {
-		s.Records += len(in.recs)
+		s.Records += len(in.recs) + len(in.moved)
 	}
 	return s
 }
@@ -254,8 +277,13 @@ func (r *Runtime) Checkpointed(dst []CheckpointRecord, id ecs.ID) []CheckpointRe
 	}
 	n := len(dst)
 	for k, in := range r.cluster.ckpt.in {
-		if s, ok := in.recs[id]; ok && !in.heldBack {
+		if in.heldBack {
+			continue
+		}
+		if s, ok := in.recs[id]; ok {
 			dst = append(dst, CheckpointRecord{Region: k.region, Owner: in.owner, Epoch: s.Epoch, Tick: in.tick})
+		} else if mv, ok := in.moved[id]; ok {
+			dst = append(dst, CheckpointRecord{Region: k.region, Owner: in.owner, Epoch: mv.snap.Epoch, Tick: mv.tick})
 		}
 	}
 	slices.SortFunc(dst[n:], func(a, b CheckpointRecord) int {
@@ -358,9 +386,18 @@ func (c *cluster) homeRegion(table *cells.Table, p torus.Pos) cells.RegionID {
 func (c *cluster) checkpoint(tick uint64) {
 	r := c.r
 	ck := &c.ckpt
-	if r.cfg.NoCheckpoint || (tick+uint64(r.cfg.Node))%ticks(r.cfg.Timers.CheckpointEvery) != 0 {
+	if r.cfg.NoCheckpoint {
 		return
 	}
+	if (tick+uint64(r.cfg.Node))%ticks(r.cfg.Timers.CheckpointEvery) != 0 {
+		if len(ck.fresh) == 0 || c.checkpointFresh(tick) {
+			return
+		}
+		// One was taken into a region whose standby has no snapshot of
+		// this node's yet (a region move or a failover gave it this
+		// node): a whole checkpoint now.
+	}
+	ck.fresh = ck.fresh[:0]
 	ck.lastTick = tick
 	table := r.terr.Table()
 	self := r.cfg.Name
@@ -427,16 +464,94 @@ func (c *cluster) checkpoint(tick uint64) {
 	clear(ck.resendFull)
 }
 
+// checkpointTaken is called when this node has taken entities (a
+// handoff's transfer, appended to ck.fresh): it sends them to their
+// regions' standbys at once, before the source hears the ack (on the
+// ordered control stream, so a source that is the region's standby too
+// holds the record before it lets its frozen copy go), or leaves them
+// for the end of the tick's whole checkpoint.
+func (c *cluster) checkpointTaken() {
+	if c.r.cfg.NoCheckpoint || c.r.Fenced() || len(c.ckpt.fresh) == 0 || c.ckpt.bugs.noTake {
+		return
+	}
+	c.checkpointFresh(c.r.w.CurrentTick().N)
+}
+
+// checkpointFresh sends, between two checkpoints, a partial delta of the
+// entities this node took since the last (ck.fresh), each to its
+// region's stream: the source of a handoff evicts the entity on the ack,
+// and a standby adopting a dead node's regions creates only what it has
+// records of, so without this an entity taken by a node that dies before
+// its next checkpoint is in no checkpoint at all.
+//
+// It reports false, having sent nothing, when one of them stands in a
+// region whose stream has no snapshot at its standby yet (the whole
+// checkpoint sends one).
+func (c *cluster) checkpointFresh(tick uint64) bool {
+	r := c.r
+	ck := &c.ckpt
+	if ck.bugs.noTake {
+		ck.fresh = ck.fresh[:0]
+		return true
+	}
+	table := r.terr.Table()
+	if ck.outGrid != table.Grid() {
+		return false
+	}
+	byRegion := make(map[cells.RegionID][]handoff.Snapshot)
+	slices.Sort(ck.fresh)
+	for _, id := range slices.Compact(ck.fresh) {
+		p, ok := r.pos.Get(id)
+		if !ok || r.w.Leaving(id) || r.ghost.Has(id) || r.isGhost(id) {
+			continue
+		}
+		reg := c.homeRegion(table, p.Pos)
+		if o := ck.out[reg]; o == nil || o.full {
+			return false
+		}
+		snap, err := r.handoffSnapshot(id, c.epochOf(id), tick)
+		if err != nil {
+			continue
+		}
+		byRegion[reg] = append(byRegion[reg], snap)
+	}
+	ck.fresh = ck.fresh[:0]
+	fence := c.fence()
+	for _, reg := range slices.Sorted(maps.Keys(byRegion)) {
+		o, states := ck.out[reg], byRegion[reg]
+		for len(states) > 0 {
+			n := min(len(states), handoff.MaxEntities)
+			o.seq++
+			m := checkpointMsg{Fence: fence, Region: uint32(reg), Seq: o.seq, Partial: true, Tick: tick,
+				State: &handoff.Transfer{Entities: states[:n]}}
+			payload := m.Append(nil)
+			if !c.sendCkpt(o.standby, KindCheckpoint, payload) {
+				o.full = true // the next checkpoint starts again
+				break
+			}
+			for _, s := range states[:n] {
+				o.sent[ecs.ID(s.Entity)] = ck.hash(s)
+			}
+			ck.stats.Sent++
+			ck.stats.Bytes += len(payload)
+			ck.stats.Entities += n
+			states = states[n:]
+		}
+	}
+	return true
+}
+
 // sendCheckpoint sends one region's checkpoint to its standby: a
 // snapshot when o.full, else the entities new or changed since the last
-// and the ones gone.
+// and the ones gone; in both, the ones that moved to another region's
+// stream of this node's (splitGone).
 func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, ids []ecs.ID) {
 	r := c.r
 	ck := &c.ckpt
 	slices.Sort(ids)
 	full := o.full
 	var state []handoff.Snapshot
-	var gone []uint64
+	var gone, moved []uint64
 	now := o.spare
 	if now == nil {
 		now = make(map[ecs.ID]uint64, len(ids))
@@ -454,14 +569,7 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 		}
 		state = append(state, snap)
 	}
-	if !full {
-		for id := range o.sent {
-			if _, ok := now[id]; !ok {
-				gone = append(gone, uint64(id))
-			}
-		}
-		slices.Sort(gone)
-	}
+	gone, moved = c.splitGone(o.sent, now, full)
 	// Nothing changed still sends an empty delta: it says the stream is
 	// current as of this tick (the newer claim between adopters).
 	fence := c.fence()
@@ -477,7 +585,7 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 		o.seq++
 		m := checkpointMsg{Fence: fence, Region: uint32(reg), Seq: o.seq, Full: full && first, Tick: tick}
 		if first {
-			m.Gone = gone
+			m.Gone, m.Moved = gone, moved
 		}
 		if n > 0 {
 			m.State = &handoff.Transfer{Entities: state[:n]}
@@ -493,7 +601,7 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 		if m.State != nil {
 			ck.stats.Entities += n
 		}
-		ck.stats.Gone += len(m.Gone)
+		ck.stats.Gone += len(m.Gone) + len(m.Moved)
 	}
 	o.n++
 	if !sent {
@@ -502,6 +610,32 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 	}
 	o.full = false
 	o.sent, o.spare = now, o.sent
+}
+
+// splitGone lists, sorted, the entities a stream's standby holds (sent)
+// that the stream no longer carries (not in now): gone, those this node
+// no longer holds (in a snapshot, which replaces everything, none), and
+// moved, those it still holds, that count for another region's stream
+// now. The standby keeps a moved one's record for a while: the stream
+// it moved to may have another standby, and if this node dies between
+// the two messages' arrivals (a checkpoint arrives in part) the old
+// record is the only one.
+func (c *cluster) splitGone(sent, now map[ecs.ID]uint64, full bool) (gone, moved []uint64) {
+	r := c.r
+	for id := range sent {
+		if _, ok := now[id]; ok {
+			continue
+		}
+		switch {
+		case r.w.Alive(id) && !r.w.Leaving(id) && !r.ghost.Has(id) && !r.isGhost(id) && !c.ckpt.bugs.noMoved:
+			moved = append(moved, uint64(id))
+		case !full:
+			gone = append(gone, uint64(id))
+		}
+	}
+	slices.Sort(gone)
+	slices.Sort(moved)
+	return gone, moved
 }
 
 // hash is a snapshot's state for the delta: its epoch and every
@@ -592,7 +726,6 @@ func (c *cluster) receiveCheckpoint(from string, m checkpointMsg) {
 	}
 	switch {
 	case m.Full:
-		clear(in.recs)
 		in.synced = true
 	case !in.synced:
 		ck.stats.Ignored++
@@ -602,16 +735,56 @@ func (c *cluster) receiveCheckpoint(from string, m checkpointMsg) {
 		ck.stats.Gaps++
 		return
 	}
-	in.seq, in.tick = m.Seq, m.Tick
+	in.seq = m.Seq
+	for _, id := range m.Moved {
+		c.keepMoved(in, ecs.ID(id))
+	}
+	if !m.Partial {
+		// A partial delta names only what the owner took since: the
+		// rest is not current as of its tick.
+		in.tick = m.Tick
+		c.expireMoved(in)
+	}
+	if m.Full {
+		clear(in.recs)
+	}
 	for _, id := range m.Gone {
 		delete(in.recs, ecs.ID(id))
 	}
 	if m.State != nil {
 		for _, s := range m.State.Entities {
 			in.recs[ecs.ID(s.Entity)] = cloneSnapshot(s)
+			delete(in.moved, ecs.ID(s.Entity))
 		}
 	}
 	ck.stats.Received++
+}
+
+// keepMoved keeps the record of an entity its stream says moved to
+// another region's stream of the same owner, claimed at the stream's
+// tick before this message: older than any record the other stream has
+// of it, so an adopter holding that one wins (claims).
+func (c *cluster) keepMoved(in *ckptIn, id ecs.ID) {
+	s, ok := in.recs[id]
+	if !ok {
+		return
+	}
+	delete(in.recs, id)
+	if in.moved == nil {
+		in.moved = make(map[ecs.ID]movedRec)
+	}
+	in.moved[id] = movedRec{snap: s, tick: in.tick}
+}
+
+// expireMoved drops the moved records the stream has outlived by
+// ckptMovedKeep checkpoints.
+func (c *cluster) expireMoved(in *ckptIn) {
+	keep := uint64(ckptMovedKeep+1) * ticks(c.r.cfg.Timers.CheckpointEvery)
+	for id, mv := range in.moved {
+		if in.tick >= mv.tick+keep {
+			delete(in.moved, id)
+		}
+	}
 }
 
 // namedOwner is the owner of reg that the held table names, or the one
@@ -746,10 +919,10 @@ func (c *cluster) startAdoption(table *cells.Table, keys []ckptKey, live []strin
 			a.dead = append(a.dead, in.owner)
 		}
 		for id, s := range in.recs {
-			if prev, ok := a.cands[id]; ok && (prev.tick > in.tick || prev.tick == in.tick && prev.region < reg) {
-				continue // the newer of two regions' records
-			}
-			a.cands[id] = candidate{snap: s, tick: in.tick, region: reg}
+			a.offer(id, candidate{snap: s, tick: in.tick, region: reg})
+		}
+		for id, mv := range in.moved {
+			a.offer(id, candidate{snap: mv.snap, tick: mv.tick, region: reg})
 		}
 	}
 	slices.Sort(a.dead)
@@ -783,6 +956,15 @@ func (c *cluster) startAdoption(table *cells.Table, keys []ckptKey, live []strin
 		}
 	}
 	ck.rounds[ck.round] = a
+}
+
+// offer makes cd the round's candidate for id unless it has a newer
+// one (a later tick; on a tie the greater region).
+func (a *adoption) offer(id ecs.ID, cd candidate) {
+	if prev, ok := a.cands[id]; ok && (prev.tick > cd.tick || prev.tick == cd.tick && prev.region < cd.region) {
+		return
+	}
+	a.cands[id] = cd
 }
 
 // receiveAdoptQuery queues a query until this node may answer it.
@@ -887,6 +1069,7 @@ func (c *cluster) finishAdoption(a *adoption) {
 		if c.restore(id, cd.snap, byName) {
 			ck.stats.Adopted++
 			ck.restored[id] = r.w.CurrentTick().N
+			ck.fresh = append(ck.fresh, id) // checkpointed at the end of the tick
 		}
 	}
 }

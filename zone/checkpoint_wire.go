@@ -25,11 +25,11 @@ const (
 )
 
 // ckptVersion is the format byte the checkpoint kinds' payloads start with.
-const ckptVersion = 1
+const ckptVersion = 2 // 2: Partial and Moved
 
 // Limits the checkpoint decoders enforce.
 const (
-	maxCkptGone    = 1 << 16 // ids in one Checkpoint.Gone
+	maxCkptGone    = 1 << 16 // ids in one Checkpoint.Gone, and in its Moved
 	maxQueryIDs    = 1 << 16 // entries of one AdoptQuery or AdoptAnswer
 	maxQueryDead   = 64      // dead nodes one AdoptQuery names
 	minQueryEntry  = 8 + 1   // entity, tick
@@ -50,11 +50,22 @@ type checkpointMsg struct {
 	// the standby holds of the region (later parts of the same
 	// checkpoint are deltas with the same Tick).
 	Full bool
+	// Partial: a delta between two checkpoints that names only the
+	// entities this node took since the last one (a handoff's), so that
+	// an entity handed to a node that dies before its next checkpoint is
+	// not lost; it does not say the rest is current as of Tick.
+	Partial bool
 	// Tick is the owner's tick the state was taken at.
 	Tick uint64
-	// Gone are the entities the owner no longer simulates in the region
-	// (handed over, destroyed, walked into another region).
+	// Gone are the entities the owner no longer holds (handed over,
+	// destroyed).
 	Gone []uint64
+	// Moved are the entities the owner still holds that now count for
+	// another region's stream (walked past a border): the standby keeps
+	// their records, older than any the other stream carries, until
+	// that stream has had time to name them (checkpoint.go, "partial
+	// arrival").
+	Moved []uint64
 	// State is the new and changed entities, in the handoff codec: a
 	// handoff.Transfer (nil when there are none).
 	State *handoff.Transfer
@@ -64,10 +75,14 @@ func (m checkpointMsg) Append(dst []byte) []byte {
 	dst = appendFence(append(dst, ckptVersion), m.Fence)
 	dst = binary.AppendUvarint(dst, uint64(m.Region))
 	dst = binary.AppendUvarint(dst, m.Seq)
-	dst = append(dst, boolByte(m.Full))
+	dst = append(dst, boolByte(m.Full)|boolByte(m.Partial)<<1)
 	dst = binary.AppendUvarint(dst, m.Tick)
 	dst = binary.AppendUvarint(dst, uint64(len(m.Gone)))
 	for _, id := range m.Gone {
+		dst = binary.LittleEndian.AppendUint64(dst, id)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(m.Moved)))
+	for _, id := range m.Moved {
 		dst = binary.LittleEndian.AppendUint64(dst, id)
 	}
 	if m.State == nil {
@@ -186,11 +201,11 @@ func decodeCheckpoint(b []byte) (checkpointMsg, error) {
 		r.FailAt(at, "Seq", "0, want at least 1")
 	}
 	at = r.Offset()
-	switch f := r.Byte("Full"); f {
-	case 0, 1:
-		m.Full = f == 1
+	switch f := r.Byte("Flags"); f {
+	case 0, 1, 2:
+		m.Full, m.Partial = f == 1, f == 2
 	default:
-		r.FailAt(at, "Full", "%d, want 0 or 1", f)
+		r.FailAt(at, "Flags", "%d, want 0 (a delta), 1 (a snapshot) or 2 (a partial delta)", f)
 	}
 	m.Tick = r.Uvarint("Tick")
 	if n := r.Count("Gone", 0, maxCkptGone, minCkptGoneID); n > 0 {
@@ -198,6 +213,13 @@ func decodeCheckpoint(b []byte) (checkpointMsg, error) {
 		for i := range m.Gone {
 			r.I = i
 			m.Gone[i] = r.U64("Gone[]")
+		}
+	}
+	if n := r.Count("Moved", 0, maxCkptGone, minCkptGoneID); n > 0 {
+		m.Moved = make([]uint64, n)
+		for i := range m.Moved {
+			r.I = i
+			m.Moved[i] = r.U64("Moved[]")
 		}
 	}
 	at = r.Offset()

@@ -13,8 +13,9 @@ import (
 
 var ckptSamples = []checkpointMsg{
 	{Seq: 1},
+	{Seq: 2, Partial: true, Tick: 5, State: &handoff.Transfer{Entities: []handoff.Snapshot{{Entity: 1, Epoch: 1}}}},
 	{Fence: wire.Fence{Node: 3, Lease: -7, Table: 9}, Region: 15, Seq: 1 << 40, Full: true, Tick: 1 << 33,
-		Gone: []uint64{1, 1 << 63},
+		Gone: []uint64{1, 1 << 63}, Moved: []uint64{8},
 		State: &handoff.Transfer{Entities: []handoff.Snapshot{{Entity: 5, Epoch: 2, Table: 3,
 			Components: []handoff.Component{{Name: "a", Data: []byte{1, 2}}, {Name: "b"}}}}}},
 }
@@ -88,11 +89,11 @@ func checkMalformedInput(t *testing.T, err error) {
 // TestDecodeCheckpointErrors: each way a checkpoint's bytes can be wrong
 // is refused with ZONE.MALFORMED_INPUT naming the field.
 func TestDecodeCheckpointErrors(t *testing.T) {
-	good := ckptSamples[1].Append(nil)
+	good := ckptSamples[2].Append(nil)
 	zeroSeq := checkpointMsg{Seq: 1}.Append(nil)
-	zeroSeq[len(zeroSeq)-5] = 0 // Seq
+	zeroSeq[len(zeroSeq)-6] = 0 // Seq
 	badFull := checkpointMsg{Seq: 1}.Append(nil)
-	badFull[len(badFull)-4] = 2 // Full
+	badFull[len(badFull)-5] = 3 // Flags: full and partial
 	for _, c := range []struct {
 		name string
 		in   []byte
@@ -102,7 +103,7 @@ func TestDecodeCheckpointErrors(t *testing.T) {
 		{"wrong version", append([]byte{9}, good[1:]...), "Checkpoint"},
 		{"truncated", good[:len(good)-3], "Checkpoint.State"},
 		{"zero seq", zeroSeq, "Checkpoint.Seq"},
-		{"full not a bool", badFull, "Checkpoint.Full"},
+		{"flags unknown", badFull, "Checkpoint.Flags"},
 		{"trailing byte", append(bytes.Clone(good), 0), "trailing"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -586,7 +586,9 @@ func (c *cluster) receiveTransfer(from string, m handoff.Transfer) {
 		}
 		acks = append(acks, ref)
 		c.hstats.Adopted++
+		c.ckpt.fresh = append(c.ckpt.fresh, id)
 	}
+	c.checkpointTaken() // before the ack lets the source's copy go
 	if len(acks) > 0 {
 		c.queue(from, handoff.KindAck, handoff.Ack{Entities: acks}.Append(nil))
 	}

@@ -106,8 +106,9 @@ type Config struct {
 	// every tick; by the recovery bound (Result.RecoverBy: the lease loss
 	// plus 20 ticks, longer while a cut or a lag of live nodes overlaps
 	// it) every entity the dead node held is held by exactly one live node
-	// again, but those no live node held a checkpoint of (Result.Lost:
-	// taken by the dead node after its last checkpoint); an entity
+	// again, none lost but in the one losable class (Result.Lost: the
+	// dead node was cut from a peer before it died, and what its standby
+	// there never received is gone); an entity
 	// restored from a checkpoint stands within its Speed × (CheckpointEvery
 	// + 3) ticks of where the dead node last had it, at an epoch above it.
 	Kill bool
@@ -164,7 +165,8 @@ type Result struct {
 	// its entities must be back (0 if the run ended first); how many came
 	// back from a checkpoint (Restored), how many from a live node's
 	// frozen copy or a transfer in flight (Handed), and how many were
-	// lost: taken by the dead node after its last checkpoint.
+	// lost, in the one class the property allows: the dead node was cut
+	// from a peer (its standby) before it died.
 	Killed              string
 	KillTick, RecoverBy uint64
 	Restored, Handed    int
