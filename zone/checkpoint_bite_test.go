@@ -18,9 +18,15 @@ import (
 // (SHARDWISE_BITE_COUNT=1 runs all 40 seeds of each and counts):
 //
 //	variant   first catch   catches in 40 seeds   caught by
-//	noquery   seed 4        3                    one simulator (an entity a live node holds adopted too)
+//	noquery   seed 1        4                    one simulator (an entity a live node holds adopted too)
 //	noraise   seed 1        18                   epoch raised (restored at the dead node's epoch)
 //	nofence   seed 4        7                    invariant 9 (a stream started from a node the table does not name)
+//	notake    seed 4        3                    recovered (an entity the dead node took after its last checkpoint is nowhere)
+//
+// "nomoved" (a checkpoint arriving in part loses an entity that walked
+// between two regions' streams) needs the kill to fall between the two
+// messages' arrivals, which no seed here draws: the scenario script
+// testdata/scenarios/ckpt_partial_arrival.txt catches it.
 func TestKillSimulationBites(t *testing.T) {
 	seeds, _, err := zonesim.Seeds()
 	if err != nil {
@@ -28,7 +34,7 @@ func TestKillSimulationBites(t *testing.T) {
 	}
 	seeds = seeds[:min(len(seeds), 40)]
 	count := os.Getenv("SHARDWISE_BITE_COUNT") != "" // run every seed and count the catches
-	for _, bug := range []string{"noquery", "noraise", "nofence"} {
+	for _, bug := range []string{"noquery", "noraise", "nofence", "notake"} {
 		t.Run(bug, func(t *testing.T) {
 			t.Parallel()
 			first, catches := uint64(0), 0
