@@ -651,9 +651,6 @@ func (c *cluster) splitGone(sent, now map[ecs.ID]uint64, full bool) (gone, moved
 	}
 	slices.Sort(gone)
 	slices.Sort(moved)
-	if len(moved) > 0 {
-		_ = 0
-	}
 	return gone, moved
 }
 
