@@ -50,6 +50,8 @@ func (r *Runtime) Plant(bug string) {
 		b.noUnlistedHold = true
 	case "adoptionvanish":
 		b.adoptionVanish = true
+	case "nomoved": // checkpoint_export_test.go's, for a scenario script
+		r.PlantCheckpoint(bug)
 	default:
 		panic("zone: no such planted bug: " + bug)
 	}

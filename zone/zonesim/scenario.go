@@ -159,6 +159,8 @@ func (s *Scenario) Exec(st Step) (string, error) {
 		return "ok", nil
 	case "state":
 		return s.state(st)
+	case "records":
+		return s.records(st)
 	case "clients":
 		return s.showClients(), nil
 	}
@@ -504,16 +506,13 @@ func (s *Scenario) messages(st Step) (string, error) {
 	return strings.Join(out, "\n"), nil
 }
 
-// state [e=N,…] prints, per entity, what every node holds of it:
-// sim@EPOCH (simulated), frozen@EPOCH (in a handoff), ghost<SOURCE@EPOCH
-// (a render ghost, +sim for a simulation ghost, +parked, +held), each
-// with its chunk.
-func (s *Scenario) state(st Step) (string, error) {
+// entityList is a step's e=N,… or, without it, every entity placed.
+func (s *Scenario) entityList(st Step) ([]uint64, error) {
 	var es []uint64
 	for _, v := range st.Vals("e") {
 		var e uint64
 		if _, err := fmt.Sscan(v, &e); err != nil {
-			return "", err
+			return nil, err
 		}
 		es = append(es, e)
 	}
@@ -522,6 +521,46 @@ func (s *Scenario) state(st Step) (string, error) {
 			es = append(es, e)
 		}
 		slices.Sort(es)
+	}
+	return es, nil
+}
+
+// records [e=N,…] prints, per entity, the checkpoint records the live
+// nodes hold of it as standbys: NODE=r REGION<OWNER@TICK each, or none.
+func (s *Scenario) records(st Step) (string, error) {
+	es, err := s.entityList(st)
+	if err != nil {
+		return "", err
+	}
+	var out []string
+	for _, e := range es {
+		line := fmt.Sprintf("e%d:", e)
+		n := 0
+		for _, name := range s.names {
+			if s.leases.Lost(name) {
+				continue
+			}
+			for _, rec := range s.nodes[name].rt.Checkpointed(nil, entID(e)) {
+				line += fmt.Sprintf(" %s=r%d<%s@%d", name, rec.Region, rec.Owner, rec.Tick)
+				n++
+			}
+		}
+		if n == 0 {
+			line += " none"
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n"), nil
+}
+
+// state [e=N,…] prints, per entity, what every node holds of it:
+// sim@EPOCH (simulated), frozen@EPOCH (in a handoff), ghost<SOURCE@EPOCH
+// (a render ghost, +sim for a simulation ghost, +parked, +held), each
+// with its chunk.
+func (s *Scenario) state(st Step) (string, error) {
+	es, err := s.entityList(st)
+	if err != nil {
+		return "", err
 	}
 	var lines []string
 	for _, e := range es {

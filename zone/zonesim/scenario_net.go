@@ -58,6 +58,7 @@ var kindNames = map[uint32]string{
 	wire.KindSubscribe: "subscribe", wire.KindIntents: "intents", wire.KindForward: "forward",
 	wire.KindRoutes: "routes", wire.KindPlayer: "player", wire.KindTerrain: "terrain",
 	handoff.KindTransfer: "transfer", handoff.KindAck: "ack", handoff.KindRefuse: "refuse", zone.KindAbort: "abort",
+	zone.KindCheckpoint: "checkpoint", zone.KindAdoptQuery: "adoptquery", zone.KindAdoptAnswer: "adoptanswer",
 }
 
 // knownKind reports whether a script may name kind.
