@@ -24,14 +24,21 @@ import (
 // control stream (KindCheckpoint): each entity in the handoff codec (the
 // snapshot a handoff would carry, so nothing a handoff keeps is lost), a
 // snapshot first and then deltas (the entities new or changed since the
-// last message, and those gone), numbered. An entity standing past a
-// border within the margin counts for the owned region next to it. A
-// snapshot is sent again every ckptFullEvery checkpoints, when the
-// standby changes, and after the transport did not take a message to the
-// standby.
+// last message, those gone, and those that moved to another region's
+// stream of this node's), numbered. An entity standing past a border
+// within the margin counts for the owned region next to it. A snapshot is
+// sent again every ckptFullEvery checkpoints, when the standby changes,
+// and after the transport did not take a message to the standby. Between
+// two checkpoints, what the node takes (a handoff's transfer, before its
+// ack; an adoption, at the end of the tick) goes at once as a partial
+// delta of those entities (checkpointTaken), or, in a region whose
+// stream has no snapshot yet, as a whole checkpoint then.
 //
 // The standby keeps one record per entity per region, replaced by the
-// newest, dropped when the owner says it is gone; it applies a delta only
+// newest, dropped when the owner says it is gone, kept for ckptMovedKeep
+// checkpoints when it says it moved (a checkpoint may arrive in part: the
+// other region's message, to another standby, may never arrive, and the
+// old record, claimed older, is then the only one); it applies a delta only
 // right after the message before it (a gap waits for the next snapshot),
 // and only from the node its held table names as the region's owner,
 // under a lease it accepts (a stream from a node its table does not name
@@ -70,12 +77,16 @@ import (
 // (e+3). Adopted at e+4, it is above anything the dead node can have sent
 // about it since the checkpoint.
 //
-// What can be lost: an entity the dead node took (handed over to it, or
-// created) after the last checkpoint that reached the standby; the
-// simulation of every adopted entity since that checkpoint (at most
-// CheckpointEvery ticks, plus the control stream's delay). A standby
-// whose stream had a gap keeps the records it had until the next
-// snapshot: an entity gone meanwhile may come back.
+// What can be lost: the simulation of every adopted entity since its
+// last checkpoint (at most CheckpointEvery ticks, plus the control
+// stream's delay); what a node cut from a standby (not from the lease)
+// sent it since the cut, if it dies before the heal; an entity a node
+// took whose ack reached the source while the take's checkpoint, on
+// another link, did not reach the standby before the node died; and
+// what a node created since its last checkpoint. A standby whose stream
+// had a gap keeps the records it had until the next snapshot: an entity
+// gone meanwhile may come back, as may one destroyed within
+// ckptMovedKeep checkpoints of a move between two streams.
 
 // ckptFullEvery is how many checkpoints of a stream go between two
 // snapshots (the repair of a standby that ignored a delta, its table

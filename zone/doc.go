@@ -213,7 +213,8 @@
 // are not entities: nothing simulates them, no ghost comes of them):
 //
 //	state      record on the standby          how it leaves
-//	streamed   one per entity, newest wins    "gone" in a delta (handed on, destroyed, walked into another region);
+//	streamed   one per entity, newest wins    "gone" in a delta (handed on, destroyed); "moved" (walked into another
+//	                                          region's stream): kept, claimed older, for 2 more checkpoints;
 //	                                          the stream dropped (the standby changes; the owner moved the region
 //	                                          and handed everything there over)
 //	candidate  in an adoption round           a live peer answers that it holds the entity (or adopts it under a
@@ -228,10 +229,14 @@
 // answers that it holds it); the adopter creates only what no live peer
 // holds, and between two adopters of one entity (it crossed between two
 // of the dead node's regions) the newer checkpoint wins, on a tie the
-// greater node name, which both compute alike. What can still be lost:
-// an entity the dead node took (handed to it, created) after its last
-// checkpoint that reached the standby, and every adopted entity's last
-// checkpoint interval of simulation (zonesim's Config.Kill counts both).
+// greater node name, which both compute alike. What a node takes (a
+// handoff, before its ack; an adoption) is checkpointed at once, so an
+// entity is in a standby's record from the moment its new owner
+// simulates it. What can still be lost: every adopted entity's last
+// checkpoint interval of simulation, and what a node cut from a standby
+// sent it since the cut if it dies before the heal (zonesim's
+// Config.Kill allows only that class; checkpoint.go lists the rarer
+// ones).
 //
 // Ownership invariants:
 //  1. The node owns a region only while it holds a table version that gives
