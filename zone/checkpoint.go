@@ -136,6 +136,9 @@ type ckptBugs struct {
 	noFence bool // a standby takes a checkpoint from a node that is not the region's owner
 	noTake  bool // what a node takes waits for its next checkpoint
 	noMoved bool // an entity that walked into another region's stream is said gone from the old one
+	// noLaterClaim: a peer answers an adoption query from its rounds only,
+	// not from the records it will adopt once the failover table comes.
+	noLaterClaim bool
 }
 
 // ckptState is a node's side of the checkpoint stream and adoptions,
@@ -1031,7 +1034,7 @@ func (c *cluster) answerQueries(table *cells.Table) {
 		ans := adoptAnswer{Fence: c.fence(), Round: pq.q.Round}
 		for _, e := range pq.q.Entries {
 			id := ecs.ID(e.Entity)
-			if r.w.Alive(id) && !r.ghost.Has(id) && !r.isGhost(id) || c.claims(id, e.Tick, pq.from) {
+			if r.w.Alive(id) && !r.ghost.Has(id) && !r.isGhost(id) || c.claims(id, e.Tick, pq.from, pq.q.Dead) {
 				ans.Taken = append(ans.Taken, e.Entity)
 			}
 		}
@@ -1042,12 +1045,31 @@ func (c *cluster) answerQueries(table *cells.Table) {
 	ck.queries = kept
 }
 
-// claims reports whether one of this node's rounds adopts id under a
-// newer claim than tick from asker: a later checkpoint, or on a tie the
-// greater node name. Two adopters ask each other and agree.
-func (c *cluster) claims(id ecs.ID, tick uint64, asker string) bool {
+// claims reports whether this node adopts id under a newer claim than
+// tick from asker (a later checkpoint, or on a tie the greater node
+// name): in one of its rounds, or later, from a record of one of the dead
+// nodes' streams that is in no round yet (the table that gives its region
+// away has not reached this node; meanwhile asker adopts the regions a
+// move in flight gave away: an entity that walked from one into the other
+// has the newer record here). Two adopters ask each other and agree.
+func (c *cluster) claims(id ecs.ID, tick uint64, asker string, dead []string) bool {
+	newer := func(t uint64) bool { return t > tick || t == tick && c.r.cfg.Name > asker }
 	for _, a := range c.ckpt.rounds {
-		if cd, ok := a.cands[id]; ok && (cd.tick > tick || cd.tick == tick && c.r.cfg.Name > asker) {
+		if cd, ok := a.cands[id]; ok && newer(cd.tick) {
+			return true
+		}
+	}
+	if c.ckpt.bugs.noLaterClaim {
+		return false
+	}
+	for _, in := range c.ckpt.in {
+		if in.heldBack || !slices.Contains(dead, in.owner) {
+			continue
+		}
+		if _, ok := in.recs[id]; ok && newer(in.tick) {
+			return true
+		}
+		if mv, ok := in.moved[id]; ok && newer(mv.tick) {
 			return true
 		}
 	}

@@ -69,3 +69,24 @@ func TestKillSimulationBites(t *testing.T) {
 		})
 	}
 }
+
+// TestKillLaterClaimBites: a peer asked by an early adopter (one that
+// adopts the regions a move in flight gave away from the dead node) whose
+// own table does not yet give the dead node's regions away answers from
+// the records it will adopt then (claims). Planted "nolaterclaim" (it
+// answers from its rounds only), the early adopter restores an entity
+// that walked between the two regions' streams from its older record:
+// the kill run with a 5-tick lease TTL, seed 1, catches it (state loss),
+// and passes without it.
+func TestKillLaterClaimBites(t *testing.T) {
+	cfg := zonesim.Config{Seed: 1, Ticks: 150, Kill: true, KillTTL: 5}
+	if res, err := zonesim.Run(cfg); err != nil || res.Restored == 0 {
+		t.Fatalf("without the bug: %v (%d restored)", err, res.Restored)
+	}
+	cfg.Started = func(_ int, r *zone.Runtime) { r.PlantCheckpoint("nolaterclaim") }
+	if _, err := zonesim.Run(cfg); err == nil {
+		t.Fatal("nolaterclaim: not caught")
+	} else {
+		t.Logf("nolaterclaim caught: %v", err)
+	}
+}

@@ -9,7 +9,8 @@ package zone
 // (what a node takes by handoff or adoption waits for its next
 // checkpoint), "nomoved" (an entity that walked into another region's
 // stream is said gone from the old one: a checkpoint that arrives in
-// part loses it).
+// part loses it), "nolaterclaim" (a peer answers an adoption query from
+// its rounds only, not from the records it adopts once its table comes).
 func (r *Runtime) PlantCheckpoint(bug string) {
 	b := &r.cluster.ckpt.bugs
 	switch bug {
@@ -23,6 +24,8 @@ func (r *Runtime) PlantCheckpoint(bug string) {
 		b.noTake = true
 	case "nomoved":
 		b.noMoved = true
+	case "nolaterclaim":
+		b.noLaterClaim = true
 	default:
 		panic("zone: no such planted checkpoint bug: " + bug)
 	}
