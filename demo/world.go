@@ -347,6 +347,9 @@ type zoneNode struct {
 	stop   context.CancelFunc
 	proxy  *tcpproxy.Proxy
 	killed atomic.Bool
+	// rt is its runtime, for the kill's AbandonSessions (safe from any
+	// goroutine, unlike the rest of the runtime).
+	rt atomic.Pointer[zone.Runtime]
 
 	// Under worldDemo.mu:
 	last  zone.HostReport
@@ -855,6 +858,7 @@ func (d *worldDemo) joinHosts() error {
 // tick is every zone node's OnTick: the census, the node's last report
 // and step time, the game's economy counters, then the caller's observer.
 func (d *worldDemo) tick(zn *zoneNode, r zone.HostReport) {
+	zn.rt.Store(r.Runtime)
 	d.census.observe(zn.name, r.Runtime)
 	if d.dash != nil {
 		d.dash.col.Zone(r)
