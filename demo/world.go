@@ -356,6 +356,11 @@ type zoneNode struct {
 	econ  game.EconomyStats
 	ticks []time.Duration // the last tickWindow ticks' step times, a ring
 	next  int
+
+	// fromStore (under worldDemo.mu) counts the sessions its gateway
+	// served whose master and pet died with another node, brought in
+	// again from the store (zone.PlayerStats.Lost).
+	fromStore int
 }
 
 const tickWindow = 40 // two seconds of ticks at 20 Hz
@@ -865,6 +870,7 @@ func (d *worldDemo) tick(zn *zoneNode, r zone.HostReport) {
 	}
 	es := zn.game.EconomyStats()
 	breach := r.Runtime.CheckInvariants() // on the runtime's goroutine, as it must be
+	fromStore := r.Runtime.PlayerStats().Lost
 	kept := r
 	kept.Runtime = nil // valid only during the call
 	d.mu.Lock()
@@ -873,7 +879,7 @@ func (d *worldDemo) tick(zn *zoneNode, r zone.HostReport) {
 			d.breachExamples = append(d.breachExamples, fmt.Sprintf("%s after tick %d: %v", zn.name, r.Tick, breach))
 		}
 	}
-	zn.last, zn.econ = kept, es
+	zn.last, zn.econ, zn.fromStore = kept, es, fromStore
 	if len(zn.ticks) < tickWindow {
 		zn.ticks = append(zn.ticks, r.Took)
 	} else {

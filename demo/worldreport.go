@@ -197,6 +197,11 @@ func (d *worldDemo) report(ctx context.Context, end runEnd) (WorldReport, error)
 		}
 	}
 	r.ZoneKill = d.zoneKill
+	for _, n := range d.nodes {
+		if !n.killed.Load() {
+			r.ZoneKill.PlayersFromStore += n.fromStore
+		}
+	}
 	trades := 0
 	for _, n := range d.nodes {
 		trades += n.econ.Committed
@@ -594,8 +599,12 @@ func (r WorldReport) printZoneKill(w io.Writer) {
 		}
 		fmt.Fprintf(w, "    its gateway's players   %d of %d back in the world through another gateway%s\n",
 			k.PlayersReconnected, k.PlayersOnGateway, last(k.PlayersReconnected, k.ReconnectedAfter))
-		fmt.Fprintf(w, "    players it simulated    %d of %d back in the world on another node%s\n",
-			k.PlayersBack, k.PlayersSimulated, last(k.PlayersBack, k.BackAfter))
+		fromStore := ""
+		if k.PlayersFromStore > 0 {
+			fromStore = fmt.Sprintf("; %d brought in again from their last save (no checkpoint had them)", k.PlayersFromStore)
+		}
+		fmt.Fprintf(w, "    players it simulated    %d of %d back in the world on another node%s%s\n",
+			k.PlayersBack, k.PlayersSimulated, last(k.PlayersBack, k.BackAfter), fromStore)
 		if !k.RestoresPlayers {
 			fmt.Fprintf(w, "    players lost with it    %d logged in at the end without their master, their pet or both (the failover does not restore players yet)\n",
 				k.PlayersLost)

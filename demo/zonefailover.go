@@ -70,6 +70,11 @@ type ZoneKillReport struct {
 	PlayersSimulated int           `json:"players_simulated"`
 	PlayersBack      int           `json:"players_back"`
 	BackAfter        time.Duration `json:"back_after_ns,omitempty"`
+	// PlayersFromStore are the players whose master and pet no
+	// checkpoint had (the node made or took them after its last one):
+	// their gateways brought them in again from their last save once its
+	// lease had ended (zone.PlayerStats.Lost), under new ids.
+	PlayersFromStore int `json:"players_from_store"`
 	// RestoresPlayers says the run holds the world to bringing the killed
 	// node's players back (failoverRestoresPlayers): then a player not
 	// back within zoneReconnectBound, or not in the world at the end,
