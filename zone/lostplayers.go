@@ -28,12 +28,20 @@ import (
 //     every live node where its master is, as a takeover of its own
 //     session does (answerTakeover answers it alike). A node that
 //     simulates it answers Taken, the standby that holds its records
-//     Saving and then Taken once it adopted them; if every node answers
-//     NotHere, the master and pet are gone with the dead node and the
-//     session brings the player in again from the world store (its last
-//     save), under new ids (the client gets a new You).
+//     Saving and then Taken once it adopted them. If every node answers
+//     NotHere it asks once more, verifyAgain ticks later (a master in a
+//     handoff between two live nodes can miss both answers, never two
+//     askings that far apart); if every node answers NotHere again, the
+//     master and pet are gone with the dead node and the session brings
+//     the player in again from the world store (its last save), under new
+//     ids (the client gets a new You).
 //   - a player brought in at a position whose owner in the table is a
 //     dead node waits for the failover's table (spawnFor).
+
+// verifyAgain is how long after every node said NotHere of a session's
+// master the session asks again: longer than a handoff takes to be
+// applied by its target once sent (a tick or two).
+const verifyAgain = 10
 
 // lostPlayers is the runtime's memory of dead peers for its players.
 type lostPlayers struct {
@@ -101,7 +109,7 @@ func (r *Runtime) seeDeadPeers() {
 	}
 	for _, g := range r.gw {
 		if g.master != 0 && !g.closed {
-			g.verify = true
+			g.verify, g.verifyAt, g.askedAgain = true, 0, false
 		}
 	}
 }
@@ -133,7 +141,7 @@ func (r *Runtime) verifyMaster(g *gwSession) {
 		}
 	}
 	if len(g.awaiting) == 0 {
-		r.masterLost(g)
+		r.nobodyHas(g)
 	}
 }
 
@@ -155,11 +163,22 @@ func (r *Runtime) verifyAnswer(from string, g *gwSession, m wire.Player) {
 		}
 	case wire.PlayerNotHere:
 		if g.answered(from) && len(g.awaiting) == 0 {
-			r.masterLost(g)
+			r.nobodyHas(g)
 		}
 	case wire.PlayerSaving:
 		// Its records are on from, to be adopted: it answers again.
 	}
+}
+
+// nobodyHas is every node's NotHere to g's asking: the first time, it
+// asks again verifyAgain ticks later; the second, the master is lost.
+func (r *Runtime) nobodyHas(g *gwSession) {
+	g.verifying, g.awaiting = false, g.awaiting[:0]
+	if !g.askedAgain {
+		g.askedAgain, g.verify, g.verifyAt = true, true, r.w.CurrentTick().N+verifyAgain
+		return
+	}
+	r.masterLost(g)
 }
 
 // masterLost brings the player of g in again from the world store: no

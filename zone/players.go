@@ -421,8 +421,10 @@ type gwSession struct {
 	localWait   bool     // waiting for a save to land here (saveLanded)
 	loading     bool     // the record is being loaded (loaded)
 	spawnWait   bool     // the record is loaded; its position's owner is dead (spawnFor)
-	verify      bool     // a peer died: ask where the master is (lostplayers.go)
+	verify      bool     // a peer died: ask where the master is (lostplayers.go), at verifyAt
+	verifyAt    uint64   // the tick to ask at
 	verifying   bool     // asked: awaiting says who is still to answer
+	askedAgain  bool     // every node said NotHere once: this is the second asking
 	pending     [][]byte
 	cols        map[column]uint64 // the terrain columns sent, at their revision
 	on          string            // the node asked to bring the player in ("" for this one, or a takeover)
@@ -817,7 +819,7 @@ func (r *Runtime) checkTakeovers(tick uint64) {
 	due := r.dueJoins[:0]
 	for a, g := range r.gw {
 		if (g.waitUntil != 0 && tick >= g.waitUntil) || (g.reattachAt != 0 && tick >= g.reattachAt) || (g.closed && tick >= g.orphanAt) ||
-			g.spawnWait || g.verify || r.deadAwaited(g) {
+			g.spawnWait || (g.verify && tick >= g.verifyAt) || r.deadAwaited(g) {
 			due = append(due, a)
 		}
 	}
@@ -837,13 +839,13 @@ func (r *Runtime) checkTakeovers(tick uint64) {
 		if g.spawnWait {
 			r.spawnFor(g)
 		}
-		if g.verify {
+		if g.verify && tick >= g.verifyAt {
 			r.verifyMaster(g)
 		}
 		switch {
 		case g.verifying:
 			if len(g.awaiting) == 0 {
-				r.masterLost(g) // the nodes that had not answered died
+				r.nobodyHas(g) // the nodes that had not answered died
 			}
 		case g.waitUntil == 0 || g.master != 0:
 		case len(g.awaiting) == 0 && !g.localWait:
