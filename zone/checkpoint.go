@@ -405,6 +405,7 @@ func (c *cluster) checkpoint(tick uint64) {
 	r := c.r
 	ck := &c.ckpt
 	if r.cfg.NoCheckpoint {
+		ck.fresh = ck.fresh[:0] // noted by the handoff all the same
 		return
 	}
 	if (tick+uint64(r.cfg.Node))%ticks(r.cfg.Timers.CheckpointEvery) != 0 {
@@ -496,7 +497,11 @@ func (c *cluster) checkpointAll(tick uint64) {
 // holds the record before it lets its frozen copy go), or leaves them
 // for the end of the tick's whole checkpoint.
 func (c *cluster) checkpointTaken() {
-	if c.r.cfg.NoCheckpoint || c.r.Fenced() || len(c.ckpt.fresh) == 0 || c.ckpt.bugs.noTake {
+	if c.r.cfg.NoCheckpoint {
+		c.ckpt.fresh = c.ckpt.fresh[:0]
+		return
+	}
+	if c.r.Fenced() || len(c.ckpt.fresh) == 0 || c.ckpt.bugs.noTake {
 		return
 	}
 	if tick := c.r.w.CurrentTick().N; !c.checkpointFresh(tick) {
