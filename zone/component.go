@@ -145,6 +145,13 @@ func Register[T any](r *Runtime, spec Spec[T]) (*ecs.Store[T], error) {
 				}
 				return h.Append(nil, v), true
 			},
+			app: func(dst []byte, id ecs.ID) ([]byte, bool) {
+				v, ok := s.Get(id)
+				if !ok {
+					return dst, false
+				}
+				return h.Append(dst, v), true
+			},
 			dec: func(id ecs.ID, b []byte) error {
 				v, err := h.Decode(b)
 				if err != nil {
