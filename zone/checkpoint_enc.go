@@ -22,6 +22,10 @@ type ckptEnc struct {
 	body  []byte           // the snapshots to send, encoded, one after the other
 	cuts  []int            // where each snapshot ends in body
 	state []handoff.RawSnapshot
+	// at is the at component's data of tick atTick: the same for every
+	// entity of a checkpoint.
+	atTick uint64
+	at     [8]byte
 	// verify, set only by tests (VerifyCheckpointEncoding), sees each
 	// snapshot built.
 	verify func(id ecs.ID, epoch, tick uint64, b []byte, err error)
@@ -33,10 +37,14 @@ func (c *cluster) ckptSnapshot(e *ckptEnc, id ecs.ID, epoch, tick uint64) (hando
 	r := c.r
 	e.data, e.ends = e.data[:0], e.ends[:0]
 	comps := e.snap.Components[:0]
+	if e.atTick != tick || e.atTick == 0 {
+		e.atTick = tick
+		binary.LittleEndian.PutUint64(e.at[:], r.tickMillis(tick))
+	}
 	atDone := false
 	addAt := func() {
 		comps = append(comps, handoff.Component{Name: atName})
-		e.data = binary.LittleEndian.AppendUint64(e.data, r.tickMillis(tick))
+		e.data = append(e.data, e.at[:]...)
 		e.ends = append(e.ends, len(e.data))
 		atDone = true
 	}
