@@ -27,8 +27,9 @@ import (
 // standby changes, and after the transport did not take a message to the
 // standby.
 //
-// The standby keeps one record per entity per region, replaced by the
-// newest, dropped when the owner says it is gone; it applies a delta only
+// The standby keeps one record per entity per region (its snapshot's
+// bytes, checked on arrival, decoded only to adopt it: checkpoint_enc.go),
+// replaced by the newest, dropped when the owner says it is gone; it applies a delta only
 // right after the message before it (a gap waits for the next snapshot),
 // and only from the node its held table names as the region's owner,
 // under a lease it accepts (a stream from a node its table does not name
