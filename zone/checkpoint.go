@@ -455,12 +455,12 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 		if err != nil {
 			continue // a module codec that fails: the handoff logs it
 		}
-		h := ck.hash(snap)
+		enc.add(snap)
+		h := enc.hashLast(ck.seed, snap)
 		now[id] = h
 		if prev, ok := o.sent[id]; !full && ok && prev == h {
-			continue
+			enc.dropLast()
 		}
-		enc.add(snap)
 	}
 	state := enc.states()
 	if !full {
@@ -507,31 +507,6 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 	}
 	o.full = false
 	o.sent, o.spare = now, o.sent
-}
-
-// hash is a snapshot's state for the delta: its epoch and every
-// component but the time it was taken.
-func (ck *ckptState) hash(s handoff.Snapshot) uint64 {
-	var h maphash.Hash
-	h.SetSeed(ck.seed)
-	var b [8]byte
-	for i := range b {
-		b[i] = byte(s.Epoch >> (8 * i))
-	}
-	h.Write(b[:])
-	for _, comp := range s.Components {
-		if comp.Name == atName {
-			continue
-		}
-		h.WriteString(comp.Name)
-		h.WriteByte(0)
-		for i := range b {
-			b[i] = byte(len(comp.Data) >> (8 * i))
-		}
-		h.Write(b[:])
-		h.Write(comp.Data)
-	}
-	return h.Sum64()
 }
 
 // sendCkpt hands a checkpoint-protocol message to the transport, and

@@ -2,6 +2,7 @@ package zone
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/handoff"
@@ -87,6 +88,57 @@ func (e *ckptEnc) reset() {
 func (e *ckptEnc) add(s handoff.Snapshot) {
 	e.body = s.Append(e.body)
 	e.cuts = append(e.cuts, len(e.body))
+}
+
+// hashLast is the state of the snapshot s that add just appended, for
+// the delta: its encoded bytes less its table version and the time it
+// was taken (the at component's data), so that its epoch and every
+// other component count, as three writes rather than one a field.
+func (e *ckptEnc) hashLast(seed maphash.Seed, s handoff.Snapshot) uint64 {
+	start := 0
+	if n := len(e.cuts); n > 1 {
+		start = e.cuts[n-2]
+	}
+	b := e.body[start:]
+	tableAt := 8 + uvarintLen(s.Epoch)
+	off := tableAt + uvarintLen(s.Table)
+	rest := off
+	off += uvarintLen(uint64(len(s.Components)))
+	atFrom, atTo := len(b), len(b)
+	for _, c := range s.Components {
+		off += uvarintLen(uint64(len(c.Name))) + len(c.Name) + uvarintLen(uint64(len(c.Data)))
+		if c.Name == atName {
+			atFrom, atTo = off, off+len(c.Data)
+			break
+		}
+		off += len(c.Data)
+	}
+	var h maphash.Hash
+	h.SetSeed(seed)
+	h.Write(b[:tableAt])
+	h.Write(b[rest:atFrom])
+	h.Write(b[atTo:])
+	return h.Sum64()
+}
+
+// dropLast takes back the snapshot add appended last (unchanged since
+// the standby got it).
+func (e *ckptEnc) dropLast() {
+	e.cuts = e.cuts[:len(e.cuts)-1]
+	end := 0
+	if n := len(e.cuts); n > 0 {
+		end = e.cuts[n-1]
+	}
+	e.body = e.body[:end]
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
 }
 
 // states returns the snapshots added since reset, as a checkpoint
