@@ -34,11 +34,13 @@ import (
 // delta of those entities (checkpointTaken), or, in a region whose
 // stream has no snapshot yet, as a whole checkpoint then.
 //
-// The standby keeps one record per entity per region, replaced by the
-// newest, dropped when the owner says it is gone, kept for ckptMovedKeep
-// checkpoints when it says it moved (a checkpoint may arrive in part: the
-// other region's message, to another standby, may never arrive, and the
-// old record, claimed older, is then the only one); it applies a delta only
+// The standby keeps one record per entity per region (its snapshot's
+// bytes, checked on arrival, decoded only to adopt it: checkpoint_enc.go),
+// replaced by the newest, dropped when the owner says it is gone, kept for
+// ckptMovedKeep checkpoints when it says it moved (a checkpoint may
+// arrive in part: the other region's message, to another standby, may
+// never arrive, and the old record, claimed older, is then the only
+// one); it applies a delta only
 // right after the message before it (a gap waits for the next snapshot),
 // and only from the node its held table names as the region's owner,
 // under a lease it accepts (a stream from a node its table does not name
@@ -175,6 +177,10 @@ type ckptState struct {
 	restored map[ecs.ID]uint64
 	stats    CheckpointStats
 	bugs     ckptBugs
+	// enc is the sender's buffers; states the receiver's, for the
+	// snapshots of the message it applies (checkpoint_enc.go).
+	enc    ckptEnc
+	states []handoff.RawSnapshot
 }
 
 // ckptOut is one region's stream at its owner.
@@ -216,18 +222,22 @@ type ckptIn struct {
 	// when the stream started.
 	heldBack bool
 	heldVer  uint64
-	recs     map[ecs.ID]handoff.Snapshot
+	// recs are the records, each an entity's snapshot as encoded, in a
+	// buffer of the stream's (put); free are buffers of records gone.
+	recs map[ecs.ID]handoff.RawSnapshot
+	free [][]byte
 	// moved are the records of entities the owner said moved to another
 	// of its regions' streams, each with its claim (the stream's tick
 	// before the move): kept, as older than anything that stream
-	// carries, until ckptMovedKeep checkpoints later.
+	// carries, until ckptMovedKeep checkpoints later. Each keeps the
+	// buffer it had in recs.
 	moved map[ecs.ID]movedRec
 }
 
 // movedRec is a record its stream no longer carries: the entity walked
 // into another region of the same owner.
 type movedRec struct {
-	snap handoff.Snapshot
+	snap handoff.RawSnapshot
 	tick uint64
 }
 
@@ -248,7 +258,7 @@ type adoption struct {
 }
 
 type candidate struct {
-	snap   handoff.Snapshot
+	snap   handoff.RawSnapshot
 	tick   uint64
 	region cells.RegionID
 }
@@ -533,7 +543,7 @@ func (c *cluster) checkpointFresh(tick uint64) bool {
 	if ck.outGrid != table.Grid() {
 		return false
 	}
-	byRegion := make(map[cells.RegionID][]handoff.Snapshot)
+	byRegion := make(map[cells.RegionID][]ecs.ID)
 	slices.Sort(ck.fresh)
 	for _, id := range slices.Compact(ck.fresh) {
 		p, ok := r.pos.Get(id)
@@ -544,33 +554,46 @@ func (c *cluster) checkpointFresh(tick uint64) bool {
 		if o := ck.out[reg]; o == nil || o.full {
 			return false
 		}
-		snap, err := r.handoffSnapshot(id, c.epochOf(id), tick)
-		if err != nil {
-			continue
-		}
-		byRegion[reg] = append(byRegion[reg], snap)
+		byRegion[reg] = append(byRegion[reg], id)
 	}
 	ck.fresh = ck.fresh[:0]
 	fence := c.fence()
+	enc := &ck.enc
 	for _, reg := range slices.Sorted(maps.Keys(byRegion)) {
-		o, states := ck.out[reg], byRegion[reg]
-		for len(states) > 0 {
-			n := min(len(states), handoff.MaxEntities)
+		o := ck.out[reg]
+		// Built as sendCheckpoint builds them, with the same hash: the
+		// next delta sends them again only if they changed since.
+		enc.reset()
+		hashes := make([]uint64, 0, len(byRegion[reg]))
+		for _, id := range byRegion[reg] {
+			snap, err := c.ckptSnapshot(enc, id, c.epochOf(id), tick)
+			if err != nil {
+				continue // a module codec that fails: the handoff logs it
+			}
+			enc.add(snap)
+			hashes = append(hashes, enc.hashLast(ck.seed, snap))
+		}
+		state := enc.states()
+		for len(state) > 0 {
+			n, size := 0, 0
+			for n < len(state) && n < handoff.MaxEntities && (n == 0 || size+len(state[n].Bytes) <= ckptMaxBytes) {
+				size += len(state[n].Bytes)
+				n++
+			}
 			o.seq++
-			m := checkpointMsg{Fence: fence, Region: uint32(reg), Seq: o.seq, Partial: true, Tick: tick,
-				State: &handoff.Transfer{Entities: states[:n]}}
-			payload := m.Append(nil)
+			m := checkpointMsg{Fence: fence, Region: uint32(reg), Seq: o.seq, Partial: true, Tick: tick, State: state[:n]}
+			payload := m.Append(make([]byte, 0, 64+size))
 			if !c.sendCkpt(o.standby, KindCheckpoint, payload) {
 				o.full = true // the next checkpoint starts again
 				break
 			}
-			for _, s := range states[:n] {
-				o.sent[ecs.ID(s.Entity)] = ck.hash(s)
+			for i, s := range state[:n] {
+				o.sent[ecs.ID(s.Entity)] = hashes[i]
 			}
 			ck.stats.Sent++
 			ck.stats.Bytes += len(payload)
 			ck.stats.Entities += n
-			states = states[n:]
+			state, hashes = state[n:], hashes[n:]
 		}
 	}
 	return true
@@ -581,29 +604,30 @@ func (c *cluster) checkpointFresh(tick uint64) bool {
 // and the ones gone; in both, the ones that moved to another region's
 // stream of this node's (splitGone).
 func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, ids []ecs.ID) {
-	r := c.r
 	ck := &c.ckpt
 	slices.Sort(ids)
 	full := o.full
-	var state []handoff.Snapshot
 	var gone, moved []uint64
 	now := o.spare
 	if now == nil {
 		now = make(map[ecs.ID]uint64, len(ids))
 	}
 	clear(now)
+	enc := &ck.enc
+	enc.reset()
 	for _, id := range ids {
-		snap, err := r.handoffSnapshot(id, c.epochOf(id), tick)
+		snap, err := c.ckptSnapshot(enc, id, c.epochOf(id), tick)
 		if err != nil {
 			continue // a module codec that fails: the handoff logs it
 		}
-		h := ck.hash(snap)
+		enc.add(snap)
+		h := enc.hashLast(ck.seed, snap)
 		now[id] = h
 		if prev, ok := o.sent[id]; !full && ok && prev == h {
-			continue
+			enc.dropLast()
 		}
-		state = append(state, snap)
 	}
+	state := enc.states()
 	gone, moved = c.splitGone(o.sent, now, full)
 	// Nothing changed still sends an empty delta: it says the stream is
 	// current as of this tick (the newer claim between adopters).
@@ -613,8 +637,8 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 		// At most MaxEntities and about ckptMaxBytes a message (the
 		// link's frames are bounded): a large region goes in parts.
 		n, size := 0, 0
-		for n < len(state) && n < handoff.MaxEntities && (n == 0 || size+state[n].Size() <= ckptMaxBytes) {
-			size += state[n].Size()
+		for n < len(state) && n < handoff.MaxEntities && (n == 0 || size+len(state[n].Bytes) <= ckptMaxBytes) {
+			size += len(state[n].Bytes)
 			n++
 		}
 		o.seq++
@@ -622,20 +646,16 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 		if first {
 			m.Gone, m.Moved = gone, moved
 		}
-		if n > 0 {
-			m.State = &handoff.Transfer{Entities: state[:n]}
-		}
+		m.State = state[:n]
 		state = state[n:]
-		payload := m.Append(make([]byte, 0, 64+size+size/8))
+		payload := m.Append(make([]byte, 0, 64+8*(len(m.Gone)+len(m.Moved))+size))
 		if !c.sendCkpt(o.standby, KindCheckpoint, payload) {
 			sent = false
 			break
 		}
 		ck.stats.Sent++
 		ck.stats.Bytes += len(payload)
-		if m.State != nil {
-			ck.stats.Entities += n
-		}
+		ck.stats.Entities += n
 		ck.stats.Gone += len(m.Gone) + len(m.Moved)
 	}
 	o.n++
@@ -671,31 +691,6 @@ func (c *cluster) splitGone(sent, now map[ecs.ID]uint64, full bool) (gone, moved
 	slices.Sort(gone)
 	slices.Sort(moved)
 	return gone, moved
-}
-
-// hash is a snapshot's state for the delta: its epoch and every
-// component but the time it was taken.
-func (ck *ckptState) hash(s handoff.Snapshot) uint64 {
-	var h maphash.Hash
-	h.SetSeed(ck.seed)
-	var b [8]byte
-	for i := range b {
-		b[i] = byte(s.Epoch >> (8 * i))
-	}
-	h.Write(b[:])
-	for _, comp := range s.Components {
-		if comp.Name == atName {
-			continue
-		}
-		h.WriteString(comp.Name)
-		h.WriteByte(0)
-		for i := range b {
-			b[i] = byte(len(comp.Data) >> (8 * i))
-		}
-		h.Write(b[:])
-		h.Write(comp.Data)
-	}
-	return h.Sum64()
 }
 
 // sendCkpt hands a checkpoint-protocol message to the transport, and
@@ -753,7 +748,7 @@ func (c *cluster) receiveCheckpoint(from string, m checkpointMsg) {
 		// this node did, and its snapshot is the only one for
 		// ckptFullEvery checkpoints (meanwhile the region it moved
 		// entities from says they are gone).
-		in = &ckptIn{owner: from, lease: m.Fence.Lease, named: named, grid: table.Grid(), recs: make(map[ecs.ID]handoff.Snapshot)}
+		in = &ckptIn{owner: from, lease: m.Fence.Lease, named: named, grid: table.Grid(), recs: make(map[ecs.ID]handoff.RawSnapshot)}
 		if named != from && !ck.bugs.noFence {
 			in.named, in.heldBack, in.heldVer = "", true, table.Version()
 		}
@@ -781,16 +776,14 @@ func (c *cluster) receiveCheckpoint(from string, m checkpointMsg) {
 		c.expireMoved(in)
 	}
 	if m.Full {
-		clear(in.recs)
+		in.clearRecs() // after keepMoved: a moved one's record stays
 	}
 	for _, id := range m.Gone {
-		delete(in.recs, ecs.ID(id))
+		in.drop(ecs.ID(id))
 	}
-	if m.State != nil {
-		for _, s := range m.State.Entities {
-			in.recs[ecs.ID(s.Entity)] = cloneSnapshot(s)
-			delete(in.moved, ecs.ID(s.Entity))
-		}
+	for _, s := range m.State {
+		in.put(s) // copied: a record keeps no payload alive
+		in.dropMoved(ecs.ID(s.Entity))
 	}
 	ck.stats.Received++
 }
@@ -804,7 +797,7 @@ func (c *cluster) keepMoved(in *ckptIn, id ecs.ID) {
 	if !ok {
 		return
 	}
-	delete(in.recs, id)
+	delete(in.recs, id) // its buffer goes with it
 	if in.moved == nil {
 		in.moved = make(map[ecs.ID]movedRec)
 	}
@@ -817,7 +810,7 @@ func (c *cluster) expireMoved(in *ckptIn) {
 	keep := uint64(ckptMovedKeep+1) * ticks(c.r.cfg.Timers.CheckpointEvery)
 	for id, mv := range in.moved {
 		if in.tick >= mv.tick+keep {
-			delete(in.moved, id)
+			in.dropMoved(id)
 		}
 	}
 }
@@ -841,27 +834,6 @@ func (c *cluster) namedOwner(table *cells.Table, reg cells.RegionID, from string
 		return from
 	}
 	return owner
-}
-
-// cloneSnapshot copies s's bytes out of the message they alias, into one
-// buffer: a record keeps no payload alive.
-func cloneSnapshot(s handoff.Snapshot) handoff.Snapshot {
-	n := 0
-	for _, comp := range s.Components {
-		n += len(comp.Data)
-	}
-	buf := make([]byte, 0, n)
-	comps := make([]handoff.Component, len(s.Components))
-	for i, comp := range s.Components {
-		start := len(buf)
-		buf = append(buf, comp.Data...)
-		comps[i] = handoff.Component{Name: comp.Name, Data: buf[start:len(buf):len(buf)]}
-		if len(comp.Data) == 0 {
-			comps[i].Data = nil
-		}
-	}
-	s.Components = comps
-	return s
 }
 
 // ckptTick runs at the end of each drain: the standby side follows the
@@ -1126,10 +1098,15 @@ func (c *cluster) finishAdoption(a *adoption) {
 			ck.stats.Here++ // held here, or a live peer sends it
 			continue
 		}
+		snap, err := cd.snap.Decode()
+		if err != nil {
+			r.cfg.Logger.Warn("zone: checkpointed entity does not decode", "entity", id, "err", err)
+			continue // checked as it arrived: not seen
+		}
 		if c.isGhost(id) && slices.Contains(a.asked, c.source[id]) {
 			c.forgetStaleGhost(id)
 		}
-		if c.restore(id, cd.snap, byName) {
+		if c.restore(id, snap, byName) {
 			ck.stats.Adopted++
 			ck.restored[id] = r.w.CurrentTick().N
 			ck.fresh = append(ck.fresh, id) // checkpointed at the end of the tick
@@ -1224,11 +1201,15 @@ func (c *cluster) receiveCkpt(m inMsg) error {
 	case kindCkptResend:
 		c.ckpt.resendFull[m.from] = true
 	case KindCheckpoint:
-		cm, err := decodeCheckpoint(m.payload)
+		cm, err := decodeCheckpoint(m.payload, c.ckpt.states)
 		if err != nil {
 			return err
 		}
 		c.receiveCheckpoint(m.from, cm)
+		if cm.State != nil {
+			clear(cm.State) // pins no payload
+			c.ckpt.states = cm.State[:0]
+		}
 	case KindAdoptQuery:
 		q, err := decodeAdoptQuery(m.payload)
 		if err != nil {

@@ -26,7 +26,9 @@ import (
 // "nomoved" (a checkpoint arriving in part loses an entity that walked
 // between two regions' streams) needs the kill to fall between the two
 // messages' arrivals, which no seed here draws: the scenario script
-// testdata/scenarios/ckpt_partial_arrival.txt catches it.
+// testdata/scenarios/ckpt_partial_arrival.txt catches it (and
+// ckpt_partial_arrival_full.txt, where the checkpoint that moves the
+// entity is a snapshot).
 func TestKillSimulationBites(t *testing.T) {
 	seeds, _, err := zonesim.Seeds()
 	if err != nil {
@@ -89,4 +91,29 @@ func TestKillLaterClaimBites(t *testing.T) {
 	} else {
 		t.Logf("nolaterclaim caught: %v", err)
 	}
+}
+
+// TestCheckpointEncodesTheHandoffSnapshot: the checkpoint builds each
+// entity's snapshot in buffers it reuses, not by the handoff's own
+// function; over a kill simulation's run (players, pets, dens, mobs,
+// handoffs and an adoption) every one it encodes is, byte for byte, the
+// snapshot a handoff would carry of it.
+func TestCheckpointEncodesTheHandoffSnapshot(t *testing.T) {
+	var verified []func() (int, string)
+	if _, err := zonesim.Run(zonesim.Config{Seed: 3, Ticks: 300, Kill: true,
+		Started: func(_ int, r *zone.Runtime) { verified = append(verified, r.VerifyCheckpointEncoding()) }}); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, v := range verified {
+		n, diff := v()
+		if diff != "" {
+			t.Fatal(diff)
+		}
+		total += n
+	}
+	if total < 100 {
+		t.Fatalf("%d snapshots checked: the run checkpointed next to nothing", total)
+	}
+	t.Logf("%d checkpointed snapshots are the handoff's", total)
 }
