@@ -290,6 +290,7 @@ func TestPlayOnOneNode(t *testing.T) {
 // one socket, logs out (saved by whichever node simulates it), and logs in
 // again on zone-1's gateway where it left.
 func TestPlayAcrossTwoNodes(t *testing.T) {
+	t.Parallel() // a cluster of its own, stepped while bots walk: see cluster_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	w := newWorld(t)
@@ -385,6 +386,7 @@ func TestPlayAcrossTwoNodes(t *testing.T) {
 // same entity (never a second one), the newer session commands it, and
 // the older session's teardown changes nothing.
 func TestASecondLoginTakesThePlayerOver(t *testing.T) {
+	t.Parallel() // a cluster of its own, stepped while bots walk: see cluster_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	w := newWorld(t)
@@ -533,6 +535,7 @@ func TestTerrainAndMarkersAcrossGateways(t *testing.T) {
 // every input applied exactly once, by whichever node simulated the
 // master when it arrived.
 func TestInputsAcrossThreeRegionsAreAppliedOnce(t *testing.T) {
+	t.Parallel() // a cluster of its own, stepped while bots walk: see cluster_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	w := newWorld(t)
@@ -638,6 +641,7 @@ func TestInputsAcrossThreeRegionsAreAppliedOnce(t *testing.T) {
 // world holds exactly one player of the account, which that session
 // commands.
 func TestLoginsRacingOnTwoNodesLeaveOnePlayer(t *testing.T) {
+	t.Parallel() // a cluster of its own, stepped while bots walk: see cluster_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	w := newWorld(t)
