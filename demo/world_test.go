@@ -32,12 +32,6 @@ import (
 // the region move is done, shows every node, the new table and entities,
 // and read when the failover is done, the killed node down and its
 // regions changing owner.
-//
-// It runs alone (its blinks, handoffs and failover depend on the CPU its
-// four nodes get), as do the economy demo's short runs (TestDemoShort:
-// epochs of 150 ms and a lease that a starved node loses). The two world
-// runs that check trades and stopping call t.Parallel and run together
-// after them (issue 28: each mostly waits on its ticks).
 func TestWorldShort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -224,7 +218,6 @@ func TestWorldZoneNodeFailingToStart(t *testing.T) {
 // has logged in makes neither the move nor the kills, and fails nothing
 // for it: the report says so.
 func TestWorldServeStoppedBeforeTheMoments(t *testing.T) {
-	t.Parallel() // a run of its own that mostly waits: see TestWorldShort
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var (

@@ -50,7 +50,6 @@ func TestWorldSaysItStartsAtOnce(t *testing.T) {
 // drawn: no shopping, no move, no kill (of either node: the zone node
 // kill off, the report says nothing of it).
 func TestWorldTradesCommit(t *testing.T) {
-	t.Parallel() // a run of its own that mostly waits: see TestWorldShort
 	const ticks = 300
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()

@@ -14,13 +14,6 @@ import (
 	"github.com/shardwise/shardwise/zone/zonetest"
 )
 
-// The tests that start a cluster of their own (a playCluster, a
-// resumeCluster) and wait for bots or clients walking in it call
-// t.Parallel: their wall clock is mostly those walks (issue 28), and each
-// has its own etcd, ports, directory and world store. The tests that step
-// a game on the test's goroutine as fast as it goes stay sequential, and
-// so does TestABotOfADeadGatewayResumesOnAnother (its legs' timeout).
-
 // playCluster is a zonetest cluster of the reference game with a gateway
 // on every node, one directory, one token issuer and one world store (a
 // world, play_test.go): the setup of the bot tests.

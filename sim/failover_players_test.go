@@ -167,7 +167,6 @@ func TestAPlayerKeepsItsSocketAcrossItsNodesFailover(t *testing.T) {
 // adopted master where it stood, and no second master is ever made from
 // the store's older record.
 func TestAPlayerResumesAcrossItsNodesFailover(t *testing.T) {
-	t.Parallel() // a cluster of its own, stepped while bots walk: see cluster_test.go
 	for _, tc := range []struct {
 		name   string
 		on     int

@@ -290,7 +290,6 @@ func TestPlayOnOneNode(t *testing.T) {
 // one socket, logs out (saved by whichever node simulates it), and logs in
 // again on zone-1's gateway where it left.
 func TestPlayAcrossTwoNodes(t *testing.T) {
-	t.Parallel() // a cluster of its own, stepped while bots walk: see cluster_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	w := newWorld(t)
@@ -386,7 +385,6 @@ func TestPlayAcrossTwoNodes(t *testing.T) {
 // same entity (never a second one), the newer session commands it, and
 // the older session's teardown changes nothing.
 func TestASecondLoginTakesThePlayerOver(t *testing.T) {
-	t.Parallel() // a cluster of its own, stepped while bots walk: see cluster_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	w := newWorld(t)
@@ -535,7 +533,6 @@ func TestTerrainAndMarkersAcrossGateways(t *testing.T) {
 // every input applied exactly once, by whichever node simulated the
 // master when it arrived.
 func TestInputsAcrossThreeRegionsAreAppliedOnce(t *testing.T) {
-	t.Parallel() // a cluster of its own, stepped while bots walk: see cluster_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	w := newWorld(t)
@@ -641,7 +638,6 @@ func TestInputsAcrossThreeRegionsAreAppliedOnce(t *testing.T) {
 // world holds exactly one player of the account, which that session
 // commands.
 func TestLoginsRacingOnTwoNodesLeaveOnePlayer(t *testing.T) {
-	t.Parallel() // a cluster of its own, stepped while bots walk: see cluster_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	w := newWorld(t)

@@ -161,7 +161,6 @@ func resumeOn(t *testing.T, ctx context.Context, url, credential string) (*sim.C
 // third one: the same master and pet, where they stood, never a second
 // master; the spent credential is refused after.
 func TestAPlayerOfADeadGatewayResumesOnAnother(t *testing.T) {
-	t.Parallel() // a cluster of its own, stepped while bots walk: see cluster_test.go
 	for _, tc := range []struct {
 		name  string
 		nodes int
@@ -257,9 +256,6 @@ func resumeAfterADeadGateway(t *testing.T, nodes, on int, node bool) {
 // A bot whose gateway dies resumes on the next gateway of its list with
 // its credential (no new token), and plays on.
 func TestABotOfADeadGatewayResumesOnAnother(t *testing.T) {
-	// Not parallel: its bot must finish three legs, each within 30 s of
-	// wall clock, across a gateway's kill; beside the other tests at load
-	// 15 one leg timed out (issue 28).
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rc := startResumeCluster(t, 2, 36)
