@@ -28,7 +28,8 @@
 //     entity another node simulates by forgetting a term.
 //   - The protocol's waits (Config.Timers), counted in ticks, with their
 //     relations (the handoff timeout and the held vanish within the table
-//     grace, the grace within the went record) checked at New.
+//     grace, the grace within the went record, the fence hold at least
+//     the held vanish) checked at New.
 //   - The transport port (transport.go): Transport, what the runtime
 //     sends through (an ordered, reliable control stream: Send; a lossy
 //     replication stream: Replicate; neither blocks), and Arrivals, what
