@@ -1734,12 +1734,10 @@ func (c *cluster) fencedPeers() {
 		delete(c.leaseOf, p)
 		c.r.cfg.Logger.Warn("zone: peer lost its lease: its ghosts are held for its standby", "peer", p)
 		if !c.bugs.dropAtFence {
-			n := len(c.fenceHeld)
 			c.holdFenced(p)
-			c.stats.FenceHeld += len(c.fenceHeld) - n
 		}
-		// In chunk order: each drop raises its ghosts' vanishes, and the
-		// order of the vanishes is the order of the frames clients get.
+		// In chunk order: a drop (the planted dropAtFence) raises its
+		// ghosts' vanishes, in the order of the frames clients get.
 		for _, ch := range sortedChunks(c.wants) {
 			if peers := c.wants[ch]; slices.Contains(peers, p) {
 				if c.bugs.dropAtFence {

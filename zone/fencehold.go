@@ -47,6 +47,7 @@ func (c *cluster) holdFenced(peer string) {
 		}
 		delete(c.holding, id)
 		c.fenceHeld[id] = fenceHeld{peer: peer, until: until}
+		c.stats.FenceHeld++
 	}
 }
 
