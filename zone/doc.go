@@ -28,7 +28,8 @@
 //     entity another node simulates by forgetting a term.
 //   - The protocol's waits (Config.Timers), counted in ticks, with their
 //     relations (the handoff timeout and the held vanish within the table
-//     grace, the grace within the went record) checked at New.
+//     grace, the grace within the went record, the fence hold at least
+//     the held vanish) checked at New.
 //   - The transport port (transport.go): Transport, what the runtime
 //     sends through (an ordered, reliable control stream: Send; a lossy
 //     replication stream: Replicate; neither blocks), and Arrivals, what
@@ -64,7 +65,9 @@
 //     chunk. The ghosts of a chunk the node stops holding
 //     altogether are parked, unseen, for 8 ticks rather than dropped: the
 //     sender may still send a delta as one walks into a chunk the node
-//     receives.
+//     receives. The ghosts of a peer whose lease ended are held at its
+//     fence (fencehold.go), standing as they were, until the standby's
+//     adoption reaches this node (see the states below).
 //   - Simulation ghosts: a render ghost standing in the interaction band is
 //     also a real entity with the Ghost marker and its decoded public
 //     components; only the runtime writes it.
@@ -179,7 +182,7 @@
 //     goroutine that steps it). The player saver and the ground's loader
 //     are host-side I/O goroutines, outside the protocol (docs/decisions.md).
 //
-// Between two ticks, on every node (Runtime.CheckInvariants checks 5–10;
+// Between two ticks, on every node (Runtime.CheckInvariants checks 5–11;
 // zonetest and zonesim run it after every Step, and check 1 across the
 // cluster):
 //  5. An entity is Frozen exactly while a handoff of it is in flight: it
@@ -208,6 +211,10 @@
 //  10. A record a standby holds of an entity it holds itself is never at
 //     a higher epoch than its own copy (simulated, or offered in a
 //     handoff): records are older than what lives.
+//  11. A ghost held at a fence is a render ghost of the peer it was held
+//     from, that peer is fenced here (so nothing more of it is taken),
+//     and Timers.FenceHold has not passed since the fence; every render
+//     ghost of a fenced peer is held at its fence.
 //
 // An entity's state on its standby, beside the phases above (the records
 // are not entities: nothing simulates them, no ghost comes of them):
@@ -219,6 +226,18 @@
 //	candidate  in an adoption round           a live peer answers that it holds the entity (or adopts it under a
 //	                                          newer checkpoint): dropped; every live peer has answered: adopted
 //	adopted    a simulated entity, epoch e+4  (an entity like any other)
+//
+// A dead node's entity on the nodes that showed it, as a ghost, across the
+// failover (fencehold.go; no client that sees it is sent a vanish unless
+// it never comes back):
+//
+//	state      ghost here                          how it leaves
+//	ghost      from the dead node, updated         its lease ends here (Config.Accept refuses it): held
+//	held       as it stood, frozen; nothing more   a live node sends it at a higher epoch (the standby's adoption at
+//	(fence)    is taken from the dead node         e+4, a live source taking back what it offered the dead node): that
+//	                                               node's ghost, in place; this node adopts it: a local entity, in
+//	                                               place; Timers.FenceHold passes, or no client or band here holds its
+//	                                               chunk: vanishes (it never comes back)
 //
 // The rule against two copies on failover: a peer answers the adoption
 // query only once it refuses the dead node (its lease ended), so what it
