@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardwise/shardwise/handoff"
 	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/link/replication"
 	"github.com/shardwise/shardwise/zone/internal/wire"
 )
 
@@ -36,7 +37,7 @@ type Transport interface {
 	// Replicate sends one replication batch to peer on the lossy stream:
 	// batches may be lost (the receiver sees a gap in their sequence and
 	// resyncs), never reordered or duplicated as delivered.
-	Replicate(peer string, entries []link.Entry) error
+	Replicate(peer string, entries []replication.Entry) error
 	// Close stops what the transport started and is idempotent. It does
 	// not close what the transport wraps (the link).
 	Close() error
@@ -50,7 +51,7 @@ type Arrivals interface {
 	Control(from string, kind uint32, payload []byte)
 	// Replication delivers a replication batch from peer with its
 	// sequence (1, 2, … per sender incarnation and receiver).
-	Replication(from string, seq uint64, entries []link.Entry)
+	Replication(from string, seq uint64, entries []replication.Entry)
 	// Written reports a control message queued by Send and then handed to
 	// the network: taken (err nil) or not (a peer the network does not
 	// know, a closing link). A subscription not taken is sent again.
@@ -146,7 +147,7 @@ func (t *LinkTransport) Send(peer string, kind uint32, payload []byte) error {
 }
 
 // Replicate hands the batch to the link (which never blocks on it).
-func (t *LinkTransport) Replicate(peer string, entries []link.Entry) error {
+func (t *LinkTransport) Replicate(peer string, entries []replication.Entry) error {
 	return t.l.Replicate(peer, entries)
 }
 
