@@ -11,7 +11,7 @@ import (
 	"github.com/shardwise/shardwise/logintoken"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/worldstore"
-	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonehost"
 )
 
 // A zone node of the demo runs in this process, so the demo cannot kill it
@@ -33,7 +33,7 @@ import (
 //
 // What it still does that a dead process would not: its gateway's
 // shutdown hands its sessions' leaves to its runtime for two more ticks
-// (zone.Host's orderly stop), which forwards the leave of a player whose
+// (zonehost.Host's orderly stop), which forwards the leave of a player whose
 // master another node simulates to that node; so such a player is saved
 // there and logged out, where after a real crash it would stay in the
 // world until its client reconnects and takes it over.
@@ -87,7 +87,7 @@ func (w killableWorld) Close() error { return nil }
 // here (the resume credentials' ArmResume, Resume and RevokeResume, once
 // merged), or a killed gateway could still arm or revoke one.
 type killableDirectory struct {
-	zone.SharedDirectory
+	zonehost.SharedDirectory
 	killable
 }
 
