@@ -40,6 +40,7 @@ import (
 	"github.com/shardwise/shardwise/worldstore/sqlworld"
 	"github.com/shardwise/shardwise/zone"
 	"github.com/shardwise/shardwise/zone/zonecoord"
+	"github.com/shardwise/shardwise/zone/zonelink"
 )
 
 // HostConfig configures Host: one zone node in its own process. Zero
@@ -157,7 +158,7 @@ type HostConfig struct {
 	// Runtime is the base runtime configuration (a game's RuntimeConfig):
 	// Grid, Bands, View, MaterialiseBudget, TickInterval, Clock, Logger.
 	// Host sets Name, Node (the coord node id), Territory (the
-	// zonecoord.Ownership), Link, Lease, Accept and WorldStore; those must be left
+	// zonecoord.Ownership), Transport, Lease, Accept and WorldStore; those must be left
 	// zero (Name may equal HostConfig.Name). The Grid must be the region table's.
 	// Runtime.Clock nil: Clock. Runtime.Logger nil: Logger.
 	Runtime zone.Config
@@ -314,8 +315,6 @@ func (c HostConfig) Validate() error {
 		return errcode.Config("HostConfig.Runtime.Node", rc.Node, "is set by the host: the node id coord leases it")
 	case rc.Territory != nil:
 		return errcode.Config("HostConfig.Runtime.Territory", "set", "is set by the host: the node's zonecoord.Ownership")
-	case rc.Link != nil:
-		return errcode.Config("HostConfig.Runtime.Link", rc.Link.ID(), "is set by the host: the link it builds from HostConfig.CertDir")
 	case rc.Transport != nil:
 		return errcode.Config("HostConfig.Runtime.Transport", rc.Transport.ID(), "is set by the host: the link it builds from HostConfig.CertDir")
 	case rc.Lease != 0:
@@ -608,7 +607,8 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		return err
 	}
 	rc := cfg.Runtime
-	rc.Name, rc.Node, rc.Territory, rc.Link, rc.Accept, rc.LivePeers = cfg.Name, int(own.NodeID()), own, l, peers.accept, peers.live
+	rc.Name, rc.Node, rc.Territory, rc.Accept, rc.LivePeers = cfg.Name, int(own.NodeID()), own, peers.accept, peers.live
+	rc.Transport = zonelink.NewLinkTransport(l) // the runtime closes it; the link is closed after the runtime
 	if hg != nil {
 		if err := hg.checkShared(cfg, own.Table().Nodes()); err != nil {
 			return err
@@ -616,6 +616,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		rc.WorldStore = hg.store
 	}
 	if rt, err = zone.New(rc, cfg.Module); err != nil {
+		_ = rc.Transport.Close()
 		return err
 	}
 	if hg != nil {

@@ -57,6 +57,7 @@ import (
 	"github.com/shardwise/shardwise/link/faulty"
 	"github.com/shardwise/shardwise/zone"
 	"github.com/shardwise/shardwise/zone/zonecoord"
+	"github.com/shardwise/shardwise/zone/zonelink"
 	"github.com/shardwise/shardwise/zone/zonesim"
 )
 
@@ -288,7 +289,7 @@ func Start(tb testing.TB, cfg Config) *Cluster {
 	c.Apply(table)
 	for _, n := range c.Nodes {
 		rc := zone.Config{
-			Name: n.Name, Node: n.Number, Grid: cfg.Grid, Territory: n.Ownership, Link: n.Link,
+			Name: n.Name, Node: n.Number, Grid: cfg.Grid, Territory: n.Ownership, Transport: zonelink.NewLinkTransport(n.Link),
 			Clock: cfg.Clock, Logger: cfg.Logger.With("node", n.Name), Accept: c.accept, LivePeers: c.livePeers,
 		}
 		if cfg.Runtime != nil {
