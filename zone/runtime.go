@@ -35,7 +35,7 @@ type Module interface {
 }
 
 // Territory is where a runtime reads which regions it simulates: the
-// region table it holds and the fence of its lease. *Ownership is one;
+// region table it holds and the fence of its lease. zonecoord's *Ownership is one;
 // Solo is the territory of a node alone in its world.
 type Territory interface {
 	// Table is the table the node holds now; never nil.
@@ -333,7 +333,7 @@ func New(cfg Config, mod Module) (*Runtime, error) {
 		}
 	}
 	if terr.Table() == nil {
-		return nil, ErrNoTable.Wrap("the territory holds no region table yet (wait for one: Ownership.WaitVersion)")
+		return nil, ErrNoTable.Wrap("the territory holds no region table yet (wait for one: zonecoord.Ownership.WaitVersion)")
 	}
 	if got := terr.Table().Grid().Config(); got != cfg.Grid {
 		return nil, errcode.Config("Config.Grid", cfg.Grid, fmt.Sprintf("differs from the region table's grid %+v", got))
