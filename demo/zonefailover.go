@@ -13,7 +13,7 @@ import (
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/ecs"
-	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonecoord"
 )
 
 // ZoneKillReport is the zone node killed at ZoneKillAt and its failover,
@@ -152,7 +152,7 @@ func (d *worldDemo) zoneKillAt(load context.Context, start time.Time) (err error
 		return fmt.Errorf("demo: zone node kill: no live zone node owns a region")
 	}
 	zn := d.nodes[victim]
-	leader, _ := d.admin.Leader(load, zone.FailoverElection)
+	leader, _ := d.admin.Leader(load, zonecoord.FailoverElection)
 	regions := t.RegionsOf(victim)
 	k := ZoneKillReport{Node: victim, Controller: leader == victim, TableVersion: t.Version(), Standbys: []string{}}
 	for _, r := range regions {

@@ -59,8 +59,9 @@ import (
 // epoch plus adoptEpochMargin. The region's columns are not set up while
 // an adoption is in flight.
 //
-// The epoch. Peers drop the dead node's ghosts and refuse its messages at
-// the fence, before they answer, so no epoch of the dead node's is live
+// The epoch. Peers hold the dead node's ghosts as they stood (taking
+// nothing more of them: fencehold.go) and refuse its messages at the
+// fence, before they answer, so no epoch of the dead node's is live
 // anywhere when the adopted entity appears: the margin is a second line.
 // Between two checkpoints (CheckpointEvery <= HandoffRetry, checked at
 // New) an entity's epoch rises on its node by at most 3: an offer (e+1),
@@ -833,10 +834,11 @@ func (c *cluster) finishAdoption(a *adoption) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(a.cands)) {
 		cd := a.cands[id]
-		// A render ghost from a dead node is no sign of a live holder: a
-		// parked one outlives the fence until sweepParked, and with no
-		// peer to ask the round ends in the tick of the fence (zonesim
-		// TestKillSoak nodes2 seed 15).
+		// A render ghost from a dead node is no sign of a live holder: it
+		// is held at the fence for this adoption (a parked one outlives
+		// the fence until sweepParked), and with no peer to ask the round
+		// ends in the tick of the fence (zonesim TestKillSoak nodes2 seed
+		// 15). restore takes it over in place.
 		if r.w.Alive(id) && !r.ghost.Has(id) || c.isGhost(id) && !slices.Contains(a.dead, c.source[id]) {
 			ck.stats.Here++ // held here, or a live peer sends it
 			continue
@@ -864,11 +866,14 @@ func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec
 			return false
 		}
 	}
-	if r.ghost.Has(id) {
-		_ = r.w.Evict(id)
-	}
+	// A ghost of it here (held at the dead node's fence, or parked) is
+	// taken over in place: whoever sees it goes on seeing it, no vanish.
+	filed, wasIndexed := c.takeOverGhost(id)
 	delete(c.went, id)
 	if err := r.w.CreateEntity(id); err != nil {
+		if wasIndexed {
+			r.vis.Evict(id)
+		}
 		return false
 	}
 	for _, comp := range s.Components {
@@ -877,6 +882,9 @@ func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec
 		}
 		if err := byName[comp.Name].dec(id, comp.Data); err != nil {
 			_ = r.w.Evict(id)
+			if wasIndexed {
+				r.vis.Evict(id)
+			}
 			r.cfg.Logger.Warn("zone: checkpointed entity does not decode", "entity", id, "err", err)
 			return false
 		}
@@ -886,7 +894,11 @@ func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec
 		epoch = s.Epoch
 	}
 	c.epochs[id] = epoch
-	r.w.MarkMoved(id)
+	if wasIndexed {
+		c.adoptedInPlace(id, filed, wasIndexed)
+	} else {
+		r.w.MarkMoved(id)
+	}
 	r.markLocalDirty(id)
 	return true
 }

@@ -34,7 +34,8 @@ func (r *Runtime) Breach(kind string, id ecs.ID) {
 // dropChunk), "noheldvanish" (holdVanish never holds), "nounlistedhold"
 // (holdUnlisted never holds: a snapshot that leaves a ghost out removes
 // it at once), "adoptionvanish" (the adoption tick's out-of-sight vanish is sent to peers that never
-// saw the entity here).
+// saw the entity here), "dropatfence" (a peer's ghosts are dropped at
+// its fence: they vanish, then come back adopted).
 func (r *Runtime) Plant(bug string) {
 	b := &r.cluster.bugs
 	switch bug {
@@ -50,6 +51,8 @@ func (r *Runtime) Plant(bug string) {
 		b.noUnlistedHold = true
 	case "adoptionvanish":
 		b.adoptionVanish = true
+	case "dropatfence":
+		b.dropAtFence = true
 	default:
 		panic("zone: no such planted bug: " + bug)
 	}

@@ -50,6 +50,8 @@ func TestTimersValidate(t *testing.T) {
 		{"checkpoints rarer than handoff retries", func(t *zone.Timers) { t.CheckpointEvery = d.HandoffRetry + 1 }, "Config.Timers.CheckpointEvery"},
 		{"negative unclaimed wait", func(t *zone.Timers) { t.Unclaimed = -1 }, "Config.Timers.Unclaimed"},
 		{"unclaimed wait shorter than the full routes", func(t *zone.Timers) { t.Unclaimed = d.FullRoutes - 1 }, "Config.Timers.FullRoutes"},
+		{"negative fence hold", func(t *zone.Timers) { t.FenceHold = -1 }, "Config.Timers.FenceHold"},
+		{"fence hold shorter than the hold", func(t *zone.Timers) { t.FenceHold = d.Hold - 1 }, "Config.Timers.Hold"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			timers := zone.Timers{}
@@ -76,6 +78,7 @@ func TestTimersValidate(t *testing.T) {
 		{CheckpointEvery: d.HandoffRetry},
 		{CheckpointEvery: 1},
 		{Unclaimed: d.FullRoutes},
+		{FenceHold: d.Hold},
 	} {
 		if err := ok.Validate(); err != nil {
 			t.Errorf("timers %+v refused: %v", ok, err)
