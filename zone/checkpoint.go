@@ -9,9 +9,6 @@ import (
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/handoff"
-	"github.com/shardwise/shardwise/interest"
-	"github.com/shardwise/shardwise/outbox"
-	"github.com/shardwise/shardwise/replica"
 	"github.com/shardwise/shardwise/torus"
 )
 
@@ -70,8 +67,9 @@ import (
 // epoch plus adoptEpochMargin. The region's columns are not set up while
 // an adoption is in flight.
 //
-// The epoch. Peers drop the dead node's ghosts and refuse its messages at
-// the fence, before they answer, so no epoch of the dead node's is live
+// The epoch. Peers hold the dead node's ghosts as they stood (taking
+// nothing more of them: fencehold.go) and refuse its messages at the
+// fence, before they answer, so no epoch of the dead node's is live
 // anywhere when the adopted entity appears: the margin is a second line.
 // Between two checkpoints (CheckpointEvery <= HandoffRetry, checked at
 // New) an entity's epoch rises on its node by at most 3: an offer (e+1),
@@ -1085,14 +1083,16 @@ func (c *cluster) finishAdoption(a *adoption) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(a.cands)) {
 		cd := a.cands[id]
-		// A render ghost from a dead node is no sign of a live holder: a
-		// parked one outlives the fence until sweepParked, and with no
-		// peer to ask the round ends in the tick of the fence (zonesim
-		// TestKillSoak nodes2 seed 15). Nor is one from a peer this round
-		// asked: it would have said it holds the entity. That one is
-		// stale (the peer handed the entity to the dead node, and its went
-		// record keeps it listed in its snapshots for a while: zonesim
-		// FourWays kill seed 109) and gives way to the adopted entity.
+		// A render ghost from a dead node is no sign of a live holder: it
+		// is held at the fence for this adoption (a parked one outlives
+		// the fence until sweepParked), and with no peer to ask the round
+		// ends in the tick of the fence (zonesim TestKillSoak nodes2 seed
+		// 15). Nor is one from a peer this round asked: it would have said
+		// it holds the entity. That one is stale (the peer handed the
+		// entity to the dead node, and its went record keeps it listed in
+		// its snapshots for a while: zonesim FourWays kill seed 109) and
+		// gives way to the adopted entity. restore takes either over in
+		// place.
 		if r.w.Alive(id) && !r.ghost.Has(id) ||
 			c.isGhost(id) && !slices.Contains(a.dead, c.source[id]) && !slices.Contains(a.asked, c.source[id]) {
 			ck.stats.Here++ // held here, or a live peer sends it
@@ -1103,29 +1103,12 @@ func (c *cluster) finishAdoption(a *adoption) {
 			r.cfg.Logger.Warn("zone: checkpointed entity does not decode", "entity", id, "err", err)
 			continue // checked as it arrived: not seen
 		}
-		if c.isGhost(id) && slices.Contains(a.asked, c.source[id]) {
-			c.forgetStaleGhost(id)
-		}
 		if c.restore(id, snap, byName) {
 			ck.stats.Adopted++
 			ck.restored[id] = r.w.CurrentTick().N
 			ck.fresh = append(ck.fresh, id) // checkpointed at the end of the tick
 		}
 	}
-}
-
-// forgetStaleGhost drops the render ghost of id that a live peer still
-// sends though it does not hold the entity, as a handoff's target takes
-// over a ghost: the replica forgets it and refuses the peer's later
-// messages about it, and the visibility index keeps it, so whoever sees
-// it here goes on seeing it, as the entity restored in its place.
-func (c *cluster) forgetStaleGhost(id ecs.ID) {
-	if st, _, ok := c.rep.Has(uint64(id)); ok {
-		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: replica.Stamp{Epoch: st.Epoch, Seq: st.Seq + 1},
-			Frames: outbox.AppendVanishFrame(nil, uint64(id), interest.Gone)})
-		c.rep.Drain(nil)
-	}
-	delete(c.source, id)
 }
 
 // restore creates one entity from its record, as a handoff's target
@@ -1139,11 +1122,14 @@ func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec
 			return false
 		}
 	}
-	if r.ghost.Has(id) {
-		_ = r.w.Evict(id)
-	}
+	// A ghost of it here (held at the dead node's fence, or parked) is
+	// taken over in place: whoever sees it goes on seeing it, no vanish.
+	filed, wasIndexed := c.takeOverGhost(id)
 	delete(c.went, id)
 	if err := r.w.CreateEntity(id); err != nil {
+		if wasIndexed {
+			r.vis.Evict(id)
+		}
 		return false
 	}
 	for _, comp := range s.Components {
@@ -1152,6 +1138,9 @@ func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec
 		}
 		if err := byName[comp.Name].dec(id, comp.Data); err != nil {
 			_ = r.w.Evict(id)
+			if wasIndexed {
+				r.vis.Evict(id)
+			}
 			r.cfg.Logger.Warn("zone: checkpointed entity does not decode", "entity", id, "err", err)
 			return false
 		}
@@ -1161,7 +1150,11 @@ func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec
 		epoch = s.Epoch
 	}
 	c.epochs[id] = epoch
-	r.w.MarkMoved(id)
+	if wasIndexed {
+		c.adoptedInPlace(id, filed, wasIndexed)
+	} else {
+		r.w.MarkMoved(id)
+	}
 	r.markLocalDirty(id)
 	return true
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/handoff"
 	"github.com/shardwise/shardwise/interest"
-	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/link/replication"
 	"github.com/shardwise/shardwise/outbox"
 	"github.com/shardwise/shardwise/replica"
 	"github.com/shardwise/shardwise/torus"
@@ -42,7 +42,7 @@ type inMsg struct {
 	kind    uint32 // a wire.Kind*, or 0 for a replication batch
 	payload []byte
 	seq     uint64
-	entries []link.Entry
+	entries []replication.Entry
 }
 
 // cluster is the runtime's side of the node link: chunk subscriptions both
@@ -95,7 +95,11 @@ type cluster struct {
 	// source and no longer holds (so nobody here sees them), kept for a
 	// few ticks (parkChunk).
 	parked map[ecs.ID]parkedGhost
-	events []replica.Event
+	// fenceHeld are the ghosts of peers whose lease ended, kept as they
+	// stood until a live node sends them at a higher epoch, this node
+	// adopts them, or Timers.FenceHold passes (fencehold.go).
+	fenceHeld map[ecs.ID]fenceHeld
+	events    []replica.Event
 	// replicationFirst makes drain apply the queued replication batches
 	// before the control messages (set only by tests: the two travel on
 	// different streams, so either order can happen).
@@ -183,6 +187,7 @@ type plantedBugs struct {
 	noHeldVanish   bool // holdVanish never holds
 	noUnlistedHold bool // holdUnlisted never holds
 	adoptionVanish bool // the out-of-sight vanish raised in the adoption tick is sent to peers that never saw it here
+	dropAtFence    bool // fencedPeers drops a dead peer's ghosts (they vanish, then come back adopted)
 }
 
 // ClusterStats are the runtime's link counters since New.
@@ -220,6 +225,11 @@ type ClusterStats struct {
 	// sender's snapshot of the chunk, or the sender was not a simulator
 	// there, or 20 ticks passed).
 	VanishesHeld, VanishesHeldApplied int
+	// FenceHeld counts ghosts held at their source's fence (fencehold.go);
+	// FenceHeldVanished those of them that vanished after all (nobody
+	// sent them at a higher epoch within Timers.FenceHold, or this node
+	// stopped holding their chunk).
+	FenceHeld, FenceHeldVanished int
 }
 
 // Progress counts what a node sent to and received from each peer, for a
@@ -330,6 +340,7 @@ func newCluster(r *Runtime, tr Transport) (*cluster, error) {
 		holding:    make(map[ecs.ID]heldVanish),
 		awaiting:   make(map[peerChunk]struct{}),
 		parked:     make(map[ecs.ID]parkedGhost),
+		fenceHeld:  make(map[ecs.ID]fenceHeld),
 		leaseOf:    make(map[string]int64),
 		fenced:     make(map[string]int64),
 		resendAt:   make(map[string]uint64),
@@ -394,7 +405,7 @@ func (a arrivals) Control(from string, kind uint32, payload []byte) {
 	a.c.enqueue(inMsg{from: from, kind: kind, payload: payload})
 }
 
-func (a arrivals) Replication(from string, seq uint64, entries []link.Entry) {
+func (a arrivals) Replication(from string, seq uint64, entries []replication.Entry) {
 	a.c.enqueue(inMsg{from: from, seq: seq, entries: entries})
 }
 
@@ -1013,7 +1024,7 @@ func (c *cluster) receive(m inMsg) {
 	c.applyEvents()
 }
 
-func (c *cluster) applyUpdate(from string, e link.Entry, u wire.Update) {
+func (c *cluster) applyUpdate(from string, e replication.Entry, u wire.Update) {
 	id := ecs.ID(e.Entity)
 	if c.r.w.Alive(id) && !c.r.ghost.Has(id) {
 		// This node holds it: simulated, or frozen in a handoff whose
@@ -1251,10 +1262,10 @@ func (c *cluster) publish(seq uint64) {
 		if len(sink.frames) == 0 && len(snaps) == 0 {
 			continue
 		}
-		entries := []link.Entry{{Kind: wire.EntryFence, Payload: fence}}
+		entries := []replication.Entry{{Kind: wire.EntryFence, Payload: fence}}
 		entries = c.appendUpdates(entries, sink.frames, seq, len(snaps))
 		for _, ch := range snaps {
-			entries = append(entries, link.Entry{Kind: wire.EntrySnapshot, Payload: c.r.snapshot(ch, seq, interest.Node(c.numOf[p])).Append(nil)})
+			entries = append(entries, replication.Entry{Kind: wire.EntrySnapshot, Payload: c.r.snapshot(ch, seq, interest.Node(c.numOf[p])).Append(nil)})
 			c.stats.Snapshots++
 		}
 		clear(sink.frames)
@@ -1279,7 +1290,7 @@ func (c *cluster) publish(seq uint64) {
 // from one buffer, sized exactly: this runs for every peer at every
 // tick, with an entry for every entity the peer sees. dst gets room for
 // room more entries after them (the snapshots).
-func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64, room int) []link.Entry {
+func (c *cluster) appendUpdates(dst []replication.Entry, frames [][]byte, seq uint64, room int) []replication.Entry {
 	type group struct {
 		id   uint64
 		ch   torus.ChunkPos
@@ -1331,7 +1342,7 @@ func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64, r
 		buf = wire.AppendUpdateHead(buf, g.ch, g.size)
 		g.at = len(buf)
 		buf = buf[:g.at+g.size]
-		dst = append(dst, link.Entry{
+		dst = append(dst, replication.Entry{
 			Entity: g.id, Epoch: c.epochOf(ecs.ID(g.id)), Sequence: seq, Kind: wire.EntryUpdate,
 			Payload: buf[start:len(buf):len(buf)],
 		})
@@ -1707,9 +1718,10 @@ func (c *cluster) resendWants(p string) {
 }
 
 // fencedPeers forgets every peer whose last accepted lease is no longer
-// live: its ghosts vanish (it may no longer write them, and nobody else
-// sends them until a handoff or a restart), nothing more is sent to it,
-// and accounts routed to it are routed nowhere.
+// live: its ghosts are held as they stand (holdFenced: it may no longer
+// write them, and a failover's standby adopts them under the same ids),
+// nothing more is sent to it, and accounts routed to it are routed
+// nowhere.
 func (c *cluster) fencedPeers() {
 	if c.r.cfg.Accept == nil {
 		return
@@ -1720,12 +1732,17 @@ func (c *cluster) fencedPeers() {
 		}
 		c.fenced[p] = c.leaseOf[p]
 		delete(c.leaseOf, p)
-		c.r.cfg.Logger.Warn("zone: peer lost its lease: its ghosts vanish", "peer", p)
-		// In chunk order: each drop raises its ghosts' vanishes, and the
-		// order of the vanishes is the order of the frames clients get.
+		c.r.cfg.Logger.Warn("zone: peer lost its lease: its ghosts are held for its standby", "peer", p)
+		if !c.bugs.dropAtFence {
+			c.holdFenced(p)
+		}
+		// In chunk order: a drop (the planted dropAtFence) raises its
+		// ghosts' vanishes, in the order of the frames clients get.
 		for _, ch := range sortedChunks(c.wants) {
 			if peers := c.wants[ch]; slices.Contains(peers, p) {
-				c.dropChunk(p, ch)
+				if c.bugs.dropAtFence {
+					c.dropChunk(p, ch)
+				}
 				c.wants[ch] = slices.DeleteFunc(slices.Clone(peers), func(x string) bool { return x == p })
 				if len(c.wants[ch]) == 0 {
 					delete(c.wants, ch)

@@ -34,7 +34,8 @@ func (r *Runtime) Breach(kind string, id ecs.ID) {
 // dropChunk), "noheldvanish" (holdVanish never holds), "nounlistedhold"
 // (holdUnlisted never holds: a snapshot that leaves a ghost out removes
 // it at once), "adoptionvanish" (the adoption tick's out-of-sight vanish is sent to peers that never
-// saw the entity here).
+// saw the entity here), "dropatfence" (a peer's ghosts are dropped at
+// its fence: they vanish, then come back adopted).
 func (r *Runtime) Plant(bug string) {
 	b := &r.cluster.bugs
 	switch bug {
@@ -52,6 +53,8 @@ func (r *Runtime) Plant(bug string) {
 		b.adoptionVanish = true
 	case "nomoved": // checkpoint_export_test.go's, for a scenario script
 		r.PlantCheckpoint(bug)
+	case "dropatfence":
+		b.dropAtFence = true
 	default:
 		panic("zone: no such planted bug: " + bug)
 	}

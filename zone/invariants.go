@@ -39,7 +39,7 @@ func (e *InvariantError) Is(target error) bool { return target == ErrInvariant }
 const maxBreaches = 8
 
 // CheckInvariants checks, between two ticks, the runtime invariants of
-// the package doc that one node can check alone (5 to 10; the harness of
+// the package doc that one node can check alone (5 to 11; the harness of
 // a whole cluster checks 1 across nodes: zonetest), and returns the
 // breaches found (at most 8, each an *InvariantError, joined), or nil. It
 // changes nothing and costs a few map lookups per entity, ghost and
@@ -81,6 +81,7 @@ func (r *Runtime) CheckInvariants() error {
 		}
 		c.checkGhosts(breach)
 		c.checkCheckpoints(breach)
+		c.checkFenceHeld(breach)
 		if !r.cfg.NoHandoff && !r.fencedNow() {
 			c.checkMargin(breach)
 		}
