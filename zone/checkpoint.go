@@ -339,6 +339,26 @@ func (r *Runtime) LastCheckpoint() uint64 {
 // AdoptionPending reports whether an adoption waits for peers' answers.
 func (r *Runtime) AdoptionPending() bool { return r.cluster != nil && len(r.cluster.ckpt.rounds) > 0 }
 
+// adopting reports whether this node adopts a dead node's entities: a
+// round waits for answers, or the held table gives away a dead owner's
+// region whose records wait for the next ckptTick to start one. What it
+// simulates is not yet all it will simulate of theirs. (Records of a
+// dead owner the table still names do not count: with no failover table
+// that lasts, and an observer counts no snapshot sent under a table
+// older than the one that gave the region away: unlistedAtFence.)
+func (c *cluster) adopting() bool {
+	if len(c.ckpt.rounds) > 0 {
+		return true
+	}
+	table := c.r.terr.Table()
+	for k, in := range c.ckpt.in {
+		if !in.heldBack && in.grid == table.Grid() && table.Owner(k.region) != in.owner && !c.peerLive(in.owner, in.lease) {
+			return true
+		}
+	}
+	return false
+}
+
 // liveNodes is the zone nodes this node counts as live, itself
 // included, sorted: Config.LivePeers' (or, without it, the held table's
 // nodes and the peers heard from, less those whose lease ended).

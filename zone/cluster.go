@@ -188,6 +188,8 @@ type plantedBugs struct {
 	noUnlistedHold bool // holdUnlisted never holds
 	adoptionVanish bool // the out-of-sight vanish raised in the adoption tick is sent to peers that never saw it here
 	dropAtFence    bool // fencedPeers drops a dead peer's ghosts (they vanish, then come back adopted)
+	noHeldEnd      bool // a snapshot that does not list a ghost held at a fence leaves it held
+	snapAdopting   bool // a node answers a subscription while it adopts a dead node's entities
 }
 
 // ClusterStats are the runtime's link counters since New.
@@ -230,6 +232,10 @@ type ClusterStats struct {
 	// sent them at a higher epoch within Timers.FenceHold, or this node
 	// stopped holding their chunk).
 	FenceHeld, FenceHeldVanished int
+	// FenceHeldUnlisted counts the held ghosts that ended because every
+	// simulator of their chunk sent it without them after the failover
+	// (fencehold.go).
+	FenceHeldUnlisted int
 }
 
 // Progress counts what a node sent to and received from each peer, for a
@@ -997,7 +1003,8 @@ func (c *cluster) receive(m inMsg) {
 		c.stats.Refused++
 		return
 	}
-	if f, err := wire.DecodeFence(entries[0].Payload); err != nil || !c.r.accept(m.from, f) {
+	f, err := wire.DecodeFence(entries[0].Payload)
+	if err != nil || !c.r.accept(m.from, f) {
 		c.stats.Refused++
 		return
 	}
@@ -1016,7 +1023,7 @@ func (c *cluster) receive(m inMsg) {
 				c.stats.Refused++
 				continue
 			}
-			c.applySnapshot(m.from, s)
+			c.applySnapshot(m.from, s, f.Table)
 		default:
 			c.stats.Refused++
 		}
@@ -1112,14 +1119,17 @@ func (c *cluster) markDirty(id ecs.ID, frames []byte) {
 	}
 }
 
-func (c *cluster) applySnapshot(from string, s wire.Snapshot) {
+// applySnapshot applies from's snapshot s, sent under table version
+// table.
+func (c *cluster) applySnapshot(from string, s wire.Snapshot, table uint64) {
 	ch := c.r.geo.NormaliseChunk(s.Chunk)
 	if !c.wanted(from, ch) {
 		return
 	}
 	delete(c.awaiting, peerChunk{from, ch})
 	// The snapshot is the sender's part of the chunk: other sources'
-	// ghosts there stay.
+	// ghosts there stay (a ghost held at a fence unlisted is noted:
+	// sweepFenceHeld ends it once every simulator there left it out).
 	var ups []replica.Update
 	listed := make(map[uint64]uint64, len(s.Entries))
 	for _, e := range s.Entries {
@@ -1134,8 +1144,12 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot) {
 		}
 		if src := c.source[ecs.ID(e)]; src != from {
 			st, _, _ := c.rep.Has(e)
-			if ep, ok := listed[e]; ok && ep > st.Epoch {
+			ep, ok := listed[e]
+			if ok && ep > st.Epoch {
 				continue // the sender is its new owner: its entry replaces it
+			}
+			if !ok {
+				c.unlistedAtFence(from, ecs.ID(e), table)
 			}
 			burst, _ := c.rep.AppendBurst(nil, e)
 			ups = append(ups, replica.Update{Entity: e, Stamp: st, Frames: burst})
@@ -1256,9 +1270,17 @@ func (c *cluster) publish(seq uint64) {
 	}
 	slices.Sort(peers)
 	fence := c.fence().Append(nil)
+	// A node adopting a dead node's entities answers no subscription
+	// yet: a snapshot without an entity it is about to adopt would end a
+	// ghost of it held at the fence (unlistedAtFence), and the entity
+	// would blink. The requests wait in c.snapshot.
+	adopting := c.adopting() && !c.bugs.snapAdopting
 	for _, p := range peers {
 		sink := c.sinks[p]
 		snaps := c.snapshot[p]
+		if adopting {
+			snaps = nil
+		}
 		if len(sink.frames) == 0 && len(snaps) == 0 {
 			continue
 		}
@@ -1270,7 +1292,9 @@ func (c *cluster) publish(seq uint64) {
 		}
 		clear(sink.frames)
 		sink.frames = sink.frames[:0]
-		delete(c.snapshot, p)
+		if !adopting {
+			delete(c.snapshot, p)
+		}
 		if err := c.tr.Replicate(p, entries); err != nil {
 			c.stats.SendErrors++
 			continue

@@ -222,7 +222,8 @@
 //	(fence)    is taken from the dead node         e+4, a live source taking back what it offered the dead node): that
 //	                                               node's ghost, in place; this node adopts it: a local entity, in
 //	                                               place; Timers.FenceHold passes, or no client or band here holds its
-//	                                               chunk: vanishes (it never comes back)
+//	                                               chunk, or every simulator there sends the chunk without it after the
+//	                                               failover table (an adopter once it adopted): vanishes (not there)
 //
 // The rule against two copies on failover: a peer answers the adoption
 // query only once it refuses the dead node (its lease ended), so what it

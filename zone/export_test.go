@@ -55,6 +55,10 @@ func (r *Runtime) Plant(bug string) {
 		r.PlantCheckpoint(bug)
 	case "dropatfence":
 		b.dropAtFence = true
+	case "noheldend":
+		b.noHeldEnd = true
+	case "snapadopting":
+		b.snapAdopting = true
 	default:
 		panic("zone: no such planted bug: " + bug)
 	}

@@ -21,15 +21,28 @@ import (
 //     the dead node failed): the held ghost becomes that node's ghost in
 //     place, as a handoff's new owner takes one over, with no vanish;
 //   - this node adopts it itself (restore takes the ghost over in place);
+//   - every live simulator of its chunk has sent a snapshot of the chunk
+//     without it, after this node's table stopped naming the dead peer
+//     near the chunk (the failover table): the adopters answer a
+//     subscription only once their adoption is over (publish), so the
+//     entity is not there (it was adopted elsewhere, where this node
+//     does not look, or not at all), and it vanishes, unless one of them
+//     still owes this node a snapshot of a chunk next to it (notThere;
+//     the table's arrival asks those simulators for the chunk again);
 //   - Timers.FenceHold ticks pass (nobody had it: it never comes back),
 //     or this node stops holding its chunk (nobody here sees it): then it
 //     vanishes.
 
 // fenceHeld is a ghost held at its source's fence: from whom, and the
-// last tick it may wait.
+// last tick it may wait; once armed (the table, version armedAt, names
+// peer nowhere near its chunk), the simulators of its chunk whose
+// snapshot, sent under that table or a later one, did not list it.
 type fenceHeld struct {
-	peer  string
-	until uint64
+	peer    string
+	until   uint64
+	armed   bool
+	armedAt uint64
+	unlists []string
 }
 
 // holdFenced holds every ghost that came from peer, whose lease just
@@ -72,9 +85,71 @@ func (c *cluster) sweepFenceHeld() {
 			delete(c.fenceHeld, id)
 			c.stats.FenceHeldVanished++
 			_ = c.rep.Replace(filed, c.asIs(nil, filed, func(e uint64) bool { return e != uint64(id) }))
+		case c.notThere(h, filed):
+			delete(c.fenceHeld, id)
+			c.stats.FenceHeldUnlisted++
+			_ = c.rep.Replace(filed, c.asIs(nil, filed, func(e uint64) bool { return e != uint64(id) }))
+		case !h.armed && !c.namesNear(h.peer, filed):
+			// The failover table is here: the chunk's simulators are
+			// asked for it again, and their answers say whether it is
+			// there.
+			h.armed, h.armedAt = true, c.r.terr.Table().Version()
+			c.fenceHeld[id] = h
+			for _, p := range c.wants[filed] {
+				c.resyncChunk(p, filed)
+			}
 		}
 	}
 	c.applyEvents()
+}
+
+// namesNear reports whether the held table names peer as the owner of a
+// region within reach of ch (as simulators counts, fenced or not).
+func (c *cluster) namesNear(peer string, ch torus.ChunkPos) bool {
+	edge := c.r.geo.ChunkEdge()
+	o := c.r.geo.ChunkOrigin(ch)
+	centre := torus.Pos{X: o.X + edge/2, Y: o.Y + edge/2}
+	owners := c.r.terr.Table().AppendOwnersWithin(nil, centre, c.r.cfg.Bands.HandoffMargin+edge*0.7072, "")
+	return slices.Contains(owners, peer)
+}
+
+// unlistedAtFence notes that from's snapshot of its chunk, sent under
+// table version table, does not list id, a ghost held at a fence there
+// since the failover table came: once every simulator of the chunk has
+// said so under that table or a later one, sweepFenceHeld ends it. A
+// snapshot sent under an older table may come from a node that has not
+// started its adoption yet.
+func (c *cluster) unlistedAtFence(from string, id ecs.ID, table uint64) {
+	h, ok := c.fenceHeld[id]
+	if !ok || !h.armed || table < h.armedAt || slices.Contains(h.unlists, from) {
+		return
+	}
+	h.unlists = append(h.unlists, from)
+	c.fenceHeld[id] = h
+}
+
+// notThere reports whether every simulator of ch, the chunk where the
+// held ghost h stands, has sent ch without it since the failover table,
+// and none of them still owes this node a snapshot of a chunk next to
+// ch (the adopter restores an entity where its checkpoint has it, up to
+// a few ticks' walk away: one it sends there takes the ghost over).
+func (c *cluster) notThere(h fenceHeld, ch torus.ChunkPos) bool {
+	if !h.armed || len(h.unlists) == 0 || c.bugs.noHeldEnd || c.adopting() {
+		return false // (this node may be the one to adopt it)
+	}
+	// The table's simulators, not the wants: the re-plan after the
+	// failover table reaches a chunk some ticks later, and until then
+	// the wants may lack the adopter.
+	sims := c.simulators(nil, ch)
+	if len(sims) == 0 {
+		return false
+	}
+	for _, p := range sims {
+		if !slices.Contains(h.unlists, p) || c.pendingNear(p, ch) || c.awaitingNear(p, ch) {
+			return false
+		}
+	}
+	return true
 }
 
 // takeOverGhost turns the render ghost id, if there is one, into room for
