@@ -1029,6 +1029,7 @@ func (c *cluster) answerQueries(table *cells.Table) {
 		ans := adoptAnswer{Fence: c.fence(), Round: pq.q.Round}
 		for _, e := range pq.q.Entries {
 			id := ecs.ID(e.Entity)
+			c.askedAbout(pq.from, id)
 			if r.w.Alive(id) && !r.ghost.Has(id) && !r.isGhost(id) || c.claims(id, e.Tick, pq.from, pq.q.Dead) {
 				ans.Taken = append(ans.Taken, e.Entity)
 			}

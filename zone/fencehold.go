@@ -21,28 +21,34 @@ import (
 //     the dead node failed): the held ghost becomes that node's ghost in
 //     place, as a handoff's new owner takes one over, with no vanish;
 //   - this node adopts it itself (restore takes the ghost over in place);
-//   - every live simulator of its chunk has sent a snapshot of the chunk
-//     without it, after this node's table stopped naming the dead peer
-//     near the chunk (the failover table): the adopters answer a
-//     subscription only once their adoption is over (publish), so the
-//     entity is not there (it was adopted elsewhere, where this node
-//     does not look, or not at all), and it vanishes, unless one of them
-//     still owes this node a snapshot of a chunk next to it (notThere;
-//     the table's arrival asks those simulators for the chunk again);
+//   - every live simulator of its chunk, and every node whose adoption
+//     query named it, has sent a snapshot of the chunk without it under
+//     a table that names the dead peer nowhere near the chunk (the
+//     failover table, or one that moved the region away): the adopters
+//     answer a subscription only once their adoption is over (publish),
+//     so the entity is not there (it was adopted elsewhere, where this
+//     node does not look, or not at all), and it vanishes, unless one of
+//     them still owes this node a snapshot of a chunk next to it
+//     (notThere; the table's arrival asks those simulators for the chunk
+//     again);
 //   - Timers.FenceHold ticks pass (nobody had it: it never comes back),
 //     or this node stops holding its chunk (nobody here sees it): then it
 //     vanishes.
 
 // fenceHeld is a ghost held at its source's fence: from whom, and the
 // last tick it may wait; once armed (the table, version armedAt, names
-// peer nowhere near its chunk), the simulators of its chunk whose
-// snapshot, sent under that table or a later one, did not list it.
+// peer nowhere near its chunk), the nodes whose snapshot of its chunk,
+// sent under that table or a later one, did not list it.
 type fenceHeld struct {
 	peer    string
 	until   uint64
 	armed   bool
 	armedAt uint64
 	unlists []string
+	// askers are the nodes whose adoption query, answered here, named
+	// the entity: each adopts it unless another claims it, and may
+	// hand it on to the chunk's owner after its snapshot went.
+	askers []string
 }
 
 // holdFenced holds every ghost that came from peer, whose lease just
@@ -149,7 +155,25 @@ func (c *cluster) notThere(h fenceHeld, ch torus.ChunkPos) bool {
 			return false
 		}
 	}
+	// An adopter that is no simulator here (the standby of a region a
+	// move gave away as its owner died: it hands what it adopts on)
+	// sends no snapshot of ch: the hold waits for its entity (or for
+	// Timers.FenceHold).
+	for _, p := range h.askers {
+		if !slices.Contains(h.unlists, p) && c.peerLive(p, c.leaseOf[p]) {
+			return false
+		}
+	}
 	return true
+}
+
+// askedAbout notes that asker's adoption query named id: if it is held
+// at a fence here, asker may adopt it (notThere).
+func (c *cluster) askedAbout(asker string, id ecs.ID) {
+	if h, ok := c.fenceHeld[id]; ok && !slices.Contains(h.askers, asker) {
+		h.askers = append(h.askers, asker)
+		c.fenceHeld[id] = h
+	}
 }
 
 // takeOverGhost turns the render ghost id, if there is one, into room for

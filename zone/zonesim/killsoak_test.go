@@ -33,6 +33,16 @@ func TestKillSoakFound(t *testing.T) {
 		// A dead node's parked render ghost counted as a live holder in
 		// a round with no peer to ask.
 		{"dead ghost, two nodes", zonesim.Config{Seed: 15, Ticks: shortTicks, Kill: true, Nodes: 2}},
+		// A ghost held at the fence whose adopted entity walked off
+		// unseen stayed a zombie for Timers.FenceHold (zone's notThere).
+		{"zombie held at the fence", zonesim.Config{Seed: 37, Ticks: shortTicks, Kill: true, FourWays: true}},
+		// A held ghost ended by the snapshot of a region's new owner
+		// before the dead old owner's standby adopted the entity and
+		// handed it on (a table older than the fence's; an asker that
+		// is no simulator of the chunk): a blink.
+		{"held ghost, move in flight", zonesim.Config{Seed: 4, Ticks: shortTicks, Kill: true, FourWays: true}},
+		{"held ghost, move in flight, slow", zonesim.Config{Seed: 5, Ticks: shortTicks, Kill: true, FourWays: true, SlowControl: 3}},
+		{"held ghost, adopter not a simulator", zonesim.Config{Seed: 55, Ticks: shortTicks, Kill: true, FourWays: true, SlowControl: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := zonesim.Run(tc.cfg)
