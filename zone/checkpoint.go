@@ -880,7 +880,7 @@ func (c *cluster) finishAdoption(a *adoption) {
 		// parked one outlives the fence until sweepParked, and with no
 		// peer to ask the round ends in the tick of the fence (zonesim
 		// TestKillSoak nodes2 seed 15).
-		if r.w.Alive(id) && !r.ghost.Has(id) || c.isGhost(id) && !slices.Contains(a.dead, c.source[id]) {
+		if src, ghost := c.sourceOf(id); r.w.Alive(id) && !r.ghost.Has(id) || ghost && !slices.Contains(a.dead, src) {
 			ck.stats.Here++ // held here, or a live peer sends it
 			continue
 		}
@@ -905,7 +905,10 @@ func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec
 	if r.ghost.Has(id) {
 		_ = r.w.Evict(id)
 	}
-	delete(c.went, id)
+	// A render ghost of it from the dead node (a parked one outlives the
+	// fence) is taken over, as a handoff's target takes over its ghost.
+	c.dropRenderGhost(id)
+	c.takeOver(id)
 	if err := r.w.CreateEntity(id); err != nil {
 		return false
 	}
@@ -923,7 +926,7 @@ func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec
 	if c.ckpt.bugs.noRaise {
 		epoch = s.Epoch
 	}
-	c.epochs[id] = epoch
+	c.restored(id, epoch)
 	r.w.MarkMoved(id)
 	r.markLocalDirty(id)
 	return true
@@ -948,7 +951,7 @@ func (c *cluster) checkCheckpoints(breach func(int, ecs.ID, string, ...any)) {
 				continue
 			}
 			held := c.epochOf(id)
-			if o := c.pending[id]; o != nil {
+			if o := c.outgoingOf(id); o != nil {
 				held = max(held, o.epoch)
 			}
 			if s.Epoch > held {

@@ -460,13 +460,7 @@ func (r *Runtime) lease() int64 {
 func (r *Runtime) accept(peer string, f wire.Fence) bool {
 	ok := r.cfg.Accept == nil || r.cfg.Accept(peer, f.Lease)
 	if ok && r.cluster != nil {
-		// The table a peer follows only rises within one incarnation; a
-		// new lease (a restart) starts from what that incarnation says.
-		l, known := r.cluster.leaseOf[peer]
-		r.cluster.sawLease(peer, f.Lease)
-		if !known || l != f.Lease || f.Table > r.cluster.peerTable[peer] {
-			r.cluster.peerTable[peer] = f.Table
-		}
+		r.cluster.sawFence(peer, f)
 	}
 	return ok
 }
@@ -848,7 +842,7 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 			r.cluster.publish(r.seq())
 			r.cluster.flushControl(t.N)
 		}
-		clear(r.cluster.parting)
+		r.cluster.clearTick()
 	}
 }
 
@@ -869,14 +863,10 @@ func (r *Runtime) ownDeliveries(ds []interest.Delivery[Subscriber, ecs.ID]) []in
 		}
 		d.Appeared = slices.DeleteFunc(d.Appeared, r.isGhost)
 		d.Vanished = slices.DeleteFunc(d.Vanished, func(v interest.Vanished[ecs.ID]) bool {
-			_, gone := r.cluster.goneGhosts[v.Entity]
-			saw, adopted := r.cluster.wasGhost[v.Entity]
-			return gone || r.isGhost(v.Entity) ||
-				adopted && v.Reason == interest.OutOfSight && !slices.Contains(saw, d.Subscriber) && !r.cluster.bugs.adoptionVanish
+			return r.cluster.notOurVanish(v, d.Subscriber)
 		})
 	}
-	clear(r.cluster.goneGhosts)
-	clear(r.cluster.wasGhost)
+	r.cluster.clearVanishScratch()
 	return ds
 }
 
@@ -1204,9 +1194,7 @@ func (r *Runtime) forget(id ecs.ID) {
 		return // a simulation ghost leaving the band: its render ghost stays indexed
 	}
 	if r.cluster != nil {
-		if _, done := r.cluster.parting[id]; !done {
-			r.cluster.part(id)
-		}
+		r.cluster.forgetLocal(id) // before the index entry goes: its vanish names its chunk
 	}
 	r.vis.Evict(id)
 	if _, ok := r.anchors[id]; ok {
@@ -1216,13 +1204,6 @@ func (r *Runtime) forget(id ecs.ID) {
 	// The viewer entry stays: an evicted entity lives on elsewhere, and the
 	// view follows its ghost (a destroyed one is dropped by destroyed).
 	delete(r.reasons, id)
-	if r.cluster != nil {
-		delete(r.cluster.epochs, id)
-		delete(r.cluster.retryAt, id)
-		delete(r.cluster.thawAt, id)
-		delete(r.cluster.outside, id)
-		delete(r.cluster.rehomed, id)
-	}
 }
 
 // outboxWorld answers the outbox's questions at flush.
