@@ -1057,7 +1057,13 @@ func (r *Runtime) noteGains(old, table *cells.Table) {
 // names, or, without it, the nodes of the held table and every peer heard
 // from, less those whose lease ended (fencedPeers).
 func (r *Runtime) peersFollow(v uint64) bool {
-	c := r.cluster
+	return r.cluster.peersFollow(v, r.columnsTable.Nodes())
+}
+
+// peersFollow is Runtime.peersFollow, with nodes those of the table the
+// columns follow.
+func (c *cluster) peersFollow(v uint64, nodes []string) bool {
+	r := c.r
 	if r.cfg.LivePeers != nil {
 		for p, lease := range r.cfg.LivePeers() {
 			if p == r.cfg.Name {
@@ -1075,7 +1081,7 @@ func (r *Runtime) peersFollow(v uint64) bool {
 		}
 		return c.peerTable[p] == v
 	}
-	for _, p := range r.columnsTable.Nodes() {
+	for _, p := range nodes {
 		if !follows(p) {
 			return false
 		}
