@@ -104,33 +104,8 @@ func (r *Runtime) CheckInvariants() error {
 // parked and held ghosts, simulation ghosts.
 func (c *cluster) checkGhosts(breach func(int, ecs.ID, string, ...any)) {
 	r := c.r
-	// 6: the render ghosts are exactly the entities with a source, and
-	// none is also a local entity.
-	ghosts := 0
-	for id, e := range c.ents.recs {
-		if e.phase != phaseGhost {
-			if _, _, ok := c.rep.Has(uint64(id)); ok {
-				breach(6, id, "has a render ghost but its record is %s", e.phase)
-			}
-			continue
-		}
-		ghosts++
-		if _, _, ok := c.rep.Has(uint64(id)); !ok {
-			breach(6, id, "has a source (%s) but no render ghost", e.source)
-		}
-		if r.w.Alive(id) && !r.ghost.Has(id) {
-			breach(6, id, "is a render ghost (from %s) and a local entity", e.source)
-		}
-		if e.park != nil && e.park.peer != e.source {
-			breach(6, id, "is parked from %s but its render ghost's source is %q", e.park.peer, e.source)
-		}
-		if e.held != nil && e.held.peer != e.source {
-			breach(6, id, "has a vanish held from %s but its render ghost's source is %q", e.held.peer, e.source)
-		}
-	}
-	if n := c.rep.Len(); n != ghosts {
-		breach(6, 0, "(none in particular): %d render ghosts but %d ghost records", n, ghosts)
-	}
+	// 6 (render ghosts against their records) is checked with the
+	// records, in one pass: checkRecords.
 	// 7: a simulation ghost is a render ghost standing in the band.
 	r.ghost.Each(func(id ecs.ID, _ *Ghost) {
 		_, ch, ok := c.rep.Has(uint64(id))
@@ -143,13 +118,17 @@ func (c *cluster) checkGhosts(breach func(int, ecs.ID, string, ...any)) {
 	})
 }
 
-// checkRecords checks invariants 11 to 13: each record's phase against
-// the world, the table's indexes and tidiness, and the transitions
-// refused.
+// checkRecords checks, in one pass over the table, invariant 6 (the
+// render ghosts are exactly the records in phaseGhost, none is also a
+// local entity, and a parked or held one is held from its source) and
+// 11 to 13: each record's phase against the world, the table's indexes
+// and tidiness, and the transitions refused.
 func (c *cluster) checkRecords(breach func(int, ecs.ID, string, ...any)) {
 	r := c.r
 	t := &c.ents
 	ghosts := 0
+	indexes := [...]map[ecs.ID]*entity{t.outgoing, t.adopted, t.outside, t.parked, t.held, t.went}
+	says := make([]int, len(indexes))
 	for id, e := range t.recs {
 		local := r.w.Alive(id) && !r.ghost.Has(id)
 		// 11: the phase agrees with the world.
@@ -181,11 +160,30 @@ func (c *cluster) checkRecords(breach func(int, ecs.ID, string, ...any)) {
 				breach(11, id, "is a ghost without a source")
 			}
 		}
-		// 12: the indexes are the records', and no record is empty.
-		if (t.outgoing[id] == e) != (e.phase == phaseOutgoing) || (t.adopted[id] == e) != (e.phase == phaseAdopted) ||
-			(t.outside[id] == e) != e.outside || (t.parked[id] == e) != (e.park != nil) ||
-			(t.held[id] == e) != (e.held != nil) || (t.went[id] == e) != (e.went != nil) {
-			breach(12, id, "is %s in its record, and the table's indexes disagree", e.phase)
+		if _, _, ok := c.rep.Has(uint64(id)); ok != (e.phase == phaseGhost) {
+			if ok {
+				breach(6, id, "has a render ghost but its record is %s", e.phase)
+			} else {
+				breach(6, id, "has a source (%s) but no render ghost", e.source)
+			}
+		}
+		if e.phase == phaseGhost {
+			if local {
+				breach(6, id, "is a render ghost (from %s) and a local entity", e.source)
+			}
+			if e.park != nil && e.park.peer != e.source {
+				breach(6, id, "is parked from %s but its render ghost's source is %q", e.park.peer, e.source)
+			}
+			if e.held != nil && e.held.peer != e.source {
+				breach(6, id, "has a vanish held from %s but its render ghost's source is %q", e.held.peer, e.source)
+			}
+		}
+		// 12: no record is empty, and the indexes are the records' (each
+		// index entry says so, and as many records say so as it holds).
+		for i, in := range [...]bool{e.phase == phaseOutgoing, e.phase == phaseAdopted, e.outside, e.park != nil, e.held != nil, e.went != nil} {
+			if in {
+				says[i]++
+			}
 		}
 		if e.phase != phaseGhost && (e.park != nil || e.held != nil || e.source != "") ||
 			!e.phase.local() && (e.epoch != 0 || e.retryAt != 0 || e.outside || e.rehomed) {
@@ -195,14 +193,22 @@ func (c *cluster) checkRecords(breach func(int, ecs.ID, string, ...any)) {
 			breach(12, id, "has an empty %s record", e.phase)
 		}
 	}
+	if n := c.rep.Len(); n != ghosts {
+		breach(6, 0, "(none in particular): %d render ghosts but %d ghost records", n, ghosts)
+	}
 	if ghosts != t.ghosts {
 		breach(12, 0, "(none in particular): %d ghost records, counted %d", ghosts, t.ghosts)
 	}
-	for _, m := range []map[ecs.ID]*entity{t.outgoing, t.adopted, t.outside, t.parked, t.held, t.went} {
+	names := [...]string{"outgoing", "adopted", "outside", "parked", "held", "went"}
+	for i, m := range indexes {
 		for id, e := range m {
-			if t.recs[id] != e {
-				breach(12, id, "is in an index of the table but not its record")
+			in := [...]bool{e.phase == phaseOutgoing, e.phase == phaseAdopted, e.outside, e.park != nil, e.held != nil, e.went != nil}[i]
+			if t.recs[id] != e || !in {
+				breach(12, id, "is in the table's %s index, and its record is not", names[i])
 			}
+		}
+		if len(m) != says[i] {
+			breach(12, 0, "(none in particular): %d records are %s, the index holds %d", says[i], names[i], len(m))
 		}
 	}
 	// 13: every transition found the phase it leaves.
