@@ -26,8 +26,11 @@ import (
 type phase uint8
 
 const (
-	// phaseGone: neither a local entity nor a ghost here; the record
-	// lives only for its went record (where intents follow it).
+	// phaseGone: no protocol phase here (no ghost, no local entity the
+	// protocol knows of); the record lives only for its went record
+	// (where intents follow it). A module may create a local entity
+	// under the id meanwhile (a den's derived id): its first local
+	// transition makes the record simulated (created).
 	phaseGone phase = iota
 	// phaseSimulated: a local entity that systems write (no Frozen
 	// marker); a record only when it differs from a fresh one (an epoch
