@@ -347,12 +347,20 @@ type zoneNode struct {
 	stop   context.CancelFunc
 	proxy  *tcpproxy.Proxy
 	killed atomic.Bool
+	// rt is its runtime, for the kill's AbandonSessions (safe from any
+	// goroutine, unlike the rest of the runtime).
+	rt atomic.Pointer[zone.Runtime]
 
 	// Under worldDemo.mu:
 	last  zone.HostReport
 	econ  game.EconomyStats
 	ticks []time.Duration // the last tickWindow ticks' step times, a ring
 	next  int
+
+	// fromStore (under worldDemo.mu) counts the sessions its gateway
+	// served whose master and pet died with another node, brought in
+	// again from the store (zone.PlayerStats.Lost).
+	fromStore int
 }
 
 const tickWindow = 40 // two seconds of ticks at 20 Hz
@@ -855,12 +863,14 @@ func (d *worldDemo) joinHosts() error {
 // tick is every zone node's OnTick: the census, the node's last report
 // and step time, the game's economy counters, then the caller's observer.
 func (d *worldDemo) tick(zn *zoneNode, r zone.HostReport) {
+	zn.rt.Store(r.Runtime)
 	d.census.observe(zn.name, r.Runtime)
 	if d.dash != nil {
 		d.dash.col.Zone(r)
 	}
 	es := zn.game.EconomyStats()
 	breach := r.Runtime.CheckInvariants() // on the runtime's goroutine, as it must be
+	fromStore := r.Runtime.PlayerStats().Lost
 	kept := r
 	kept.Runtime = nil // valid only during the call
 	d.mu.Lock()
@@ -869,7 +879,7 @@ func (d *worldDemo) tick(zn *zoneNode, r zone.HostReport) {
 			d.breachExamples = append(d.breachExamples, fmt.Sprintf("%s after tick %d: %v", zn.name, r.Tick, breach))
 		}
 	}
-	zn.last, zn.econ = kept, es
+	zn.last, zn.econ, zn.fromStore = kept, es, fromStore
 	if len(zn.ticks) < tickWindow {
 		zn.ticks = append(zn.ticks, r.Took)
 	} else {

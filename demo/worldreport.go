@@ -197,6 +197,11 @@ func (d *worldDemo) report(ctx context.Context, end runEnd) (WorldReport, error)
 		}
 	}
 	r.ZoneKill = d.zoneKill
+	for _, n := range d.nodes {
+		if !n.killed.Load() {
+			r.ZoneKill.PlayersFromStore += n.fromStore
+		}
+	}
 	trades := 0
 	for _, n := range d.nodes {
 		trades += n.econ.Committed
@@ -293,10 +298,10 @@ func (r *WorldReport) check() {
 	}
 	switch k := r.ZoneKill; {
 	case r.Bots.Blinks == 0:
-	case k.Node != "" && !k.RestoresPlayers && k.Blinks >= r.Bots.Blinks:
+	case k.Node != "" && k.BlinksNoted && k.Blinks >= r.Bots.Blinks:
 		// Every blink is of the killed node's entities or players' (the
 		// blink log holds the first 16; more than that are failures).
-	case k.Node != "" && !k.RestoresPlayers:
+	case k.Node != "" && k.BlinksNoted:
 		fail("clients saw %d blinks (%d of them of the killed zone node's entities or players')", r.Bots.Blinks, k.Blinks)
 	default:
 		fail("clients saw %d blinks", r.Bots.Blinks)
@@ -404,17 +409,19 @@ func (r *WorldReport) checkZoneKill(fail, note func(string, ...any), stoppedFirs
 		// after the kill may see none by chance.
 		note("no trade committed after the zone node kill (%d before it)", k.TradesBefore)
 	}
+	if !k.RestoresPlayers && k.PlayersLost > 0 {
+		// What happened to them is said, not failed
+		// (failoverRestoresPlayers).
+		note("%s of the killed zone node %s logged in at the end without their master, their pet or both in the world (not counted by the players' check: they died with the node, and the failover does not restore every player yet)",
+			plural(k.PlayersLost, "player", "players"), k.Node)
+	}
+	if k.BlinksNoted && k.Blinks > 0 {
+		// The zone nodes still show a dead node's ghosts vanish at its
+		// fence (failoverKeepsView): said, not failed.
+		note("%s of the killed zone node %s's entities or players' seen by clients (not counted by the blinks' check: the failover does not restore them without a vanish yet)",
+			plural(k.Blinks, "blink", "blinks"), k.Node)
+	}
 	if !k.RestoresPlayers {
-		// The world does not bring them back yet (failoverRestoresPlayers):
-		// what happened to them is said, not failed.
-		if k.PlayersLost > 0 {
-			note("%s of the killed zone node %s logged in at the end without their master, their pet or both in the world (not counted by the players' check: they died with the node, and the failover does not restore every player yet)",
-				plural(k.PlayersLost, "player", "players"), k.Node)
-		}
-		if k.Blinks > 0 {
-			note("%s of the killed zone node %s's entities or players' seen by clients (not counted by the blinks' check: the failover does not restore them without a vanish yet)",
-				plural(k.Blinks, "blink", "blinks"), k.Node)
-		}
 		return
 	}
 	if k.PlayersReconnected < k.PlayersOnGateway {
@@ -592,11 +599,19 @@ func (r WorldReport) printZoneKill(w io.Writer) {
 		}
 		fmt.Fprintf(w, "    its gateway's players   %d of %d back in the world through another gateway%s\n",
 			k.PlayersReconnected, k.PlayersOnGateway, last(k.PlayersReconnected, k.ReconnectedAfter))
-		fmt.Fprintf(w, "    players it simulated    %d of %d back in the world on another node%s\n",
-			k.PlayersBack, k.PlayersSimulated, last(k.PlayersBack, k.BackAfter))
+		fromStore := ""
+		if k.PlayersFromStore > 0 {
+			fromStore = fmt.Sprintf("; %d brought in again from their last save (no checkpoint had them)", k.PlayersFromStore)
+		}
+		fmt.Fprintf(w, "    players it simulated    %d of %d back in the world on another node%s%s\n",
+			k.PlayersBack, k.PlayersSimulated, last(k.PlayersBack, k.BackAfter), fromStore)
 		if !k.RestoresPlayers {
-			fmt.Fprintf(w, "    players lost with it    %d logged in at the end without their master, their pet or both; %d blinks of its entities or players' (the failover does not restore players yet)\n",
-				k.PlayersLost, k.Blinks)
+			fmt.Fprintf(w, "    players lost with it    %d logged in at the end without their master, their pet or both (the failover does not restore players yet)\n",
+				k.PlayersLost)
+		}
+		if k.BlinksNoted {
+			fmt.Fprintf(w, "    blinks of its entities  %d of its entities or its players' seen by clients (said, not counted: the failover does not keep them in view yet)\n",
+				k.Blinks)
 		}
 		fmt.Fprintf(w, "    trades committed        %d before the kill, %d after it\n", k.TradesBefore, k.TradesAfter)
 	case k.Error != "":

@@ -226,11 +226,11 @@ func TestWorldReportZoneKill(t *testing.T) {
 			}
 		})
 	}
-	// Until the failover restores players (failoverRestoresPlayers), the
-	// players it lost and the blinks of its entities are notes; a blink
-	// of another entity still fails.
+	// Without failoverRestoresPlayers the players it lost are notes,
+	// without failoverKeepsView the blinks of its entities are; a blink of
+	// another entity still fails.
 	r := goodReport()
-	r.ZoneKill.RestoresPlayers, r.ZoneKill.PlayersReconnected, r.ZoneKill.PlayersBack = false, 1, 1
+	r.ZoneKill.RestoresPlayers, r.ZoneKill.BlinksNoted, r.ZoneKill.PlayersReconnected, r.ZoneKill.PlayersBack = false, true, 1, 1
 	r.ZoneKill.PlayersLost, r.ZoneKill.Blinks, r.Bots.Blinks = 2, 3, 3
 	r.Played = 9*time.Second + 30*time.Second
 	if c := checked(r); !c.OK() || len(c.Notes) != 2 || !strings.Contains(c.Notes[0], "2 players of the killed zone node zone-2 logged in at the end without their master, their pet or both") {
@@ -246,6 +246,10 @@ func TestWorldReportZoneKill(t *testing.T) {
 		t.Fatalf("a blink of another entity: failures %q", c.Failures)
 	}
 	r.ZoneKill.RestoresPlayers, r.Bots.Blinks = true, 3
+	if c := checked(r); c.OK() || len(c.Failures) != 2 || len(c.Notes) != 1 || !strings.HasPrefix(c.Notes[0], "3 blinks of the killed zone node") {
+		t.Fatalf("restoring players, blinks noted: failures %q, notes %q; want both players' checks and the blinks' note", c.Failures, c.Notes)
+	}
+	r.ZoneKill.BlinksNoted = false
 	if c := checked(r); c.OK() || len(c.Failures) != 3 || c.Failures[0] != "clients saw 3 blinks" {
 		t.Fatalf("restoring players: failures %q; want the blinks and both players' checks", c.Failures)
 	}

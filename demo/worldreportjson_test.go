@@ -87,7 +87,7 @@ func TestWorldReportJSON(t *testing.T) {
 			"zone_kill.node", "zone_kill.regions", "zone_kill.standbys", "zone_kill.table_after_ns", "zone_kill.simulated_after_ns",
 			"zone_kill.entities_before", "zone_kill.entities_after", "zone_kill.entities_same_id", "zone_kill.players_reconnected",
 			"zone_kill.reconnected_after_ns", "zone_kill.players_back", "zone_kill.trades_after", "zone_kill.players_lost",
-			"zone_kill.restores_players", "zone_kill.blinks", "zones")
+			"zone_kill.restores_players", "zone_kill.blinks", "zone_kill.blinks_noted", "zone_kill.players_from_store", "zones")
 		if doc["ok"] != true {
 			t.Errorf(`"ok" is %v for a good report`, doc["ok"])
 		}

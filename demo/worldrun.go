@@ -269,7 +269,11 @@ func (d *worldDemo) playerCountNow(ctx context.Context) playerCount {
 			continue
 		}
 		if per[a] != want {
-			c.Mismatches = append(c.Mismatches, fmt.Sprintf("account %v: %d entities in the world, want %d", a, per[a], want))
+			of := ""
+			if affected[a] {
+				of = " (a player of the killed zone node)"
+			}
+			c.Mismatches = append(c.Mismatches, fmt.Sprintf("account %v%s: %d entities in the world, want %d", a, of, per[a], want))
 		}
 	}
 	return c

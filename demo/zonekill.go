@@ -16,7 +16,7 @@ import (
 
 // A zone node of the demo runs in this process, so the demo cannot kill it
 // with a signal. It kills it the way a dead process looks to everything
-// outside it, with three switches of the node's own, thrown together:
+// outside it, with four switches of the node's own, thrown together:
 //
 //   - etcd: the node reaches etcd through a proxy of its own (tcpproxy.Proxy),
 //     cut at the kill: the node can neither renew nor revoke its lease,
@@ -26,17 +26,15 @@ import (
 //   - its stores: the world store and the session directory it was given
 //     answer it errKilled from the kill on (killable): a dead process
 //     saves nothing on its way out and releases no session;
+//   - its runtime's sessions are abandoned (zone.Runtime.AbandonSessions):
+//     the leaves its gateway's shutdown hands the world are dropped, so a
+//     player whose master another node simulates is neither saved nor
+//     logged out there (zone.Host's orderly stop would do both), and stays
+//     in the world for its client's resume to take over, as after a crash;
 //   - its Host's context is cancelled: it stops ticking, its link closes
 //     (its peers see the connections drop) and its gateway closes every
 //     socket (GATEWAY.SHUTDOWN, where a dead process's would be cut: the
 //     bots reconnect either way).
-//
-// What it still does that a dead process would not: its gateway's
-// shutdown hands its sessions' leaves to its runtime for two more ticks
-// (zone.Host's orderly stop), which forwards the leave of a player whose
-// master another node simulates to that node; so such a player is saved
-// there and logged out, where after a real crash it would stay in the
-// world until its client reconnects and takes it over.
 
 // errKilled is what a killed node's stores answer it.
 var errKilled = errors.New("demo: this zone node was killed")

@@ -85,9 +85,16 @@ type resumeCluster struct {
 
 func startResumeCluster(t *testing.T, nodes int, seed uint64) *resumeCluster {
 	t.Helper()
+	return startResumeClusterWith(t, nodes, seed, nil)
+}
+
+// startResumeClusterWith is startResumeCluster with mod applied to the
+// cluster's configuration.
+func startResumeClusterWith(t *testing.T, nodes int, seed uint64, mod func(*zonetest.Config)) *resumeCluster {
+	t.Helper()
 	w := newWorld(t)
 	rc := &resumeCluster{w: w, watch: newPlayerWatch()}
-	rc.c = w.cluster(nodes, game.Config{Seed: seed, NoBots: true}, nil)
+	rc.c = w.cluster(nodes, game.Config{Seed: seed, NoBots: true}, mod)
 	for _, n := range rc.c.Nodes {
 		rt := n.Runtime
 		d := &dying{}

@@ -124,7 +124,7 @@ func (r *Runtime) localAdoptionDone(a account.ID, session uint64) {
 		g.reattachAt = r.w.CurrentTick().N + 2
 		return
 	}
-	if g.waitUntil != 0 && g.asked <= 0 {
+	if g.waitUntil != 0 && len(g.awaiting) == 0 {
 		r.loadFor(g)
 	}
 }

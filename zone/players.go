@@ -91,6 +91,10 @@ type PlayerStats struct {
 	// logged out here with its record still on the way to the store, and
 	// were answered only once it had landed.
 	AwaitedSaves int
+	// Lost counts the sessions served here whose master and pet were
+	// lost with a node that died (no live node had them, nor a checkpoint
+	// of them) and that brought their player in again from the store.
+	Lost int
 }
 
 // PlayerStats returns the gateway role's counters. Like the world, it is
@@ -213,7 +217,7 @@ func (r *Runtime) saveLanded(a account.ID, session uint64) {
 		if w.node == "" {
 			if g := r.gw[a]; g != nil && uint64(g.s.Epoch()) == w.session && g.localWait {
 				g.localWait = false
-				if g.master == 0 && g.waitUntil != 0 && g.asked <= 0 {
+				if g.master == 0 && g.waitUntil != 0 && len(g.awaiting) == 0 {
 					r.loadFor(g)
 				}
 			}
@@ -410,11 +414,17 @@ type gwSession struct {
 	master, pet ecs.ID
 	rec         worldstore.Player // loaded once no node had the player; Epoch 0: a new player
 	found       bool
-	waitUntil   uint64 // waiting for a takeover answer until this tick (0: not waiting)
-	reattachAt  uint64 // a local takeover: attach and take the player over at this tick
-	asked       int    // takeover answers still expected
-	localWait   bool   // waiting for a save to land here (saveLanded)
-	loading     bool   // the record is being loaded (loaded)
+	waitUntil   uint64   // waiting for a takeover answer until this tick (0: not waiting)
+	reattachAt  uint64   // a local takeover: attach and take the player over at this tick
+	awaiting    []string // the nodes whose takeover answer is still expected
+	findAt      uint64   // the tick the search for the player began
+	localWait   bool     // waiting for a save to land here (saveLanded)
+	loading     bool     // the record is being loaded (loaded)
+	spawnWait   bool     // the record is loaded; its position's owner is dead (spawnFor)
+	verify      bool     // a peer died: ask where the master is (lostplayers.go), at verifyAt
+	verifyAt    uint64   // the tick to ask at
+	verifying   bool     // asked: awaiting says who is still to answer
+	askedAgain  bool     // every node said NotHere once: this is the second asking
 	pending     [][]byte
 	cols        map[column]uint64 // the terrain columns sent, at their revision
 	on          string            // the node asked to bring the player in ("" for this one, or a takeover)
@@ -500,7 +510,14 @@ func (w *gatewayWorld) Input(s *gateway.Session, in gateway.Input) error {
 	return nil
 }
 
-func (w *gatewayWorld) Leave(s *gateway.Session) { w.r.Post(func() { w.r.leaveSession(s) }) }
+// Leave posts the end of the session to the world, unless the node's
+// sessions were abandoned (AbandonSessions).
+func (w *gatewayWorld) Leave(s *gateway.Session) {
+	if w.r.lost.abandoned.Load() {
+		return
+	}
+	w.r.Post(func() { w.r.leaveSession(s) })
+}
 
 // takeoverWait is how long a new session waits for the nodes' answers
 // before it brings the player in from the store (a node that never
@@ -561,6 +578,7 @@ func (r *Runtime) findPlayer(g *gwSession) {
 	a := g.s.Account()
 	session := uint64(g.s.Epoch())
 	now := r.w.CurrentTick().N
+	g.findAt, g.awaiting = now, g.awaiting[:0]
 	var found bool
 	if master, pet, ok := r.masterOf(a, session); ok {
 		found = true
@@ -583,7 +601,7 @@ func (r *Runtime) findPlayer(g *gwSession) {
 		for _, n := range r.Table().Nodes() {
 			if n != r.Name() && r.cluster.maybeLive(n) {
 				r.cluster.queue(n, wire.KindPlayer, payload)
-				g.asked++
+				g.awaiting = append(g.awaiting, n)
 			}
 		}
 	}
@@ -591,7 +609,7 @@ func (r *Runtime) findPlayer(g *gwSession) {
 	case found:
 	case g.localWait:
 		g.waitUntil = now + r.saveWaitTicks()
-	case g.asked > 0:
+	case len(g.awaiting) > 0:
 		g.waitUntil = now + takeoverWait
 	default:
 		r.loadFor(g)
@@ -657,7 +675,7 @@ func (r *Runtime) loaded(g *gwSession, rec worldstore.Player, err error) {
 
 // takeOver makes the session g the one the player master/pet answers to.
 func (r *Runtime) takeOver(g *gwSession, master, pet ecs.ID) {
-	g.master, g.pet, g.waitUntil = master, pet, 0
+	g.master, g.pet, g.waitUntil, g.spawnWait = master, pet, 0, false
 	r.tellPlayer(uint64(g.s.Epoch()), master, pet)
 	r.SetViewer(g.s.Account(), master)
 	r.pstats.TakenOver++
@@ -667,13 +685,20 @@ func (r *Runtime) takeOver(g *gwSession, master, pet ecs.ID) {
 // spawnFor brings the session's player in: here if this node owns its
 // position, else on the owner, with ids minted here.
 func (r *Runtime) spawnFor(g *gwSession) {
-	g.waitUntil = 0
+	g.waitUntil, g.spawnWait = 0, false
 	a := g.s.Account()
 	pos, state := g.rec.Pos, g.rec.State
 	if !g.found {
 		pos, state = r.players.Home(a), nil
 	}
 	pos = r.geo.Normalise(pos)
+	if owner := r.Table().OwnerOf(pos); r.cluster != nil && owner != r.Name() && !r.cluster.maybeLive(owner) {
+		// The table still names a node whose lease has ended: a spawn
+		// sent there would be lost. Wait for the failover's table
+		// (checkTakeovers tries again every tick).
+		g.spawnWait = true
+		return
+	}
 	master, err := r.NewID()
 	var pet ecs.ID
 	if err == nil {
@@ -790,9 +815,11 @@ func (r *Runtime) clearViewer(a account.ID) {
 // checkTakeovers brings in from the store the players of sessions whose
 // takeover got no answer in time.
 func (r *Runtime) checkTakeovers(tick uint64) {
+	r.seeDeadPeers()
 	due := r.dueJoins[:0]
 	for a, g := range r.gw {
-		if (g.waitUntil != 0 && tick >= g.waitUntil) || (g.reattachAt != 0 && tick >= g.reattachAt) || (g.closed && tick >= g.orphanAt) {
+		if (g.waitUntil != 0 && tick >= g.waitUntil) || (g.reattachAt != 0 && tick >= g.reattachAt) || (g.closed && tick >= g.orphanAt) ||
+			g.spawnWait || (g.verify && tick >= g.verifyAt) || r.deadAwaited(g) {
 			due = append(due, a)
 		}
 	}
@@ -809,7 +836,29 @@ func (r *Runtime) checkTakeovers(tick uint64) {
 			r.logout(g)
 			continue
 		}
-		if g.waitUntil != 0 && tick >= g.waitUntil {
+		if g.spawnWait {
+			r.spawnFor(g)
+		}
+		if g.verify && tick >= g.verifyAt {
+			r.verifyMaster(g)
+		}
+		switch {
+		case g.verifying:
+			if len(g.awaiting) == 0 {
+				r.nobodyHas(g) // the nodes that had not answered died
+			}
+		case g.waitUntil == 0 || g.master != 0:
+		case len(g.awaiting) == 0 && !g.localWait:
+			// Every node answered NotHere, the dead ones by their fence.
+			r.loadFor(g)
+		case tick < g.waitUntil:
+		case len(g.awaiting) > 0 && tick < g.findAt+r.saveWaitTicks():
+			// A node whose lease has not ended is silent: it may simulate
+			// the player yet (a process that died keeps its lease for the
+			// TTL, and its standby adopts the player after it). Wait for
+			// its answer or its fence, up to the wait of a save.
+			g.waitUntil = g.findAt + r.saveWaitTicks()
+		default:
 			r.loadFor(g)
 		}
 		if g.reattachAt != 0 && tick >= g.reattachAt {
@@ -889,8 +938,10 @@ func (r *Runtime) answerTakeover(from string, m wire.Player) wire.Player {
 		r.clearViewer(a)
 	}
 	if reply.Op != wire.PlayerTaken {
-		if master, pet, ok := r.masterOf(a, m.Session); ok {
-			// Simulated here, whatever became of its gateway.
+		if master, pet, ok := r.masterOf(a, m.Session+1); ok {
+			// Simulated here, whatever became of its gateway (answering
+			// to this session already: the session's gateway checks where
+			// its master went after a node died, lostplayers.go).
 			taken(master, pet)
 		} else if r.awaitSave(a, from, m.Session) {
 			reply.Op = wire.PlayerSaving
@@ -922,6 +973,10 @@ func (r *Runtime) takeoverAnswer(from string, m wire.Player) {
 		}
 		return
 	}
+	if g.verifying {
+		r.verifyAnswer(from, g, m)
+		return
+	}
 	switch m.Op {
 	case wire.PlayerTaken:
 		if g.master != 0 {
@@ -941,10 +996,10 @@ func (r *Runtime) takeoverAnswer(from string, m wire.Player) {
 			g.waitUntil = max(g.waitUntil, r.w.CurrentTick().N+r.saveWaitTicks())
 		}
 	case wire.PlayerNotHere:
-		if g.master != 0 || g.waitUntil == 0 {
+		if g.master != 0 || g.waitUntil == 0 || !g.answered(from) {
 			return
 		}
-		if g.asked--; g.asked <= 0 && !g.localWait {
+		if len(g.awaiting) == 0 && !g.localWait {
 			r.loadFor(g)
 		}
 	}

@@ -320,6 +320,7 @@ type Runtime struct {
 	saver          saver
 	saveEveryTicks uint64
 	pstats         PlayerStats
+	lost           lostPlayers // what a dead node took with it (lostplayers.go)
 	ground         ground
 
 	report Report

@@ -1,0 +1,198 @@
+package zone
+
+import (
+	"maps"
+	"slices"
+	"sync/atomic"
+
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/worldstore"
+	"github.com/shardwise/shardwise/zone/internal/wire"
+)
+
+// Players and a node that died.
+//
+// A node that dies may take a player's master and pet with it where no
+// checkpoint of them reached its standby (it spawned them, or took them
+// by handoff, after its last checkpoint), and a login may be waiting for
+// its answer. The gateway's node goes on for both once the dead node's
+// lease has ended (its fence: it simulates nothing from then on, and its
+// standby holds all there is of it):
+//
+//   - a search for a player (findPlayer) counts the dead node's answer as
+//     NotHere. A node whose lease has not ended is waited for, up to the
+//     wait of a save: it may still simulate the player, or its standby
+//     may adopt the player once it has ended (a standby that holds
+//     checkpoint records of the player answers Saving until it has).
+//   - every session served here whose master is not simulated here asks
+//     every live node where its master is, as a takeover of its own
+//     session does (answerTakeover answers it alike). A node that
+//     simulates it answers Taken, the standby that holds its records
+//     Saving and then Taken once it adopted them. If every node answers
+//     NotHere it asks once more, verifyAgain ticks later (a master in a
+//     handoff between two live nodes can miss both answers, never two
+//     askings that far apart); if every node answers NotHere again, the
+//     master and pet are gone with the dead node and the session brings
+//     the player in again from the world store (its last save), under new
+//     ids (the client gets a new You).
+//   - a player brought in at a position whose owner in the table is a
+//     dead node waits for the failover's table (spawnFor).
+
+// verifyAgain is how long after every node said NotHere of a session's
+// master the session asks again: longer than a handoff takes to be
+// applied by its target once sent (a tick or two).
+const verifyAgain = 10
+
+// lostPlayers is the runtime's memory of dead peers for its players.
+type lostPlayers struct {
+	// seen are the fences of peers this node's sessions have checked
+	// their masters against: a new entry starts the check.
+	seen map[string]int64
+	// abandoned: the sessions' ends hand nothing to the world
+	// (AbandonSessions).
+	abandoned atomic.Bool
+}
+
+// AbandonSessions makes the gateway role let go of its sessions the way a
+// process that died does: from now on a session that ends hands nothing
+// to the world (no logout, no save); its player stays where it is, for
+// the client's next login or resume to take over. It is for a harness
+// that kills a node inside a process (package demo's zone node kill); a
+// node that stops in order never calls it. Safe for concurrent use.
+func (r *Runtime) AbandonSessions() { r.lost.abandoned.Store(true) }
+
+// answered drops node from the answers g awaits; false if g did not await
+// it (it answered already, or died).
+func (g *gwSession) answered(node string) bool {
+	i := slices.Index(g.awaiting, node)
+	if i < 0 {
+		return false
+	}
+	g.awaiting = slices.Delete(g.awaiting, i, i+1)
+	return true
+}
+
+// deadAwaited drops from g's awaited answers the nodes whose lease has
+// ended: they answer nothing, and hold nothing any more. It reports
+// whether it dropped one.
+func (r *Runtime) deadAwaited(g *gwSession) bool {
+	if r.cluster == nil || len(g.awaiting) == 0 {
+		return false
+	}
+	n := len(g.awaiting)
+	g.awaiting = slices.DeleteFunc(g.awaiting, func(p string) bool { return !r.cluster.maybeLive(p) })
+	return len(g.awaiting) < n
+}
+
+// seeDeadPeers marks every session with a master for the check of where
+// it is, once a peer's lease has ended (a new fence since the last call).
+func (r *Runtime) seeDeadPeers() {
+	c := r.cluster
+	if c == nil {
+		return
+	}
+	l := &r.lost
+	if len(c.fenced) == 0 && len(l.seen) == 0 {
+		return
+	}
+	fresh := false
+	for p, lease := range c.fenced {
+		if seen, ok := l.seen[p]; !ok || seen != lease {
+			fresh = true
+		}
+	}
+	if len(l.seen) != len(c.fenced) || fresh {
+		l.seen = maps.Clone(c.fenced)
+	}
+	if !fresh {
+		return
+	}
+	for _, g := range r.gw {
+		if g.master != 0 && !g.closed {
+			g.verify, g.verifyAt, g.askedAgain = true, 0, false
+		}
+	}
+}
+
+// verifyMaster asks every live node where g's master is, unless this node
+// simulates it. While this node holds checkpoint records of the account
+// (it is the dead node's standby and has not adopted them yet) it asks
+// again next tick.
+func (r *Runtime) verifyMaster(g *gwSession) {
+	if g.master == 0 || g.closed || g.reattachAt != 0 {
+		g.verify = false
+		return
+	}
+	if r.holdsReal(g.master) {
+		g.verify, g.verifying, g.awaiting = false, false, g.awaiting[:0]
+		return
+	}
+	a := g.s.Account()
+	if r.cluster.holdsPlayerRecords(a) {
+		return // adopted, or dropped, at a later tick
+	}
+	g.verify, g.verifying, g.awaiting = false, true, g.awaiting[:0]
+	m := wire.Player{Fence: r.cluster.fence(), Op: wire.PlayerTakeover, Account: a, Session: uint64(g.s.Epoch())}
+	payload := m.Append(nil)
+	for _, n := range r.Table().Nodes() {
+		if n != r.Name() && r.cluster.maybeLive(n) {
+			r.cluster.queue(n, wire.KindPlayer, payload)
+			g.awaiting = append(g.awaiting, n)
+		}
+	}
+	if len(g.awaiting) == 0 {
+		r.nobodyHas(g)
+	}
+}
+
+// verifyAnswer handles a node's answer to verifyMaster.
+func (r *Runtime) verifyAnswer(from string, g *gwSession, m wire.Player) {
+	switch m.Op {
+	case wire.PlayerTaken:
+		g.verifying, g.awaiting = false, g.awaiting[:0]
+		if master := m.Master; master != uint64(g.master) {
+			// Not the master this session has: answerTakeover made it
+			// answer to this session; log it out (saved), as a late
+			// takeover answer's (takeoverAnswer).
+			r.cluster.sendIntent(from, Intent{Kind: intentLogout, Source: ecs.ID(master), Target: ecs.ID(master), Data: appendSession(nil, m.Session)}, 0)
+			return
+		}
+		g.on = from // its intents go there until this node sees it
+		if _, ok := r.vis.ChunkOf(g.master); !ok {
+			r.viewHint[m.Account] = m.Chunk
+		}
+	case wire.PlayerNotHere:
+		if g.answered(from) && len(g.awaiting) == 0 {
+			r.nobodyHas(g)
+		}
+	case wire.PlayerSaving:
+		// Its records are on from, to be adopted: it answers again.
+	}
+}
+
+// nobodyHas is every node's NotHere to g's asking: the first time, it
+// asks again verifyAgain ticks later; the second, the master is lost.
+func (r *Runtime) nobodyHas(g *gwSession) {
+	g.verifying, g.awaiting = false, g.awaiting[:0]
+	if !g.askedAgain {
+		g.askedAgain, g.verify, g.verifyAt = true, true, r.w.CurrentTick().N+verifyAgain
+		return
+	}
+	r.masterLost(g)
+}
+
+// masterLost brings the player of g in again from the world store: no
+// live node has its master, nor a record of it, and the nodes that had
+// not answered are dead.
+func (r *Runtime) masterLost(g *gwSession) {
+	a := g.s.Account()
+	r.cfg.Logger.Warn("zone: a player's master and pet were lost with a dead node: bringing the player in again from the world store",
+		"account", a, "session", g.s.Epoch(), "master", g.master, "pet", g.pet)
+	r.pstats.Lost++
+	g.verifying, g.awaiting = false, g.awaiting[:0]
+	g.master, g.pet, g.on = 0, 0, ""
+	g.rec, g.found = worldstore.Player{}, false
+	r.clearViewer(a)
+	r.Attach(a, g)
+	r.loadFor(g)
+}
