@@ -243,7 +243,7 @@ func econNodes(t *testing.T, w *econWorld, cfg Config) (*zonetest.Cluster, *Game
 		cfg.Economy = w.economy()
 	}
 	c := zonetest.Start(t, zonetest.Config{
-		Nodes: 2, Grid: grid, Etcd: w.etcd,
+		Nodes: 2, Grid: grid, Memory: true,
 		Module: func(int, string) (zone.Module, error) { return NewModule(cfg) },
 	})
 	a, b := c.Nodes[0].Module.(*Game), c.Nodes[1].Module.(*Game)

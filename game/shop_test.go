@@ -80,7 +80,7 @@ func TestShopPurchaseAfterAHandoff(t *testing.T) {
 	c, g0, g1 := econNodes(t, w, Config{Seed: 24, DenChance: 1, StockRadius: 1e-3})
 	w.fund(511, noGood, 50)
 	geo := g0.geo
-	ch := geo.ChunkOf(torus.Pos{X: 1000, Y: border + 200})
+	ch := geo.ChunkOf(torus.Pos{X: 1000, Y: border + 64})
 	at, _, ok := g1.denSite(interest.Column{X: ch.X, Y: ch.Y})
 	if !ok {
 		t.Fatal("no den site")

@@ -1,6 +1,10 @@
 package handoff
 
-import "github.com/shardwise/shardwise/internal/binread"
+import (
+	"encoding/binary"
+
+	"github.com/shardwise/shardwise/internal/binread"
+)
 
 // Smallest encodings of list elements, which bound a count by the bytes
 // left (invariant 4 of the package doc).
@@ -20,7 +24,7 @@ func DecodeTransfer(b []byte) (Transfer, error) {
 		m.Entities = make([]Snapshot, n)
 		for i := range m.Entities {
 			r.I = i
-			r.snapshot(&m.Entities[i])
+			r.snapshot(&m.Entities[i], true)
 		}
 	}
 	if err := r.Finish(); err != nil {
@@ -55,8 +59,9 @@ func DecodeRefuse(b []byte) (Refuse, error) {
 	return m, nil
 }
 
-// snapshot reads Entities[r.I] into s.
-func (r *reader) snapshot(s *Snapshot) {
+// snapshot reads Entities[r.I] into s, its components only when keep
+// (AppendRawSnapshots checks them and keeps the bytes).
+func (r *reader) snapshot(s *Snapshot, keep bool) {
 	start := r.Offset()
 	s.Entity = r.nonZeroU64("Entities[].Entity", "an entity id")
 	s.Epoch = r.nonZeroUvarint("Entities[].Epoch", "an epoch")
@@ -65,28 +70,133 @@ func (r *reader) snapshot(s *Snapshot) {
 	if n == 0 {
 		return
 	}
-	s.Components = make([]Component, n)
-	for j := range s.Components {
+	if keep {
+		s.Components = make([]Component, n)
+	}
+	prev := ""
+	for j := range n {
 		r.J = j
-		c := &s.Components[j]
 		nameAt := r.Offset()
-		c.Name = r.str("Entities[].Components[].Name", MaxNameLen)
+		name := r.name(j, r.Span("Entities[].Components[].Name", MaxNameLen))
 		if r.Err() != nil {
 			return
 		}
-		prev := ""
-		if j > 0 {
-			prev = s.Components[j-1].Name
-		}
-		if why := nameProblem(prev, c.Name, j > 0); why != "" {
-			r.FailAt(nameAt, "Entities[].Components[].Name", "%q: %s", c.Name, why)
+		if why := nameProblem(prev, name, j > 0); why != "" {
+			r.FailAt(nameAt, "Entities[].Components[].Name", "%q: %s", name, why)
 			return
 		}
-		c.Data = r.bytes("Entities[].Components[].Data", MaxComponentData)
+		data := r.bytes("Entities[].Components[].Data", MaxComponentData)
+		if keep {
+			s.Components[j] = Component{Name: name, Data: data}
+		}
+		prev = name
 	}
 	if size := r.Offset() - start; r.Err() == nil && size > MaxSnapshotBytes {
 		r.FailAt(start, "Entities[]", "snapshot of %d bytes exceeds %d", size, MaxSnapshotBytes)
 	}
+}
+
+// RawSnapshot is one snapshot of a Transfer as it was encoded, checked
+// but not decoded: its entity and epoch, and its bytes (Snapshot.Append's
+// output, Snapshot.Size of them). A holder that keeps snapshots it may
+// never use (a standby's checkpoint records) keeps these, and decodes
+// one only when it needs it.
+type RawSnapshot struct {
+	Entity, Epoch uint64
+	Bytes         []byte
+}
+
+// AppendRawSnapshots checks a KindTransfer payload exactly as
+// DecodeTransfer does (it accepts and refuses the same bytes, with the
+// same errors) and appends its snapshots to dst as RawSnapshots whose
+// Bytes alias b, capacity clipped. It allocates nothing per snapshot
+// beyond dst's growth. On an error dst is returned as it was.
+func AppendRawSnapshots(dst []RawSnapshot, b []byte) ([]RawSnapshot, error) {
+	r := newReader(b, "Transfer")
+	n0 := len(dst)
+	if n := r.Count("Entities", 1, MaxEntities, minSnapshot); n > 0 {
+		for i := range n {
+			r.I = i
+			start := r.Offset()
+			var s Snapshot
+			r.snapshot(&s, false)
+			if r.Err() != nil {
+				break
+			}
+			end := r.Offset()
+			dst = append(dst, RawSnapshot{Entity: s.Entity, Epoch: s.Epoch, Bytes: b[start:end:end]})
+		}
+	}
+	if err := r.Finish(); err != nil {
+		clear(dst[n0:])
+		return dst[:n0], err
+	}
+	return dst, nil
+}
+
+// Decode decodes s.Bytes, one snapshot, as DecodeTransfer decodes each
+// (Component.Data aliases s.Bytes); an error matches ErrMalformed.
+func (s RawSnapshot) Decode() (Snapshot, error) {
+	r := &reader{Reader: binread.New(s.Bytes, "Snapshot", ErrMalformed)}
+	var out Snapshot
+	r.snapshot(&out, true)
+	if err := r.Finish(); err != nil {
+		return Snapshot{}, err
+	}
+	return out, nil
+}
+
+// Component returns the data of s's component name (aliasing s.Bytes,
+// nil when empty), without decoding the others; ok is false when s has
+// no such component, or its bytes are not a snapshot.
+func (s RawSnapshot) Component(name string) (data []byte, ok bool) {
+	b := s.Bytes
+	if len(b) < 8 {
+		return nil, false
+	}
+	b = b[8:]
+	var n uint64
+	for range 2 { // epoch, table
+		if _, b, ok = skipUvarint(b); !ok {
+			return nil, false
+		}
+	}
+	if n, b, ok = skipUvarint(b); !ok {
+		return nil, false
+	}
+	for range n {
+		var c []byte
+		if c, b, ok = span(b); !ok {
+			return nil, false
+		}
+		match := string(c) == name
+		if c, b, ok = span(b); !ok {
+			return nil, false
+		}
+		if match {
+			if len(c) == 0 {
+				c = nil
+			}
+			return c[:len(c):len(c)], true
+		}
+	}
+	return nil, false
+}
+
+func skipUvarint(b []byte) (uint64, []byte, bool) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, nil, false
+	}
+	return v, b[n:], true
+}
+
+func span(b []byte) (s, rest []byte, ok bool) {
+	n, b, ok := skipUvarint(b)
+	if !ok || n > uint64(len(b)) {
+		return nil, nil, false
+	}
+	return b[:n], b[n:], true
 }
 
 // refs reads the Entities list of an Ack or a Refuse: at least one.
@@ -110,10 +220,29 @@ func (r *reader) refs() []Ref {
 // their field names.
 type reader struct {
 	binread.Reader
+	// names are the component names read so far, by index: the
+	// snapshots of one Transfer mostly repeat them, and a name equal to
+	// the one before at its index is that string again, not a new one.
+	names []string
+}
+
+// name is b as a string, the one read before at index j if equal.
+func (r *reader) name(j int, b []byte) string {
+	if j < len(r.names) && r.names[j] == string(b) {
+		return r.names[j]
+	}
+	s := string(b)
+	switch {
+	case j < len(r.names):
+		r.names[j] = s
+	case j == len(r.names):
+		r.names = append(r.names, s)
+	}
+	return s
 }
 
 func newReader(b []byte, msg string) *reader {
-	r := &reader{binread.New(b, msg, ErrMalformed)}
+	r := &reader{Reader: binread.New(b, msg, ErrMalformed)}
 	r.Version(Version)
 	return r
 }

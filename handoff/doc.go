@@ -15,7 +15,10 @@
 // and M.Check, which says before sending whether the receiver's decoder
 // would accept the value (an error matching ErrInvalid, code
 // HANDOFF.INVALID). NewSnapshot builds a checked Snapshot from a component
-// set.
+// set. AppendRawSnapshots checks a Transfer as DecodeTransfer does but
+// keeps each snapshot as its bytes (RawSnapshot, decoded later by its
+// Decode), for a holder of snapshots it may never use: a checkpoint's
+// standby.
 //
 // It does not own the protocol (package zone: when to freeze, what to do on
 // a Refuse, timeouts, retries), the component codecs whose bytes a

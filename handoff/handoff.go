@@ -276,13 +276,14 @@ func checkRefs(refs []Ref) error {
 func (m Transfer) Append(dst []byte) []byte {
 	dst = binary.AppendUvarint(append(dst, Version), uint64(len(m.Entities)))
 	for _, s := range m.Entities {
-		dst = s.appendTo(dst)
+		dst = s.Append(dst)
 	}
 	return dst
 }
 
-// appendTo appends s as a Transfer element: Size bytes.
-func (s Snapshot) appendTo(dst []byte) []byte {
+// Append appends s as an element of a Transfer: Size bytes, the bytes a
+// RawSnapshot holds. It does not check (invariant 6).
+func (s Snapshot) Append(dst []byte) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, s.Entity)
 	dst = binary.AppendUvarint(dst, s.Epoch)
 	dst = binary.AppendUvarint(dst, s.Table)

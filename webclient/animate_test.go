@@ -126,6 +126,7 @@ type where struct{ X, Y, Z float64 }
 // the estimate is the one sim's View.Where makes of the same frames, for
 // every case of docs/protocol.md "Animating".
 func TestPageAnimatesWalkersAsSimDoes(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := browser(t)
 	_, chunkBytes := testChunk(t)
 	st := newScriptStack(t, newScriptWorld(chunkBytes, walkBatches(walkScript()), walkLastTick))

@@ -46,6 +46,10 @@ func jsString(s string) string {
 func fmtID(id uint64) string { return fmt.Sprint(id) }
 
 // browser starts a headless Chromium for t (browsertest.Start).
+//
+// The tests that start one (here and conformancePage) call t.Parallel:
+// each has its own browser, servers and scripted world, and about half
+// of each one's wall clock is Chromium starting (issue 28).
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	return browsertest.Start(t, browsertest.Options{Width: 800, Height: 640})

@@ -121,6 +121,7 @@ type goEntity struct {
 // The reference game's own batches, a hundred ticks of them, give the
 // same world in the client as the Go decoders give.
 func TestClientReplaysTheReferenceGame(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := conformancePage(t)
 	g, err := game.New(game.Config{Seed: 11, Players: 3, Clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
 	if err != nil {
@@ -249,6 +250,7 @@ func mutations(b []byte) [][]byte {
 // The batch decoder accepts and refuses exactly what outbox.DecodeBatch
 // does, over every mutation of a batch with each kind of frame.
 func TestBatchDecoderIsAsStrictAsGo(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := conformancePage(t)
 	var valid []byte
 	valid = outbox.AppendAppearFrame(valid, 0x8000_0000_0000_0001, 2)
@@ -286,6 +288,7 @@ func TestBatchDecoderIsAsStrictAsGo(t *testing.T) {
 // The chunk decoder accepts and refuses exactly what terrain.DecodeChunk
 // does, and decodes the same heights and markers.
 func TestChunkDecoderIsAsStrictAsGo(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := conformancePage(t)
 	_, valid := testChunk(t)
 	cases := mutations(valid)
@@ -326,6 +329,7 @@ func TestChunkDecoderIsAsStrictAsGo(t *testing.T) {
 // A batch with one malformed payload is refused whole: the frames before
 // it change nothing either.
 func TestWorldAppliesABatchWholeOrNotAtAll(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := conformancePage(t)
 	good := outbox.AppendAppearFrame(nil, 5, 1)
 	good = outbox.AppendComponentFrame(good, 5, game.WirePosition, positionPayload(1, 2, 3))
@@ -371,6 +375,7 @@ func withUnknown[M proto.Message](m M) M {
 // every wire type inside and around it, decodes to its values; malformed
 // ones are refused.
 func TestServerMessagesDecodeAsProtobufWrites(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := conformancePage(t)
 	msgs := []*clientpb.ServerMessage{
 		{Body: &clientpb.ServerMessage_Welcome{Welcome: withUnknown(&clientpb.Welcome{Account: math.MaxUint64, SessionEpoch: 1 << 60, Gateway: "zone-é",
@@ -446,6 +451,7 @@ func TestServerMessagesDecodeAsProtobufWrites(t *testing.T) {
 // Every client message the module encodes is what protobuf-go decodes,
 // and byte for byte what it encodes (deterministic, defaults left out).
 func TestClientMessagesEncodeAsProtobufReads(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := conformancePage(t)
 	type in = map[string]any
 	cases := []struct {

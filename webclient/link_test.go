@@ -15,6 +15,7 @@ import (
 // /#token=… (the dashboard's play link) logs in with that token at once,
 // and takes it out of the address bar (a token is single use).
 func TestPageLogsInWithATokenInTheFragment(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := browser(t)
 	_, chunkBytes := testChunk(t)
 	st := newStack(t, chunkBytes)

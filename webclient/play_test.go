@@ -331,6 +331,7 @@ func (p *pageState) entity(id uint64) (int, bool) {
 // chunk as Go does, and sends move (by a click), attack and stop, which
 // reach the world as the inputs they are.
 func TestPageLogsInAndSeesTheWorld(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := browser(t)
 	chunk, chunkBytes := testChunk(t)
 	st := newStack(t, chunkBytes)
@@ -500,6 +501,7 @@ func TestPageLogsInAndSeesTheWorld(t *testing.T) {
 // A refused token closes the socket with 4001 and the login code; the
 // client reports the close with its code and reason.
 func TestPageReportsARefusedLogin(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := browser(t)
 	_, chunkBytes := testChunk(t)
 	st := newStack(t, chunkBytes)

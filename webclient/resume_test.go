@@ -38,6 +38,7 @@ func (w *scriptWorld) sessions() []*gateway.Session {
 // no token (the page has none left: its one was spent) — gets a newer
 // epoch, and sees its master again.
 func TestPageResumesAfterADrop(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := browser(t)
 	_, chunkBytes := testChunk(t)
 	st := newStack(t, chunkBytes)
@@ -151,6 +152,7 @@ func wsURL(httpURL string) string { return "ws" + strings.TrimPrefix(httpURL, "h
 // it resumes on the next one, which is dead, then on the one after, with
 // no token.
 func TestClientResumesOnTheNextLiveGateway(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := browser(t)
 	_, chunk := testChunk(t)
 	gws, iss := startGateways(t, chunk, "web-a", "web-b")

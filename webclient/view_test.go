@@ -135,6 +135,7 @@ func hoverAt(t *testing.T, ctx context.Context, v *viewState, sx, sy float64, wh
 // pointer, the instruction line, and a log in which the Terrain messages
 // are a count, not a line each.
 func TestPlayViewDrawsTheWorld(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := browsertest.Start(t, browsertest.Options{Width: 1100, Height: 720, ExceptionsFail: true})
 	// Near the origin, where four regions meet (both borders in view),
 	// 20 m east of a den of this seed's.
@@ -333,6 +334,7 @@ func standingBatch(tick uint64) [][]byte {
 // A click on a mob attacks it (and walks the master up to it); a click on
 // the ground walks there; hovering names the mob with its health.
 func TestPlayViewClickAttacksAMob(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := browser(t)
 	_, chunkBytes := testChunk(t)
 	st := newScriptStack(t, newScriptWorld(chunkBytes, standingBatch, 0))
@@ -394,6 +396,7 @@ func TestPlayViewClickAttacksAMob(t *testing.T) {
 // taken from one column's samples alone, one-sided at its edges, showed
 // the heights' whole decimetres as a step at every column edge.)
 func TestGroundHasNoSeamBetweenColumns(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := browser(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(httptestServer(t)+"/index.html")); err != nil {
 		t.Fatal(err)

@@ -141,6 +141,7 @@ func (w *realWorld) dialSim(t *testing.T, ctx context.Context, a account.ID) (*s
 // in, sees its own master and pet appear and another player (a sim client
 // on the same gateway) walk, and gets the ground of its view.
 func TestPageAgainstARealZoneNode(t *testing.T) {
+	t.Parallel() // its own Chromium and servers: see browser
 	ctx := browser(t)
 	home := torus.Pos{X: 4000, Y: 4000}
 	rw := newRealWorld(t, game.Config{Seed: 21, NoBots: true}, map[account.ID]torus.Pos{501: home, 502: {X: home.X + 6, Y: home.Y}})

@@ -24,8 +24,11 @@ type RenderGhost struct {
 	// waits, unseen, in case its source still sends a delta (parkChunk);
 	// Held says a vanish of it (or a snapshot that left it out) is held
 	// back until the source's snapshot of a chunk next to it comes
-	// (holdVanish, holdUnlisted). For scenario scripts (zonesim).
-	Parked, Held bool
+	// (holdVanish, holdUnlisted); Fenced says its source's lease ended and
+	// it stands as it was until a live node sends it at a higher epoch
+	// (a standby's adoption) or Timers.FenceHold passes (fencehold.go).
+	// For scenario scripts (zonesim).
+	Parked, Held, Fenced bool
 }
 
 // RenderGhost returns this node's render ghost of id, and false when id is
@@ -44,7 +47,7 @@ func (r *Runtime) RenderGhost(id ecs.ID) (RenderGhost, bool) {
 		return RenderGhost{}, false
 	}
 	g := RenderGhost{Source: src, Epoch: stamp.Epoch, Chunk: ch}
-	g.Parked, g.Held = r.cluster.isParked(id), r.cluster.isHeld(id)
+	g.Parked, g.Held, g.Fenced = r.cluster.isParked(id), r.cluster.isHeld(id), r.cluster.isFenceHeld(id)
 	for _, s := range r.synced {
 		if s.store != r.pos {
 			continue

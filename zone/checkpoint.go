@@ -27,8 +27,9 @@ import (
 // standby changes, and after the transport did not take a message to the
 // standby.
 //
-// The standby keeps one record per entity per region, replaced by the
-// newest, dropped when the owner says it is gone; it applies a delta only
+// The standby keeps one record per entity per region (its snapshot's
+// bytes, checked on arrival, decoded only to adopt it: checkpoint_enc.go),
+// replaced by the newest, dropped when the owner says it is gone; it applies a delta only
 // right after the message before it (a gap waits for the next snapshot),
 // and only from the node its held table names as the region's owner,
 // under a lease it accepts (a stream from a node its table does not name
@@ -58,8 +59,9 @@ import (
 // epoch plus adoptEpochMargin. The region's columns are not set up while
 // an adoption is in flight.
 //
-// The epoch. Peers drop the dead node's ghosts and refuse its messages at
-// the fence, before they answer, so no epoch of the dead node's is live
+// The epoch. Peers hold the dead node's ghosts as they stood (taking
+// nothing more of them: fencehold.go) and refuse its messages at the
+// fence, before they answer, so no epoch of the dead node's is live
 // anywhere when the adopted entity appears: the margin is a second line.
 // Between two checkpoints (CheckpointEvery <= HandoffRetry, checked at
 // New) an entity's epoch rises on its node by at most 3: an offer (e+1),
@@ -153,6 +155,10 @@ type ckptState struct {
 	restored map[ecs.ID]uint64
 	stats    CheckpointStats
 	bugs     ckptBugs
+	// enc is the sender's buffers; states the receiver's, for the
+	// snapshots of the message it applies (checkpoint_enc.go).
+	enc    ckptEnc
+	states []handoff.RawSnapshot
 }
 
 // ckptOut is one region's stream at its owner.
@@ -194,7 +200,10 @@ type ckptIn struct {
 	// when the stream started.
 	heldBack bool
 	heldVer  uint64
-	recs     map[ecs.ID]handoff.Snapshot
+	// recs are the records, each an entity's snapshot as encoded, in a
+	// buffer of the stream's (put); free are buffers of records gone.
+	recs map[ecs.ID]handoff.RawSnapshot
+	free [][]byte
 }
 
 // adoption is one round: the candidates of the regions a table gave
@@ -207,7 +216,7 @@ type adoption struct {
 }
 
 type candidate struct {
-	snap   handoff.Snapshot
+	snap   handoff.RawSnapshot
 	tick   uint64
 	region cells.RegionID
 }
@@ -431,29 +440,30 @@ func (c *cluster) checkpoint(tick uint64) {
 // snapshot when o.full, else the entities new or changed since the last
 // and the ones gone.
 func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, ids []ecs.ID) {
-	r := c.r
 	ck := &c.ckpt
 	slices.Sort(ids)
 	full := o.full
-	var state []handoff.Snapshot
 	var gone []uint64
 	now := o.spare
 	if now == nil {
 		now = make(map[ecs.ID]uint64, len(ids))
 	}
 	clear(now)
+	enc := &ck.enc
+	enc.reset()
 	for _, id := range ids {
-		snap, err := r.handoffSnapshot(id, c.epochOf(id), tick)
+		snap, err := c.ckptSnapshot(enc, id, c.epochOf(id), tick)
 		if err != nil {
 			continue // a module codec that fails: the handoff logs it
 		}
-		h := ck.hash(snap)
+		enc.add(snap)
+		h := enc.hashLast(ck.seed, snap)
 		now[id] = h
 		if prev, ok := o.sent[id]; !full && ok && prev == h {
-			continue
+			enc.dropLast()
 		}
-		state = append(state, snap)
 	}
+	state := enc.states()
 	if !full {
 		for id := range o.sent {
 			if _, ok := now[id]; !ok {
@@ -470,8 +480,8 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 		// At most MaxEntities and about ckptMaxBytes a message (the
 		// link's frames are bounded): a large region goes in parts.
 		n, size := 0, 0
-		for n < len(state) && n < handoff.MaxEntities && (n == 0 || size+state[n].Size() <= ckptMaxBytes) {
-			size += state[n].Size()
+		for n < len(state) && n < handoff.MaxEntities && (n == 0 || size+len(state[n].Bytes) <= ckptMaxBytes) {
+			size += len(state[n].Bytes)
 			n++
 		}
 		o.seq++
@@ -479,20 +489,16 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 		if first {
 			m.Gone = gone
 		}
-		if n > 0 {
-			m.State = &handoff.Transfer{Entities: state[:n]}
-		}
+		m.State = state[:n]
 		state = state[n:]
-		payload := m.Append(make([]byte, 0, 64+size+size/8))
+		payload := m.Append(make([]byte, 0, 64+8*len(m.Gone)+size))
 		if !c.sendCkpt(o.standby, KindCheckpoint, payload) {
 			sent = false
 			break
 		}
 		ck.stats.Sent++
 		ck.stats.Bytes += len(payload)
-		if m.State != nil {
-			ck.stats.Entities += n
-		}
+		ck.stats.Entities += n
 		ck.stats.Gone += len(m.Gone)
 	}
 	o.n++
@@ -502,31 +508,6 @@ func (c *cluster) sendCheckpoint(tick uint64, reg cells.RegionID, o *ckptOut, id
 	}
 	o.full = false
 	o.sent, o.spare = now, o.sent
-}
-
-// hash is a snapshot's state for the delta: its epoch and every
-// component but the time it was taken.
-func (ck *ckptState) hash(s handoff.Snapshot) uint64 {
-	var h maphash.Hash
-	h.SetSeed(ck.seed)
-	var b [8]byte
-	for i := range b {
-		b[i] = byte(s.Epoch >> (8 * i))
-	}
-	h.Write(b[:])
-	for _, comp := range s.Components {
-		if comp.Name == atName {
-			continue
-		}
-		h.WriteString(comp.Name)
-		h.WriteByte(0)
-		for i := range b {
-			b[i] = byte(len(comp.Data) >> (8 * i))
-		}
-		h.Write(b[:])
-		h.Write(comp.Data)
-	}
-	return h.Sum64()
 }
 
 // sendCkpt hands a checkpoint-protocol message to the transport, and
@@ -584,7 +565,7 @@ func (c *cluster) receiveCheckpoint(from string, m checkpointMsg) {
 		// this node did, and its snapshot is the only one for
 		// ckptFullEvery checkpoints (meanwhile the region it moved
 		// entities from says they are gone).
-		in = &ckptIn{owner: from, lease: m.Fence.Lease, named: named, grid: table.Grid(), recs: make(map[ecs.ID]handoff.Snapshot)}
+		in = &ckptIn{owner: from, lease: m.Fence.Lease, named: named, grid: table.Grid(), recs: make(map[ecs.ID]handoff.RawSnapshot)}
 		if named != from && !ck.bugs.noFence {
 			in.named, in.heldBack, in.heldVer = "", true, table.Version()
 		}
@@ -592,7 +573,7 @@ func (c *cluster) receiveCheckpoint(from string, m checkpointMsg) {
 	}
 	switch {
 	case m.Full:
-		clear(in.recs)
+		in.clearRecs()
 		in.synced = true
 	case !in.synced:
 		ck.stats.Ignored++
@@ -604,12 +585,10 @@ func (c *cluster) receiveCheckpoint(from string, m checkpointMsg) {
 	}
 	in.seq, in.tick = m.Seq, m.Tick
 	for _, id := range m.Gone {
-		delete(in.recs, ecs.ID(id))
+		in.drop(ecs.ID(id))
 	}
-	if m.State != nil {
-		for _, s := range m.State.Entities {
-			in.recs[ecs.ID(s.Entity)] = cloneSnapshot(s)
-		}
+	for _, s := range m.State {
+		in.put(s) // copied: a record keeps no payload alive
 	}
 	ck.stats.Received++
 }
@@ -633,27 +612,6 @@ func (c *cluster) namedOwner(table *cells.Table, reg cells.RegionID, from string
 		return from
 	}
 	return owner
-}
-
-// cloneSnapshot copies s's bytes out of the message they alias, into one
-// buffer: a record keeps no payload alive.
-func cloneSnapshot(s handoff.Snapshot) handoff.Snapshot {
-	n := 0
-	for _, comp := range s.Components {
-		n += len(comp.Data)
-	}
-	buf := make([]byte, 0, n)
-	comps := make([]handoff.Component, len(s.Components))
-	for i, comp := range s.Components {
-		start := len(buf)
-		buf = append(buf, comp.Data...)
-		comps[i] = handoff.Component{Name: comp.Name, Data: buf[start:len(buf):len(buf)]}
-		if len(comp.Data) == 0 {
-			comps[i].Data = nil
-		}
-	}
-	s.Components = comps
-	return s
 }
 
 // ckptTick runs at the end of each drain: the standby side follows the
@@ -876,15 +834,21 @@ func (c *cluster) finishAdoption(a *adoption) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(a.cands)) {
 		cd := a.cands[id]
-		// A render ghost from a dead node is no sign of a live holder: a
-		// parked one outlives the fence until sweepParked, and with no
-		// peer to ask the round ends in the tick of the fence (zonesim
-		// TestKillSoak nodes2 seed 15).
+		// A render ghost from a dead node is no sign of a live holder: it
+		// is held at the fence for this adoption (a parked one outlives
+		// the fence until sweepParked), and with no peer to ask the round
+		// ends in the tick of the fence (zonesim TestKillSoak nodes2 seed
+		// 15). restore takes it over in place.
 		if src, ghost := c.sourceOf(id); r.w.Alive(id) && !r.ghost.Has(id) || ghost && !slices.Contains(a.dead, src) {
 			ck.stats.Here++ // held here, or a live peer sends it
 			continue
 		}
-		if c.restore(id, cd.snap, byName) {
+		snap, err := cd.snap.Decode()
+		if err != nil {
+			r.cfg.Logger.Warn("zone: checkpointed entity does not decode", "entity", id, "err", err)
+			continue // checked as it arrived: not seen
+		}
+		if c.restore(id, snap, byName) {
 			ck.stats.Adopted++
 			ck.restored[id] = r.w.CurrentTick().N
 		}
@@ -902,14 +866,13 @@ func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec
 			return false
 		}
 	}
-	if r.ghost.Has(id) {
-		_ = r.w.Evict(id)
-	}
-	// A render ghost of it from the dead node (a parked one outlives the
-	// fence) is taken over, as a handoff's target takes over its ghost.
-	c.dropRenderGhost(id)
-	c.takeOver(id)
+	// A ghost of it here (held at the dead node's fence, or parked) is
+	// taken over in place: whoever sees it goes on seeing it, no vanish.
+	filed, wasIndexed := c.takeOverGhost(id)
 	if err := r.w.CreateEntity(id); err != nil {
+		if wasIndexed {
+			r.vis.Evict(id)
+		}
 		return false
 	}
 	for _, comp := range s.Components {
@@ -918,6 +881,9 @@ func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec
 		}
 		if err := byName[comp.Name].dec(id, comp.Data); err != nil {
 			_ = r.w.Evict(id)
+			if wasIndexed {
+				r.vis.Evict(id)
+			}
 			r.cfg.Logger.Warn("zone: checkpointed entity does not decode", "entity", id, "err", err)
 			return false
 		}
@@ -927,7 +893,11 @@ func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec
 		epoch = s.Epoch
 	}
 	c.restored(id, epoch)
-	r.w.MarkMoved(id)
+	if wasIndexed {
+		c.adoptedInPlace(id, filed, wasIndexed)
+	} else {
+		r.w.MarkMoved(id)
+	}
 	r.markLocalDirty(id)
 	return true
 }
@@ -967,11 +937,15 @@ func (c *cluster) receiveCkpt(m inMsg) error {
 	case kindCkptResend:
 		c.ckpt.resendFull[m.from] = true
 	case KindCheckpoint:
-		cm, err := decodeCheckpoint(m.payload)
+		cm, err := decodeCheckpoint(m.payload, c.ckpt.states)
 		if err != nil {
 			return err
 		}
 		c.receiveCheckpoint(m.from, cm)
+		if cm.State != nil {
+			clear(cm.State) // pins no payload
+			c.ckpt.states = cm.State[:0]
+		}
 	case KindAdoptQuery:
 		q, err := decodeAdoptQuery(m.payload)
 		if err != nil {

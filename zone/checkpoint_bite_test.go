@@ -63,3 +63,28 @@ func TestKillSimulationBites(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckpointEncodesTheHandoffSnapshot: the checkpoint builds each
+// entity's snapshot in buffers it reuses, not by the handoff's own
+// function; over a kill simulation's run (players, pets, dens, mobs,
+// handoffs and an adoption) every one it encodes is, byte for byte, the
+// snapshot a handoff would carry of it.
+func TestCheckpointEncodesTheHandoffSnapshot(t *testing.T) {
+	var verified []func() (int, string)
+	if _, err := zonesim.Run(zonesim.Config{Seed: 3, Ticks: 300, Kill: true,
+		Started: func(_ int, r *zone.Runtime) { verified = append(verified, r.VerifyCheckpointEncoding()) }}); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, v := range verified {
+		n, diff := v()
+		if diff != "" {
+			t.Fatal(diff)
+		}
+		total += n
+	}
+	if total < 100 {
+		t.Fatalf("%d snapshots checked: the run checkpointed next to nothing", total)
+	}
+	t.Logf("%d checkpointed snapshots are the handoff's", total)
+}

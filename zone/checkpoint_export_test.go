@@ -1,5 +1,12 @@
 package zone
 
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/shardwise/shardwise/ecs"
+)
+
 // PlantCheckpoint switches a known bug of the checkpoint protocol on in
 // r, for the test that requires the kill simulation to catch each
 // (checkpoint_bite_test.go): "noquery" (a standby adopts without asking
@@ -17,5 +24,31 @@ func (r *Runtime) PlantCheckpoint(bug string) {
 		b.noFence = true
 	default:
 		panic("zone: no such planted checkpoint bug: " + bug)
+	}
+}
+
+// VerifyCheckpointEncoding makes r check, for every entity its
+// checkpoints encode, that the bytes are those of the handoff's own
+// snapshot (handoffSnapshot): the checkpoint's reused buffers build the
+// same snapshot a handoff would carry. It returns how many it checked
+// and the first difference.
+func (r *Runtime) VerifyCheckpointEncoding() func() (checked int, diff string) {
+	v := &ckptVerify{}
+	r.cluster.ckpt.enc.verify = func(id ecs.ID, epoch, tick uint64, got []byte, err error) {
+		v.check(r, id, epoch, tick, got, err)
+	}
+	return func() (int, string) { return v.checked, v.diff }
+}
+
+type ckptVerify struct {
+	checked int
+	diff    string
+}
+
+func (v *ckptVerify) check(r *Runtime, id ecs.ID, epoch, tick uint64, got []byte, gotErr error) {
+	want, wantErr := r.handoffSnapshot(id, epoch, tick)
+	v.checked++
+	if v.diff == "" && ((gotErr == nil) != (wantErr == nil) || gotErr == nil && !bytes.Equal(got, want.Append(nil))) {
+		v.diff = fmt.Sprintf("entity %d at tick %d: checkpoint %x (%v), handoff %x (%v)", id, tick, got, gotErr, want.Append(nil), wantErr)
 	}
 }

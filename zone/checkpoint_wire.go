@@ -55,9 +55,10 @@ type checkpointMsg struct {
 	// Gone are the entities the owner no longer simulates in the region
 	// (handed over, destroyed, walked into another region).
 	Gone []uint64
-	// State is the new and changed entities, in the handoff codec: a
-	// handoff.Transfer (nil when there are none).
-	State *handoff.Transfer
+	// State is the new and changed entities, in the handoff codec: the
+	// snapshots of a handoff.Transfer, as encoded (nil when there are
+	// none). The standby keeps them so, and decodes one only to adopt it.
+	State []handoff.RawSnapshot
 }
 
 func (m checkpointMsg) Append(dst []byte) []byte {
@@ -70,16 +71,22 @@ func (m checkpointMsg) Append(dst []byte) []byte {
 	for _, id := range m.Gone {
 		dst = binary.LittleEndian.AppendUint64(dst, id)
 	}
-	if m.State == nil {
+	if len(m.State) == 0 {
 		return binary.AppendUvarint(dst, 0)
 	}
-	// The Transfer's length first, from its snapshots' sizes, so that it is
-	// encoded in place rather than copied.
-	n := 1 + len(binary.AppendUvarint(nil, uint64(len(m.State.Entities))))
-	for _, e := range m.State.Entities {
-		n += e.Size()
+	// A handoff.Transfer (its version, count and snapshots), its length
+	// first.
+	count := binary.AppendUvarint(nil, uint64(len(m.State)))
+	n := 1 + len(count)
+	for _, s := range m.State {
+		n += len(s.Bytes)
 	}
-	return m.State.Append(binary.AppendUvarint(dst, uint64(n)))
+	dst = append(binary.AppendUvarint(dst, uint64(n)), handoff.Version)
+	dst = append(dst, count...)
+	for _, s := range m.State {
+		dst = append(dst, s.Bytes...)
+	}
+	return dst
 }
 
 // adoptQuery is one KindAdoptQuery payload.
@@ -169,8 +176,10 @@ func (r *ckptReader) fence() wire.Fence {
 
 // decodeCheckpoint reads a KindCheckpoint payload from a peer's bytes: an
 // error (ErrMalformedInput, ZONE.MALFORMED_INPUT) names the field and its
-// byte offset. State's component data aliases b.
-func decodeCheckpoint(b []byte) (checkpointMsg, error) {
+// byte offset. State is appended to states[:0] (a receiver's reused
+// slice), its snapshots checked as handoff.DecodeTransfer checks them,
+// their bytes aliasing b.
+func decodeCheckpoint(b []byte, states []handoff.RawSnapshot) (checkpointMsg, error) {
 	r := newCkptReader(b, "Checkpoint")
 	var m checkpointMsg
 	m.Fence = r.fence()
@@ -202,11 +211,11 @@ func decodeCheckpoint(b []byte) (checkpointMsg, error) {
 	}
 	at = r.Offset()
 	if state := r.Span("State", 1<<30); r.Err() == nil && len(state) > 0 {
-		t, err := handoff.DecodeTransfer(state)
+		raws, err := handoff.AppendRawSnapshots(states[:0], state)
 		if err != nil {
 			r.FailAt(at, "State", "%v", err)
 		} else {
-			m.State = &t
+			m.State = raws
 		}
 	}
 	if err := r.Finish(); err != nil {

@@ -2,10 +2,12 @@ package zone
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/handoff"
 	"github.com/shardwise/shardwise/zone/internal/wire"
@@ -15,8 +17,12 @@ var ckptSamples = []checkpointMsg{
 	{Seq: 1},
 	{Fence: wire.Fence{Node: 3, Lease: -7, Table: 9}, Region: 15, Seq: 1 << 40, Full: true, Tick: 1 << 33,
 		Gone: []uint64{1, 1 << 63},
-		State: &handoff.Transfer{Entities: []handoff.Snapshot{{Entity: 5, Epoch: 2, Table: 3,
-			Components: []handoff.Component{{Name: "a", Data: []byte{1, 2}}, {Name: "b"}}}}}},
+		State: []handoff.RawSnapshot{rawSnapshot(handoff.Snapshot{Entity: 5, Epoch: 2, Table: 3,
+			Components: []handoff.Component{{Name: "a", Data: []byte{1, 2}}, {Name: "b"}}})}},
+}
+
+func rawSnapshot(s handoff.Snapshot) handoff.RawSnapshot {
+	return handoff.RawSnapshot{Entity: s.Entity, Epoch: s.Epoch, Bytes: s.Append(nil)}
 }
 
 var querySamples = []adoptQuery{
@@ -35,7 +41,7 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 		f.Add(m.Append(nil))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeCheckpoint(b)
+		m, err := decodeCheckpoint(b, nil)
 		if err != nil {
 			checkMalformedInput(t, err)
 			return
@@ -106,19 +112,62 @@ func TestDecodeCheckpointErrors(t *testing.T) {
 		{"trailing byte", append(bytes.Clone(good), 0), "trailing"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := decodeCheckpoint(c.in)
+			_, err := decodeCheckpoint(c.in, nil)
 			if !errors.Is(err, ErrMalformedInput) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("decodeCheckpoint: %v, want %s naming %q", err, CodeMalformedInput, c.want)
 			}
 		})
 	}
 	for _, m := range ckptSamples {
-		got, err := decodeCheckpoint(m.Append(nil))
+		got, err := decodeCheckpoint(m.Append(nil), nil)
 		if err != nil || !bytes.Equal(got.Append(nil), m.Append(nil)) {
 			t.Fatalf("round trip of %+v: %+v, %v", m, got, err)
 		}
 	}
 	if _, err := decodeAdoptQuery(adoptQuery{Dead: []string{"Not A Name"}}.Append(nil)); !errors.Is(err, ErrMalformedInput) || !strings.Contains(err.Error(), "AdoptQuery.Dead[0]") {
 		t.Fatalf("a query naming no node: %v", err)
+	}
+}
+
+// A standby finds a record's player (recordAccount) in its encoded bytes.
+func TestRecordAccountReadsTheEncodedRecord(t *testing.T) {
+	owner := func(o Owner) []byte { return FixedCodec[Owner]().Append(nil, &o) }
+	rec := func(comps ...handoff.Component) handoff.RawSnapshot {
+		return rawSnapshot(handoff.Snapshot{Entity: 9, Epoch: 3, Table: 2, Components: comps})
+	}
+	for _, c := range []struct {
+		name string
+		rec  handoff.RawSnapshot
+		want account.ID
+	}{
+		{"a client player", rec(handoff.Component{Name: "a", Data: []byte{1}}, handoff.Component{Name: ownerName, Data: owner(Owner{Account: 42, Session: 7})}, handoff.Component{Name: "zz"}), 42},
+		{"no session", rec(handoff.Component{Name: ownerName, Data: owner(Owner{Account: 42})}), 0},
+		{"no owner", rec(handoff.Component{Name: "a", Data: []byte{1}}), 0},
+		{"no components", rec(), 0},
+	} {
+		if got := recordAccount(c.rec); got != c.want {
+			t.Errorf("%s: recordAccount = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// The State of a checkpoint is a handoff.Transfer, byte for byte, however
+// the sender builds it: the format is the one checkpoints had when they
+// carried decoded snapshots.
+func TestCheckpointStateIsATransfer(t *testing.T) {
+	snaps := []handoff.Snapshot{
+		{Entity: 5, Epoch: 2, Table: 3, Components: []handoff.Component{{Name: "a", Data: []byte{1, 2}}, {Name: "b"}}},
+		{Entity: 1 << 62, Epoch: 300, Components: []handoff.Component{{Name: "zone.handoff.at", Data: make([]byte, 8)}}},
+	}
+	m := checkpointMsg{Fence: wire.Fence{Node: 2, Lease: 9, Table: 4}, Region: 3, Seq: 7, Tick: 40, Gone: []uint64{8}}
+	head := m.Append(nil)
+	head = head[:len(head)-1] // State's empty span
+	tr := handoff.Transfer{Entities: snaps}.Append(nil)
+	want := append(binary.AppendUvarint(head, uint64(len(tr))), tr...)
+	for _, s := range snaps {
+		m.State = append(m.State, rawSnapshot(s))
+	}
+	if got := m.Append(nil); !bytes.Equal(got, want) {
+		t.Fatalf("checkpoint encodes as\n%x, want\n%x", got, want)
 	}
 }

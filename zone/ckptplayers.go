@@ -52,18 +52,16 @@ func (c *cluster) holdsPlayerRecords(a account.ID) bool {
 }
 
 // recordAccount is the account of a record's client player (0: none).
-func recordAccount(s handoff.Snapshot) account.ID {
-	for _, comp := range s.Components {
-		if comp.Name != ownerName {
-			continue
-		}
-		o, err := FixedCodec[Owner]().Decode(comp.Data)
-		if err != nil || o.Session == 0 {
-			return 0
-		}
-		return o.Account
+func recordAccount(s handoff.RawSnapshot) account.ID {
+	data, ok := s.Component(ownerName)
+	if !ok {
+		return 0
 	}
-	return 0
+	o, err := FixedCodec[Owner]().Decode(data)
+	if err != nil || o.Session == 0 {
+		return 0
+	}
+	return o.Account
 }
 
 // awaitAdoption makes the login of m (from node, "" for this one) wait

@@ -162,6 +162,7 @@ type plantedBugs struct {
 	noHeldVanish   bool // holdVanish never holds
 	noUnlistedHold bool // holdUnlisted never holds
 	adoptionVanish bool // the out-of-sight vanish raised in the adoption tick is sent to peers that never saw it here
+	dropAtFence    bool // fencedPeers drops a dead peer's ghosts (they vanish, then come back adopted)
 }
 
 // ClusterStats are the runtime's link counters since New.
@@ -202,8 +203,13 @@ type ClusterStats struct {
 	// PhaseErrors counts the protocol's per-entity transitions refused
 	// because the entity's record was in a phase the transition does not
 	// leave (a protocol bug; each is logged, and CheckInvariants reports
-	// the first as invariant 13).
+	// the first as invariant 14).
 	PhaseErrors int
+	// FenceHeld counts ghosts held at their source's fence (fencehold.go);
+	// FenceHeldVanished those of them that vanished after all (nobody
+	// sent them at a higher epoch within Timers.FenceHold, or this node
+	// stopped holding their chunk).
+	FenceHeld, FenceHeldVanished int
 }
 
 // Progress counts what a node sent to and received from each peer, for a
@@ -1682,9 +1688,10 @@ func (c *cluster) resendWants(p string) {
 }
 
 // fencedPeers forgets every peer whose last accepted lease is no longer
-// live: its ghosts vanish (it may no longer write them, and nobody else
-// sends them until a handoff or a restart), nothing more is sent to it,
-// and accounts routed to it are routed nowhere.
+// live: its ghosts are held as they stand (holdFenced: it may no longer
+// write them, and a failover's standby adopts them under the same ids),
+// nothing more is sent to it, and accounts routed to it are routed
+// nowhere.
 func (c *cluster) fencedPeers() {
 	if c.r.cfg.Accept == nil {
 		return
@@ -1695,12 +1702,17 @@ func (c *cluster) fencedPeers() {
 		}
 		c.fenced[p] = c.leaseOf[p]
 		delete(c.leaseOf, p)
-		c.r.cfg.Logger.Warn("zone: peer lost its lease: its ghosts vanish", "peer", p)
-		// In chunk order: each drop raises its ghosts' vanishes, and the
-		// order of the vanishes is the order of the frames clients get.
+		c.r.cfg.Logger.Warn("zone: peer lost its lease: its ghosts are held for its standby", "peer", p)
+		if !c.bugs.dropAtFence {
+			c.holdFenced(p)
+		}
+		// In chunk order: a drop (the planted dropAtFence) raises its
+		// ghosts' vanishes, in the order of the frames clients get.
 		for _, ch := range sortedChunks(c.wants) {
 			if peers := c.wants[ch]; slices.Contains(peers, p) {
-				c.dropChunk(p, ch)
+				if c.bugs.dropAtFence {
+					c.dropChunk(p, ch)
+				}
 				c.wants[ch] = slices.DeleteFunc(slices.Clone(peers), func(x string) bool { return x == p })
 				if len(c.wants[ch]) == 0 {
 					delete(c.wants, ch)

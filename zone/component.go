@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/ecs"
@@ -58,9 +60,15 @@ type Codec[T any] struct {
 // structs of them, no pointers, slices or strings), in little-endian
 // encoding/binary layout. Register refuses it for any other type.
 func FixedCodec[T any]() Codec[T] {
+	raw := memoryIsEncoding[T]()
 	return Codec[T]{
 		fixed: true,
 		Append: func(dst []byte, v *T) []byte {
+			if raw {
+				// Copied, not walked by reflection: every handoff and
+				// checkpoint encodes every component this way.
+				return append(dst, unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))...)
+			}
 			out, err := binary.Append(dst, binary.LittleEndian, v)
 			if err != nil {
 				panic(fmt.Sprintf("zone: FixedCodec of %T: %v", *v, err)) // refused at Register
@@ -80,6 +88,31 @@ func FixedCodec[T any]() Codec[T] {
 
 // AudienceFunc says who may receive an entity's component at a flush.
 type AudienceFunc func(e ecs.ID) outbox.Audience[Subscriber]
+
+// memoryIsEncoding reports whether a T's bytes in memory are its
+// little-endian encoding/binary encoding: a little-endian machine, a
+// fixed-size type without padding (its encoded size is its size in
+// memory) and without blank fields (which binary writes as zeros,
+// whatever the memory holds). Bools hold 0 or 1, as binary writes them.
+func memoryIsEncoding[T any]() bool {
+	var zero T
+	return binary.NativeEndian.Uint16([]byte{1, 0}) == 1 &&
+		binary.Size(zero) == int(unsafe.Sizeof(zero)) && !hasBlankField(reflect.TypeFor[T]())
+}
+
+func hasBlankField(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Array:
+		return hasBlankField(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); f.Name == "_" || hasBlankField(f.Type) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // Spec describes a module's component type.
 type Spec[T any] struct {
@@ -144,6 +177,13 @@ func Register[T any](r *Runtime, spec Spec[T]) (*ecs.Store[T], error) {
 					return nil, false
 				}
 				return h.Append(nil, v), true
+			},
+			app: func(dst []byte, id ecs.ID) ([]byte, bool) {
+				v, ok := s.Get(id)
+				if !ok {
+					return dst, false
+				}
+				return h.Append(dst, v), true
 			},
 			dec: func(id ecs.ID, b []byte) error {
 				v, err := h.Decode(b)

@@ -28,7 +28,8 @@
 //     entity another node simulates by forgetting a term.
 //   - The protocol's waits (Config.Timers), counted in ticks, with their
 //     relations (the handoff timeout and the held vanish within the table
-//     grace, the grace within the went record) checked at New.
+//     grace, the grace within the went record, the fence hold at least
+//     the held vanish) checked at New.
 //   - The transport port (transport.go): Transport, what the runtime
 //     sends through (an ordered, reliable control stream: Send; a lossy
 //     replication stream: Replicate; neither blocks), and Arrivals, what
@@ -64,7 +65,9 @@
 //     chunk. The ghosts of a chunk the node stops holding
 //     altogether are parked, unseen, for 8 ticks rather than dropped: the
 //     sender may still send a delta as one walks into a chunk the node
-//     receives.
+//     receives. The ghosts of a peer whose lease ended are held at its
+//     fence (fencehold.go), standing as they were, until the standby's
+//     adoption reaches this node (see the states below).
 //   - Simulation ghosts: a render ghost standing in the interaction band is
 //     also a real entity with the Ghost marker and its decoded public
 //     components; only the runtime writes it.
@@ -179,7 +182,7 @@
 //     goroutine that steps it). The player saver and the ground's loader
 //     are host-side I/O goroutines, outside the protocol (docs/decisions.md).
 //
-// Between two ticks, on every node (Runtime.CheckInvariants checks 5–13;
+// Between two ticks, on every node (Runtime.CheckInvariants checks 5–14;
 // zonetest and zonesim run it after every Step, and check 1 across the
 // cluster):
 //  5. An entity is Frozen exactly while a handoff of it is in flight: it
@@ -208,17 +211,22 @@
 //  10. A record a standby holds of an entity it holds itself is never at
 //     a higher epoch than its own copy (simulated, or offered in a
 //     handoff): records are older than what lives.
-//  11. An entity's record (below) agrees with the world: simulated is a
+//  11. A ghost held at a fence is a render ghost of the peer it was held
+//     from, that peer is fenced here (so nothing more of it is taken),
+//     and Timers.FenceHold has not passed since the fence; every render
+//     ghost of a fenced peer is held at its fence.
+//  12. An entity's record (below) agrees with the world: simulated is a
 //     local entity without the Frozen marker; adopted a local entity;
 //     outgoing one with its handoff (or, destroyed since it was sent,
 //     the hole of 5); gone is neither frozen nor a render ghost.
-//  12. The record table is well formed: its indexes (outgoing, adopted,
-//     outside, parked, held, went) hold exactly the records that say so,
-//     a record holds only its phase's fields, and none is empty (a
-//     simulated entity at the first epoch with nothing pending has no
-//     record; a gone one without a went record neither): the table is
-//     bounded by the entities and ghosts held and the went records.
-//  13. Every transition found its entity in a phase it leaves.
+//  13. The record table is well formed: its indexes (outgoing, adopted,
+//     outside, parked, held, fence-held, went) hold exactly the records
+//     that say so, a record holds only its phase's fields, and none is
+//     empty (a simulated entity at the first epoch with nothing pending
+//     has no record; a gone one without a went record neither): the
+//     table is bounded by the entities and ghosts held and the went
+//     records.
+//  14. Every transition found its entity in a phase it leaves.
 //     A transition that does not is refused (the record stays as it
 //     was), counted (ClusterStats.PhaseErrors) and logged; the check
 //     reports the first as breaches, so the tests and the simulation
@@ -239,17 +247,20 @@
 //	adopted    taken from a handoff, frozen until    Frozen               thawDue → simulated
 //	           the source's last tick has passed
 //	ghost      a render ghost from its source;       Ghost while in the   vanish → gone (+ went);
-//	           parked (park/unpark) and held         interaction band     takeOver → gone (adopt, restore);
-//	           (holdVanishOf/unhold) on the side                          dropGhost → gone (ClaimID)
+//	           parked (park/unpark), held            interaction band     takeOver → gone (adopt, restore);
+//	           (holdVanishOf/unhold) and held at                          dropGhost → gone (ClaimID)
+//	           its source's fence (holdAtFence/
+//	           endFenceHold) on the side
 //	gone       only a went record: intents follow    none                 its went record expires → (none);
 //	                                                                      becomeGhost → ghost; freezeAdopted;
 //	                                                                      restored; created (a module's entity)
 //
 // A simulation ghost is not a phase of its own: it is a render ghost
 // standing in the band, and the Ghost marker says so (syncSimGhost; 7).
-// A parked ghost and a held vanish are holds on a render ghost, not
-// phases: both can stand on one ghost for a tick (a held ghost whose
-// chunk this node stops holding), and each ends by itself. The went
+// A parked ghost, a held vanish and a fence hold are holds on a render
+// ghost, not phases: a held and a parked one can stand on one ghost for
+// a tick (a held ghost whose chunk this node stops holding), and each
+// ends by itself; a vanish ends them all with the ghost. The went
 // record rides on any phase: kept beside the ghost of an entity handed
 // over, and beside a local entity recreated under its id. Per-tick
 // scratch (parting, goneGhosts, wasGhost) is no entity state: filled in a
@@ -275,6 +286,18 @@
 //	candidate  in an adoption round           a live peer answers that it holds the entity (or adopts it under a
 //	                                          newer checkpoint): dropped; every live peer has answered: adopted
 //	adopted    a simulated entity, epoch e+4  (an entity like any other)
+//
+// A dead node's entity on the nodes that showed it, as a ghost, across the
+// failover (fencehold.go; no client that sees it is sent a vanish unless
+// it never comes back):
+//
+//	state      ghost here                          how it leaves
+//	ghost      from the dead node, updated         its lease ends here (Config.Accept refuses it): held
+//	held       as it stood, frozen; nothing more   a live node sends it at a higher epoch (the standby's adoption at
+//	(fence)    is taken from the dead node         e+4, a live source taking back what it offered the dead node): that
+//	                                               node's ghost, in place; this node adopts it: a local entity, in
+//	                                               place; Timers.FenceHold passes, or no client or band here holds its
+//	                                               chunk: vanishes (it never comes back)
 //
 // The rule against two copies on failover: a peer answers the adoption
 // query only once it refuses the dead node (its lease ended), so what it

@@ -89,6 +89,7 @@ type entity struct {
 	source string       // the peer that sends its render ghost
 	park   *parkedGhost // parked: its chunk is held no more (parkChunk)
 	held   *heldVanish  // its vanish held back (holdVanish, holdUnlisted)
+	fence  *fenceHeld   // held as it stands: its source's lease ended (fencehold.go)
 
 	// Any phase: handed on from here, or its ghost went out of sight;
 	// intents follow it there until the record expires.
@@ -100,13 +101,13 @@ type entity struct {
 type entities struct {
 	recs map[ecs.ID]*entity
 	// Indexes: the records in phaseOutgoing and phaseAdopted, those
-	// outside, parked, held, or with a went record.
-	outgoing, adopted, outside, parked, held, went map[ecs.ID]*entity
-	ghosts                                         int // records in phaseGhost
-	spare                                          []*entity
+	// outside, parked, held, held at a fence, or with a went record.
+	outgoing, adopted, outside, parked, held, fenceHeld, went map[ecs.ID]*entity
+	ghosts                                                    int // records in phaseGhost
+	spare                                                     []*entity
 
 	// first keeps the first transitions refused (ClusterStats.PhaseErrors
-	// counts them all), for CheckInvariants (invariant 13).
+	// counts them all), for CheckInvariants (invariant 14).
 	first []refusal
 }
 
@@ -118,13 +119,14 @@ type refusal struct {
 
 func newEntities() entities {
 	return entities{
-		recs:     make(map[ecs.ID]*entity),
-		outgoing: make(map[ecs.ID]*entity),
-		adopted:  make(map[ecs.ID]*entity),
-		outside:  make(map[ecs.ID]*entity),
-		parked:   make(map[ecs.ID]*entity),
-		held:     make(map[ecs.ID]*entity),
-		went:     make(map[ecs.ID]*entity),
+		recs:      make(map[ecs.ID]*entity),
+		outgoing:  make(map[ecs.ID]*entity),
+		adopted:   make(map[ecs.ID]*entity),
+		outside:   make(map[ecs.ID]*entity),
+		parked:    make(map[ecs.ID]*entity),
+		held:      make(map[ecs.ID]*entity),
+		fenceHeld: make(map[ecs.ID]*entity),
+		went:      make(map[ecs.ID]*entity),
 	}
 }
 
@@ -200,6 +202,10 @@ func (t *entities) setPhase(e *entity, p phase) {
 			delete(t.held, e.id)
 			e.held = nil
 		}
+		if e.fence != nil {
+			delete(t.fenceHeld, e.id)
+			e.fence = nil
+		}
 	}
 	if !p.local() {
 		e.epoch, e.retryAt = 0, 0
@@ -231,7 +237,7 @@ func (t *entities) setOutside(e *entity, on bool) {
 
 // refused notes a transition that found id in a phase it does not leave:
 // a protocol error, counted and logged, the record left as it was; the
-// first few are reported by CheckInvariants as breaches of invariant 13,
+// first few are reported by CheckInvariants as breaches of invariant 14,
 // so the tests and the simulation fail on it.
 func (c *cluster) refused(id ecs.ID, op string, found phase) {
 	t := &c.ents
@@ -306,6 +312,12 @@ func (c *cluster) parkedFrom(id ecs.ID, peer string) bool {
 // isParked and isHeld report a ghost's holds (RenderGhost).
 func (c *cluster) isParked(id ecs.ID) bool { e := c.ents.recs[id]; return e != nil && e.park != nil }
 func (c *cluster) isHeld(id ecs.ID) bool   { e := c.ents.recs[id]; return e != nil && e.held != nil }
+
+// isFenceHeld reports whether ghost id is held at its source's fence.
+func (c *cluster) isFenceHeld(id ecs.ID) bool {
+	e := c.ents.recs[id]
+	return e != nil && e.fence != nil
+}
 
 // ---- local transitions ----
 
@@ -608,6 +620,31 @@ func (c *cluster) unhold(e *entity) {
 	if e.held != nil {
 		delete(c.ents.held, e.id)
 		e.held = nil
+	}
+}
+
+// holdAtFence holds ghost e as it stands, its source's lease having
+// ended, until tick until (fencehold.go): a vanish held from that source
+// becomes this hold (its snapshot will not come).
+func (c *cluster) holdAtFence(e *entity, until uint64) {
+	if e.phase != phaseGhost {
+		c.refused(e.id, "hold at fence", e.phase)
+		return
+	}
+	c.unhold(e)
+	if e.fence == nil {
+		e.fence = new(fenceHeld)
+		c.ents.fenceHeld[e.id] = e
+	}
+	*e.fence = fenceHeld{peer: e.source, until: until}
+}
+
+// endFenceHold ends a ghost's fence hold (another node sends it now, or
+// the caller drops it).
+func (c *cluster) endFenceHold(e *entity) {
+	if e.fence != nil {
+		delete(c.ents.fenceHeld, e.id)
+		e.fence = nil
 	}
 }
 

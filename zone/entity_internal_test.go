@@ -17,11 +17,11 @@ func TestEntityTableKeepsItsIndexes(t *testing.T) {
 		for id, e := range tab.recs {
 			if (tab.outgoing[id] == e) != (e.phase == phaseOutgoing) || (tab.adopted[id] == e) != (e.phase == phaseAdopted) ||
 				(tab.outside[id] == e) != e.outside || (tab.parked[id] == e) != (e.park != nil) ||
-				(tab.held[id] == e) != (e.held != nil) || (tab.went[id] == e) != (e.went != nil) {
+				(tab.held[id] == e) != (e.held != nil) || (tab.fenceHeld[id] == e) != (e.fence != nil) || (tab.went[id] == e) != (e.went != nil) {
 				t.Fatalf("%s: record %d (%s) and the indexes disagree", step, id, e.phase)
 			}
 		}
-		for _, m := range []map[ecs.ID]*entity{tab.outgoing, tab.adopted, tab.outside, tab.parked, tab.held, tab.went} {
+		for _, m := range []map[ecs.ID]*entity{tab.outgoing, tab.adopted, tab.outside, tab.parked, tab.held, tab.fenceHeld, tab.went} {
 			for id, e := range m {
 				if tab.recs[id] != e {
 					t.Fatalf("%s: %d is indexed but not the table's record", step, id)
@@ -47,15 +47,15 @@ func TestEntityTableKeepsItsIndexes(t *testing.T) {
 	}
 	tab.setPhase(e, phaseGhost)
 	e.source = "b"
-	e.park, e.held = &parkedGhost{peer: "b"}, &heldVanish{peer: "b"}
-	tab.parked[id], tab.held[id] = e, e
+	e.park, e.held, e.fence = &parkedGhost{peer: "b"}, &heldVanish{peer: "b"}, &fenceHeld{peer: "b"}
+	tab.parked[id], tab.held[id], tab.fenceHeld[id] = e, e, e
 	check("ghost")
 	if tab.ghosts != 1 {
 		t.Fatalf("ghosts counted %d, want 1", tab.ghosts)
 	}
 	tab.setPhase(e, phaseGone) // a vanish ends both holds with the ghost
 	check("vanished")
-	if tab.ghosts != 0 || len(tab.parked) != 0 || len(tab.held) != 0 || e.source != "" {
+	if tab.ghosts != 0 || len(tab.parked) != 0 || len(tab.held) != 0 || len(tab.fenceHeld) != 0 || e.source != "" {
 		t.Fatalf("a gone record keeps ghost state: %+v, %d ghosts", *e, tab.ghosts)
 	}
 	tab.tidy(e)

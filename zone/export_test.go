@@ -12,10 +12,10 @@ func (r *Runtime) ReplicationFirst() { r.cluster.replicationFirst = true }
 // entity with no handoff (5), "source" forgets a render ghost's source
 // and "parked" parks a ghost from a peer that does not send it (6),
 // "band" takes a simulation ghost's chunk out of the band (7), "phase"
-// gives id, which must be no entity here, a simulated record (11),
+// gives id, which must be no entity here, a simulated record (12),
 // "index" puts local entity id in the table's outside index without its
-// record saying so (12), "refused" parks local entity id, a transition
-// its phase refuses (13).
+// record saying so (13), "refused" parks local entity id, a transition
+// its phase refuses (14).
 func (r *Runtime) Breach(kind string, id ecs.ID) {
 	c := r.cluster
 	switch kind {
@@ -49,7 +49,8 @@ func (r *Runtime) Breach(kind string, id ecs.ID) {
 // dropChunk), "noheldvanish" (holdVanish never holds), "nounlistedhold"
 // (holdUnlisted never holds: a snapshot that leaves a ghost out removes
 // it at once), "adoptionvanish" (the adoption tick's out-of-sight vanish is sent to peers that never
-// saw the entity here).
+// saw the entity here), "dropatfence" (a peer's ghosts are dropped at
+// its fence: they vanish, then come back adopted).
 func (r *Runtime) Plant(bug string) {
 	b := &r.cluster.bugs
 	switch bug {
@@ -65,6 +66,8 @@ func (r *Runtime) Plant(bug string) {
 		b.noUnlistedHold = true
 	case "adoptionvanish":
 		b.adoptionVanish = true
+	case "dropatfence":
+		b.dropAtFence = true
 	default:
 		panic("zone: no such planted bug: " + bug)
 	}

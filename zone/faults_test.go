@@ -118,8 +118,9 @@ func TestGhostsConvergeAfterLinkFaults(t *testing.T) {
 // runs nothing (its world tick stays put) — and from the moment the
 // cluster's membership drops the lease nothing the node sends is applied
 // by its peers: they count what they refuse, and they forget the node —
-// every ghost of its entities vanishes from their clients (nobody may
-// write it any more).
+// every ghost of its entities stands still, as it was at the fence, for
+// a standby to adopt (fencehold.go), and, with no failover here to adopt
+// them, vanishes from their clients Timers.FenceHold ticks later.
 func TestLeaseLossStopsTheNodeAndPeersRefuseIt(t *testing.T) {
 	seed := testseed.Seed(t)
 	const ttl = 2 * time.Second
@@ -212,12 +213,28 @@ func TestLeaseLossStopsTheNodeAndPeersRefuseIt(t *testing.T) {
 	if got := lost.Runtime.World().CurrentTick().N; got != fencedTick {
 		t.Fatalf("%s's world ran from tick %d to %d after the fence", lost.Name, fencedTick, got)
 	}
-	// The peers forgot the fenced node: its entities vanished from every
-	// client (nobody may write them now; a restart or, later, a handoff
-	// brings them back).
+	// The peers hold the fenced node's ghosts as they were at the fence:
+	// nothing it sent since is shown (a client may have looked away).
+	stillShown := 0
+	for acct, ents := range seen() {
+		for e, comps := range ents {
+			stillShown++
+			if was, ok := frozen[acct][e]; ok && !maps.Equal(comps, was) {
+				t.Fatalf("account %d (on %s) is shown entity %d of the fenced %s as %v, not as it was at the fence (%v)", acct, w.home[acct].Name, e, lost.Name, comps, was)
+			}
+		}
+	}
+	if stillShown == 0 {
+		t.Fatalf("no client is shown an entity of the fenced %s %d ticks after the fence: its ghosts were not held", lost.Name, 30)
+	}
+	// No standby adopts them here (no failover controller): they vanish
+	// once Timers.FenceHold has passed since the peers' fence.
+	for range zone.DefaultTimers().FenceHold {
+		w.step(true)
+	}
 	for acct, ents := range seen() {
 		if len(ents) > 0 {
-			t.Fatalf("account %d (on %s) is still shown %d entities of the fenced %s", acct, w.home[acct].Name, len(ents), lost.Name)
+			t.Fatalf("account %d (on %s) is still shown %d entities of the fenced %s after Timers.FenceHold", acct, w.home[acct].Name, len(ents), lost.Name)
 		}
 	}
 	if sentAfter > 0 && refused() == refusedBefore {

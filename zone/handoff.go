@@ -148,6 +148,7 @@ const atName = "zone.handoff.at"
 type codec struct {
 	name string
 	enc  func(id ecs.ID) ([]byte, bool)
+	app  func(dst []byte, id ecs.ID) ([]byte, bool) // enc appending to dst (the checkpoint's reused buffer)
 	dec  func(id ecs.ID, b []byte) error
 }
 

@@ -39,7 +39,7 @@ func (e *InvariantError) Is(target error) bool { return target == ErrInvariant }
 const maxBreaches = 8
 
 // CheckInvariants checks, between two ticks, the runtime invariants of
-// the package doc that one node can check alone (5 to 13; the harness of
+// the package doc that one node can check alone (5 to 14; the harness of
 // a whole cluster checks 1 across nodes: zonetest), and returns the
 // breaches found (at most 8, each an *InvariantError, joined), or nil. It
 // changes nothing and costs a few map lookups per entity, ghost and
@@ -83,6 +83,7 @@ func (r *Runtime) CheckInvariants() error {
 		c.checkRecords(breach)
 		c.checkGhosts(breach)
 		c.checkCheckpoints(breach)
+		c.checkFenceHeld(breach)
 		if !r.cfg.NoHandoff && !r.fencedNow() {
 			c.checkMargin(breach)
 		}
@@ -121,43 +122,43 @@ func (c *cluster) checkGhosts(breach func(int, ecs.ID, string, ...any)) {
 // checkRecords checks, in one pass over the table, invariant 6 (the
 // render ghosts are exactly the records in phaseGhost, none is also a
 // local entity, and a parked or held one is held from its source) and
-// 11 to 13: each record's phase against the world, the table's indexes
+// 12 to 14: each record's phase against the world, the table's indexes
 // and tidiness, and the transitions refused.
 func (c *cluster) checkRecords(breach func(int, ecs.ID, string, ...any)) {
 	r := c.r
 	t := &c.ents
 	ghosts := 0
-	indexes := [...]map[ecs.ID]*entity{t.outgoing, t.adopted, t.outside, t.parked, t.held, t.went}
+	indexes := [...]map[ecs.ID]*entity{t.outgoing, t.adopted, t.outside, t.parked, t.held, t.fenceHeld, t.went}
 	says := make([]int, len(indexes))
 	for id, e := range t.recs {
 		local := r.w.Alive(id) && !r.ghost.Has(id)
-		// 11: the phase agrees with the world.
+		// 12: the phase agrees with the world.
 		switch e.phase {
 		case phaseSimulated:
 			if !local {
-				breach(11, id, "is simulated in its record but no local entity here")
+				breach(12, id, "is simulated in its record but no local entity here")
 			} else if r.frozen.Has(id) {
-				breach(11, id, "is simulated in its record but frozen")
+				breach(12, id, "is simulated in its record but frozen")
 			}
 		case phaseOutgoing:
 			if e.out == nil {
-				breach(11, id, "is outgoing without a handoff")
+				breach(12, id, "is outgoing without a handoff")
 			}
 			if r.ghost.Has(id) {
-				breach(11, id, "is outgoing and a simulation ghost")
+				breach(12, id, "is outgoing and a simulation ghost")
 			}
 		case phaseAdopted:
 			if !local {
-				breach(11, id, "is adopted in its record but no local entity here")
+				breach(12, id, "is adopted in its record but no local entity here")
 			}
 		case phaseGone:
 			if r.frozen.Has(id) {
-				breach(11, id, "is gone in its record but frozen here")
+				breach(12, id, "is gone in its record but frozen here")
 			}
 		case phaseGhost:
 			ghosts++
 			if e.source == "" {
-				breach(11, id, "is a ghost without a source")
+				breach(12, id, "is a ghost without a source")
 			}
 		}
 		if _, _, ok := c.rep.Has(uint64(id)); ok != (e.phase == phaseGhost) {
@@ -178,42 +179,42 @@ func (c *cluster) checkRecords(breach func(int, ecs.ID, string, ...any)) {
 				breach(6, id, "has a vanish held from %s but its render ghost's source is %q", e.held.peer, e.source)
 			}
 		}
-		// 12: no record is empty, and the indexes are the records' (each
+		// 13: no record is empty, and the indexes are the records' (each
 		// index entry says so, and as many records say so as it holds).
-		for i, in := range [...]bool{e.phase == phaseOutgoing, e.phase == phaseAdopted, e.outside, e.park != nil, e.held != nil, e.went != nil} {
+		for i, in := range [...]bool{e.phase == phaseOutgoing, e.phase == phaseAdopted, e.outside, e.park != nil, e.held != nil, e.fence != nil, e.went != nil} {
 			if in {
 				says[i]++
 			}
 		}
-		if e.phase != phaseGhost && (e.park != nil || e.held != nil || e.source != "") ||
+		if e.phase != phaseGhost && (e.park != nil || e.held != nil || e.fence != nil || e.source != "") ||
 			!e.phase.local() && (e.epoch != 0 || e.retryAt != 0 || e.outside || e.rehomed) {
-			breach(12, id, "is %s in its record, with another phase's fields set", e.phase)
+			breach(13, id, "is %s in its record, with another phase's fields set", e.phase)
 		}
 		if e.went == nil && (e.phase == phaseGone || e.phase == phaseSimulated && e.epoch == 0 && e.retryAt == 0 && !e.outside && !e.rehomed) {
-			breach(12, id, "has an empty %s record", e.phase)
+			breach(13, id, "has an empty %s record", e.phase)
 		}
 	}
 	if n := c.rep.Len(); n != ghosts {
 		breach(6, 0, "(none in particular): %d render ghosts but %d ghost records", n, ghosts)
 	}
 	if ghosts != t.ghosts {
-		breach(12, 0, "(none in particular): %d ghost records, counted %d", ghosts, t.ghosts)
+		breach(13, 0, "(none in particular): %d ghost records, counted %d", ghosts, t.ghosts)
 	}
-	names := [...]string{"outgoing", "adopted", "outside", "parked", "held", "went"}
+	names := [...]string{"outgoing", "adopted", "outside", "parked", "held", "fence-held", "went"}
 	for i, m := range indexes {
 		for id, e := range m {
-			in := [...]bool{e.phase == phaseOutgoing, e.phase == phaseAdopted, e.outside, e.park != nil, e.held != nil, e.went != nil}[i]
+			in := [...]bool{e.phase == phaseOutgoing, e.phase == phaseAdopted, e.outside, e.park != nil, e.held != nil, e.fence != nil, e.went != nil}[i]
 			if t.recs[id] != e || !in {
-				breach(12, id, "is in the table's %s index, and its record is not", names[i])
+				breach(13, id, "is in the table's %s index, and its record is not", names[i])
 			}
 		}
 		if len(m) != says[i] {
-			breach(12, 0, "(none in particular): %d records are %s, the index holds %d", says[i], names[i], len(m))
+			breach(13, 0, "(none in particular): %d records are %s, the index holds %d", says[i], names[i], len(m))
 		}
 	}
-	// 13: every transition found the phase it leaves.
+	// 14: every transition found the phase it leaves.
 	for _, f := range t.first {
-		breach(13, f.id, "%s (%d transitions refused)", f.msg, c.stats.PhaseErrors)
+		breach(14, f.id, "%s (%d transitions refused)", f.msg, c.stats.PhaseErrors)
 	}
 }
 

@@ -91,7 +91,8 @@ func TestAParkedGhostOfADestroyedEntityIsNotShownAgain(t *testing.T) {
 // TestAParkedGhostOfAFencedPeerIsNotShown (a review found it shown): a
 // viewer on zone-0 looks away from an entity of zone-1 (its ghost is
 // parked), zone-1 loses its lease, and the viewer looks back within
-// Timers.Park ticks: a fenced node's ghosts vanish (fencedPeers), so it must not be
+// Timers.Park ticks: a fenced node's parked ghosts are dropped (sweepParked; only
+// the ghosts a client or the band holds are held at the fence), so it must not be
 // shown the entity again.
 func TestAParkedGhostOfAFencedPeerIsNotShown(t *testing.T) {
 	const ttl = 2 * time.Second

@@ -816,6 +816,7 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 		r.cluster.updateWants()
 		r.cluster.resolveHeld()
 		r.cluster.sweepParked()
+		r.cluster.sweepFenceHeld()
 	}
 	r.out.AddDeliveries(r.ownDeliveries(r.vis.Drain()))
 	if r.cluster != nil {

@@ -18,6 +18,7 @@ import (
 //	Resend <= Hold                a refused subscription is asked again before its held vanish gives up
 //	TableGrace <= Went            intents routed by the old owners' ghosts (the grace) still find the entity
 //	CheckpointEvery <= HandoffRetry   an entity's epoch rises by at most 3 on its node between two checkpoints (the adoption's margin, checkpoint.go)
+//	Hold <= FenceHold             a vanish held from a peer when its lease ends keeps at least the wait it had
 type Timers struct {
 	// Park is how long the ghosts of a chunk this node stops holding are
 	// kept, unseen, rather than dropped: a few round trips, for the
@@ -57,6 +58,18 @@ type Timers struct {
 	// entities it simulates to each region's standby (checkpoint.go): the
 	// most simulation a failover loses. Default 20 (1 s at 20 Hz).
 	CheckpointEvery int
+	// FenceHold bounds how long the ghosts of a peer whose lease ended
+	// are held where they stood (fencehold.go) for a failover's standby
+	// to adopt them: what no live node sends at a higher epoch by then
+	// vanishes (the dead node took it after its last checkpoint, or there
+	// was no failover). It counts from this node's fence of the peer,
+	// which is at or after the lease's end, and must cover the rest of
+	// the failover: the controller's write and the table's watch (tens
+	// of milliseconds; if the controller died too, its election ended
+	// with the same lease TTL), the adoption's query round and a
+	// replication round trip. So it does not grow with the lease TTL.
+	// Default 100 (5 s at 20 Hz).
+	FenceHold int
 }
 
 // defaultHandoffTimeout is Timers.HandoffTimeout's default, which also
@@ -73,7 +86,7 @@ func DefaultTimers() Timers {
 		Park: 8, Hold: 20, Resync: 10, Resend: 20,
 		HandoffTimeout: defaultHandoffTimeout, HandoffRetry: 40,
 		TableGrace: 100, Went: 200, FullRoutes: 100,
-		CheckpointEvery: defaultCheckpointEvery,
+		CheckpointEvery: defaultCheckpointEvery, FenceHold: 100,
 	}
 }
 
@@ -113,6 +126,7 @@ func (t Timers) Validate() error {
 		{"Resend", "Hold", false, "a refused subscription must be asked again before its held vanish gives up"},
 		{"TableGrace", "Went", false, "intents routed through the old owners during the grace must still find the entity"},
 		{"CheckpointEvery", "HandoffRetry", false, "an entity's epoch may rise by at most 3 between two checkpoints (the adoption's epoch margin)"},
+		{"Hold", "FenceHold", false, "a vanish held from a peer whose lease ends must keep at least the wait it had"},
 	} {
 		a, b := *t.field(r.a), *t.field(r.b)
 		if a < b || !r.strict && a == b {
@@ -137,7 +151,7 @@ func (t *Timers) fields() []timerField {
 		{"Park", &t.Park}, {"Hold", &t.Hold}, {"Resync", &t.Resync}, {"Resend", &t.Resend},
 		{"HandoffTimeout", &t.HandoffTimeout}, {"HandoffRetry", &t.HandoffRetry},
 		{"TableGrace", &t.TableGrace}, {"Went", &t.Went}, {"FullRoutes", &t.FullRoutes},
-		{"CheckpointEvery", &t.CheckpointEvery},
+		{"CheckpointEvery", &t.CheckpointEvery}, {"FenceHold", &t.FenceHold},
 	}
 }
 

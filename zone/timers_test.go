@@ -48,6 +48,8 @@ func TestTimersValidate(t *testing.T) {
 		{"went shorter than the grace", func(t *zone.Timers) { t.Went = d.TableGrace - 1 }, "Config.Timers.TableGrace"},
 		{"negative checkpoint interval", func(t *zone.Timers) { t.CheckpointEvery = -1 }, "Config.Timers.CheckpointEvery"},
 		{"checkpoints rarer than handoff retries", func(t *zone.Timers) { t.CheckpointEvery = d.HandoffRetry + 1 }, "Config.Timers.CheckpointEvery"},
+		{"negative fence hold", func(t *zone.Timers) { t.FenceHold = -1 }, "Config.Timers.FenceHold"},
+		{"fence hold shorter than the hold", func(t *zone.Timers) { t.FenceHold = d.Hold - 1 }, "Config.Timers.Hold"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			timers := zone.Timers{}
@@ -73,6 +75,7 @@ func TestTimersValidate(t *testing.T) {
 		{FullRoutes: 2},
 		{CheckpointEvery: d.HandoffRetry},
 		{CheckpointEvery: 1},
+		{FenceHold: d.Hold},
 	} {
 		if err := ok.Validate(); err != nil {
 			t.Errorf("timers %+v refused: %v", ok, err)

@@ -16,6 +16,7 @@ var devServingRE = regexp.MustCompile(`etcd serving at (\S+);`)
 // across runs and says what it found there (the table applied),
 // refuses a taken port by name, and stops on an interrupt.
 func TestDevServesEtcdForTheOtherCommands(t *testing.T) {
+	t.Parallel() // waits on processes and sockets: see main_test.go
 	data := t.TempDir() + "/etcd"
 	dev := startShardwise(t, "dev", "--port", "0", "--data", data)
 	var ep string

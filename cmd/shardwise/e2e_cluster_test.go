@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -34,22 +35,50 @@ import (
 	"github.com/shardwise/shardwise/zone/zonecli"
 )
 
-// e2eBinary is SHARDWISE_BIN (CI's static build), or the command built
-// from this checkout into the test's temporary directory (the build cache
-// makes a second build a link). The processes run without the race
-// detector, as an operator runs them: four of them under -race would not
-// keep their tick on two cores.
+// e2eBinary is SHARDWISE_BIN (CI's static build; scripts/test builds one
+// for the whole suite), or the command built from this checkout, once per
+// test binary, into a directory TestMain removes. The processes run
+// without the race detector, as an operator runs them: four of them under
+// -race would not keep their tick on two cores.
 func e2eBinary(t *testing.T) string {
 	t.Helper()
 	if bin := os.Getenv("SHARDWISE_BIN"); bin != "" {
 		return bin
 	}
-	bin := t.TempDir() + "/shardwise"
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	b := &e2eBuilt
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "shardwise-e2e-"); b.err != nil {
+			return
+		}
+		bin := filepath.Join(b.dir, "shardwise")
+		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		b.bin = bin
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return bin
+	return b.bin
+}
+
+// e2eBuilt is e2eBinary's one build for the tests of this binary: the
+// build costs seconds of linking (minutes of compiling on a cold cache),
+// and every end-to-end test runs the same command.
+var e2eBuilt struct {
+	once sync.Once
+	dir  string // removed by TestMain after the tests
+	bin  string
+	err  error
+}
+
+// removeE2EBinary removes e2eBinary's build, if it made one.
+func removeE2EBinary() {
+	if e2eBuilt.dir != "" {
+		_ = os.RemoveAll(e2eBuilt.dir)
+	}
 }
 
 // e2eProc is one real process of an end-to-end test, its standard output

@@ -28,6 +28,7 @@ import (
 //     key: it must answer ACCEPTED with its first seq. Before issue 27 it
 //     answered REJECTED INSUFFICIENT_FUNDS.
 func TestEconIssue27Sequences(t *testing.T) {
+	t.Parallel() // waits on processes and sockets: see main_test.go
 	storeURL := "sqlite://" + filepath.Join(t.TempDir(), "econ.db")
 	eps, cl := etcdForCmdTest(t)
 	names := []string{"econ-a", "econ-b", "econ-c"}

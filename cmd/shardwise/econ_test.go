@@ -204,6 +204,7 @@ func testEconKill(t *testing.T, storeURL string) {
 // after a graceful stop the audit finds the coins in wallets, the ledger
 // sound and everything settled.
 func TestZoneEconomyPaysLoot(t *testing.T) {
+	t.Parallel() // waits on processes and sockets: see main_test.go
 	eps, _ := etcdForCmdTest(t)
 	storeURL := "sqlite://" + filepath.Join(t.TempDir(), "econ.db")
 	econProc := startShardwise(t, "econ", "--endpoints", eps, "--name", "econ-a", "--store", storeURL, "--epoch", "1s")

@@ -184,6 +184,7 @@ func TestEveryCommandNamesTheFlag(t *testing.T) {
 // other as a peer. Economy ("views formed and ready"): a node logs its
 // view ready with its members. Without --verbose none of them is logged.
 func TestVerboseShowsItsEvents(t *testing.T) {
+	t.Parallel() // waits on processes and sockets: see main_test.go
 	eps, _ := etcdForCmdTest(t)
 	dir := t.TempDir()
 	if _, err := runCmd(t, newRootCmd(), "", "certs", "--dir", dir+"/certs", "--nodes", "zone-a,zone-b"); err != nil {

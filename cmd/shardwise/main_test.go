@@ -19,12 +19,26 @@ import (
 // included) instead of building the command a second time.
 const asShardwise = "SHARDWISE_TEST_AS_COMMAND"
 
+// Which tests run in parallel. The package's tests are the suite's longest
+// (issue 28): most of their wall clock is spent waiting for processes,
+// leases and bots walking, so the tests that start a cluster of their own
+// and measure no timing call t.Parallel (TestZoneGatewaysServeBots,
+// TestZoneTwoNodes, TestRegionsApplyMovesARegionBetweenZoneProcesses,
+// TestZoneEconomyPaysLoot, TestDevServesEtcdForTheOtherCommands,
+// TestEconIssue27Sequences, TestVerboseShowsItsEvents). Go runs them
+// together after every sequential test has finished, so the tests whose
+// property is a timing or a lease under a short TTL stay sequential and
+// run with nothing of this package beside them: the failover SIGKILL
+// tests (zone and economy, TTL 1–2 s), the network-namespace tests
+// (partition, link latency), and the tests that set the environment.
 func TestMain(m *testing.M) {
 	if os.Getenv(asShardwise) == "1" {
 		main() // exits 1 itself on an error
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeE2EBinary()
+	os.Exit(code)
 }
 
 // shardwiseCommand is the command line "shardwise args..." as a process.

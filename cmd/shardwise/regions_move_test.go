@@ -29,6 +29,7 @@ import (
 // handoff refused and the sum conserved, no entity was lost, duplicated
 // or replaced by another on the way.
 func TestRegionsApplyMovesARegionBetweenZoneProcesses(t *testing.T) {
+	t.Parallel() // waits on processes and sockets: see main_test.go
 	eps, _ := etcdForCmdTest(t)
 	dir := t.TempDir()
 	certs := filepath.Join(dir, "certs")

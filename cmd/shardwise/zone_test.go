@@ -55,6 +55,7 @@ var mostGhostsRE = regexp.MustCompile(`render ghosts \d+ \(most (\d+)\)`)
 // ticks. Both exit cleanly and report holding the other's entities as
 // render ghosts.
 func TestZoneTwoNodes(t *testing.T) {
+	t.Parallel() // waits on processes and sockets: see main_test.go
 	eps, _ := etcdForCmdTest(t)
 	certs := filepath.Join(t.TempDir(), "certs")
 	if _, err := runCmd(t, newRootCmd(), "", "certs", "--dir", certs, "--nodes", "zone-a,zone-b"); err != nil {
@@ -257,6 +258,7 @@ var (
 // nodes (handed over, no blink), logs out and back in on the other node
 // where it left, and the nodes exit cleanly on interrupt.
 func TestZoneGatewaysServeBots(t *testing.T) {
+	t.Parallel() // waits on processes and sockets: see main_test.go
 	eps, _ := etcdForCmdTest(t)
 	redis := testenv.StartRedis(t)
 	key, pub := keygen(t)

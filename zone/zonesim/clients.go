@@ -42,13 +42,17 @@ type client struct {
 	shown  map[uint64]bool // the shown entities that are not wanderers (isShown)
 	// vanished are this tick's vanishes, checked against the truth after
 	// the steps.
-	vanished  []uint64
-	in        []int32        // per entity index: consecutive ticks within inside, not shown
-	out       []int32        // per entity index: consecutive ticks beyond, shown
-	vchunk    torus.ChunkPos // the viewer's chunk
-	still     int            // ticks the viewer has stood in vchunk
-	bad       error
-	badEntity ecs.ID
+	vanished []uint64
+	// failedOver are the dead node's entities this client was sent a
+	// vanish of during a failover, near its viewer, not back yet: the
+	// tick of the vanish (checkVanishes).
+	failedOver map[uint64]uint64
+	in         []int32        // per entity index: consecutive ticks within inside, not shown
+	out        []int32        // per entity index: consecutive ticks beyond, shown
+	vchunk     torus.ChunkPos // the viewer's chunk
+	still      int            // ticks the viewer has stood in vchunk
+	bad        error
+	badEntity  ecs.ID
 	// shownIdx holds the shown wanderers by index (id − 1, wander.ID),
 	// and counting marks the indices whose in or out is above zero: with
 	// the entities near the viewer they are all sight has to visit.
@@ -169,24 +173,20 @@ func (c *client) deliver(tick uint64, frames [][]byte) {
 // the check of every entity would find it beyond the radius and not
 // shown, and leave its counts at zero.
 //
-// In a failover (recovering), the dead node's entities vanish at its
-// fence and come back on the standby, while an entity a live node held
-// frozen for a handoff to it comes back at once: its vanish is no blink.
-func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, chunks []torus.ChunkPos, ok []bool, cols *columns, calm, recovering bool, visit *bitset) {
+// A failover is no exemption (checkVanishes): the dead node's entities
+// stay shown through it, whether the standby adopts them or a live node
+// that held one frozen for a handoff to it takes it back.
+func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, chunks []torus.ChunkPos, ok []bool, cols *columns, calm bool, kill *killState, visit *bitset) {
 	defer func() { c.vanished = c.vanished[:0] }()
 	if c.in == nil {
 		c.in, c.out = make([]int32, len(ids)), make([]int32, len(ids))
 	}
+	c.checkVanishes(tick, geo, ids, chunks, ok, kill)
 	vi := index(ids, c.viewer)
 	if vi < 0 || !ok[vi] {
 		return
 	}
 	vc := chunks[vi]
-	for _, e := range c.vanished {
-		if i := index(ids, ecs.ID(e)); !recovering && i >= 0 && ok[i] && !c.isShown(e) && geo.ChunkDistance(vc, chunks[i]) <= deepInside {
-			c.fail(tick, e, "entity %d vanished %d chunks from the viewer: a blink", e, geo.ChunkDistance(vc, chunks[i]))
-		}
-	}
 	if vc == c.vchunk {
 		c.still++
 	} else {

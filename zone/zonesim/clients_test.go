@@ -152,7 +152,7 @@ func checkSightAgainstNaive(t *testing.T, seed uint64, geo torus.World) (breache
 		if rng.Float64() < 0.03 {
 			calm = !calm
 		}
-		fast.sight(tick, geo, ids, chunks, ok, newColumns(geo, chunks, ok), calm, false, &visit)
+		fast.sight(tick, geo, ids, chunks, ok, newColumns(geo, chunks, ok), calm, nil, &visit)
 		naive.sightNaive(tick, geo, ids, chunks, ok, calm)
 		if fmt.Sprint(fast.bad) != fmt.Sprint(naive.bad) {
 			t.Fatalf("tick %d: breach %v, the naive sight's %v", tick, fast.bad, naive.bad)

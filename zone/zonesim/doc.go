@@ -29,7 +29,11 @@
 //     different ticks; the run checks that the dead node's entities come
 //     back from the standbys' checkpoints on exactly one node within the
 //     bound, at most a checkpoint interval behind, and counts the ones it
-//     took after its last checkpoint (Result.Lost).
+//     took after its last checkpoint (Result.Lost); and that no client
+//     blinks across the failover (killview.go): one sent a vanish of a
+//     dead node's entity near its viewer, that then comes back near it,
+//     saw a blink (the live nodes hold the dead node's ghosts until the
+//     standby's adoption takes them over).
 //   - Seeds: the short mode's fixed seeds, SHARDWISE_SEED to replay one,
 //     SHARDWISE_LONG=1 for 10,000.
 //   - Config.Intents (intents.go): numbered intents sent each tick to
@@ -59,6 +63,7 @@
 //	noepochguard     none (trace changed in 0 of 50)    stale_transfer
 //	parkasdrop       none (changed in 1 of 50)          parked_chunk
 //	adoptionvanish   none (changed in 0 of 50)          adoption_vanish
+//	dropatfence      kill seed 1 (12 of 40, Config.Kill) fence_hold
 //
 // The last three need scenes the roaming wanderers do not make: a
 // transfer delivered twice (the link never does), an unsubscribe held

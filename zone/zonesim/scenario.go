@@ -39,21 +39,25 @@ type ScenarioConfig struct {
 // (every node's CheckInvariants, one simulator per entity, entities
 // conserved, each client's batches well formed, no vanish of an entity
 // standing within two chunks of a client's viewer) and the tick command
-// prints what broke.
+// prints what broke (an entity on no live node, after a lease is taken,
+// once, and again when it is back).
 //
 // The world is Run's default: 2048 m square, 512 m regions (4 × 4), 32 m
 // chunks (64 × 64); view radius 5 chunks, handoff margin one chunk.
 type Scenario struct {
-	cfg     ScenarioConfig
-	grid    cells.Grid
-	geo     torus.World
-	net     *scriptNet
-	leases  *Leases
-	names   []string
-	nodes   map[string]*scriptNode
-	tables  map[uint64]*cells.Table
-	tick    uint64
-	ents    map[uint64]bool // entity numbers placed
+	cfg    ScenarioConfig
+	grid   cells.Grid
+	geo    torus.World
+	net    *scriptNet
+	leases *Leases
+	names  []string
+	nodes  map[string]*scriptNode
+	tables map[uint64]*cells.Table
+	tick   uint64
+	ents   map[uint64]bool // entity numbers placed
+	// gone are the entities on no live node (a node's lease lost): the
+	// tick prints that once, and again when one is back.
+	gone    map[uint64]bool
 	clients []*scriptClient
 }
 
@@ -74,7 +78,7 @@ type scriptClient struct {
 // NewScenario returns an empty scenario: the script's first command is
 // cluster.
 func NewScenario(cfg ScenarioConfig) *Scenario {
-	s := &Scenario{cfg: cfg, nodes: make(map[string]*scriptNode), tables: make(map[uint64]*cells.Table), ents: make(map[uint64]bool)}
+	s := &Scenario{cfg: cfg, nodes: make(map[string]*scriptNode), tables: make(map[uint64]*cells.Table), ents: make(map[uint64]bool), gone: make(map[uint64]bool)}
 	s.net = newScriptNet(s.entName)
 	return s
 }
@@ -432,8 +436,13 @@ func (s *Scenario) check() []string {
 		if len(sims) > 1 {
 			out = append(out, fmt.Sprintf("one simulator: e%d is simulated on %v", k+1, sims))
 		}
-		if len(real) == 0 {
-			out = append(out, fmt.Sprintf("entities conserved: e%d exists on no live node", k+1))
+		switch e := uint64(k + 1); {
+		case len(real) == 0 && !s.gone[e]:
+			s.gone[e] = true
+			out = append(out, fmt.Sprintf("entities conserved: e%d exists on no live node", e))
+		case len(real) > 0 && s.gone[e]:
+			delete(s.gone, e)
+			out = append(out, fmt.Sprintf("e%d is back, on %s", e, strings.Join(real, ",")))
 		}
 	}
 	cols := newColumns(s.geo, chunks, held)
@@ -442,7 +451,7 @@ func (s *Scenario) check() []string {
 		if s.leases.Lost(s.names[c.node]) {
 			continue
 		}
-		c.sight(s.tick, s.geo, ids, chunks, held, cols, false, false, &visit)
+		c.sight(s.tick, s.geo, ids, chunks, held, cols, false, nil, &visit)
 		if c.bad != nil {
 			out = append(out, c.bad.Error())
 			c.bad = nil
@@ -506,7 +515,7 @@ func (s *Scenario) messages(st Step) (string, error) {
 
 // state [e=N,…] prints, per entity, what every node holds of it:
 // sim@EPOCH (simulated), frozen@EPOCH (in a handoff), ghost<SOURCE@EPOCH
-// (a render ghost, +sim for a simulation ghost, +parked, +held), each
+// (a render ghost, +sim for a simulation ghost, +parked, +held, +fenced), each
 // with its chunk.
 func (s *Scenario) state(st Step) (string, error) {
 	var es []uint64
@@ -538,7 +547,7 @@ func (s *Scenario) state(st Step) (string, error) {
 				for _, f := range []struct {
 					on   bool
 					name string
-				}{{r.Ghosts().Has(id), "+sim"}, {g.Parked, "+parked"}, {g.Held, "+held"}} {
+				}{{r.Ghosts().Has(id), "+sim"}, {g.Parked, "+parked"}, {g.Held, "+held"}, {g.Fenced, "+fenced"}} {
 					if f.on {
 						p += f.name
 					}

@@ -578,7 +578,7 @@ func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*
 		if leases.Lost(names[c.node]) || kill.isDead(c.node) {
 			continue
 		}
-		c.sight(t, geo, ids, chunks, held, cols, calm, kill.recovering(t), &visit)
+		c.sight(t, geo, ids, chunks, held, cols, calm, kill, &visit)
 		if c.bad != nil {
 			return &PropertyError{Seed: cfg.Seed, Tick: t, Property: "clients", Detail: fmt.Sprintf("%s (on %s; %s)", c.bad, names[c.node], census(names, rts, c.badEntity))}
 		}

@@ -109,6 +109,7 @@ func TestCutAndHealPeers(t *testing.T) {
 // TestCutEtcd: a node cut from etcd loses its lease and is fenced; the
 // other goes on.
 func TestCutEtcd(t *testing.T) {
+	t.Parallel() // waits out a lease TTL on a cluster of its own
 	c := start(t, 2*time.Second)
 	a, b := c.Nodes[0], c.Nodes[1]
 	lease := b.Ownership.Lease()
@@ -133,6 +134,7 @@ func TestCutEtcd(t *testing.T) {
 // TestKill: a killed node drops off the link, its lease runs out, and the
 // cluster steps and syncs without it.
 func TestKill(t *testing.T) {
+	t.Parallel() // waits out a lease TTL on a cluster of its own
 	c := start(t, 2*time.Second)
 	a, b := c.Nodes[0], c.Nodes[1]
 	c.StepSync(2)
