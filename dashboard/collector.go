@@ -17,6 +17,7 @@ import (
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/netting"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonehost"
 )
 
 // EconStats are an economy node's numbers, as its Stats reports them.
@@ -152,7 +153,7 @@ type tickSample struct {
 type nodeState struct {
 	name       string
 	ticks      []tickSample // within Window, oldest first
-	rep        zone.HostReport
+	rep        zonehost.HostReport
 	simGhosts  int
 	lastReport time.Time
 	// down is why the node was declared down (NodeDown), "" while up.
@@ -197,7 +198,7 @@ func NewCollector(cfg CollectorConfig) *Collector {
 // per SampleEvery it also samples the node's simulated entities (a walk
 // over its positions, off the collector's lock), the table it holds and
 // its link counters.
-func (c *Collector) Zone(r zone.HostReport) {
+func (c *Collector) Zone(r zonehost.HostReport) {
 	if r.Runtime == nil {
 		return
 	}

@@ -6,7 +6,7 @@
 //
 // What it owns:
 //   - Collector (NewCollector): takes each zone node's tick reports
-//     (Zone, from zone.HostConfig.OnTick, on the runtime's goroutine), the
+//     (Zone, from zonehost.HostConfig.OnTick, on the runtime's goroutine), the
 //     economy nodes' stats (Econ, econ.Node.Stats pushed about once a
 //     second) and announced events (Event), and answers Snapshot, the
 //     JSON-able state the page draws. Every report keeps its numbers and

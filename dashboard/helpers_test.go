@@ -10,6 +10,7 @@ import (
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/game"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonehost"
 	"github.com/shardwise/shardwise/zone/zonetest"
 )
 
@@ -45,10 +46,10 @@ func startRig(t testing.TB, cfg dashboard.CollectorConfig) *rig {
 }
 
 // report is node n's HostReport of the tick that returned rep, as
-// zone.Host builds it (census included).
-func report(n *zonetest.Node, rep zone.Report, took time.Duration) zone.HostReport {
+// zonehost.Host builds it (census included).
+func report(n *zonetest.Node, rep zone.Report, took time.Duration) zonehost.HostReport {
 	rt := n.Runtime
-	hr := zone.HostReport{Report: rep, Runtime: rt, Took: took, RenderGhosts: rt.RenderGhosts(),
+	hr := zonehost.HostReport{Report: rep, Runtime: rt, Took: took, RenderGhosts: rt.RenderGhosts(),
 		Handoff: rt.HandoffStats(), Cluster: rt.ClusterStats(), TableVersion: rt.Table().Version(),
 		OwnedRegions: len(rt.Table().RegionsOf(rt.Name())), Peers: 1, Connected: 1}
 	rt.Positions().Each(func(id ecs.ID, _ *zone.Position) {

@@ -34,6 +34,7 @@ import (
 	"github.com/shardwise/shardwise/sim"
 	"github.com/shardwise/shardwise/worldstore/sqlworld"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonehost"
 )
 
 // WorldConfig is the whole-cluster demo's shape (RunWorld). Zero fields take
@@ -68,7 +69,7 @@ type WorldConfig struct {
 	// standbys once its lease expires; its players reconnect through
 	// another gateway). Default 60% of Duration. Negative: no kill.
 	ZoneKillAt time.Duration
-	// ZoneTTL is the zone nodes' lease (zone.HostConfig.TTL), whole
+	// ZoneTTL is the zone nodes' lease (zonehost.HostConfig.TTL), whole
 	// seconds, when a zone node is killed (ZoneKillAt not negative): its
 	// regions are re-owned once it expires. Default 5s: a live node
 	// renews it every 1.7s, so a busy machine can hold renewals back for
@@ -114,7 +115,7 @@ type WorldConfig struct {
 	// Observe, if set, is called for every tick of every zone node, on
 	// the node's goroutine, after the demo's own census (the dashboard's
 	// collector). It holds back the node's next tick while it runs.
-	Observe func(zone.HostReport)
+	Observe func(zonehost.HostReport)
 	// OnEvent, if set, receives each announced moment's line (the region
 	// move, the kill), as printed. The moments happen on goroutines of
 	// their own, but the calls are serialised: one at a time, in the order
@@ -285,8 +286,8 @@ const demoCluster = "shardwise-demo"
 // joined by run.
 type worldDemo struct {
 	cfg  WorldConfig
-	out  io.Writer                                    // a lockedWriter
-	host func(context.Context, zone.HostConfig) error // zone.Host
+	out  io.Writer                                        // a lockedWriter
+	host func(context.Context, zonehost.HostConfig) error // zonehost.Host
 	log  *slog.Logger
 	// eventMu serialises the moments' announcements (OnEvent).
 	eventMu sync.Mutex
@@ -333,7 +334,7 @@ type worldDemo struct {
 // zoneNode is one zone node of the demo and what its ticks reported last.
 type zoneNode struct {
 	name  string
-	ready zone.HostReady
+	ready zonehost.HostReady
 	game  *game.Game
 	// exited is closed when Host has returned, with err its result and
 	// early true if it returned before the demo stopped it. joined is the
@@ -352,7 +353,7 @@ type zoneNode struct {
 	rt atomic.Pointer[zone.Runtime]
 
 	// Under worldDemo.mu:
-	last  zone.HostReport
+	last  zonehost.HostReport
 	econ  game.EconomyStats
 	ticks []time.Duration // the last tickWindow ticks' step times, a ring
 	next  int
@@ -378,7 +379,7 @@ type regionMove struct {
 }
 
 // RunWorld runs the whole-cluster demo: an embedded etcd; the zone nodes
-// (zone.Host each, with its gateway and metrics, the reference game with an
+// (zonehost.Host each, with its gateway and metrics, the reference game with an
 // economy) splitting the torus; the economy nodes (econ, on loopback gRPC);
 // the world store and the ledger on SQLite in DataDir or a temporary
 // directory, or on PostgreSQL; bots playing through the real client
@@ -392,12 +393,12 @@ type regionMove struct {
 // the sweep's lines), one whole line at a time under a lock of RunWorld's:
 // it need not be safe for concurrent use itself.
 func RunWorld(ctx context.Context, cfg WorldConfig, out io.Writer) (WorldReport, error) {
-	return runWorld(ctx, cfg, out, zone.Host)
+	return runWorld(ctx, cfg, out, zonehost.Host)
 }
 
 // runWorld is RunWorld with the zone nodes run by host (a test's stand-in
-// for zone.Host).
-func runWorld(ctx context.Context, cfg WorldConfig, out io.Writer, host func(context.Context, zone.HostConfig) error) (WorldReport, error) {
+// for zonehost.Host).
+func runWorld(ctx context.Context, cfg WorldConfig, out io.Writer, host func(context.Context, zonehost.HostConfig) error) (WorldReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return WorldReport{}, err
 	}
@@ -741,7 +742,7 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, scratch string) er
 		Seed: d.cfg.Seed, NoBots: true, Players: d.cfg.Bots, Area: startArea,
 		Economy: game.EconomyConfig{Ledger: game.ClientEconomy{Client: d.ec.client}},
 	}
-	readyCh := make(chan zone.HostReady, len(d.cfg.Zones))
+	readyCh := make(chan zonehost.HostReady, len(d.cfg.Zones))
 	exits := make(chan *zoneNode, len(d.cfg.Zones))
 	for _, name := range d.cfg.Zones {
 		g, err := game.NewModule(gc)
@@ -759,7 +760,7 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, scratch string) er
 		zn.stop = stop
 		rc := gc.RuntimeConfig()
 		rc.WorldSeed = gc.Seed
-		hc := zone.HostConfig{
+		hc := zonehost.HostConfig{
 			Coord: coord.ClientConfig{Endpoints: []string{zn.proxy.Endpoint()}, Prefix: d.prefix},
 			Name:  name, CertDir: certs, Module: g, Runtime: rc,
 			MetricsAddr: "127.0.0.1:0", GatewayAddr: "127.0.0.1:0",
@@ -774,8 +775,8 @@ func (d *worldDemo) startZones(ctx, hostsCtx context.Context, scratch string) er
 			// default (10s), which a loaded machine does not fence.
 			TTL:     d.zoneTTL(),
 			Logger:  d.log.With("node", name),
-			OnReady: func(r zone.HostReady) { zn.ready = r; readyCh <- r },
-			OnTick:  func(r zone.HostReport) { d.tick(zn, r) },
+			OnReady: func(r zonehost.HostReady) { zn.ready = r; readyCh <- r },
+			OnTick:  func(r zonehost.HostReport) { d.tick(zn, r) },
 		}
 		d.mu.Lock()
 		d.nodes[name] = zn
@@ -862,7 +863,7 @@ func (d *worldDemo) joinHosts() error {
 
 // tick is every zone node's OnTick: the census, the node's last report
 // and step time, the game's economy counters, then the caller's observer.
-func (d *worldDemo) tick(zn *zoneNode, r zone.HostReport) {
+func (d *worldDemo) tick(zn *zoneNode, r zonehost.HostReport) {
 	zn.rt.Store(r.Runtime)
 	d.census.observe(zn.name, r.Runtime)
 	if d.dash != nil {

@@ -19,7 +19,7 @@ import (
 	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
-	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonehost"
 )
 
 // TestWorldShort runs the whole-cluster demo briefly on SQLite: four zone
@@ -199,11 +199,11 @@ func TestWorldZoneNodeFailingToStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	var out testenv.Buffer
-	host := func(ctx context.Context, hc zone.HostConfig) error {
+	host := func(ctx context.Context, hc zonehost.HostConfig) error {
 		if hc.Name == "zone-2" {
 			return errors.New("no such certificate")
 		}
-		return zone.Host(ctx, hc)
+		return zonehost.Host(ctx, hc)
 	}
 	_, err := runWorld(ctx, WorldConfig{Duration: 10 * time.Second, Bots: 2, Progress: -1}, &out, host)
 	if err == nil || !strings.Contains(err.Error(), "zone-2") || !strings.Contains(err.Error(), "no such certificate") {
@@ -227,7 +227,7 @@ func TestWorldServeStoppedBeforeTheMoments(t *testing.T) {
 	stop := make(chan struct{})
 	rep, err := RunWorld(ctx, WorldConfig{
 		Serve: true, Stop: stop, Duration: 20 * time.Second, Bots: 4, Progress: -1,
-		Observe: func(r zone.HostReport) {
+		Observe: func(r zonehost.HostReport) {
 			if r.Sessions > 0 {
 				once.Do(func() { close(stop) })
 			}

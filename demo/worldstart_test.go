@@ -10,7 +10,7 @@ import (
 
 	"github.com/shardwise/shardwise/dashboard"
 	"github.com/shardwise/shardwise/internal/testenv"
-	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonehost"
 )
 
 // TestWorldSaysItStartsAtOnce: the demo's first line comes before any of
@@ -22,7 +22,7 @@ func TestWorldSaysItStartsAtOnce(t *testing.T) {
 	cancel()
 	var out testenv.Buffer
 	hosted := false
-	_, err := runWorld(ctx, WorldConfig{Bots: 2, DataDir: t.TempDir()}, &out, func(context.Context, zone.HostConfig) error {
+	_, err := runWorld(ctx, WorldConfig{Bots: 2, DataDir: t.TempDir()}, &out, func(context.Context, zonehost.HostConfig) error {
 		hosted = true
 		return nil
 	})

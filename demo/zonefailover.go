@@ -13,7 +13,7 @@ import (
 	"github.com/shardwise/shardwise/clock"
 	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/ecs"
-	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonecoord"
 )
 
 // ZoneKillReport is the zone node killed at ZoneKillAt and its failover,
@@ -105,14 +105,14 @@ type ZoneKillReport struct {
 // back fails the run. False makes them notes (ZoneKillReport.PlayersLost).
 const failoverRestoresPlayers = true
 
-// failoverKeepsView is the lead's switch for the blinks of a killed zone
-// node's entities and its players': set it once the zone nodes hold a dead
-// node's ghosts until its standby adopts them, instead of showing their
-// vanish at its fence (issue 30, "no vanish for entities that stayed in
-// view"). Until then the report says those blinks in a note
-// (ZoneKillReport.BlinksNoted) instead of failing the blinks' check on
-// them; a blink of any other entity fails either way.
-const failoverKeepsView = false
+// failoverKeepsView holds the world to showing no blink of a killed zone
+// node's entities and its players': the other nodes hold a dead node's
+// ghosts from its fence until its standby adopts them (zone
+// Timers.FenceHold), so a client that kept them in view sees them stand
+// still, never vanish and come back (issue 30). False makes those blinks
+// a note (ZoneKillReport.BlinksNoted) instead of failing the blinks'
+// check; a blink of any other entity fails either way.
+const failoverKeepsView = true
 
 // recoveryGrace is how long after its regions are simulated again the
 // entities in them are counted: dens are set up again as the table is
@@ -152,7 +152,7 @@ func (d *worldDemo) zoneKillAt(load context.Context, start time.Time) (err error
 		return fmt.Errorf("demo: zone node kill: no live zone node owns a region")
 	}
 	zn := d.nodes[victim]
-	leader, _ := d.admin.Leader(load, zone.FailoverElection)
+	leader, _ := d.admin.Leader(load, zonecoord.FailoverElection)
 	regions := t.RegionsOf(victim)
 	k := ZoneKillReport{Node: victim, Controller: leader == victim, TableVersion: t.Version(), Standbys: []string{}}
 	for _, r := range regions {

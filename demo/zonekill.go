@@ -11,7 +11,7 @@ import (
 	"github.com/shardwise/shardwise/logintoken"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/worldstore"
-	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonehost"
 )
 
 // A zone node of the demo runs in this process, so the demo cannot kill it
@@ -29,7 +29,7 @@ import (
 //   - its runtime's sessions are abandoned (zone.Runtime.AbandonSessions):
 //     the leaves its gateway's shutdown hands the world are dropped, so a
 //     player whose master another node simulates is neither saved nor
-//     logged out there (zone.Host's orderly stop would do both), and stays
+//     logged out there (zonehost.Host's orderly stop would do both), and stays
 //     in the world for its client's resume to take over, as after a crash;
 //   - its Host's context is cancelled: it stops ticking, its link closes
 //     (its peers see the connections drop) and its gateway closes every
@@ -85,7 +85,7 @@ func (w killableWorld) Close() error { return nil }
 // here (the resume credentials' ArmResume, Resume and RevokeResume, once
 // merged), or a killed gateway could still arm or revoke one.
 type killableDirectory struct {
-	zone.SharedDirectory
+	zonehost.SharedDirectory
 	killable
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonecoord"
 	"github.com/shardwise/shardwise/zone/zonetest"
 )
 
@@ -33,7 +34,7 @@ var fenceConfig = Config{Seed: 5, DenChance: 0.5, Roam: 20}
 // that delivers late, or a runtime that samples the table once per tick
 // and so can go from v1 to v3.
 type pinned struct {
-	*zone.Ownership
+	*zonecoord.Ownership
 	pin atomic.Pointer[cells.Table]
 }
 
@@ -57,7 +58,7 @@ func pinnedNodes(t *testing.T, n int) (*zonetest.Cluster, []*Game, []*pinned) {
 		Nodes: n, Grid: grid,
 		Module: func(int, string) (zone.Module, error) { return NewModule(cfg) },
 		Runtime: func(i int, rc *zone.Config) {
-			pins[i] = &pinned{Ownership: rc.Territory.(*zone.Ownership)}
+			pins[i] = &pinned{Ownership: rc.Territory.(*zonecoord.Ownership)}
 			rc.Territory = pins[i]
 		},
 	})

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/shardwise/shardwise/link/replication"
 	"github.com/shardwise/shardwise/nodename"
 	"github.com/shardwise/shardwise/proto/linkpb"
 )
@@ -34,14 +35,10 @@ import (
 type Handler func(ctx context.Context, from string, payload []byte) ([]byte, error)
 
 // Entry is one replicated update: opaque payload about one entity, stamped
-// with the entity's ownership epoch and its per-entity sequence.
-type Entry struct {
-	Entity   uint64
-	Epoch    uint64
-	Sequence uint64
-	Kind     uint32
-	Payload  []byte
-}
+// with the entity's ownership epoch and its per-entity sequence. It is
+// replication.Entry, a package of its own so that the zone runtime names
+// entries without importing the link.
+type Entry = replication.Entry
 
 // ReplicationHandler receives each accepted batch from one peer, in seq
 // order, one call at a time per peer. seq may skip (batches dropped at the

@@ -22,6 +22,7 @@ import (
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonelink"
 	"github.com/shardwise/shardwise/zone/zonetest"
 )
 
@@ -193,7 +194,7 @@ func startBenchCluster(b *testing.B, n int, gc cells.GridConfig, table func(cell
 		}
 		rt, err := zone.New(zone.Config{
 			Name: node.name, Node: i + 1, Grid: gc, Territory: fixedTerritory{t},
-			Link: links[i], Clock: clock.NewFake(benchBoot),
+			Transport: zonelink.NewLinkTransport(links[i]), Clock: clock.NewFake(benchBoot),
 		}, m)
 		if err != nil {
 			b.Fatal(err)

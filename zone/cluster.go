@@ -11,7 +11,7 @@ import (
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/handoff"
 	"github.com/shardwise/shardwise/interest"
-	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/link/replication"
 	"github.com/shardwise/shardwise/outbox"
 	"github.com/shardwise/shardwise/replica"
 	"github.com/shardwise/shardwise/torus"
@@ -42,7 +42,7 @@ type inMsg struct {
 	kind    uint32 // a wire.Kind*, or 0 for a replication batch
 	payload []byte
 	seq     uint64
-	entries []link.Entry
+	entries []replication.Entry
 }
 
 // cluster is the runtime's side of the node link: chunk subscriptions both
@@ -375,7 +375,7 @@ func (a arrivals) Control(from string, kind uint32, payload []byte) {
 	a.c.enqueue(inMsg{from: from, kind: kind, payload: payload})
 }
 
-func (a arrivals) Replication(from string, seq uint64, entries []link.Entry) {
+func (a arrivals) Replication(from string, seq uint64, entries []replication.Entry) {
 	a.c.enqueue(inMsg{from: from, seq: seq, entries: entries})
 }
 
@@ -999,7 +999,7 @@ func (c *cluster) receive(m inMsg) {
 	c.applyEvents()
 }
 
-func (c *cluster) applyUpdate(from string, e link.Entry, u wire.Update) {
+func (c *cluster) applyUpdate(from string, e replication.Entry, u wire.Update) {
 	id := ecs.ID(e.Entity)
 	if c.r.w.Alive(id) && !c.r.ghost.Has(id) {
 		// This node holds it: simulated, or frozen in a handoff whose
@@ -1232,10 +1232,10 @@ func (c *cluster) publish(seq uint64) {
 		if len(sink.frames) == 0 && len(snaps) == 0 {
 			continue
 		}
-		entries := []link.Entry{{Kind: wire.EntryFence, Payload: fence}}
+		entries := []replication.Entry{{Kind: wire.EntryFence, Payload: fence}}
 		entries = c.appendUpdates(entries, sink.frames, seq, len(snaps))
 		for _, ch := range snaps {
-			entries = append(entries, link.Entry{Kind: wire.EntrySnapshot, Payload: c.r.snapshot(ch, seq, interest.Node(c.numOf[p])).Append(nil)})
+			entries = append(entries, replication.Entry{Kind: wire.EntrySnapshot, Payload: c.r.snapshot(ch, seq, interest.Node(c.numOf[p])).Append(nil)})
 			c.stats.Snapshots++
 		}
 		clear(sink.frames)
@@ -1260,7 +1260,7 @@ func (c *cluster) publish(seq uint64) {
 // from one buffer, sized exactly: this runs for every peer at every
 // tick, with an entry for every entity the peer sees. dst gets room for
 // room more entries after them (the snapshots).
-func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64, room int) []link.Entry {
+func (c *cluster) appendUpdates(dst []replication.Entry, frames [][]byte, seq uint64, room int) []replication.Entry {
 	type group struct {
 		id   uint64
 		ch   torus.ChunkPos
@@ -1312,7 +1312,7 @@ func (c *cluster) appendUpdates(dst []link.Entry, frames [][]byte, seq uint64, r
 		buf = wire.AppendUpdateHead(buf, g.ch, g.size)
 		g.at = len(buf)
 		buf = buf[:g.at+g.size]
-		dst = append(dst, link.Entry{
+		dst = append(dst, replication.Entry{
 			Entity: g.id, Epoch: c.epochOf(ecs.ID(g.id)), Sequence: seq, Kind: wire.EntryUpdate,
 			Payload: buf[start:len(buf):len(buf)],
 		})

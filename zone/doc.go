@@ -1,7 +1,8 @@
 // Package zone is the zone node runtime: it hosts a game (a Module) on one
 // node's share of a torus world, runs that world together with the other
-// zone nodes over the node link, and holds the node's ownership of regions
-// (Ownership), from the region table, fenced by the lease, and hands
+// zone nodes through a transport port, simulates the regions its
+// Territory gives it (the region table, fenced by the lease: package
+// zone/zonecoord's Ownership in a hosted node), and hands
 // entities over to the node whose region they walk into (handoff.go; on by
 // default, Config.NoHandoff turns it off), and serves as the gateway of
 // the clients that connect to it (players.go, terrain.go; the sockets are
@@ -34,11 +35,11 @@
 //     sends through (an ordered, reliable control stream: Send; a lossy
 //     replication stream: Replicate; neither blocks), and Arrivals, what
 //     the transport delivers into (queued for the next Step).
-//     LinkTransport is the port over the node link (Config.Link is
-//     wrapped in one); zone/zonesim's Network is an in-memory one where a
+//     zone/zonelink's LinkTransport is the port over the node link;
+//     zone/zonesim's Network is an in-memory one where a
 //     test decides every delivery from a seed and runs the whole cluster
 //     on one goroutine in virtual ticks.
-//   - Node-level chunk subscription (Config.Link or Config.Transport): the node subscribes to
+//   - Node-level chunk subscription (Config.Transport): the node subscribes to
 //     the foreign chunks its clients hold and the foreign chunks within the
 //     interaction band of its regions, batched per peer and tick on the
 //     control stream, from every node that may simulate an entity standing
@@ -98,16 +99,10 @@
 //     edits from the world store, sent to each client as its view reaches
 //     them and again when edited (EditTerrain; KindTerrain tells the other
 //     nodes).
-//   - Host: one node as its own process (the runtime, its link, its coord
-//     registration and a membership follower that adds link peers and
-//     answers the fence), run until its context ends or it is fenced.
-//   - Failover (failover.go): a region's standby, derived from the live
-//     zone members by rendezvous (Standby); the table that gives a dead
-//     node's regions to their standbys (PlanFailover); and the controller
-//     every Host runs unless HostConfig.NoFailover (RunFailover): elected
-//     through etcd, it writes that table when a zone member's lease ends,
-//     compare-and-set on the version and fenced by its leadership, so one
-//     write re-owns them however many controllers there are.
+//   - Failover planning (failover.go): a region's standby, derived from
+//     the live zone members by rendezvous (Standby), and the table that
+//     gives a dead node's regions to their standbys (PlanFailover), both
+//     pure; zone/zonecoord's RunFailover writes that table.
 //   - Replicated checkpoints (checkpoint.go): every Timers.CheckpointEvery
 //     ticks (1 s) a node streams the state of the entities it holds in
 //     each region, in the handoff codec, to the region's Standby on the
@@ -126,22 +121,11 @@
 //     number, lease and table version; Config.Accept refuses a sender
 //     whose lease is not live. A fenced node (Fenced) steps and sends
 //     nothing.
-//   - Ownership (Join): a coord registration with role "zone" under the
-//     node's name (explicit, or "node-<id>" derived by coord), and the
-//     region table the node holds, followed through coord's watch by one
-//     goroutine the Ownership owns.
-//   - Answers from the held table only: Table and Version, Owns and
-//     OwnedRegions (this node's regions), OwnerOf (the owner of any
-//     position, derived with cells.Table.OwnerOf, never looked up), and
-//     CheckWrite, the write permission: a Grant naming the table version
-//     and lease that allow it, or a coded error (ZONE.FENCED,
-//     ZONE.NOT_OWNER with the owner to forward to, ZONE.NO_TABLE,
-//     ZONE.CLOSED).
-//   - Change notifications (JoinConfig.OnChange) with the old and new table
-//     and the regions gained and lost; WaitVersion; Fenced and Context,
-//     which end at the fence.
-//   - Prometheus gauges (Collectors): owned regions, held table version,
-//     fenced.
+//   - Not the process around it: package zone/zonehost's Host runs one
+//     node as its own process (the runtime, its link, its coord
+//     registration, metrics, the gateway's sockets); package
+//     zone/zonecoord's Ownership (Join) is the Territory a hosted node
+//     runs on, and its RunFailover the controller every Host runs.
 //
 // It does not own the table's storage, versions or compare-and-set (coord),
 // its geometry and derivation rules (cells), the link's connections and
@@ -172,8 +156,8 @@
 //     subscription takes one round trip (test: TestClusterIsOneNodeAsAClientSeesIt);
 //     within 4 with handoffs (TestClusterWithHandoffsIsOneNode).
 //  4. All state of the runtime is owned by the goroutine that calls Step;
-//     the transport (Config.Transport, or the LinkTransport Config.Link is
-//     wrapped in) only queues what arrives into an inbox drained at the
+//     the transport (Config.Transport: zone/zonelink's over the link, or
+//     zone/zonesim's) only queues what arrives into an inbox drained at the
 //     start of Step (Arrivals). The tick loop and every protocol decision
 //     start no goroutine and read no wall clock: they count ticks, and
 //     send through the transport, which never blocks. The goroutines a
@@ -312,45 +296,15 @@
 // checkpoint that reached the standby, and every adopted entity's last
 // checkpoint interval of simulation (zonesim's Config.Kill counts both).
 //
-// Ownership invariants:
-//  1. The node owns a region only while it holds a table version that gives
-//     it the region: a region the operator gives it is not owned until the
-//     watch delivered that version, and a region taken away stops being
-//     owned the moment the newer version is installed, before OnChange
-//     runs.
-//     Across nodes this leaves a window during a move: the node gaining a
-//     region may hold the new version while the node losing it still holds
-//     the old one, and both answer Owns true. Holding versions cannot close
-//     that window (the two nodes learn the version at different moments);
-//     the handoff does, per entity, with its epoch fence: the losing node
-//     hands its entities over once the gaining node's messages show the
-//     new version, so the window can give no entity two writers; it can
-//     let both nodes create something there (a den's stock, a spawn), which
-//     callers must not do on the strength of Owns alone while a move is in
-//     flight.
-//  2. Held versions only go up, one table replaced whole (an atomic
-//     pointer), so every answer reads one consistent version.
-//  3. Once the lease is lost (coord closes Registration.Lost) the node owns
-//     nothing: Owns reads coord's channel on every call, so there is no lag
-//     of ours between coord giving up and Owns answering false, and
-//     coord gives up a tenth of the TTL before etcd can free the node's
-//     name (coord's invariant 2). CheckWrite returns *FencedError from
-//     then on; the fence never lifts.
-//  4. A fenced node does not re-register: it must be restarted. Its name
-//     and id may already belong to a new holder, its regions to other
-//     nodes through a newer table, and everything it simulated is
-//     unauthorised; a fresh process starts from the current table with a
-//     fresh incarnation instead of trying to reconcile the old state.
-//  5. The one goroutine Ownership starts is joined by Close, which is
-//     idempotent and does not close the coord client it was given.
+// Ownership invariants: package zone/zonecoord's doc.
 //
 // Failover timing: a node that is only cut off (a partition, a paused
 // process), not dead, has stopped simulating before any standby starts
-// its regions. With T the lease TTL (HostConfig.TTL, whole seconds), s
+// its regions. With T the lease TTL (zonehost.HostConfig.TTL, whole seconds), s
 // the send time of the node's last renewal that got through (coord renews
 // every T/3), and ε the lateness of the node's timer plus one Step (a
 // tick already running when the fence closes finishes; the next does not
-// start: Host's loop and Step both read the fence):
+// start: zonehost.Host's loop and Step both read the fence):
 //
 //	node stops        ≤ s + T − T/10 + ε    coord's fence deadline (coord, invariant 2)
 //	etcd frees lease  ≥ s + T               the renewal's receipt + T; etcd checks expiry

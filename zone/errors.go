@@ -30,7 +30,7 @@ var (
 	ErrNotOwner = errcode.New(CodeNotOwner, "zone: region owned by another node")
 	// ErrNoTable: the node holds no region table yet, so it owns nothing.
 	ErrNoTable = errcode.New(CodeNoTable, "zone: no region table held yet")
-	// ErrClosed: the Ownership was closed by its owner.
+	// ErrClosed: the Ownership (zone/zonecoord) was closed by its owner.
 	ErrClosed = errcode.New(CodeClosed, "zone: closed")
 	// ErrNoCodec: a component has neither a handoff codec nor the mark
 	// that it is not handed over (a boot error).

@@ -8,7 +8,7 @@ import (
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/handoff"
 	"github.com/shardwise/shardwise/interest"
-	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/link/replication"
 	"github.com/shardwise/shardwise/outbox"
 	"github.com/shardwise/shardwise/replica"
 	"github.com/shardwise/shardwise/torus"
@@ -166,7 +166,7 @@ type outgoing struct {
 // earlyUpdate is a replication update of a frozen entity from its target,
 // kept until the ack.
 type earlyUpdate struct {
-	entry  link.Entry
+	entry  replication.Entry
 	update wire.Update
 }
 

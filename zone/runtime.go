@@ -17,7 +17,6 @@ import (
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/interest"
-	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/nodename"
 	"github.com/shardwise/shardwise/outbox"
 	"github.com/shardwise/shardwise/replica"
@@ -36,7 +35,7 @@ type Module interface {
 }
 
 // Territory is where a runtime reads which regions it simulates: the
-// region table it holds and the fence of its lease. *Ownership is one;
+// region table it holds and the fence of its lease. zonecoord's *Ownership is one;
 // Solo is the territory of a node alone in its world.
 type Territory interface {
 	// Table is the table the node holds now; never nil.
@@ -90,21 +89,17 @@ type Config struct {
 	Clock clock.Clock
 	// Logger receives the runtime's records. Default: discard.
 	Logger *slog.Logger
-	// Link connects the node to its peers: chunk subscriptions, render
-	// ghosts, account routing and remote intents travel over it. nil: the
-	// node is alone (its Territory must then give it every region it
-	// needs). The runtime wraps it in a LinkTransport (it takes the link's
-	// handlers of the zone message kinds and its replication handler); the
-	// host adds the peers (by the names the region table uses) and closes
-	// the link after the runtime. At most one of Link and Transport.
-	Link *link.Node
-	// Transport is the port to the peers when it is not a link (an
-	// in-memory network: zone/zonesim), or a LinkTransport the caller
-	// built. The runtime opens it in New and closes it in Close. nil, with
-	// Link nil: the node is alone.
+	// Transport connects the node to its peers: chunk subscriptions,
+	// render ghosts, account routing and remote intents travel over it.
+	// Over the node link it is zone/zonelink's LinkTransport (the host
+	// adds the link's peers, by the names the region table uses, and
+	// closes the link after the runtime); in a simulation an in-memory
+	// network's endpoint (zone/zonesim). The runtime opens it in New and
+	// closes it in Close. nil: the node is alone (its Territory must then
+	// give it every region it needs).
 	Transport Transport
 	// Lease is the lease id the node's messages carry (its coord lease).
-	// Default: the Territory's, when it has one (*Ownership does).
+	// Default: the Territory's, when it has one (zonecoord's Ownership does).
 	Lease int64
 	// NoHandoff turns entity handoff off: an entity then stays with the
 	// node that simulates it wherever it walks, and a region move leaves
@@ -178,12 +173,6 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	if err := nodename.Check("Config.Name", c.Name); err != nil {
 		return err
-	}
-	if c.Link != nil && c.Link.ID() != c.Name {
-		return errcode.Config("Config.Link", c.Link.ID(), "must be the link of the node named by Config.Name "+c.Name)
-	}
-	if c.Link != nil && c.Transport != nil {
-		return errcode.Config("Config.Transport", c.Transport.ID(), "must be nil when Config.Link is set (the runtime wraps the link)")
 	}
 	if c.Transport != nil && c.Transport.ID() != c.Name {
 		return errcode.Config("Config.Transport", c.Transport.ID(), "must be the transport of the node named by Config.Name "+c.Name)
@@ -345,7 +334,7 @@ func New(cfg Config, mod Module) (*Runtime, error) {
 		}
 	}
 	if terr.Table() == nil {
-		return nil, ErrNoTable.Wrap("the territory holds no region table yet (wait for one: Ownership.WaitVersion)")
+		return nil, ErrNoTable.Wrap("the territory holds no region table yet (wait for one: zonecoord.Ownership.WaitVersion)")
 	}
 	if got := terr.Table().Grid().Config(); got != cfg.Grid {
 		return nil, errcode.Config("Config.Grid", cfg.Grid, fmt.Sprintf("differs from the region table's grid %+v", got))
@@ -410,11 +399,7 @@ func New(cfg Config, mod Module) (*Runtime, error) {
 		return nil, err
 	}
 	w.OnTickEnd(r.endTick)
-	tr := cfg.Transport
-	if cfg.Link != nil {
-		tr = NewLinkTransport(cfg.Link)
-	}
-	if tr != nil {
+	if tr := cfg.Transport; tr != nil {
 		if r.cluster, err = newCluster(r, tr); err != nil {
 			return nil, err
 		}

@@ -4,7 +4,7 @@
 // answer, the one-line text body the reason.
 //
 // It owns only the HTTP side. What makes a node ready is the node's: the
-// caller passes a Check (zone.Host and econ.Host each have theirs).
+// caller passes a Check (zonehost.Host and econ.Host each have theirs).
 //
 // Invariants:
 //  1. /healthz answers 200 whenever the process serves HTTP at all: it

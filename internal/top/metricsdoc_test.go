@@ -44,7 +44,7 @@ type series struct {
 // groups are the doc's sections, in order: the name prefix and who serves
 // it.
 var groups = []struct{ prefix, title string }{
-	{"shardwise_zone_", "Zone nodes (`shardwise zone --metrics`, `zone.HostConfig.MetricsAddr`)"},
+	{"shardwise_zone_", "Zone nodes (`shardwise zone --metrics`, `zonehost.HostConfig.MetricsAddr`)"},
 	{"shardwise_link_", "The node link (served by every zone node with its zone series)"},
 	{"shardwise_gateway_", "The gateway role (served by a zone node with `--gateway`, with its zone series)"},
 	{"shardwise_econ_", "Economy nodes (`shardwise econ --metrics`, `econ.HostConfig.MetricsAddr`)"},
@@ -56,7 +56,7 @@ var groups = []struct{ prefix, title string }{
 // TestMetricsDocListsEverySeries gathers every metric family shardwise
 // registers, from real objects, and checks that docs/metrics.md lists
 // exactly those, with their type, labels and help: the zone and economy
-// families as a real zone.Host and econ.Host serve them at /metrics (so a
+// families as a real zonehost.Host and econ.Host serve them at /metrics (so a
 // family a node registers but the doc misses, or the doc keeps after it
 // is gone, fails here), and the families of the collectors no node of
 // ours serves, or that have no series until traffic flows (link,

@@ -13,7 +13,7 @@ import (
 	"github.com/shardwise/shardwise/internal/top/toptest"
 )
 
-// TestTopScrapesRealNodes: a zone node (zone.Host with a metrics address)
+// TestTopScrapesRealNodes: a zone node (zonehost.Host with a metrics address)
 // and an economy node (econ.Host with one), both in one embedded etcd;
 // top finds both through their member records, scrapes them and prints
 // each one's numbers: the zone's tick and its 16 wanderers, the economy

@@ -24,7 +24,7 @@ import (
 	"github.com/shardwise/shardwise/dashboard"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/gateway"
-	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonehost"
 )
 
 // DefaultCluster is the cluster id a gateway accepts when no --cluster is
@@ -118,7 +118,7 @@ func NewCommand(cfg Config) *cobra.Command {
 	}
 	var (
 		ef        etcdFlags
-		host      zone.HostConfig
+		host      zonehost.HostConfig
 		module    string
 		seed      uint64
 		tick      time.Duration
@@ -234,12 +234,12 @@ func NewCommand(cfg Config) *cobra.Command {
 				}
 				defer func() { _ = srv.Close() }()
 				st.dashboard = srv.Addr()
-				host.OnTick = func(r zone.HostReport) {
+				host.OnTick = func(r zonehost.HostReport) {
 					st.tick(r)
 					col.Zone(r)
 				}
 			}
-			err = zone.Host(cmd.Context(), host)
+			err = zonehost.Host(cmd.Context(), host)
 			if st.ticks > 0 {
 				st.summary()
 			}
@@ -394,7 +394,7 @@ func defaultLong(use string) string {
 // gatewayLimitFlags sets host.GatewayLimits from the --gateway-* flags
 // typed: each only with --gateway, a 0 timeout refused (HostConfig would
 // read it as the default), a cap of 0 meaning no cap as the help says.
-func gatewayLimitFlags(cmd *cobra.Command, host *zone.HostConfig, l gateway.Limits) error {
+func gatewayLimitFlags(cmd *cobra.Command, host *zonehost.HostConfig, l gateway.Limits) error {
 	changed := cmd.Flags().Changed
 	for _, f := range []struct {
 		name  string

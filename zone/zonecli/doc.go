@@ -1,5 +1,5 @@
 // Package zonecli is the "zone" command of the shardwise CLI as a library:
-// one zone node as its own process (zone.Host), with every flag, check and
+// one zone node as its own process (zonehost.Host), with every flag, check and
 // service of "shardwise zone" (etcd, certificates, the gateway, metrics and
 // the probes, the dashboard, the status lines), hosting whichever modules
 // its caller names. cmd/shardwise builds it with the reference game and
@@ -19,7 +19,7 @@
 //   - The status lines, the summary, the dashboard, and the process's
 //     signals in Main.
 //
-// What it does not own: the node (zone.Host), any module's configuration
+// What it does not own: the node (zonehost.Host), any module's configuration
 // or the meaning of its flags (the Module's New), the region table's
 // grid (the Hosted runtime configuration, which must be the grid the
 // table was written over).

@@ -63,7 +63,7 @@ type Node struct {
 type Hosted struct {
 	// Module is the module the node runs. Required.
 	Module zone.Module
-	// Runtime is the base runtime configuration (zone.HostConfig.Runtime):
+	// Runtime is the base runtime configuration (zonehost.HostConfig.Runtime):
 	// the grid, which must be the region table's, the bands, the view.
 	// The command sets TickInterval, MaterialiseBudget, WorldSeed and
 	// NoHandoff from its flags. Zero: zone's defaults (cells'

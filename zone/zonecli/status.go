@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonehost"
 )
 
 // status prints what the host reports. Its methods run on the host's
@@ -18,14 +18,14 @@ type status struct {
 	start time.Time
 
 	ticks     uint64
-	last      zone.HostReport
+	last      zonehost.HostReport
 	regions   int
 	version   uint64 // the table version of the last line that named one
 	maxGhosts int
 	dashboard string // where the dashboard is served, if it is
 }
 
-func (s *status) ready(r zone.HostReady) {
+func (s *status) ready(r zonehost.HostReady) {
 	s.regions = r.Regions
 	s.version = r.TableVersion
 	s.start = time.Now()
@@ -43,7 +43,7 @@ func (s *status) ready(r zone.HostReady) {
 		r.Name, r.Node, r.LinkAddr, metrics, r.TableVersion, r.OwnedRegions, r.Regions, list(r.Connected), list(r.Missing))
 }
 
-func (s *status) tick(r zone.HostReport) {
+func (s *status) tick(r zonehost.HostReport) {
 	s.ticks++
 	s.last = r
 	s.maxGhosts = max(s.maxGhosts, r.RenderGhosts)

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/link/replication"
 	"github.com/shardwise/shardwise/zone"
 )
 
@@ -41,7 +41,7 @@ type flight struct {
 	kind    uint32
 	payload []byte
 	seq     uint64
-	entries []link.Entry
+	entries []replication.Entry
 }
 
 // pair is one direction between two nodes.
@@ -306,7 +306,7 @@ func (e *Endpoint) Send(peer string, kind uint32, payload []byte) error {
 }
 
 // Replicate numbers the batch and puts it on the wire, or loses it.
-func (e *Endpoint) Replicate(peer string, entries []link.Entry) error {
+func (e *Endpoint) Replicate(peer string, entries []replication.Entry) error {
 	if e.closed {
 		return zone.ErrTransportClosed
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/shardwise/shardwise/handoff"
-	"github.com/shardwise/shardwise/link"
+	"github.com/shardwise/shardwise/link/replication"
 	"github.com/shardwise/shardwise/zone"
 	"github.com/shardwise/shardwise/zone/internal/wire"
 )
@@ -39,7 +39,7 @@ type scriptMsg struct {
 	kind    uint32
 	payload []byte
 	seq     uint64
-	entries []link.Entry
+	entries []replication.Entry
 }
 
 // msgRule matches messages by their ends and kind; an empty field
@@ -84,7 +84,7 @@ func msgKind(m scriptMsg) string {
 }
 
 func hasSnapshot(m scriptMsg) bool {
-	return !m.control && slices.ContainsFunc(m.entries, func(e link.Entry) bool { return e.Kind == wire.EntrySnapshot })
+	return !m.control && slices.ContainsFunc(m.entries, func(e replication.Entry) bool { return e.Kind == wire.EntrySnapshot })
 }
 
 func newScriptNet(names func(uint64) string) *scriptNet {
@@ -254,7 +254,7 @@ func (e *scriptEnd) Send(peer string, kind uint32, payload []byte) error {
 	return nil
 }
 
-func (e *scriptEnd) Replicate(peer string, entries []link.Entry) error {
+func (e *scriptEnd) Replicate(peer string, entries []replication.Entry) error {
 	if e.closed {
 		return zone.ErrTransportClosed
 	}

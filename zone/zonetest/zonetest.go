@@ -56,6 +56,8 @@ import (
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/link/faulty"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonecoord"
+	"github.com/shardwise/shardwise/zone/zonelink"
 	"github.com/shardwise/shardwise/zone/zonesim"
 )
 
@@ -146,7 +148,7 @@ type Node struct {
 	Number    int
 	Module    zone.Module
 	Runtime   *zone.Runtime
-	Ownership *zone.Ownership
+	Ownership *zonecoord.Ownership
 	Link      *link.Node
 	Coord     *coord.Client
 	Addr      string
@@ -271,7 +273,7 @@ func Start(tb testing.TB, cfg Config) *Cluster {
 	for _, n := range c.Nodes {
 		n.etcd = testenv.StartTCPProxy(tb, c.Etcd.Endpoints()[0])
 		n.Coord = c.connectVia(ctx, cfg.Logger, n.etcd.Endpoint())
-		own, err := zone.Join(ctx, zone.JoinConfig{Coord: n.Coord, Name: n.Name, TTL: cfg.TTL, Logger: cfg.Logger,
+		own, err := zonecoord.Join(ctx, zonecoord.JoinConfig{Coord: n.Coord, Name: n.Name, TTL: cfg.TTL, Logger: cfg.Logger,
 			Addrs: map[string]string{"link": n.Addr}})
 		if err != nil {
 			tb.Fatalf("zonetest: %s joins: %v", n.Name, err)
@@ -287,7 +289,7 @@ func Start(tb testing.TB, cfg Config) *Cluster {
 	c.Apply(table)
 	for _, n := range c.Nodes {
 		rc := zone.Config{
-			Name: n.Name, Node: n.Number, Grid: cfg.Grid, Territory: n.Ownership, Link: n.Link,
+			Name: n.Name, Node: n.Number, Grid: cfg.Grid, Territory: n.Ownership, Transport: zonelink.NewLinkTransport(n.Link),
 			Clock: cfg.Clock, Logger: cfg.Logger.With("node", n.Name), Accept: c.accept, LivePeers: c.livePeers,
 		}
 		if cfg.Runtime != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/netting"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonehost"
 )
 
 // Cluster is one zone node and one economy node serving metrics.
@@ -79,11 +80,11 @@ func StartCluster(t *testing.T) *Cluster {
 	zoneDone := make(chan error, 1)
 	go func() {
 		first := true
-		zoneDone <- zone.Host(ctx, zone.HostConfig{
+		zoneDone <- zonehost.Host(ctx, zonehost.HostConfig{
 			Coord: coord.ClientConfig{Endpoints: e.Endpoints()},
 			Name:  "zone-a", CertDir: certs, Module: mod, Runtime: zone.Config{Grid: grid},
 			MetricsAddr: "127.0.0.1:0", TTL: 2 * time.Second,
-			OnTick: func(zone.HostReport) {
+			OnTick: func(zonehost.HostReport) {
 				if first {
 					first = false
 					close(ticked)

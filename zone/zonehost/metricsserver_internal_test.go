@@ -1,4 +1,4 @@
-package zone
+package zonehost
 
 import (
 	"context"

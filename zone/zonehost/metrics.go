@@ -1,4 +1,4 @@
-package zone
+package zonehost
 
 import (
 	"strconv"
@@ -6,41 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/zone"
 )
-
-// metrics are one node's gauges. They are created per Ownership and never
-// registered globally; the user registers them (Collectors) where they
-// want. Two nodes in one registry need distinguishing labels, for example
-// with prometheus.WrapRegistererWith.
-type metrics struct {
-	owned   prometheus.Gauge
-	version prometheus.Gauge
-	fenced  prometheus.Gauge
-}
-
-func newMetrics() *metrics {
-	const ns, sub = "shardwise", "zone"
-	return &metrics{
-		owned: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: ns, Subsystem: sub, Name: "owned_regions",
-			Help: "Regions the held region table gives this node (0 once fenced).",
-		}),
-		version: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: ns, Subsystem: sub, Name: "table_version",
-			Help: "Version of the region table this node holds (0 before the first).",
-		}),
-		fenced: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: ns, Subsystem: sub, Name: "fenced",
-			Help: "1 once the node's lease is lost or it is closed, else 0.",
-		}),
-	}
-}
-
-// Collectors returns the node's Prometheus collectors for the caller to
-// register: owned regions, held table version and the fenced flag.
-func (o *Ownership) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{o.met.owned, o.met.version, o.met.fenced}
-}
 
 // hostMetrics are what a Host serves besides its Ownership's gauges: the
 // node's tick, its entities by state and by region, its render ghosts and
@@ -56,7 +23,7 @@ type hostMetrics struct {
 	// shown[r] is the count region r's series shows; a region with no
 	// simulated entity has no series (a node owns a few of many regions).
 	shown  map[cells.RegionID]int
-	handed HandoffStats // the counters already added
+	handed zone.HandoffStats // the counters already added
 }
 
 func newHostMetrics() *hostMetrics {

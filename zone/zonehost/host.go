@@ -1,4 +1,4 @@
-package zone
+package zonehost
 
 import (
 	"context"
@@ -38,6 +38,9 @@ import (
 	"github.com/shardwise/shardwise/webclient"
 	"github.com/shardwise/shardwise/worldstore"
 	"github.com/shardwise/shardwise/worldstore/sqlworld"
+	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonecoord"
+	"github.com/shardwise/shardwise/zone/zonelink"
 )
 
 // HostConfig configures Host: one zone node in its own process. Zero
@@ -62,7 +65,7 @@ type HostConfig struct {
 	// right unless ListenAddr is a wildcard such as ":7100".
 	AdvertiseAddr string
 	// MetricsAddr, if set, is where Host serves the node's Prometheus
-	// metrics over HTTP, at /metrics: the Ownership's gauges
+	// metrics over HTTP, at /metrics: the zonecoord.Ownership's gauges
 	// (shardwise_zone_owned_regions, _table_version, _fenced), the last
 	// tick (_tick), the node's entities by state (_entities{state=
 	// "simulated"|"frozen"}) and the simulated ones by region
@@ -129,7 +132,7 @@ type HostConfig struct {
 	// WorldStore, if set, is the world store, given and shared the same
 	// way; Host does not close it. Exclusive with WorldStoreURL.
 	WorldStore worldstore.Store
-	// TTL is the lease's time to live, whole seconds (JoinConfig.TTL).
+	// TTL is the lease's time to live, whole seconds (zonecoord.JoinConfig.TTL).
 	// Default 0: coord's default (10s).
 	TTL time.Duration
 	// PeerWait bounds the wait, before the first tick, for every other
@@ -144,21 +147,21 @@ type HostConfig struct {
 	PeerWait time.Duration
 	// NoFailover turns the node's failover controller off. By default
 	// every zone node campaigns to be the cluster's failover controller
-	// (RunFailover, with the node's TTL), and the one elected gives the
+	// (zonecoord.RunFailover, with the node's TTL), and the one elected gives the
 	// regions of a zone node whose lease ends to their standbys. The
 	// cluster fails over as long as one node campaigns: set it on every
 	// node to re-own regions only by hand (shardwise regions apply).
 	// Default false: failover on.
 	NoFailover bool
 	// Module is the game the node runs. Required.
-	Module Module
+	Module zone.Module
 	// Runtime is the base runtime configuration (a game's RuntimeConfig):
 	// Grid, Bands, View, MaterialiseBudget, TickInterval, Clock, Logger.
 	// Host sets Name, Node (the coord node id), Territory (the
-	// Ownership), Link, Lease, Accept and WorldStore; those must be left
+	// zonecoord.Ownership), Transport, Lease, Accept and WorldStore; those must be left
 	// zero (Name may equal HostConfig.Name). The Grid must be the region table's.
 	// Runtime.Clock nil: Clock. Runtime.Logger nil: Logger.
-	Runtime Config
+	Runtime zone.Config
 	// Ticks stops the node after that many ticks (Host returns nil).
 	// Default 0: run until ctx ends or the node is fenced.
 	Ticks uint64
@@ -205,14 +208,14 @@ type HostReady struct {
 // HostReport describes one tick of a hosted node.
 type HostReport struct {
 	// Report is the runtime's report of the tick.
-	Report
+	zone.Report
 	// Simulated and Frozen count the node's own entities with a position:
 	// those it simulates, and those frozen in a handoff (sent and not yet
 	// acked, or taken over and not yet past the source's last tick).
 	// Simulation ghosts are in neither.
 	Simulated, Frozen int
 	// Handoff is the runtime's handoff counters since it started.
-	Handoff HandoffStats
+	Handoff zone.HandoffStats
 	// RenderGhosts is how many entities of other nodes the node holds.
 	RenderGhosts int
 	// OwnedRegions is how many regions the held table gives the node, at
@@ -223,7 +226,7 @@ type HostReport struct {
 	// a link address) and connected now.
 	Peers, Connected int
 	// Cluster is the runtime's link counters since it started.
-	Cluster ClusterStats
+	Cluster zone.ClusterStats
 	// Took is the wall time of the tick's Step.
 	Took time.Duration
 	// Sessions is how many client sessions the node's gateway serves (0
@@ -232,7 +235,7 @@ type HostReport struct {
 	// Runtime is the node's runtime, for an observer that reads more than
 	// the report (package demo's census). It may be used only during the
 	// OnTick call, which runs on the runtime's goroutine.
-	Runtime *Runtime
+	Runtime *zone.Runtime
 }
 
 // SharedDirectory is a session directory that is also the login tokens'
@@ -296,7 +299,7 @@ func (c HostConfig) Validate() error {
 			return errcode.Config("HostConfig.AdvertiseAddr", c.AdvertiseAddr, "must be host:port with a port peers can dial")
 		}
 	}
-	// JoinConfig.TTL's rule, checked here because JoinConfig.Validate needs
+	// zonecoord.JoinConfig.TTL's rule, checked here because zonecoord.JoinConfig.Validate needs
 	// a connected client.
 	if c.TTL != 0 && (c.TTL < time.Second || c.TTL%time.Second != 0) {
 		return errcode.Config("HostConfig.TTL", c.TTL, "must be 0 (coord's default) or a whole number of seconds, at least 1s")
@@ -311,9 +314,7 @@ func (c HostConfig) Validate() error {
 	case rc.Node != 0:
 		return errcode.Config("HostConfig.Runtime.Node", rc.Node, "is set by the host: the node id coord leases it")
 	case rc.Territory != nil:
-		return errcode.Config("HostConfig.Runtime.Territory", "set", "is set by the host: the node's Ownership")
-	case rc.Link != nil:
-		return errcode.Config("HostConfig.Runtime.Link", rc.Link.ID(), "is set by the host: the link it builds from HostConfig.CertDir")
+		return errcode.Config("HostConfig.Runtime.Territory", "set", "is set by the host: the node's zonecoord.Ownership")
 	case rc.Transport != nil:
 		return errcode.Config("HostConfig.Runtime.Transport", rc.Transport.ID(), "is set by the host: the link it builds from HostConfig.CertDir")
 	case rc.Lease != 0:
@@ -420,7 +421,7 @@ const peerPoll = 10 * time.Millisecond
 
 // Host runs one zone node until ctx ends (it returns nil), until
 // cfg.Ticks ticks have run (nil), or until the node is fenced (an error
-// matching ErrFenced). In order, it:
+// matching zone.ErrFenced). In order, it:
 //
 //  1. loads the node's certificate from CertDir and listens on
 //     ListenAddr (it serves peers only once the runtime exists, so no
@@ -431,11 +432,11 @@ const peerPoll = 10 * time.Millisecond
 //     step 4 on) and opens the session directory (DirectoryURL) and the
 //     world store (WorldStoreURL); the metrics address serves /healthz
 //     and /readyz too (docs/operators.md), ready only from step 5 on;
-//  2. connects to coord and joins (Join, role "zone"), publishing the link
+//  2. connects to coord and joins (zonecoord.Join, role "zone"), publishing the link
 //     address as Addrs["link"], the metrics address as Addrs["metrics"]
 //     and the gateway's as Addrs["gateway"];
 //     unless NoFailover, it campaigns to be the failover controller
-//     (RunFailover) in a goroutine it owns, until the node stops or is
+//     (zonecoord.RunFailover) in a goroutine it owns, until the node stops or is
 //     fenced;
 //  3. follows coord's membership in one goroutine it owns: every other
 //     live zone member with a link address is a link peer (removed when
@@ -443,7 +444,7 @@ const peerPoll = 10 * time.Millisecond
 //     lets through;
 //  4. waits for the first region table (with a gateway, refusing
 //     in-process stores if it names another node), builds the runtime
-//     (Territory: the Ownership; WorldStore: the world store), starts
+//     (Territory: the zonecoord.Ownership; WorldStore: the world store), starts
 //     serving the link and, with a gateway, serves players: the gateway
 //     (its World the runtime's GatewayWorld, its sessions' node number the
 //     coord node id) at /ws and the browser client at /;
@@ -460,13 +461,13 @@ const peerPoll = 10 * time.Millisecond
 // leaves, so the players it simulates are saved), the runtime, the world
 // store and the directory, the membership follower, the link, the failover
 // controller (resigned, so another node's takes over at once), the
-// Ownership (which revokes the lease, so the name is free at once), the
+// zonecoord.Ownership (which revokes the lease, so the name is free at once), the
 // coord client, the metrics server.
 //
 // A Host is the whole lifetime of one node, so it is a call, not an
 // object: nothing outlives it, and ctx is its only stop. The runtime is
 // owned by the calling goroutine (the gateway reaches it through
-// Runtime.Post); OnTick is how to watch it.
+// zone.Runtime.Post); OnTick is how to watch it.
 func Host(ctx context.Context, cfg HostConfig) (err error) {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -479,9 +480,9 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		lis    net.Listener
 		served bool
 		cl     *coord.Client
-		own    *Ownership
+		own    *zonecoord.Ownership
 		peers  *peerSet
-		rt     *Runtime
+		rt     *zone.Runtime
 		ms     *metricsServer
 		hg     *hostGateway
 		fo     *hostFailover
@@ -526,7 +527,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 			ms.stop()
 		}
 		// ctx ending is a stop, not a failure, wherever it happens.
-		if err != nil && ctx.Err() != nil && !errors.Is(err, ErrFenced) {
+		if err != nil && ctx.Err() != nil && !errors.Is(err, zone.ErrFenced) {
 			err = nil
 		}
 	}()
@@ -582,7 +583,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	if cl, err = coord.Connect(ctx, cfg.Coord); err != nil {
 		return err
 	}
-	own, err = Join(ctx, JoinConfig{Coord: cl, Name: cfg.Name, Addrs: addrs, TTL: cfg.TTL, Logger: log})
+	own, err = zonecoord.Join(ctx, zonecoord.JoinConfig{Coord: cl, Name: cfg.Name, Addrs: addrs, TTL: cfg.TTL, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -591,7 +592,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 	if !cfg.NoFailover {
 		// Its retry pause is against etcd, on etcd's (real) time, not a
 		// tick: cfg.Clock, a test's fake clock, would hold it.
-		fo = startFailover(own.Context(), FailoverConfig{Coord: cl, Name: cfg.Name, TTL: cfg.TTL, Logger: log})
+		fo = startFailover(own.Context(), zonecoord.FailoverConfig{Coord: cl, Name: cfg.Name, TTL: cfg.TTL, Logger: log})
 	}
 	if reg != nil {
 		reg.MustRegister(own.Collectors()...)
@@ -606,14 +607,16 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 		return err
 	}
 	rc := cfg.Runtime
-	rc.Name, rc.Node, rc.Territory, rc.Link, rc.Accept, rc.LivePeers = cfg.Name, int(own.NodeID()), own, l, peers.accept, peers.live
+	rc.Name, rc.Node, rc.Territory, rc.Accept, rc.LivePeers = cfg.Name, int(own.NodeID()), own, peers.accept, peers.live
+	rc.Transport = zonelink.NewLinkTransport(l) // the runtime closes it; the link is closed after the runtime
 	if hg != nil {
 		if err := hg.checkShared(cfg, own.Table().Nodes()); err != nil {
 			return err
 		}
 		rc.WorldStore = hg.store
 	}
-	if rt, err = New(rc, cfg.Module); err != nil {
+	if rt, err = zone.New(rc, cfg.Module); err != nil {
+		_ = rc.Transport.Close()
 		return err
 	}
 	if hg != nil {
@@ -652,7 +655,7 @@ func Host(ctx context.Context, cfg HostConfig) (err error) {
 // first, so a slow tick is caught up on by the next ones, down to one
 // interval behind. After each tick it reports to OnTick and sets hm (nil:
 // no metrics).
-func tick(ctx context.Context, cfg HostConfig, rt *Runtime, own *Ownership, l *link.Node, hm *hostMetrics, hg *hostGateway) error {
+func tick(ctx context.Context, cfg HostConfig, rt *zone.Runtime, own *zonecoord.Ownership, l *link.Node, hm *hostMetrics, hg *hostGateway) error {
 	interval := rt.World().TickInterval()
 	perRegion := map[cells.RegionID]int{}
 	next := cfg.Clock.Now().Add(interval)
@@ -706,10 +709,10 @@ func tick(ctx context.Context, cfg HostConfig, rt *Runtime, own *Ownership, l *l
 // census counts the node's own positioned entities: simulated, and
 // frozen in a handoff; perRegion is cleared and refilled with the
 // simulated ones by the region they stand in.
-func census(rt *Runtime, perRegion map[cells.RegionID]int) (simulated, frozen int) {
+func census(rt *zone.Runtime, perRegion map[cells.RegionID]int) (simulated, frozen int) {
 	clear(perRegion)
 	grid := rt.Grid()
-	rt.Positions().Each(func(id ecs.ID, p *Position) {
+	rt.Positions().Each(func(id ecs.ID, p *zone.Position) {
 		switch {
 		case rt.Simulated(id):
 			simulated++
@@ -724,7 +727,7 @@ func census(rt *Runtime, perRegion map[cells.RegionID]int) (simulated, frozen in
 // hostHealth is what a zone node's /readyz reads: set by Host as it goes,
 // read by the metrics server's goroutines.
 type hostHealth struct {
-	own      atomic.Pointer[Ownership]
+	own      atomic.Pointer[zonecoord.Ownership]
 	cl       atomic.Pointer[coord.Client]
 	gw       atomic.Pointer[gateway.Gateway]
 	ticking  atomic.Bool // OnReady is next: every step before the first tick done
@@ -896,7 +899,7 @@ func (h *hostGateway) checkShared(cfg HostConfig, nodes []string) error {
 }
 
 // start builds the gateway over the runtime and serves it.
-func (h *hostGateway) start(cfg HostConfig, rt *Runtime, node int, reg *prometheus.Registry) error {
+func (h *hostGateway) start(cfg HostConfig, rt *zone.Runtime, node int, reg *prometheus.Registry) error {
 	world, err := rt.GatewayWorld()
 	if err != nil {
 		return errcode.Config("HostConfig.GatewayAddr", cfg.GatewayAddr, "the module cannot have players: "+err.Error())
@@ -965,7 +968,7 @@ func (h *hostGateway) closeStores() {
 
 // waitPeers waits, polling on cfg.Clock, until every other node the held
 // table names is connected over the link, or PeerWait has passed.
-func waitPeers(ctx context.Context, cfg HostConfig, own *Ownership, l *link.Node) (connected, missing []string, err error) {
+func waitPeers(ctx context.Context, cfg HostConfig, own *zonecoord.Ownership, l *link.Node) (connected, missing []string, err error) {
 	look := func() {
 		connected, missing = connected[:0], missing[:0]
 		for _, n := range own.Table().Nodes() {
@@ -1001,14 +1004,14 @@ func waitPeers(ctx context.Context, cfg HostConfig, own *Ownership, l *link.Node
 	return connected, missing, nil
 }
 
-// fencedErr is the error Host returns for a fence: the Ownership's, which
-// is a *FencedError unless something closed the registration under it.
-func fencedErr(own *Ownership) error {
+// fencedErr is the error Host returns for a fence: the zonecoord.Ownership's, which
+// is a *zone.FencedError unless something closed the registration under it.
+func fencedErr(own *zonecoord.Ownership) error {
 	err := own.Err()
-	if errors.Is(err, ErrFenced) {
+	if errors.Is(err, zone.ErrFenced) {
 		return err
 	}
-	return &FencedError{Node: own.Name(), TableVersion: own.Version(), Cause: err}
+	return &zone.FencedError{Node: own.Name(), TableVersion: own.Version(), Cause: err}
 }
 
 // peerSet follows coord's membership for one node: the link's peers and
@@ -1070,7 +1073,7 @@ func (p *peerSet) stop() {
 // the lease, and the peer too if its address changed.
 func (p *peerSet) apply(ev coord.MembershipEvent) {
 	m := ev.Member
-	if m.Role != Role || m.Name == p.self {
+	if m.Role != zonecoord.Role || m.Name == p.self {
 		return
 	}
 	p.mu.Lock()
@@ -1112,7 +1115,7 @@ func (p *peerSet) apply(ev coord.MembershipEvent) {
 }
 
 // live is the runtime's view of the live zone members other than this
-// node, each with its lease (Config.LivePeers).
+// node, each with its lease (zone.Config.LivePeers).
 func (p *peerSet) live() map[string]int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -1125,4 +1128,32 @@ func (p *peerSet) accept(peer string, lease int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return lease != 0 && p.leases[peer] == lease
+}
+
+// hostFailover is a Host's failover controller: zonecoord.RunFailover in a goroutine
+// the host owns, stopped and joined by stop.
+type hostFailover struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startFailover runs zonecoord.RunFailover until ctx ends or stop; a controller
+// that ends on an error (the client closed under it) is logged, not
+// retried: the node is stopping.
+func startFailover(ctx context.Context, cfg zonecoord.FailoverConfig) *hostFailover {
+	ctx, cancel := context.WithCancel(ctx)
+	f := &hostFailover{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		if err := zonecoord.RunFailover(ctx, cfg); err != nil {
+			cfg.Logger.Warn("zone: failover controller stopped", "node", cfg.Name, "err", err)
+		}
+	}()
+	return f
+}
+
+// stop ends the controller (resigning a leadership) and waits for it.
+func (f *hostFailover) stop() {
+	f.cancel()
+	<-f.done
 }

@@ -1,4 +1,4 @@
-package zone
+package zonecoord
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/internal/testseed"
 	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/zone"
 )
 
 func TestConfigValidateNamesTheField(t *testing.T) {
@@ -73,7 +74,7 @@ func TestJoinRegistersAsZone(t *testing.T) {
 		t.Fatal("a node with no table held answers as if it had one")
 	}
 	_, err = named.CheckWrite(0)
-	wantCode(t, err, CodeNoTable)
+	wantCode(t, err, zone.CodeNoTable)
 
 	// A name is held by one live node.
 	_, err = Join(testCtx(t), JoinConfig{Coord: op, Name: "zone-a"})
@@ -138,11 +139,11 @@ func TestTwoNodesSplitTheTable(t *testing.T) {
 			t.Fatalf("owner CheckWrite(%d) = %+v, %v", r, g, err)
 		}
 		_, err = other.CheckWrite(r)
-		var noe *NotOwnerError
-		if !errors.As(err, &noe) || !errors.Is(err, ErrNotOwner) || noe.Owner != owner.Name() || noe.TableVersion != 1 {
-			t.Fatalf("non-owner CheckWrite(%d) = %v, want *NotOwnerError naming %s at version 1", r, err, owner.Name())
+		var noe *zone.NotOwnerError
+		if !errors.As(err, &noe) || !errors.Is(err, zone.ErrNotOwner) || noe.Owner != owner.Name() || noe.TableVersion != 1 {
+			t.Fatalf("non-owner CheckWrite(%d) = %v, want *zone.NotOwnerError naming %s at version 1", r, err, owner.Name())
 		}
-		wantCode(t, err, CodeNotOwner)
+		wantCode(t, err, zone.CodeNotOwner)
 	}
 }
 
@@ -253,7 +254,7 @@ func TestGivenRegionNotOwnedBeforeItsVersionIsHeld(t *testing.T) {
 		t.Fatalf("b at version %d owns %d: %v; want version 1, not owned", b.Version(), r, b.Owns(r))
 	}
 	_, err = b.CheckWrite(r)
-	var noe *NotOwnerError
+	var noe *zone.NotOwnerError
 	if !errors.As(err, &noe) || noe.Owner != "zone-a" || noe.TableVersion != 1 {
 		t.Fatalf("b CheckWrite(%d) before holding v2 = %v, want not owner (zone-a, v1)", r, err)
 	}
@@ -305,12 +306,12 @@ func TestLeaseLossFences(t *testing.T) {
 		t.Fatal("fenced node lists owned regions")
 	}
 	_, err = a.CheckWrite(r)
-	wantCode(t, err, CodeFenced)
-	var fe *FencedError
-	if !errors.As(err, &fe) || fe.TableVersion != 1 || !errors.Is(err, ErrFenced) || !errors.Is(err, coord.ErrLeaseLost) {
-		t.Fatalf("CheckWrite after the fence = %v, want *FencedError at version 1 matching coord.ErrLeaseLost", err)
+	wantCode(t, err, zone.CodeFenced)
+	var fe *zone.FencedError
+	if !errors.As(err, &fe) || fe.TableVersion != 1 || !errors.Is(err, zone.ErrFenced) || !errors.Is(err, coord.ErrLeaseLost) {
+		t.Fatalf("CheckWrite after the fence = %v, want *zone.FencedError at version 1 matching coord.ErrLeaseLost", err)
 	}
-	if err := a.WaitVersion(testCtx(t), 2); !errors.Is(err, ErrFenced) {
+	if err := a.WaitVersion(testCtx(t), 2); !errors.Is(err, zone.ErrFenced) {
 		t.Fatalf("WaitVersion after the fence = %v, want ErrFenced", err)
 	}
 	// The operator gives a's regions to b; a learns nothing more (its
@@ -328,7 +329,7 @@ func TestLeaseLossFences(t *testing.T) {
 	}
 	// Close after the fence keeps the fence's reason.
 	_, err = a.CheckWrite(r)
-	wantCode(t, err, CodeFenced)
+	wantCode(t, err, zone.CodeFenced)
 }
 
 // Close fences the node, frees its name at once, stops its goroutine, and
@@ -347,12 +348,12 @@ func TestCloseStopsEverything(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if a.Owns(0) || !isClosed(a.Fenced()) || !errors.Is(a.Err(), ErrClosed) {
+	if a.Owns(0) || !isClosed(a.Fenced()) || !errors.Is(a.Err(), zone.ErrClosed) {
 		t.Fatalf("after Close: owns %v, fenced %v, err %v", a.Owns(0), isClosed(a.Fenced()), a.Err())
 	}
 	_, err := a.CheckWrite(0)
-	wantCode(t, err, CodeClosed)
-	if err := a.WaitVersion(testCtx(t), 2); !errors.Is(err, ErrClosed) {
+	wantCode(t, err, zone.CodeClosed)
+	if err := a.WaitVersion(testCtx(t), 2); !errors.Is(err, zone.ErrClosed) {
 		t.Fatalf("WaitVersion after Close = %v", err)
 	}
 	noZoneGoroutines(t)
@@ -456,7 +457,7 @@ func TestPartitionFencesWithinTTL(t *testing.T) {
 		t.Fatal("a partitioned, fenced node still owns a region")
 	}
 	_, err = a.CheckWrite(0)
-	wantCode(t, err, CodeFenced)
+	wantCode(t, err, zone.CodeFenced)
 	if !errors.Is(err, coord.ErrLeaseLost) {
 		t.Fatalf("CheckWrite = %v, want it to carry coord.ErrLeaseLost", err)
 	}
@@ -498,7 +499,7 @@ func TestGrantsNameAVersionThatGivesTheRegion(t *testing.T) {
 					if err == nil && ownerAt(g.TableVersion) != o.Name() {
 						bad.Store(g, true)
 					}
-					var noe *NotOwnerError
+					var noe *zone.NotOwnerError
 					if errors.As(err, &noe) && noe.Owner == o.Name() {
 						bad.Store(*noe, true)
 					}

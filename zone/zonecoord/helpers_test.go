@@ -1,4 +1,4 @@
-package zone
+package zonecoord
 
 import (
 	"bytes"
@@ -154,6 +154,6 @@ func noZoneGoroutines(t *testing.T) {
 	testenv.PollUntil(t, 10*time.Second, "no goroutine started by an Ownership is left", func() bool {
 		stacks := make([]byte, 1<<22)
 		stacks = stacks[:runtime.Stack(stacks, true)]
-		return !bytes.Contains(stacks, []byte("shardwise/zone.(*Ownership)"))
+		return !bytes.Contains(stacks, []byte("shardwise/zone/zonecoord.(*Ownership)"))
 	})
 }

@@ -1,4 +1,4 @@
-package zone_test
+package zonehost_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonehost"
 )
 
 // TestHostsFailOver: three zone nodes as hosts, each campaigning to be the
@@ -56,7 +57,7 @@ func TestHostsFailOver(t *testing.T) {
 		if name == "zone-c" {
 			endpoints = []string{proxy.Endpoint()}
 		}
-		hosts[name] = startHost(ctx, zone.HostConfig{
+		hosts[name] = startHost(ctx, zonehost.HostConfig{
 			Coord: coord.ClientConfig{Endpoints: endpoints, Prefix: prefix, DialTimeout: time.Second},
 			Name:  name, CertDir: certs, TTL: ttl, Module: mod, Runtime: zone.Config{Grid: hostGrid()},
 		})

@@ -1,4 +1,4 @@
-package zone
+package zonecoord
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/nodename"
 	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/zone"
 )
 
 // Role is the coord role every zone node registers with.
@@ -155,6 +156,8 @@ type Ownership struct {
 	closeOnce sync.Once
 }
 
+var _ zone.Territory = (*Ownership)(nil)
+
 // Join registers the node in coord with role "zone" and starts following
 // the region table. It returns once the registration is live and the watch
 // is open; the stored table (if any) arrives just after, so Owns may answer
@@ -288,8 +291,8 @@ func (o *Ownership) Context() context.Context { return o.reg.Context() }
 // reopens.
 func (o *Ownership) Fenced() <-chan struct{} { return o.reg.Lost() }
 
-// Err is nil while the node may write; then a *FencedError (ErrFenced) if
-// the lease was lost, or an error matching ErrClosed if it was closed.
+// Err is nil while the node may write; then a *zone.FencedError (zone.ErrFenced) if
+// the lease was lost, or an error matching zone.ErrClosed if it was closed.
 //
 // A node fenced first and closed later keeps reporting the fence: that is
 // why it stopped.
@@ -297,17 +300,17 @@ func (o *Ownership) Err() error {
 	cause := o.reg.Err()
 	switch {
 	case cause == nil && o.closed.Load():
-		return ErrClosed // Close has begun; the registration ends next
+		return zone.ErrClosed // Close has begun; the registration ends next
 	case cause == nil:
 		return nil
 	case errors.Is(cause, coord.ErrMemberClosed):
 		if o.closed.Load() {
-			return ErrClosed
+			return zone.ErrClosed
 		}
 		// Closed under us, by the coord client's Close.
-		return ErrClosed.Wrap("%v", cause)
+		return zone.ErrClosed.Wrap("%v", cause)
 	}
-	return &FencedError{Node: o.name, TableVersion: o.Version(), Cause: cause}
+	return &zone.FencedError{Node: o.name, TableVersion: o.Version(), Cause: cause}
 }
 
 // Table returns the region table the node holds, nil before the first
@@ -350,9 +353,9 @@ func (o *Ownership) OwnerOf(p torus.Pos) string {
 }
 
 // CheckWrite asks for permission to write in region r. It returns the
-// Grant naming the table version that allows it, or *FencedError
-// (ErrFenced) once the lease is lost, ErrClosed after Close, ErrNoTable
-// before the first table, or *NotOwnerError (ErrNotOwner) naming the owner
+// Grant naming the table version that allows it, or *zone.FencedError
+// (zone.ErrFenced) once the lease is lost, zone.ErrClosed after Close, zone.ErrNoTable
+// before the first table, or *zone.NotOwnerError (ErrNotOwner) naming the owner
 // the held table derives.
 func (o *Ownership) CheckWrite(r cells.RegionID) (Grant, error) {
 	if o.isFenced() {
@@ -360,13 +363,13 @@ func (o *Ownership) CheckWrite(r cells.RegionID) (Grant, error) {
 	}
 	h := o.cur.Load()
 	if h.table == nil {
-		return Grant{}, ErrNoTable.Wrap("node %q", o.name)
+		return Grant{}, zone.ErrNoTable.Wrap("node %q", o.name)
 	}
 	if r < 0 || int(r) >= len(h.owned) {
-		return Grant{}, &NotOwnerError{Node: o.name, Region: r, TableVersion: h.version()}
+		return Grant{}, &zone.NotOwnerError{Node: o.name, Region: r, TableVersion: h.version()}
 	}
 	if !h.owned[r] {
-		return Grant{}, &NotOwnerError{Node: o.name, Region: r, Owner: h.table.Owner(r), TableVersion: h.version()}
+		return Grant{}, &zone.NotOwnerError{Node: o.name, Region: r, Owner: h.table.Owner(r), TableVersion: h.version()}
 	}
 	return Grant{Node: o.name, Region: r, TableVersion: h.version(), Lease: o.reg.LeaseID()}, nil
 }

@@ -1,4 +1,4 @@
-package zone_test
+package zonecoord_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/shardwise/shardwise/coord"
 	"github.com/shardwise/shardwise/errcode"
 	"github.com/shardwise/shardwise/torus"
-	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonecoord"
 )
 
 // Two zone nodes join, an operator splits the world between them, and each
@@ -29,12 +29,12 @@ func Example() {
 	}
 	defer c.Close()
 
-	a, err := zone.Join(ctx, zone.JoinConfig{Coord: c, Name: "zone-a"})
+	a, err := zonecoord.Join(ctx, zonecoord.JoinConfig{Coord: c, Name: "zone-a"})
 	if err != nil {
 		panic(err)
 	}
 	defer a.Close()
-	b, err := zone.Join(ctx, zone.JoinConfig{Coord: c, Name: "zone-b"})
+	b, err := zonecoord.Join(ctx, zonecoord.JoinConfig{Coord: c, Name: "zone-b"})
 	if err != nil {
 		panic(err)
 	}

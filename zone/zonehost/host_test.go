@@ -1,4 +1,4 @@
-package zone_test
+package zonehost_test
 
 import (
 	"context"
@@ -31,6 +31,7 @@ import (
 	"github.com/shardwise/shardwise/worldstore"
 	"github.com/shardwise/shardwise/worldstore/sqlworld"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonehost"
 )
 
 // hostGrid is an 8 km torus in 2 km regions; split over two nodes in
@@ -79,8 +80,8 @@ type hostRun struct {
 	done chan error
 
 	mu    sync.Mutex
-	ready zone.HostReady
-	last  zone.HostReport
+	ready zonehost.HostReady
+	last  zonehost.HostReport
 	ticks int
 	ended bool  // Host returned (its error also went to done)
 	err   error // what it returned
@@ -94,26 +95,26 @@ func (h *hostRun) exited() (bool, error) {
 	return h.ended, h.err
 }
 
-func (h *hostRun) report() (zone.HostReport, int) {
+func (h *hostRun) report() (zonehost.HostReport, int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.last, h.ticks
 }
 
-func startHost(ctx context.Context, cfg zone.HostConfig) *hostRun {
+func startHost(ctx context.Context, cfg zonehost.HostConfig) *hostRun {
 	h := &hostRun{name: cfg.Name, done: make(chan error, 1)}
-	cfg.OnReady = func(r zone.HostReady) {
+	cfg.OnReady = func(r zonehost.HostReady) {
 		h.mu.Lock()
 		h.ready = r
 		h.mu.Unlock()
 	}
-	cfg.OnTick = func(r zone.HostReport) {
+	cfg.OnTick = func(r zonehost.HostReport) {
 		h.mu.Lock()
 		h.last, h.ticks = r, h.ticks+1
 		h.mu.Unlock()
 	}
 	go func() {
-		err := zone.Host(ctx, cfg)
+		err := zonehost.Host(ctx, cfg)
 		h.mu.Lock()
 		h.ended, h.err = true, err
 		h.mu.Unlock()
@@ -159,7 +160,7 @@ func TestHostsRunOneWorld(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hosts = append(hosts, startHost(ctx, zone.HostConfig{
+		hosts = append(hosts, startHost(ctx, zonehost.HostConfig{
 			Coord:   coord.ClientConfig{Endpoints: e.Endpoints(), Prefix: prefix},
 			Name:    name,
 			CertDir: certs,
@@ -272,7 +273,7 @@ func soloHost(t *testing.T) (e *coord.Embedded, prefix, certs string, mod zone.M
 func TestHostStopsAfterTicks(t *testing.T) {
 	e, prefix, certs, mod := soloHost(t)
 	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	h := startHost(t.Context(), zone.HostConfig{
+	h := startHost(t.Context(), zonehost.HostConfig{
 		Coord: coord.ClientConfig{Endpoints: e.Endpoints(), Prefix: prefix},
 		Name:  "zone-a", CertDir: certs, Module: mod, Runtime: zone.Config{Grid: hostGrid()},
 		Ticks: 5, Clock: fake,
@@ -307,7 +308,7 @@ func TestHostServesMetrics(t *testing.T) {
 	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	h := startHost(ctx, zone.HostConfig{
+	h := startHost(ctx, zonehost.HostConfig{
 		Coord: coord.ClientConfig{Endpoints: e.Endpoints(), Prefix: prefix},
 		Name:  "zone-a", CertDir: certs, Module: mod, Runtime: zone.Config{Grid: hostGrid()},
 		MetricsAddr: "127.0.0.1:0", Clock: fake,
@@ -437,10 +438,10 @@ func TestHostReturnsFencedWhenCutOff(t *testing.T) {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- zone.Host(t.Context(), zone.HostConfig{
+		done <- zonehost.Host(t.Context(), zonehost.HostConfig{
 			Coord: coord.ClientConfig{Endpoints: []string{proxy.Endpoint()}, Prefix: prefix, DialTimeout: time.Second},
 			Name:  "zone-a", CertDir: certs, TTL: time.Second, Module: mod, Runtime: zone.Config{Grid: hostGrid()},
-			Clock: fake, OnReady: func(zone.HostReady) { close(ready) },
+			Clock: fake, OnReady: func(zonehost.HostReady) { close(ready) },
 		})
 	}()
 	select {
@@ -470,14 +471,14 @@ func TestHostConfigValidateNamesTheField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := zone.HostConfig{
+	good := zonehost.HostConfig{
 		Coord: coord.ClientConfig{Endpoints: []string{"http://127.0.0.1:1"}},
 		Name:  "zone-a", CertDir: "certs", Module: mod,
 	}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("a good configuration is refused: %v", err)
 	}
-	gw := func(c *zone.HostConfig) {
+	gw := func(c *zonehost.HostConfig) {
 		c.GatewayAddr, c.Cluster, c.LoginKeys = "127.0.0.1:0", "c", []ed25519.PublicKey{make(ed25519.PublicKey, 32)}
 		c.DirectoryURL, c.WorldStoreURL = "redis://127.0.0.1:6379/0", "sqlite:///tmp/world.db"
 	}
@@ -488,43 +489,43 @@ func TestHostConfigValidateNamesTheField(t *testing.T) {
 	}
 	cases := []struct {
 		field string
-		edit  func(c *zone.HostConfig)
+		edit  func(c *zonehost.HostConfig)
 	}{
-		{"HostConfig.Coord.Endpoints", func(c *zone.HostConfig) { c.Coord.Endpoints = nil }},
-		{"HostConfig.Coord.Prefix", func(c *zone.HostConfig) { c.Coord.Prefix = "nope" }},
-		{"HostConfig.Name", func(c *zone.HostConfig) { c.Name = "" }},
-		{"HostConfig.Name", func(c *zone.HostConfig) { c.Name = "Zone A" }},
-		{"HostConfig.CertDir", func(c *zone.HostConfig) { c.CertDir = "" }},
-		{"HostConfig.ListenAddr", func(c *zone.HostConfig) { c.ListenAddr = "7100" }},
-		{"HostConfig.AdvertiseAddr", func(c *zone.HostConfig) { c.AdvertiseAddr = "10.0.0.5:0" }},
-		{"HostConfig.MetricsAddr", func(c *zone.HostConfig) { c.MetricsAddr = "9100" }},
-		{"HostConfig.TTL", func(c *zone.HostConfig) { c.TTL = 1500 * time.Millisecond }},
-		{"HostConfig.Module", func(c *zone.HostConfig) { c.Module = nil }},
-		{"HostConfig.Runtime.Name", func(c *zone.HostConfig) { c.Runtime.Name = "zone-b" }},
-		{"HostConfig.Runtime.Node", func(c *zone.HostConfig) { c.Runtime.Node = 3 }},
-		{"HostConfig.Runtime.Lease", func(c *zone.HostConfig) { c.Runtime.Lease = 9 }},
-		{"HostConfig.Runtime.Accept", func(c *zone.HostConfig) { c.Runtime.Accept = func(string, int64) bool { return true } }},
-		{"HostConfig.Runtime.TickInterval", func(c *zone.HostConfig) { c.Runtime.TickInterval = -time.Millisecond }},
-		{"HostConfig.Runtime.WorldStore", func(c *zone.HostConfig) { c.Runtime.WorldStore = worldstore.NewMemory(nil) }},
-		{"HostConfig.Cluster", func(c *zone.HostConfig) { c.Cluster = "c" }},
-		{"HostConfig.LoginKeys", func(c *zone.HostConfig) { c.LoginKeys = []ed25519.PublicKey{make(ed25519.PublicKey, 32)} }},
-		{"HostConfig.DirectoryURL", func(c *zone.HostConfig) { c.DirectoryURL = "redis://x" }},
-		{"HostConfig.WorldStoreURL", func(c *zone.HostConfig) { c.WorldStoreURL = "sqlite:///x" }},
-		{"HostConfig.GatewayAddr", func(c *zone.HostConfig) { gw(c); c.GatewayAddr = "8080" }},
-		{"HostConfig.Cluster", func(c *zone.HostConfig) { gw(c); c.Cluster = "" }},
-		{"HostConfig.LoginKeys", func(c *zone.HostConfig) { gw(c); c.LoginKeys = nil }},
-		{"HostConfig.LoginKeys", func(c *zone.HostConfig) { gw(c); c.LoginKeys = []ed25519.PublicKey{{1, 2}} }},
-		{"HostConfig.DirectoryURL", func(c *zone.HostConfig) { gw(c); c.DirectoryURL = "valkey:/x" }},
-		{"HostConfig.WorldStoreURL", func(c *zone.HostConfig) { gw(c); c.WorldStoreURL = "mysql://x" }},
-		{"HostConfig.Directory", func(c *zone.HostConfig) { c.Directory = sharedDir(t) }},
-		{"HostConfig.WorldStore", func(c *zone.HostConfig) { c.WorldStore = worldstore.NewMemory(nil) }},
-		{"HostConfig.Directory", func(c *zone.HostConfig) { gw(c); c.Directory = sharedDir(t) }},
-		{"HostConfig.WorldStore", func(c *zone.HostConfig) { gw(c); c.WorldStore = worldstore.NewMemory(nil) }},
-		{"HostConfig.GatewayLimits", func(c *zone.HostConfig) { c.GatewayLimits.MaxConnsPerAddr = 4 }},
-		{"HostConfig.GatewayLimits.HTTPIdleTimeout", func(c *zone.HostConfig) { gw(c); c.GatewayLimits.HTTPIdleTimeout = time.Millisecond }},
-		{"HostConfig.GatewayLimits.IdleTimeout", func(c *zone.HostConfig) { gw(c); c.GatewayLimits.IdleTimeout = time.Millisecond }},
-		{"HostConfig.GatewayResumeWindow", func(c *zone.HostConfig) { c.GatewayResumeWindow = time.Minute }},
-		{"HostConfig.GatewayResumeWindow", func(c *zone.HostConfig) { gw(c); c.GatewayResumeWindow = 10 * time.Millisecond }},
+		{"HostConfig.Coord.Endpoints", func(c *zonehost.HostConfig) { c.Coord.Endpoints = nil }},
+		{"HostConfig.Coord.Prefix", func(c *zonehost.HostConfig) { c.Coord.Prefix = "nope" }},
+		{"HostConfig.Name", func(c *zonehost.HostConfig) { c.Name = "" }},
+		{"HostConfig.Name", func(c *zonehost.HostConfig) { c.Name = "Zone A" }},
+		{"HostConfig.CertDir", func(c *zonehost.HostConfig) { c.CertDir = "" }},
+		{"HostConfig.ListenAddr", func(c *zonehost.HostConfig) { c.ListenAddr = "7100" }},
+		{"HostConfig.AdvertiseAddr", func(c *zonehost.HostConfig) { c.AdvertiseAddr = "10.0.0.5:0" }},
+		{"HostConfig.MetricsAddr", func(c *zonehost.HostConfig) { c.MetricsAddr = "9100" }},
+		{"HostConfig.TTL", func(c *zonehost.HostConfig) { c.TTL = 1500 * time.Millisecond }},
+		{"HostConfig.Module", func(c *zonehost.HostConfig) { c.Module = nil }},
+		{"HostConfig.Runtime.Name", func(c *zonehost.HostConfig) { c.Runtime.Name = "zone-b" }},
+		{"HostConfig.Runtime.Node", func(c *zonehost.HostConfig) { c.Runtime.Node = 3 }},
+		{"HostConfig.Runtime.Lease", func(c *zonehost.HostConfig) { c.Runtime.Lease = 9 }},
+		{"HostConfig.Runtime.Accept", func(c *zonehost.HostConfig) { c.Runtime.Accept = func(string, int64) bool { return true } }},
+		{"HostConfig.Runtime.TickInterval", func(c *zonehost.HostConfig) { c.Runtime.TickInterval = -time.Millisecond }},
+		{"HostConfig.Runtime.WorldStore", func(c *zonehost.HostConfig) { c.Runtime.WorldStore = worldstore.NewMemory(nil) }},
+		{"HostConfig.Cluster", func(c *zonehost.HostConfig) { c.Cluster = "c" }},
+		{"HostConfig.LoginKeys", func(c *zonehost.HostConfig) { c.LoginKeys = []ed25519.PublicKey{make(ed25519.PublicKey, 32)} }},
+		{"HostConfig.DirectoryURL", func(c *zonehost.HostConfig) { c.DirectoryURL = "redis://x" }},
+		{"HostConfig.WorldStoreURL", func(c *zonehost.HostConfig) { c.WorldStoreURL = "sqlite:///x" }},
+		{"HostConfig.GatewayAddr", func(c *zonehost.HostConfig) { gw(c); c.GatewayAddr = "8080" }},
+		{"HostConfig.Cluster", func(c *zonehost.HostConfig) { gw(c); c.Cluster = "" }},
+		{"HostConfig.LoginKeys", func(c *zonehost.HostConfig) { gw(c); c.LoginKeys = nil }},
+		{"HostConfig.LoginKeys", func(c *zonehost.HostConfig) { gw(c); c.LoginKeys = []ed25519.PublicKey{{1, 2}} }},
+		{"HostConfig.DirectoryURL", func(c *zonehost.HostConfig) { gw(c); c.DirectoryURL = "valkey:/x" }},
+		{"HostConfig.WorldStoreURL", func(c *zonehost.HostConfig) { gw(c); c.WorldStoreURL = "mysql://x" }},
+		{"HostConfig.Directory", func(c *zonehost.HostConfig) { c.Directory = sharedDir(t) }},
+		{"HostConfig.WorldStore", func(c *zonehost.HostConfig) { c.WorldStore = worldstore.NewMemory(nil) }},
+		{"HostConfig.Directory", func(c *zonehost.HostConfig) { gw(c); c.Directory = sharedDir(t) }},
+		{"HostConfig.WorldStore", func(c *zonehost.HostConfig) { gw(c); c.WorldStore = worldstore.NewMemory(nil) }},
+		{"HostConfig.GatewayLimits", func(c *zonehost.HostConfig) { c.GatewayLimits.MaxConnsPerAddr = 4 }},
+		{"HostConfig.GatewayLimits.HTTPIdleTimeout", func(c *zonehost.HostConfig) { gw(c); c.GatewayLimits.HTTPIdleTimeout = time.Millisecond }},
+		{"HostConfig.GatewayLimits.IdleTimeout", func(c *zonehost.HostConfig) { gw(c); c.GatewayLimits.IdleTimeout = time.Millisecond }},
+		{"HostConfig.GatewayResumeWindow", func(c *zonehost.HostConfig) { c.GatewayResumeWindow = time.Minute }},
+		{"HostConfig.GatewayResumeWindow", func(c *zonehost.HostConfig) { gw(c); c.GatewayResumeWindow = 10 * time.Millisecond }},
 	}
 	for _, c := range cases {
 		cfg := good
@@ -535,7 +536,7 @@ func TestHostConfigValidateNamesTheField(t *testing.T) {
 			t.Errorf("%s: Validate = %v, want a config error on %s", c.field, err, c.field)
 			continue
 		}
-		if herr := zone.Host(t.Context(), cfg); herr == nil || herr.Error() != err.Error() {
+		if herr := zonehost.Host(t.Context(), cfg); herr == nil || herr.Error() != err.Error() {
 			t.Errorf("%s: Host = %v, want Validate's %v", c.field, herr, err)
 		}
 	}
@@ -545,7 +546,7 @@ func TestHostConfigValidateNamesTheField(t *testing.T) {
 // players) for a gateway: an etcd, a prefix holding a table of the nodes
 // names (zone-a first), zone-a's certificates, a login key pair and a
 // base configuration with the gateway on a free port.
-func gatewayHost(t *testing.T, nodes ...string) (zone.HostConfig, *logintoken.Issuer) {
+func gatewayHost(t *testing.T, nodes ...string) (zonehost.HostConfig, *logintoken.Issuer) {
 	t.Helper()
 	e := hostEtcd(t)
 	prefix := fmt.Sprintf("/hosttest/%d/", time.Now().UnixNano())
@@ -575,7 +576,7 @@ func gatewayHost(t *testing.T, nodes ...string) (zone.HostConfig, *logintoken.Is
 	if err != nil {
 		t.Fatal(err)
 	}
-	return zone.HostConfig{
+	return zonehost.HostConfig{
 		Coord: coord.ClientConfig{Endpoints: e.Endpoints(), Prefix: prefix},
 		Name:  nodes[0], CertDir: certs, Module: mod, Runtime: gc.RuntimeConfig(),
 		GatewayAddr: "127.0.0.1:0", Cluster: "hosttest", LoginKeys: []ed25519.PublicKey{pub},
@@ -696,9 +697,9 @@ func TestHostServesPlayers(t *testing.T) {
 // them Host refuses to start, naming the field and the other node.
 func TestHostRefusesUnsharedStoresWithPeers(t *testing.T) {
 	cfg, _ := gatewayHost(t, "zone-a", "zone-b")
-	refuses := func(t *testing.T, cfg zone.HostConfig, field string) {
+	refuses := func(t *testing.T, cfg zonehost.HostConfig, field string) {
 		t.Helper()
-		err := zone.Host(t.Context(), cfg)
+		err := zonehost.Host(t.Context(), cfg)
 		var ce *errcode.ConfigError
 		if !errors.As(err, &ce) || ce.Field != field || !strings.Contains(ce.Reason, "zone-b") {
 			t.Errorf("Host = %v, want a config error on %s naming zone-b", err, field)
@@ -713,7 +714,7 @@ func TestHostRefusesUnsharedStoresWithPeers(t *testing.T) {
 }
 
 // sharedDir is an in-process directory, as HostConfig.Directory takes.
-func sharedDir(t *testing.T) zone.SharedDirectory {
+func sharedDir(t *testing.T) zonehost.SharedDirectory {
 	t.Helper()
 	d, err := directory.NewMemory(directory.MemoryConfig{})
 	if err != nil {

@@ -1,4 +1,4 @@
-package zone_test
+package zonehost_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/link/linktest"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonehost"
 )
 
 // TestHostServesARotatedLinkCertificate: a node's link presents, to each
@@ -50,16 +51,16 @@ func TestHostServesARotatedLinkCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
-	readyc := make(chan zone.HostReady, 1)
+	readyc := make(chan zonehost.HostReady, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- zone.Host(ctx, zone.HostConfig{
+		done <- zonehost.Host(ctx, zonehost.HostConfig{
 			Coord: coord.ClientConfig{Endpoints: e.Endpoints(), Prefix: prefix},
 			Name:  "zone-a", CertDir: dir, Module: mod, Runtime: zone.Config{Grid: hostGrid()},
 			// A fake clock that nobody advances: the node stays before its
 			// first tick, with its link listening.
 			Clock:   clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
-			OnReady: func(r zone.HostReady) { readyc <- r },
+			OnReady: func(r zonehost.HostReady) { readyc <- r },
 		})
 	}()
 	defer func() {
@@ -68,7 +69,7 @@ func TestHostServesARotatedLinkCertificate(t *testing.T) {
 			t.Errorf("host: %v", err)
 		}
 	}()
-	var ready zone.HostReady
+	var ready zonehost.HostReady
 	select {
 	case ready = <-readyc:
 	case err := <-done:

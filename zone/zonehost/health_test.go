@@ -1,4 +1,4 @@
-package zone_test
+package zonehost_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/link"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonehost"
 )
 
 // probe GETs a probe path and returns its status and body.
@@ -62,11 +63,11 @@ func TestHostProbes(t *testing.T) {
 	}()
 	done := make(chan error, 1)
 	go func() {
-		done <- zone.Host(t.Context(), zone.HostConfig{
+		done <- zonehost.Host(t.Context(), zonehost.HostConfig{
 			Coord: coord.ClientConfig{Endpoints: []string{proxy.Endpoint()}, Prefix: prefix, DialTimeout: time.Second},
 			Name:  "zone-a", CertDir: certs, TTL: time.Second, Module: mod, Runtime: zone.Config{Grid: hostGrid()},
 			MetricsAddr: "127.0.0.1:0", Clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
-			OnReady: func(zone.HostReady) { <-release },
+			OnReady: func(zonehost.HostReady) { <-release },
 		})
 	}()
 
