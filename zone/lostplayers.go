@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/worldstore"
 	"github.com/shardwise/shardwise/zone/internal/wire"
@@ -37,6 +38,25 @@ import (
 //     ids (the client gets a new You).
 //   - a player brought in at a position whose owner in the table is a
 //     dead node waits for the failover's table (spawnFor).
+//
+// And a player whose session ended while its node was dead: the leave (a
+// logout, or a socket that closed) is an intent to the master's node, and
+// one sent to a dead node before the standby adopted the master is lost.
+// The adopted master would stay in the world with nobody to play it. So
+// the node that adopts a client player's master keeps it unclaimed for
+// Config.Timers.Unclaimed ticks (checkUnclaimed). A session claims it by
+// a takeover this node answers Taken (answerTakeover: the gateway that
+// asked sends its intents, its leave included, here from then on), by
+// playing it from this node's own gateway, or by a newer session epoch
+// reaching it (tellPlayer). At the end of the wait, a session of the
+// account still looking for its player here, or a live peer that routes
+// the account (its gateway serves a session that has not asked yet),
+// starts the wait again: a master a live session may play is never taken
+// out. Otherwise it is saved and taken out as a logout does (logoutHere:
+// the same save fence, so a login meanwhile waits for the save and loads
+// it, never an older record; a takeover that reaches the master first
+// takes it over). A master that leaves this node within the wait (a
+// handoff) is no longer watched here.
 
 // verifyAgain is how long after every node said NotHere of a session's
 // master the session asks again: longer than a handoff takes to be
@@ -51,6 +71,23 @@ type lostPlayers struct {
 	// abandoned: the sessions' ends hand nothing to the world
 	// (AbandonSessions).
 	abandoned atomic.Bool
+
+	// adopted is CheckpointStats.Adopted when the adopted entities were
+	// last looked at; from the first tick whose adoptions are not looked
+	// at yet.
+	adopted int
+	from    uint64
+	// unclaimed are the client players' masters adopted here that no
+	// session has claimed yet.
+	unclaimed map[ecs.ID]unclaimedMaster
+}
+
+// unclaimedMaster is an adopted master awaiting a session: the account
+// and session it answered to when adopted, and the tick its wait ends.
+type unclaimedMaster struct {
+	account account.ID
+	session uint64
+	until   uint64
 }
 
 // AbandonSessions makes the gateway role let go of its sessions the way a
@@ -195,4 +232,78 @@ func (r *Runtime) masterLost(g *gwSession) {
 	r.clearViewer(a)
 	r.Attach(a, g)
 	r.loadFor(g)
+}
+
+// checkUnclaimed files the client players' masters adopted since the
+// last call, and takes out (saved) those no session claimed in time.
+func (r *Runtime) checkUnclaimed(tick uint64) {
+	c := r.cluster
+	if c == nil || r.players == nil || r.fencedNow() {
+		return
+	}
+	l := &r.lost
+	wait := ticks(r.cfg.Timers.Unclaimed)
+	if n := c.ckpt.stats.Adopted; n != l.adopted {
+		l.adopted = n
+		now := r.w.CurrentTick().N
+		for id, at := range c.ckpt.restored {
+			if at < l.from {
+				continue
+			}
+			o, ok := r.owner.Get(id)
+			if !ok || o.Session == 0 {
+				continue
+			}
+			if _, ok := r.petOf(id); !ok {
+				continue // a pet: it goes with its master
+			}
+			if l.unclaimed == nil {
+				l.unclaimed = make(map[ecs.ID]unclaimedMaster)
+			}
+			l.unclaimed[id] = unclaimedMaster{account: o.Account, session: o.Session, until: tick + wait}
+		}
+		l.from = now + 1
+	}
+	if len(l.unclaimed) == 0 {
+		return
+	}
+	for _, id := range slices.Sorted(maps.Keys(l.unclaimed)) {
+		u := l.unclaimed[id]
+		if r.w.Alive(id) && r.w.Leaving(id) {
+			continue // a handoff in flight: watched again once it ends
+		}
+		o, ok := r.owner.Get(id)
+		g := r.gw[u.account]
+		if !ok || !r.holdsReal(id) || o.Session > u.session || g != nil && g.master == id {
+			// Gone or handed on; taken over by a newer session; or
+			// played from this node's gateway.
+			delete(l.unclaimed, id)
+			continue
+		}
+		if tick < u.until {
+			continue
+		}
+		if g != nil && g.master == 0 && !g.closed || c.sessionRouted(u.account) {
+			// A session of the account may claim it yet.
+			u.until = tick + wait
+			l.unclaimed[id] = u
+			continue
+		}
+		delete(l.unclaimed, id)
+		r.cfg.Logger.Info("zone: an adopted player's master has no session: saved and taken out",
+			"account", u.account, "session", u.session, "master", id)
+		if r.logoutHere(id, o) {
+			r.pstats.Unclaimed++
+		}
+	}
+}
+
+// claimed ends the wait of an adopted master: a session plays it.
+func (r *Runtime) claimed(master ecs.ID) { delete(r.lost.unclaimed, master) }
+
+// sessionRouted reports whether a live peer's gateway serves a session
+// of a (its routes).
+func (c *cluster) sessionRouted(a account.ID) bool {
+	p, ok := c.routes[a]
+	return ok && c.maybeLive(p)
 }

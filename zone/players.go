@@ -95,6 +95,10 @@ type PlayerStats struct {
 	// lost with a node that died (no live node had them, nor a checkpoint
 	// of them) and that brought their player in again from the store.
 	Lost int
+	// Unclaimed counts the players this node adopted on failover that no
+	// session claimed within Config.Timers.Unclaimed, saved and taken out
+	// as at logout (counted in Removed too).
+	Unclaimed int
 }
 
 // PlayerStats returns the gateway role's counters. Like the world, it is
@@ -139,18 +143,27 @@ func (r *Runtime) applyPlayerIntent(in Intent) {
 		r.pstats.Inputs++
 		r.players.Input(in.Target, gi)
 	case intentLogout:
-		if r.players == nil {
-			return
-		}
-		a, session := o.Account, o.Session
-		if ok, queued := r.savePlayer(in.Target, o, true); ok {
-			r.players.Remove(in.Target)
-			r.pstats.Removed++
-			if queued {
-				r.fenceSave(a, session)
-			}
+		if r.players != nil {
+			r.logoutHere(in.Target, o)
 		}
 	}
+}
+
+// logoutHere saves the player whose master is id (simulated here, owned
+// as o) and takes it out of the world; a login of the account meanwhile
+// waits for the save to land (fenceSave). False if id is no master.
+func (r *Runtime) logoutHere(id ecs.ID, o *Owner) bool {
+	a, session := o.Account, o.Session
+	ok, queued := r.savePlayer(id, o, true)
+	if !ok {
+		return false
+	}
+	r.players.Remove(id)
+	r.pstats.Removed++
+	if queued {
+		r.fenceSave(a, session)
+	}
+	return true
 }
 
 // savePlayer queues the record of the player whose master is id for the
@@ -264,16 +277,21 @@ func (r *Runtime) masterOf(a account.ID, below uint64) (master, pet ecs.ID, ok b
 		if ok || o.Account != a || o.Session == 0 || o.Session >= below || !r.holdsReal(id) {
 			return
 		}
-		if r.players.Pet != nil {
-			pet, ok = r.players.Pet(id)
-		} else {
-			_, ok = r.players.Save(id)
-		}
-		if ok {
+		if pet, ok = r.petOf(id); ok {
 			master = id
 		}
 	})
 	return master, pet, ok
+}
+
+// petOf names the pet of the player whose master is id (Players.Pet, or
+// without it no pet); ok false if id is no player's master.
+func (r *Runtime) petOf(id ecs.ID) (pet ecs.ID, ok bool) {
+	if r.players.Pet != nil {
+		return r.players.Pet(id)
+	}
+	_, ok = r.players.Save(id)
+	return 0, ok
 }
 
 // holdsReal reports whether id is simulated here, or would be but for a
@@ -816,6 +834,7 @@ func (r *Runtime) clearViewer(a account.ID) {
 // takeover got no answer in time.
 func (r *Runtime) checkTakeovers(tick uint64) {
 	r.seeDeadPeers()
+	r.checkUnclaimed(tick)
 	due := r.dueJoins[:0]
 	for a, g := range r.gw {
 		if (g.waitUntil != 0 && tick >= g.waitUntil) || (g.reattachAt != 0 && tick >= g.reattachAt) || (g.closed && tick >= g.orphanAt) ||
@@ -918,6 +937,7 @@ func (r *Runtime) answerTakeover(from string, m wire.Player) wire.Player {
 	reply := wire.Player{Fence: c.fence(), Op: wire.PlayerNotHere, Account: a, Session: m.Session}
 	taken := func(master, pet ecs.ID) {
 		r.tellPlayer(m.Session, master, pet)
+		r.claimed(master)
 		reply.Op, reply.Master, reply.Pet = wire.PlayerTaken, uint64(master), uint64(pet)
 		if ch, ok := r.vis.ChunkOf(master); ok {
 			reply.Chunk = ch

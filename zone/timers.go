@@ -18,6 +18,7 @@ import (
 //	Resend <= Hold                a refused subscription is asked again before its held vanish gives up
 //	TableGrace <= Went            intents routed by the old owners' ghosts (the grace) still find the entity
 //	CheckpointEvery <= HandoffRetry   an entity's epoch rises by at most 3 on its node between two checkpoints (the adoption's margin, checkpoint.go)
+//	FullRoutes <= Unclaimed       a live session's route, missed as a delta, is learned again before its adopted master is taken for unclaimed
 //	Hold <= FenceHold             a vanish held from a peer when its lease ends keeps at least the wait it had
 type Timers struct {
 	// Park is how long the ghosts of a chunk this node stops holding are
@@ -58,6 +59,13 @@ type Timers struct {
 	// entities it simulates to each region's standby (checkpoint.go): the
 	// most simulation a failover loses. Default 20 (1 s at 20 Hz).
 	CheckpointEvery int
+	// Unclaimed is how long a client player's master this node adopted
+	// on failover waits for a session to claim it (lostplayers.go)
+	// before it is saved and taken out of the world, as a logout does:
+	// the leave of a session that ended while its node was dead went
+	// nowhere. A live session's gateway routing the account starts the
+	// wait again. Default 200 (10 s at 20 Hz).
+	Unclaimed int
 	// FenceHold bounds how long the ghosts of a peer whose lease ended
 	// are held where they stood (fencehold.go) for a failover's standby
 	// to adopt them: what no live node sends at a higher epoch by then
@@ -87,6 +95,7 @@ func DefaultTimers() Timers {
 		HandoffTimeout: defaultHandoffTimeout, HandoffRetry: 40,
 		TableGrace: 100, Went: 200, FullRoutes: 100,
 		CheckpointEvery: defaultCheckpointEvery, FenceHold: 100,
+		Unclaimed: 200,
 	}
 }
 
@@ -126,6 +135,7 @@ func (t Timers) Validate() error {
 		{"Resend", "Hold", false, "a refused subscription must be asked again before its held vanish gives up"},
 		{"TableGrace", "Went", false, "intents routed through the old owners during the grace must still find the entity"},
 		{"CheckpointEvery", "HandoffRetry", false, "an entity's epoch may rise by at most 3 between two checkpoints (the adoption's epoch margin)"},
+		{"FullRoutes", "Unclaimed", false, "a live session's route must be learned again before its adopted master is taken for unclaimed"},
 		{"Hold", "FenceHold", false, "a vanish held from a peer whose lease ends must keep at least the wait it had"},
 	} {
 		a, b := *t.field(r.a), *t.field(r.b)
@@ -152,6 +162,7 @@ func (t *Timers) fields() []timerField {
 		{"HandoffTimeout", &t.HandoffTimeout}, {"HandoffRetry", &t.HandoffRetry},
 		{"TableGrace", &t.TableGrace}, {"Went", &t.Went}, {"FullRoutes", &t.FullRoutes},
 		{"CheckpointEvery", &t.CheckpointEvery}, {"FenceHold", &t.FenceHold},
+		{"Unclaimed", &t.Unclaimed},
 	}
 }
 

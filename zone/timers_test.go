@@ -48,6 +48,8 @@ func TestTimersValidate(t *testing.T) {
 		{"went shorter than the grace", func(t *zone.Timers) { t.Went = d.TableGrace - 1 }, "Config.Timers.TableGrace"},
 		{"negative checkpoint interval", func(t *zone.Timers) { t.CheckpointEvery = -1 }, "Config.Timers.CheckpointEvery"},
 		{"checkpoints rarer than handoff retries", func(t *zone.Timers) { t.CheckpointEvery = d.HandoffRetry + 1 }, "Config.Timers.CheckpointEvery"},
+		{"negative unclaimed wait", func(t *zone.Timers) { t.Unclaimed = -1 }, "Config.Timers.Unclaimed"},
+		{"unclaimed wait shorter than the full routes", func(t *zone.Timers) { t.Unclaimed = d.FullRoutes - 1 }, "Config.Timers.FullRoutes"},
 		{"negative fence hold", func(t *zone.Timers) { t.FenceHold = -1 }, "Config.Timers.FenceHold"},
 		{"fence hold shorter than the hold", func(t *zone.Timers) { t.FenceHold = d.Hold - 1 }, "Config.Timers.Hold"},
 	} {
@@ -75,6 +77,7 @@ func TestTimersValidate(t *testing.T) {
 		{FullRoutes: 2},
 		{CheckpointEvery: d.HandoffRetry},
 		{CheckpointEvery: 1},
+		{Unclaimed: d.FullRoutes},
 		{FenceHold: d.Hold},
 	} {
 		if err := ok.Validate(); err != nil {
