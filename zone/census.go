@@ -38,7 +38,7 @@ func (r *Runtime) RenderGhost(id ecs.ID) (RenderGhost, bool) {
 	if r.cluster == nil {
 		return RenderGhost{}, false
 	}
-	src, ok := r.cluster.source[id]
+	src, ok := r.cluster.sourceOf(id)
 	if !ok {
 		return RenderGhost{}, false
 	}
@@ -47,9 +47,7 @@ func (r *Runtime) RenderGhost(id ecs.ID) (RenderGhost, bool) {
 		return RenderGhost{}, false
 	}
 	g := RenderGhost{Source: src, Epoch: stamp.Epoch, Chunk: ch}
-	_, g.Parked = r.cluster.parked[id]
-	_, g.Held = r.cluster.holding[id]
-	_, g.Fenced = r.cluster.fenceHeld[id]
+	g.Parked, g.Held, g.Fenced = r.cluster.isParked(id), r.cluster.isHeld(id), r.cluster.isFenceHeld(id)
 	for _, s := range r.synced {
 		if s.store != r.pos {
 			continue

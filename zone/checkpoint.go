@@ -1114,8 +1114,8 @@ func (c *cluster) finishAdoption(a *adoption) {
 		// its snapshots for a while: zonesim FourWays kill seed 109) and
 		// gives way to the adopted entity. restore takes either over in
 		// place.
-		if r.w.Alive(id) && !r.ghost.Has(id) ||
-			c.isGhost(id) && !slices.Contains(a.dead, c.source[id]) && !slices.Contains(a.asked, c.source[id]) {
+		if src, ghost := c.sourceOf(id); r.w.Alive(id) && !r.ghost.Has(id) ||
+			ghost && !slices.Contains(a.dead, src) && !slices.Contains(a.asked, src) {
 			ck.stats.Here++ // held here, or a live peer sends it
 			continue
 		}
@@ -1146,7 +1146,6 @@ func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec
 	// A ghost of it here (held at the dead node's fence, or parked) is
 	// taken over in place: whoever sees it goes on seeing it, no vanish.
 	filed, wasIndexed := c.takeOverGhost(id)
-	delete(c.went, id)
 	if err := r.w.CreateEntity(id); err != nil {
 		if wasIndexed {
 			r.vis.Evict(id)
@@ -1170,7 +1169,7 @@ func (c *cluster) restore(id ecs.ID, s handoff.Snapshot, byName map[string]codec
 	if c.ckpt.bugs.noRaise {
 		epoch = s.Epoch
 	}
-	c.epochs[id] = epoch
+	c.restored(id, epoch)
 	if wasIndexed {
 		c.adoptedInPlace(id, filed, wasIndexed)
 	} else {
@@ -1199,7 +1198,7 @@ func (c *cluster) checkCheckpoints(breach func(int, ecs.ID, string, ...any)) {
 				continue
 			}
 			held := c.epochOf(id)
-			if o := c.pending[id]; o != nil {
+			if o := c.outgoingOf(id); o != nil {
 				held = max(held, o.epoch)
 			}
 			if s.Epoch > held {

@@ -66,8 +66,9 @@ type cluster struct {
 	changed map[torus.ChunkPos]struct{}
 	subOut  map[string]*wire.Subscribe
 	gaps    map[string]bool
-	source  map[ecs.ID]string       // render ghost → the peer it came from
 	band    map[torus.ChunkPos]bool // foreign chunks in the interaction band
+	// ents is the one table of per-entity protocol state (entity.go).
+	ents entities
 	// goneGhosts are the ghosts removed this tick: the vanish the
 	// visibility index raises for them is not sent on to peers either.
 	goneGhosts map[ecs.ID]struct{}
@@ -83,23 +84,11 @@ type cluster struct {
 	// over with no ghost kept), with the epoch and chunk they had: their
 	// vanish goes out this tick under that epoch, naming that chunk.
 	parting map[ecs.ID]parted
-	// holding are ghosts whose simulator said they went out of sight into a
-	// chunk this node holds but does not yet receive from that simulator
-	// (holdVanish): kept until its snapshot of the chunk, or vanished.
-	holding map[ecs.ID]heldVanish
 	// awaiting are the chunks this node asked a peer for whose snapshot
 	// has not come yet: until it comes, the peer may not count this node
 	// as an observer there.
 	awaiting map[peerChunk]struct{}
-	// parked are ghosts of a chunk this node stopped receiving from their
-	// source and no longer holds (so nobody here sees them), kept for a
-	// few ticks (parkChunk).
-	parked map[ecs.ID]parkedGhost
-	// fenceHeld are the ghosts of peers whose lease ended, kept as they
-	// stood until a live node sends them at a higher epoch, this node
-	// adopts them, or Timers.FenceHold passes (fencehold.go).
-	fenceHeld map[ecs.ID]fenceHeld
-	events    []replica.Event
+	events   []replica.Event
 	// replicationFirst makes drain apply the queued replication batches
 	// before the control messages (set only by tests: the two travel on
 	// different streams, so either order can happen).
@@ -141,26 +130,12 @@ type cluster struct {
 	intentsOut map[string][]wire.Intent
 
 	// Handoff (handoff.go).
-	epochs    map[ecs.ID]uint64 // local entities above the first epoch
-	pending   map[ecs.ID]*outgoing
-	retryAt   map[ecs.ID]uint64
 	toHand    []ecs.ID
 	handTable *cells.Table // the table the handoff last checked every entity against
 	adopted   []ecs.ID
 	settle    []ecs.ID                    // adopted where their ghost was filed: reindex hooks at the end of the tick
-	thawAt    map[ecs.ID]uint64           // adopted, frozen until a tick after this time (ms)
-	went      map[ecs.ID]wentTo           // handed on, or a ghost gone out of sight: where intents follow it
 	handedIn  map[torus.ChunkPos][]ecs.ID // the went records this node handed over, by chunk, for snapshots
 	hstats    HandoffStats
-
-	// outside are the local entities standing in a region another node
-	// owns (within the margin, or waiting to go): considerHandoff checks
-	// them at every tick, not only when they change chunk.
-	outside map[ecs.ID]struct{}
-	// rehomed are the local entities standing in a region whose owner a
-	// table changed (to another node): they go to it whatever the margin
-	// (handoffTarget).
-	rehomed map[ecs.ID]struct{}
 
 	progMu   sync.Mutex
 	progress Progress
@@ -227,6 +202,11 @@ type ClusterStats struct {
 	// sender's snapshot of the chunk, or the sender was not a simulator
 	// there, or 20 ticks passed).
 	VanishesHeld, VanishesHeldApplied int
+	// PhaseErrors counts the protocol's per-entity transitions refused
+	// because the entity's record was in a phase the transition does not
+	// leave (a protocol bug; each is logged, and CheckInvariants reports
+	// the first as invariant 14).
+	PhaseErrors int
 	// FenceHeld counts ghosts held at their source's fence (fencehold.go);
 	// FenceHeldVanished those of them that vanished after all (nobody
 	// sent them at a higher epoch within Timers.FenceHold, or this node
@@ -338,15 +318,12 @@ func newCluster(r *Runtime, tr Transport) (*cluster, error) {
 		changed:    make(map[torus.ChunkPos]struct{}),
 		subOut:     make(map[string]*wire.Subscribe),
 		gaps:       make(map[string]bool),
-		source:     make(map[ecs.ID]string),
+		ents:       newEntities(),
 		band:       make(map[torus.ChunkPos]bool),
 		goneGhosts: make(map[ecs.ID]struct{}),
 		wasGhost:   make(map[ecs.ID][]Subscriber),
 		parting:    make(map[ecs.ID]parted),
-		holding:    make(map[ecs.ID]heldVanish),
 		awaiting:   make(map[peerChunk]struct{}),
-		parked:     make(map[ecs.ID]parkedGhost),
-		fenceHeld:  make(map[ecs.ID]fenceHeld),
 		leaseOf:    make(map[string]int64),
 		fenced:     make(map[string]int64),
 		resendAt:   make(map[string]uint64),
@@ -363,13 +340,6 @@ func newCluster(r *Runtime, tr Transport) (*cluster, error) {
 		mine:       make(map[account.ID]bool),
 		routeSet:   make(map[account.ID]bool),
 		intentsOut: make(map[string][]wire.Intent),
-		epochs:     make(map[ecs.ID]uint64),
-		pending:    make(map[ecs.ID]*outgoing),
-		retryAt:    make(map[ecs.ID]uint64),
-		outside:    make(map[ecs.ID]struct{}),
-		rehomed:    make(map[ecs.ID]struct{}),
-		thawAt:     make(map[ecs.ID]uint64),
-		went:       make(map[ecs.ID]wentTo),
 		handedIn:   make(map[torus.ChunkPos][]ecs.ID),
 		peerTable:  make(map[string]uint64),
 		ckpt:       newCkptState(),
@@ -704,7 +674,7 @@ func (c *cluster) sub(peer string) *wire.Subscribe {
 func (c *cluster) dropChunk(peer string, ch torus.ChunkPos) {
 	var gone []uint64
 	for _, e := range c.rep.AppendResidents(nil, ch) {
-		if c.source[ecs.ID(e)] == peer {
+		if src, _ := c.sourceOf(ecs.ID(e)); src == peer {
 			gone = append(gone, e)
 		}
 	}
@@ -740,16 +710,10 @@ func (c *cluster) isFenced(peer string) bool {
 func (c *cluster) parkChunk(peer string, ch torus.ChunkPos) {
 	until := c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Park)
 	for _, e := range c.rep.AppendResidents(nil, ch) {
-		if c.source[ecs.ID(e)] == peer {
-			c.parked[ecs.ID(e)] = parkedGhost{peer: peer, until: until}
+		if src, _ := c.sourceOf(ecs.ID(e)); src == peer {
+			c.park(ecs.ID(e), peer, until)
 		}
 	}
-}
-
-// parkedFrom reports whether id is a ghost parked here that came from peer.
-func (c *cluster) parkedFrom(id ecs.ID, peer string) bool {
-	pg, ok := c.parked[id]
-	return ok && pg.peer == peer
 }
 
 // sweepParked ends the parking of ghosts that moved into a chunk this
@@ -759,18 +723,22 @@ func (c *cluster) parkedFrom(id ecs.ID, peer string) bool {
 // this node holds again but does not receive from their source (a client
 // here would see them).
 func (c *cluster) sweepParked() {
-	if len(c.parked) == 0 {
+	if len(c.ents.parked) == 0 {
 		return
 	}
 	tick := c.r.w.CurrentTick().N
-	for _, id := range sortedIDs(c.parked) {
-		pg := c.parked[id]
+	for _, id := range sortedIDs(c.ents.parked) {
+		e := c.ents.parked[id]
+		if e == nil {
+			continue // dropped by a Replace earlier in this sweep
+		}
+		pg := *e.park
 		_, filed, ok := c.rep.Has(uint64(id))
 		switch {
-		case !ok || c.source[id] != pg.peer || c.wanted(pg.peer, filed):
-			delete(c.parked, id)
+		case !ok || e.source != pg.peer || c.wanted(pg.peer, filed):
+			c.unpark(e)
 		case tick > pg.until || c.isFenced(pg.peer) || c.needs(filed):
-			delete(c.parked, id)
+			c.unpark(e)
 			_ = c.rep.Replace(filed, c.asIs(nil, filed, func(e uint64) bool { return e != uint64(id) }))
 		}
 	}
@@ -839,7 +807,7 @@ func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp re
 	// From the ghost's source, or from its new owner (a higher epoch: it
 	// was handed over, and walked on before this node received it from
 	// there); a walk into the next chunk, not a jump.
-	if !ok || c.source[id] != from && at.Epoch >= stamp.Epoch || !at.Before(stamp) || !c.needs(ch) || c.r.geo.ChunkDistance(filed, ch) > 1 {
+	if src, _ := c.sourceOf(id); !ok || src != from && at.Epoch >= stamp.Epoch || !at.Before(stamp) || !c.needs(ch) || c.r.geo.ChunkDistance(filed, ch) > 1 {
 		return false
 	}
 	if c.answered(from, ch) {
@@ -853,8 +821,9 @@ func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp re
 			return false
 		}
 	}
-	c.source[id] = from // what comes of it next comes from the sender
-	c.holding[id] = heldVanish{peer: from, chunk: ch, at: at, stamp: stamp, until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Hold)}
+	if !c.holdVanishOf(id, heldVanish{peer: from, chunk: ch, at: at, stamp: stamp, until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Hold)}) {
+		return false
+	}
 	c.stats.VanishesHeld++
 	c.changed[ch] = struct{}{}
 	return true
@@ -875,14 +844,16 @@ func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp re
 // Timers.Hold ticks passed): a snapshot or an update that moves it ends
 // the hold.
 func (c *cluster) holdUnlisted(from string, id ecs.ID, ch torus.ChunkPos) bool {
-	if c.bugs.noUnlistedHold || c.source[id] != from {
+	if src, _ := c.sourceOf(id); c.bugs.noUnlistedHold || src != from {
 		return false
 	}
 	at, filed, ok := c.rep.Has(uint64(id))
 	if !ok || filed != ch || !c.pendingNear(from, ch) {
 		return false
 	}
-	c.holding[id] = heldVanish{peer: from, chunk: ch, at: at, until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Hold), unlisted: true}
+	if !c.holdVanishOf(id, heldVanish{peer: from, chunk: ch, at: at, until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Hold), unlisted: true}) {
+		return false
+	}
 	c.stats.VanishesHeld++
 	return true
 }
@@ -945,23 +916,27 @@ func (c *cluster) neighbours(ch torus.ChunkPos) []torus.ChunkPos {
 // asked for, or answered without it), or that waited Timers.Hold ticks, is
 // applied now.
 func (c *cluster) resolveHeld() {
-	if len(c.holding) == 0 {
+	if len(c.ents.held) == 0 {
 		return
 	}
 	tick := c.r.w.CurrentTick().N
 	var sims []string
-	for _, id := range sortedIDs(c.holding) {
-		h := c.holding[id]
+	for _, id := range sortedIDs(c.ents.held) {
+		e := c.ents.held[id]
+		if e == nil {
+			continue // dropped by a Replace earlier in this pass
+		}
+		h := *e.held
 		st, filed, ok := c.rep.Has(uint64(id))
-		if !ok || st != h.at || filed != h.chunk || c.source[id] != h.peer {
-			delete(c.holding, id)
+		if !ok || st != h.at || filed != h.chunk || e.source != h.peer {
+			c.unhold(e)
 			continue
 		}
 		if h.unlisted {
 			if tick <= h.until && c.awaitingNear(h.peer, h.chunk) {
 				continue
 			}
-			delete(c.holding, id)
+			c.unhold(e)
 			c.stats.VanishesHeldApplied++
 			_ = c.rep.Replace(filed, c.asIs(nil, filed, func(e uint64) bool { return e != uint64(id) }))
 			continue
@@ -971,7 +946,7 @@ func (c *cluster) resolveHeld() {
 		if tick <= h.until && waiting && c.wanted(h.peer, h.chunk) && slices.Contains(sims, h.peer) {
 			continue
 		}
-		delete(c.holding, id)
+		c.unhold(e)
 		c.stats.VanishesHeldApplied++
 		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: h.stamp, Chunk: h.chunk,
 			Frames: outbox.AppendVanishFrame(nil, uint64(id), interest.OutOfSight)})
@@ -1039,7 +1014,7 @@ func (c *cluster) applyUpdate(from string, e replication.Entry, u wire.Update) {
 		// its ack (they travel on different streams): they are kept and
 		// applied once the ack makes the entity a ghost here. No other
 		// update applies; one of an older epoch comes from a former owner.
-		if o := c.pending[id]; o != nil && o.target == from && e.Epoch == o.epoch {
+		if o := c.outgoingOf(id); o != nil && o.target == from && e.Epoch == o.epoch {
 			e.Payload, u.Frames = nil, bytes.Clone(u.Frames)
 			o.early = append(o.early, earlyUpdate{entry: e, update: u})
 			return
@@ -1049,7 +1024,7 @@ func (c *cluster) applyUpdate(from string, e replication.Entry, u wire.Update) {
 		}
 		return
 	}
-	if src, ok := c.source[id]; ok && src != from {
+	if src, ok := c.sourceOf(id); ok && src != from {
 		// Another node sends this entity: it is its new owner only with a
 		// higher epoch (a handoff); otherwise it is refused.
 		if st, _, ok := c.rep.Has(e.Entity); ok && e.Epoch <= st.Epoch {
@@ -1097,7 +1072,7 @@ func (c *cluster) applyUpdate(from string, e replication.Entry, u wire.Update) {
 		c.r.markAllDirty(id)
 	}
 	if changed && first.Kind != outbox.KindVanish {
-		c.source[id] = from
+		c.becomeGhost(id, from)
 		if first.Kind == outbox.KindComponent {
 			c.syncSimGhost(id) // new values; a burst's ghost is synced by its event
 		}
@@ -1142,7 +1117,7 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot, table uint64) {
 			ups = append(ups, replica.Update{Entity: e, Stamp: st, Frames: burst})
 			continue
 		}
-		if src := c.source[ecs.ID(e)]; src != from {
+		if src, _ := c.sourceOf(ecs.ID(e)); src != from {
 			st, _, _ := c.rep.Has(e)
 			ep, ok := listed[e]
 			if ok && ep > st.Epoch {
@@ -1157,7 +1132,7 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot, table uint64) {
 	}
 	took := len(ups) // ups[took:] are the sender's entries applied
 	for _, e := range s.Entries {
-		if src, ok := c.source[ecs.ID(e.Entity)]; ok && src != from {
+		if src, ok := c.sourceOf(ecs.ID(e.Entity)); ok && src != from {
 			if st, _, ok := c.rep.Has(e.Entity); ok && e.Epoch <= st.Epoch {
 				continue // another node's, newer: it stays theirs (source and all)
 			}
@@ -1178,7 +1153,7 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot, table uint64) {
 	// and the ghost froze.
 	for _, e := range applied {
 		if _, _, ok := c.rep.Has(e.Entity); ok {
-			c.source[ecs.ID(e.Entity)] = from
+			c.becomeGhost(ecs.ID(e.Entity), from)
 			c.r.markAllDirty(ecs.ID(e.Entity))
 			c.syncSimGhost(ecs.ID(e.Entity))
 		}
@@ -1209,22 +1184,17 @@ func (c *cluster) applyEvents() {
 				continue
 			}
 			c.r.vis.Remove(id, ev.Reason)
-			if src, ok := c.source[id]; ok && ev.Reason != interest.Gone {
+			var w *wentTo
+			if ev.Reason != interest.Gone {
 				// Out of sight, not destroyed: an intent sent to it before
 				// this node knew still reaches its owner.
-				c.went[id] = wentTo{peer: src, until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Went)}
+				w = &wentTo{until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Went)}
 			}
-			delete(c.source, id)
+			c.vanish(id, w)
 			c.goneGhosts[id] = struct{}{} // its vanish is not ours to send on
 		}
 		c.syncSimGhost(id)
 	}
-}
-
-// isGhost reports whether id is a render ghost here.
-func (c *cluster) isGhost(id ecs.ID) bool {
-	_, ok := c.source[id]
-	return ok
 }
 
 // ---- publisher side ----
@@ -1535,12 +1505,12 @@ func (c *cluster) deliverForward(from string, m wire.Forward) {
 func (c *cluster) routeIntent(in Intent) bool {
 	var p string
 	var epoch uint64
-	if src, ok := c.source[in.Target]; ok {
+	if src, ok := c.sourceOf(in.Target); ok {
 		p = src
 		if st, _, ok := c.rep.Has(uint64(in.Target)); ok {
 			epoch = st.Epoch
 		}
-	} else if w, ok := c.went[in.Target]; ok {
+	} else if w, ok := c.wentOf(in.Target); ok {
 		p, epoch = w.peer, w.epoch
 	} else {
 		c.stats.IntentsDropped++
@@ -1564,7 +1534,7 @@ func (c *cluster) receiveIntents(from string, m wire.Intents) {
 	}
 	for _, in := range m.List {
 		id := ecs.ID(in.Target)
-		if c.r.w.Alive(id) && !c.r.isGhost(id) && !c.r.ghost.Has(id) && c.pending[id] == nil && c.epochOf(id) < in.Epoch {
+		if c.r.w.Alive(id) && !c.r.isGhost(id) && !c.r.ghost.Has(id) && c.outgoingOf(id) == nil && c.epochOf(id) < in.Epoch {
 			// The sender knows a newer owner than this copy: a stale one.
 			// (A source waiting for its handoff's answer keeps it: it
 			// follows the entity with the answer.)
@@ -1781,9 +1751,7 @@ func (c *cluster) fencedPeers() {
 // node subscriptions here, and the accounts routed to it.
 func (c *cluster) forgetPeer(p string) {
 	if n, ok := c.numOf[p]; ok {
-		for id := range c.went { // its next incarnation holds no ghost from here
-			c.unsee(id, interest.Node(n))
-		}
+		c.unseeAll(interest.Node(n)) // its next incarnation holds no ghost from here
 		c.r.subs.Forget(interest.Node(n))
 		c.r.out.Detach(interest.Node(n))
 		delete(c.sinks, p)
@@ -1811,6 +1779,40 @@ func (c *cluster) forgetPeer(p string) {
 // the peer restarted (or came back after its fence): its new incarnation
 // knows none of this node's subscriptions, so they are sent again, and
 // what the old one had here is forgotten.
+// sawFence notes an accepted fence of peer's: its lease (sawLease) and
+// the table version it follows. The table a peer follows only rises
+// within one incarnation; a new lease (a restart) starts from what that
+// incarnation says.
+func (c *cluster) sawFence(peer string, f wire.Fence) {
+	l, known := c.leaseOf[peer]
+	c.sawLease(peer, f.Lease)
+	if !known || l != f.Lease || f.Table > c.peerTable[peer] {
+		c.peerTable[peer] = f.Table
+	}
+}
+
+// notOurVanish reports whether a vanish the visibility index raised for
+// node subscriber sub is not this node's to send: one of a ghost gone
+// this tick (its vanish is its sender's), of a ghost, or an out-of-sight
+// vanish of an entity adopted this tick for a peer that never saw it
+// here (wasGhost).
+func (c *cluster) notOurVanish(v interest.Vanished[ecs.ID], sub Subscriber) bool {
+	_, gone := c.goneGhosts[v.Entity]
+	saw, adopted := c.wasGhost[v.Entity]
+	return gone || c.isGhost(v.Entity) ||
+		adopted && v.Reason == interest.OutOfSight && !slices.Contains(saw, sub) && !c.bugs.adoptionVanish
+}
+
+// clearVanishScratch ends the tick's goneGhosts and wasGhost, once the
+// index's vanishes are filtered.
+func (c *cluster) clearVanishScratch() {
+	clear(c.goneGhosts)
+	clear(c.wasGhost)
+}
+
+// clearTick ends the tick's parting, once the flush sent its vanishes.
+func (c *cluster) clearTick() { clear(c.parting) }
+
 func (c *cluster) sawLease(p string, lease int64) {
 	old, known := c.leaseOf[p]
 	_, wasFenced := c.fenced[p]

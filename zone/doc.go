@@ -166,7 +166,7 @@
 //     goroutine that steps it). The player saver and the ground's loader
 //     are host-side I/O goroutines, outside the protocol (docs/decisions.md).
 //
-// Between two ticks, on every node (Runtime.CheckInvariants checks 5–11;
+// Between two ticks, on every node (Runtime.CheckInvariants checks 5–14;
 // zonetest and zonesim run it after every Step, and check 1 across the
 // cluster):
 //  5. An entity is Frozen exactly while a handoff of it is in flight: it
@@ -199,6 +199,66 @@
 //     from, that peer is fenced here (so nothing more of it is taken),
 //     and Timers.FenceHold has not passed since the fence; every render
 //     ghost of a fenced peer is held at its fence.
+//  12. An entity's record (below) agrees with the world: simulated is a
+//     local entity without the Frozen marker; adopted a local entity;
+//     outgoing one with its handoff (or, destroyed since it was sent,
+//     the hole of 5); gone is neither frozen nor a render ghost.
+//  13. The record table is well formed: its indexes (outgoing, adopted,
+//     outside, parked, held, fence-held, went) hold exactly the records
+//     that say so, a record holds only its phase's fields, and none is
+//     empty (a simulated entity at the first epoch with nothing pending
+//     has no record; a gone one without a went record neither): the
+//     table is bounded by the entities and ghosts held and the went
+//     records.
+//  14. Every transition found its entity in a phase it leaves.
+//     A transition that does not is refused (the record stays as it
+//     was), counted (ClusterStats.PhaseErrors) and logged; the check
+//     reports the first as breaches, so the tests and the simulation
+//     fail on it (docs/decisions.md).
+//
+// One record per entity (entity.go): what the protocol knows of an
+// entity on this node is one record in one table, with a phase, changed
+// only by the named transitions, each checking the phase it leaves:
+//
+//	phase      on this node                          ECS                  leaves by
+//	(none)     a local entity at the first epoch     simulated            a local transition → simulated (or send
+//	           with nothing pending, or unknown here                      → outgoing); becomeGhost → ghost;
+//	                                                                      freezeAdopted → adopted
+//	simulated  a local entity: epoch, retry wait,    simulated            send → outgoing; forgetLocal → gone
+//	           outside/rehomed flags
+//	outgoing   frozen, its handoff in flight         Frozen               handedOver → gone (+ becomeGhost);
+//	                                                                      giveUp → simulated at e+2
+//	adopted    taken from a handoff, frozen until    Frozen               thawDue → simulated
+//	           the source's last tick has passed
+//	ghost      a render ghost from its source;       Ghost while in the   vanish → gone (+ went);
+//	           parked (park/unpark), held            interaction band     takeOver → gone (adopt, restore);
+//	           (holdVanishOf/unhold) and held at                          dropGhost → gone (ClaimID)
+//	           its source's fence (holdAtFence/
+//	           endFenceHold) on the side
+//	gone       only a went record: intents follow    none                 its went record expires → (none);
+//	                                                                      becomeGhost → ghost; freezeAdopted;
+//	                                                                      restored; created (a module's entity)
+//
+// A simulation ghost is not a phase of its own: it is a render ghost
+// standing in the band, and the Ghost marker says so (syncSimGhost; 7).
+// A parked ghost, a held vanish and a fence hold are holds on a render
+// ghost, not phases: a held and a parked one can stand on one ghost for
+// a tick (a held ghost whose chunk this node stops holding), and each
+// ends by itself; a vanish ends them all with the ghost. The went
+// record rides on any phase: kept beside the ghost of an entity handed
+// over, and beside a local entity recreated under its id. Per-tick
+// scratch (parting, goneGhosts, wasGhost) is no entity state: filled in a
+// tick, used by its flush, cleared (clearTick, clearVanishScratch).
+//
+// The traps of a handoff, each closed by a transition: a persistence
+// snapshot is lossy, and a client message is not a copy of the entity,
+// so send carries every component's handoff codec (handoffSnapshot; a
+// component with neither a codec nor the Local mark is a boot error);
+// World.destroy would tell every client the entity vanished, so
+// handedOver is followed by an eviction (no vanish) and becomeGhost, the
+// source keeping a render ghost in place; a second writer is what the
+// Frozen marker of outgoing and adopted, and the epoch that send and
+// giveUp raise, rule out (1).
 //
 // An entity's state on its standby, beside the phases above (the records
 // are not entities: nothing simulates them, no ghost comes of them):

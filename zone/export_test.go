@@ -11,19 +11,34 @@ func (r *Runtime) ReplicationFirst() { r.cluster.replicationFirst = true }
 // test that sees CheckInvariants catch each: "frozen" freezes a simulated
 // entity with no handoff (5), "source" forgets a render ghost's source
 // and "parked" parks a ghost from a peer that does not send it (6),
-// "band" takes a simulation ghost's chunk out of the band (7).
+// "band" takes a simulation ghost's chunk out of the band (7), "phase"
+// gives id, which must be no entity here, a simulated record (12),
+// "index" puts local entity id in the table's outside index without its
+// record saying so (13), "refused" parks local entity id, a transition
+// its phase refuses (14).
 func (r *Runtime) Breach(kind string, id ecs.ID) {
 	c := r.cluster
 	switch kind {
 	case "frozen":
 		_ = r.frozen.Add(id, Frozen{})
 	case "source":
-		delete(c.source, id)
+		e := c.ents.get(id)
+		c.ents.setPhase(e, phaseGone) // the record forgets the ghost; the replica keeps it
 	case "parked":
-		c.parked[id] = parkedGhost{peer: "nobody", until: r.w.CurrentTick().N + ticks(r.cfg.Timers.Park)}
+		e := c.ents.get(id)
+		e.park = &parkedGhost{peer: "nobody", until: r.w.CurrentTick().N + ticks(r.cfg.Timers.Park)}
+		c.ents.parked[id] = e
 	case "band":
 		_, ch, _ := c.rep.Has(uint64(id))
 		delete(c.band, ch)
+	case "phase":
+		c.ents.ensure(id, phaseSimulated).epoch = 3
+	case "index":
+		e := c.ents.ensure(id, phaseSimulated)
+		e.epoch = 3
+		c.ents.outside[id] = e
+	case "refused":
+		c.park(id, "nobody", r.w.CurrentTick().N)
 	}
 }
 

@@ -57,15 +57,11 @@ type fenceHeld struct {
 // sender will not send the snapshot it waited for.
 func (c *cluster) holdFenced(peer string) {
 	until := c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.FenceHold)
-	for id, src := range c.source {
-		if src != peer {
+	for _, e := range c.ents.recs {
+		if e.phase != phaseGhost || e.source != peer || e.park != nil {
 			continue
 		}
-		if _, parked := c.parked[id]; parked {
-			continue
-		}
-		delete(c.holding, id)
-		c.fenceHeld[id] = fenceHeld{peer: peer, until: until}
+		c.holdAtFence(e, until)
 		c.stats.FenceHeld++
 	}
 }
@@ -75,32 +71,35 @@ func (c *cluster) holdFenced(peer string) {
 // time is up or whose chunk this node no longer holds. Run at the end of
 // the tick, after every arrival and the adoptions.
 func (c *cluster) sweepFenceHeld() {
-	if len(c.fenceHeld) == 0 {
+	if len(c.ents.fenceHeld) == 0 {
 		return
 	}
 	tick := c.r.w.CurrentTick().N
-	for _, id := range sortedIDs(c.fenceHeld) {
-		h := c.fenceHeld[id]
+	for _, id := range sortedIDs(c.ents.fenceHeld) {
+		e := c.ents.fenceHeld[id]
+		if e == nil {
+			continue // dropped by a Replace earlier in this sweep
+		}
+		h := *e.fence
 		_, filed, ok := c.rep.Has(uint64(id))
 		switch {
-		case !ok || c.source[id] != h.peer:
-			delete(c.fenceHeld, id)
+		case !ok || e.source != h.peer:
+			c.endFenceHold(e)
 		case tick > h.until || !c.isFenced(h.peer) || !c.needs(filed):
 			// Not fenced any more: the peer came back under a new lease,
 			// and its new incarnation knows nothing of the old one's.
-			delete(c.fenceHeld, id)
+			c.endFenceHold(e)
 			c.stats.FenceHeldVanished++
 			_ = c.rep.Replace(filed, c.asIs(nil, filed, func(e uint64) bool { return e != uint64(id) }))
 		case c.notThere(h, filed):
-			delete(c.fenceHeld, id)
+			c.endFenceHold(e)
 			c.stats.FenceHeldUnlisted++
 			_ = c.rep.Replace(filed, c.asIs(nil, filed, func(e uint64) bool { return e != uint64(id) }))
 		case !h.armed && !c.namesNear(h.peer, filed):
 			// The failover table is here: the chunk's simulators are
 			// asked for it again, and their answers say whether it is
 			// there.
-			h.armed, h.armedAt = true, c.r.terr.Table().Version()
-			c.fenceHeld[id] = h
+			e.fence.armed, e.fence.armedAt = true, c.r.terr.Table().Version()
 			for _, p := range c.wants[filed] {
 				c.resyncChunk(p, filed)
 			}
@@ -126,12 +125,15 @@ func (c *cluster) namesNear(peer string, ch torus.ChunkPos) bool {
 // snapshot sent under an older table may come from a node that has not
 // started its adoption yet.
 func (c *cluster) unlistedAtFence(from string, id ecs.ID, table uint64) {
-	h, ok := c.fenceHeld[id]
-	if !ok || !h.armed || table < h.armedAt || slices.Contains(h.unlists, from) {
+	e := c.ents.fenceHeld[id]
+	if e == nil {
+		return
+	}
+	h := e.fence
+	if !h.armed || table < h.armedAt || slices.Contains(h.unlists, from) {
 		return
 	}
 	h.unlists = append(h.unlists, from)
-	c.fenceHeld[id] = h
 }
 
 // notThere reports whether every simulator of ch, the chunk where the
@@ -170,9 +172,8 @@ func (c *cluster) notThere(h fenceHeld, ch torus.ChunkPos) bool {
 // askedAbout notes that asker's adoption query named id: if it is held
 // at a fence here, asker may adopt it (notThere).
 func (c *cluster) askedAbout(asker string, id ecs.ID) {
-	if h, ok := c.fenceHeld[id]; ok && !slices.Contains(h.askers, asker) {
-		h.askers = append(h.askers, asker)
-		c.fenceHeld[id] = h
+	if e := c.ents.fenceHeld[id]; e != nil && !slices.Contains(e.fence.askers, asker) {
+		e.fence.askers = append(e.fence.askers, asker)
 	}
 }
 
@@ -194,10 +195,7 @@ func (c *cluster) takeOverGhost(id ecs.ID) (filed torus.ChunkPos, wasIndexed boo
 			Frames: outbox.AppendVanishFrame(nil, uint64(id), interest.Gone)})
 		c.rep.Drain(nil)
 	}
-	delete(c.source, id)
-	delete(c.parked, id)
-	delete(c.holding, id)
-	delete(c.fenceHeld, id)
+	c.takeOver(id) // its ghost, holds and went record go
 	return filed, wasIndexed
 }
 
@@ -226,8 +224,9 @@ func (c *cluster) adoptedInPlace(id ecs.ID, filed torus.ChunkPos, wasIndexed boo
 // unseen, until the same tick's sweep).
 func (c *cluster) checkFenceHeld(breach func(int, ecs.ID, string, ...any)) {
 	tick := c.r.w.CurrentTick().N
-	for id, h := range c.fenceHeld {
-		switch src, ok := c.source[id]; {
+	for id, e := range c.ents.fenceHeld {
+		h := *e.fence
+		switch src, ok := c.sourceOf(id); {
 		case !ok || src != h.peer:
 			breach(11, id, "is held at %s's fence but its render ghost's source is %q", h.peer, src)
 		case !c.isFenced(h.peer):
@@ -236,9 +235,9 @@ func (c *cluster) checkFenceHeld(breach func(int, ecs.ID, string, ...any)) {
 			breach(11, id, "is held at %s's fence past its bound (tick %d, now %d)", h.peer, h.until, tick)
 		}
 	}
-	for id, src := range c.source {
-		if _, held := c.fenceHeld[id]; !held && c.isFenced(src) {
-			breach(11, id, "is a render ghost of %s, which is fenced, and not held at its fence", src)
+	for id, e := range c.ents.recs {
+		if e.phase == phaseGhost && e.fence == nil && c.isFenced(e.source) {
+			breach(11, id, "is a render ghost of %s, which is fenced, and not held at its fence", e.source)
 		}
 	}
 }

@@ -91,7 +91,7 @@ func (c *cluster) appendWent(s wire.Snapshot, sub Subscriber) wire.Snapshot {
 	ids := c.handedIn[s.Chunk]
 	kept := ids[:0]
 	for _, id := range ids {
-		w, ok := c.went[id]
+		w, ok := c.wentOf(id)
 		if !ok || !w.handed || w.chunk != s.Chunk {
 			continue // expired, or a newer record elsewhere
 		}
@@ -135,16 +135,6 @@ func (c *cluster) unseeWent(sub Subscriber, ch torus.ChunkPos) {
 	for _, id := range c.handedIn[ch] {
 		c.unsee(id, sub)
 	}
-}
-
-// unsee forgets that sub saw handed-over entity id here.
-func (c *cluster) unsee(id ecs.ID, sub Subscriber) {
-	w, ok := c.went[id]
-	if !ok || !w.handed || !slices.Contains(w.seen, sub) {
-		return
-	}
-	w.seen = slices.DeleteFunc(slices.Clone(w.seen), func(s Subscriber) bool { return s == sub })
-	c.went[id] = w
 }
 
 // atName is the pseudo-component of a snapshot that says when it was
@@ -251,8 +241,8 @@ func (r *Runtime) HandoffStats() HandoffStats {
 
 // epochOf is the replication epoch of a local entity.
 func (c *cluster) epochOf(id ecs.ID) uint64 {
-	if e, ok := c.epochs[id]; ok {
-		return e
+	if e := c.ents.get(id); e != nil && e.epoch != 0 {
+		return e.epoch
 	}
 	if p, ok := c.parting[id]; ok {
 		return p.epoch // gone this tick: its vanish goes out at its epoch
@@ -274,15 +264,14 @@ func (c *cluster) considerHandoff(id ecs.ID, p torus.Pos) {
 	}
 	table := r.terr.Table()
 	if table.OwnerOf(p) == r.cfg.Name || !r.w.Alive(id) || r.ghost.Has(id) || r.isGhost(id) {
-		delete(c.outside, id)
-		delete(c.rehomed, id)
+		c.setOutside(id, false)
 		return
 	}
-	c.outside[id] = struct{}{}
-	if !r.Simulated(id) || c.pending[id] != nil {
+	c.setOutside(id, true)
+	if !r.Simulated(id) || c.outgoingOf(id) != nil {
 		return
 	}
-	if at, ok := c.retryAt[id]; ok && r.w.CurrentTick().N < at {
+	if !c.retryDue(id, r.w.CurrentTick().N) {
 		return
 	}
 	if target, ok := c.handoffTarget(table, id, p); ok {
@@ -299,7 +288,7 @@ func (c *cluster) considerHandoff(id ecs.ID, p torus.Pos) {
 // walked, and the margin would leave an entity standing within it of a
 // region its node keeps on that node for good.
 func (c *cluster) handoffTarget(table *cells.Table, id ecs.ID, p torus.Pos) (string, bool) {
-	if _, ok := c.rehomed[id]; ok {
+	if c.isRehomed(id) {
 		if owner := table.OwnerOf(p); owner != c.r.cfg.Name {
 			return owner, true
 		}
@@ -318,8 +307,9 @@ func (c *cluster) newTable(table *cells.Table) {
 	self := c.r.cfg.Name
 	c.r.pos.Each(func(id ecs.ID, p *Position) {
 		if old != nil {
-			if owner := table.OwnerOf(p.Pos); owner != self && (old.Grid() != table.Grid() || old.OwnerOf(p.Pos) != owner) {
-				c.rehomed[id] = struct{}{}
+			if owner := table.OwnerOf(p.Pos); owner != self && (old.Grid() != table.Grid() || old.OwnerOf(p.Pos) != owner) &&
+				!c.r.ghost.Has(id) && !c.isGhost(id) { // considerHandoff clears a ghost's at once
+				c.rehome(id)
 			}
 		}
 		c.considerHandoff(id, p.Pos)
@@ -360,11 +350,11 @@ func (c *cluster) sendHandoffs(tick uint64) {
 	if c.handTable == nil || table.Version() != c.handTable.Version() {
 		c.newTable(table)
 	}
-	for id := range c.outside { // past a border: the margin is checked at every tick
+	for id := range c.ents.outside { // past a border: the margin is checked at every tick
 		if p, ok := r.pos.Get(id); ok {
 			c.considerHandoff(id, p.Pos)
 		} else {
-			delete(c.outside, id)
+			c.setOutside(id, false)
 		}
 	}
 	if len(c.toHand) == 0 {
@@ -380,13 +370,12 @@ func (c *cluster) sendHandoffs(tick uint64) {
 		snap, err := r.handoffSnapshot(id, epoch, tick)
 		if err != nil {
 			r.cfg.Logger.Error("zone: entity cannot be handed over", "entity", id, "err", err)
-			c.retryAt[id] = tick + ticks(c.r.cfg.Timers.HandoffRetry)
+			c.retryAfter(id, tick+ticks(c.r.cfg.Timers.HandoffRetry))
 			return
 		}
-		if !c.bugs.noFreeze {
-			_ = r.frozen.Add(id, Frozen{})
+		if !c.send(id, &outgoing{target: target, epoch: epoch, deadline: tick + ticks(c.r.cfg.Timers.HandoffTimeout), sent: tick}) {
+			return
 		}
-		c.pending[id] = &outgoing{target: target, epoch: epoch, deadline: tick + ticks(c.r.cfg.Timers.HandoffTimeout), sent: tick}
 		t := batch[target]
 		if t == nil {
 			t = &handoff.Transfer{}
@@ -397,7 +386,7 @@ func (c *cluster) sendHandoffs(tick uint64) {
 	}
 	for _, id := range c.toHand[:n] {
 		p, ok := r.pos.Get(id)
-		if !ok || !r.Simulated(id) || c.pending[id] != nil {
+		if !ok || !r.Simulated(id) || c.outgoingOf(id) != nil {
 			continue
 		}
 		target, ok := c.handoffTarget(table, id, p.Pos)
@@ -412,13 +401,13 @@ func (c *cluster) sendHandoffs(tick uint64) {
 			continue
 		}
 		send(id, target)
-		if r.companions == nil || c.pending[id] == nil {
+		if r.companions == nil || c.outgoingOf(id) == nil {
 			continue
 		}
 		mates = r.companions(mates[:0], id)
 		for _, m := range mates {
 			mp, ok := r.pos.Get(m)
-			if ok && r.Simulated(m) && c.pending[m] == nil && table.OwnerOf(mp.Pos) == target {
+			if ok && r.Simulated(m) && c.outgoingOf(m) == nil && table.OwnerOf(mp.Pos) == target {
 				send(m, target)
 				c.hstats.Companions++
 			}
@@ -487,10 +476,10 @@ func (r *Runtime) handoffSnapshot(id ecs.ID, epoch, tick uint64) (handoff.Snapsh
 func (c *cluster) checkHandoffs(tick uint64) {
 	c.expireWent(tick)
 	aborts := make(map[string]*handoff.Refuse)
-	for _, id := range sortedIDs(c.pending) {
-		o := c.pending[id]
+	for _, id := range sortedIDs(c.ents.outgoing) {
+		o := c.outgoingOf(id)
 		if _, fenced := c.fenced[o.target]; fenced {
-			c.unfreeze(id, o)
+			c.unfreeze(id)
 			continue
 		}
 		if o.aborting || tick <= o.deadline {
@@ -513,12 +502,10 @@ func (c *cluster) checkHandoffs(tick uint64) {
 // unfreeze gives a handoff up: the entity stays here, simulated again at
 // an epoch above the one it was offered at, and the intents it held are
 // applied here next tick.
-func (c *cluster) unfreeze(id ecs.ID, o *outgoing) {
-	delete(c.pending, id)
-	c.r.frozen.Remove(id)
-	c.epochs[id] = o.epoch + 1
-	c.retryAt[id] = c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.HandoffRetry)
-	c.r.intents = append(c.r.intents, o.intents...)
+func (c *cluster) unfreeze(id ecs.ID) {
+	if o := c.giveUp(id); o != nil {
+		c.r.intents = append(c.r.intents, o.intents...)
+	}
 }
 
 // holdIntent keeps an intent for a local entity frozen in a handoff, and
@@ -527,7 +514,7 @@ func (c *cluster) unfreeze(id ecs.ID, o *outgoing) {
 // if the entity stays), on the target until the entity thaws (then it is
 // applied). Past heldIntents per entity an intent is dropped and counted.
 func (c *cluster) holdIntent(in Intent) bool {
-	if o := c.pending[in.Target]; o != nil {
+	if o := c.outgoingOf(in.Target); o != nil {
 		if len(o.intents) >= heldIntents {
 			c.stats.IntentsDropped++
 		} else {
@@ -535,11 +522,11 @@ func (c *cluster) holdIntent(in Intent) bool {
 		}
 		return true
 	}
-	if _, ok := c.thawAt[in.Target]; ok {
+	if c.thawing(in.Target) {
 		c.r.intents = append(c.r.intents, in) // the next tick, thawed or not
 		return true
 	}
-	if w, ok := c.went[in.Target]; ok && !c.r.w.Alive(in.Target) {
+	if w, ok := c.wentOf(in.Target); ok && !c.r.w.Alive(in.Target) {
 		c.sendIntent(w.peer, in, w.epoch)
 		return true
 	}
@@ -548,18 +535,11 @@ func (c *cluster) holdIntent(in Intent) bool {
 
 // expireWent forgets the "where it went" records past their time.
 func (c *cluster) expireWent(tick uint64) {
-	expired := false
-	for id, w := range c.went {
-		if tick > w.until {
-			delete(c.went, id)
-			expired = expired || w.handed
-		}
-	}
-	if !expired {
+	if !c.expireWentRecords(tick) {
 		return
 	}
 	for ch, ids := range c.handedIn {
-		ids = slices.DeleteFunc(ids, func(id ecs.ID) bool { w, ok := c.went[id]; return !ok || !w.handed || w.chunk != ch })
+		ids = slices.DeleteFunc(ids, func(id ecs.ID) bool { w, ok := c.wentOf(id); return !ok || !w.handed || w.chunk != ch })
 		if len(ids) == 0 {
 			delete(c.handedIn, ch)
 		} else {
@@ -637,13 +617,8 @@ func (c *cluster) adopt(id ecs.ID, s handoff.Snapshot, byName map[string]codec) 
 	if r.ghost.Has(id) {
 		_ = r.w.Evict(id) // a simulation ghost: the forget hook keeps the index
 	}
-	if st, _, ok := c.rep.Has(uint64(id)); ok {
-		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: replica.Stamp{Epoch: st.Epoch, Seq: st.Seq + 1},
-			Frames: outbox.AppendVanishFrame(nil, uint64(id), interest.Gone)})
-		c.rep.Drain(nil)
-	}
-	delete(c.source, id)
-	delete(c.went, id)
+	c.dropRenderGhost(id)
+	c.takeOver(id)
 	if err := r.w.CreateEntity(id); err != nil {
 		return handoff.ReasonLive
 	}
@@ -659,7 +634,6 @@ func (c *cluster) adopt(id ecs.ID, s handoff.Snapshot, byName map[string]codec) 
 			return handoff.ReasonMalformed
 		}
 	}
-	c.epochs[id] = s.Epoch
 	if wasIndexed && filed == r.geo.ChunkOf(p.Pos) {
 		// Filed where it stands (as its ghost was), so nothing that
 		// follows it moves (its account's view is already around it):
@@ -676,26 +650,17 @@ func (c *cluster) adopt(id ecs.ID, s handoff.Snapshot, byName map[string]codec) 
 	}
 	// Frozen as it came (its Frozen marker is local, so not in the
 	// snapshot) until this node's ticks are past the source's last one.
-	_ = r.frozen.Add(id, Frozen{})
-	c.thawAt[id] = at
+	c.freezeAdopted(id, s.Epoch, at)
 	return ""
 }
 
 // thaw unfreezes the adopted entities whose source's last simulated tick
 // is before the tick about to run.
 func (c *cluster) thaw() {
-	if len(c.thawAt) == 0 {
+	if len(c.ents.adopted) == 0 {
 		return
 	}
-	now := c.r.tickMillis(c.r.w.CurrentTick().N + 1)
-	for _, id := range sortedIDs(c.thawAt) {
-		if c.thawAt[id] < now {
-			delete(c.thawAt, id)
-			if c.pending[id] == nil {
-				c.r.frozen.Remove(id)
-			}
-		}
-	}
+	c.thawDue(c.r.tickMillis(c.r.w.CurrentTick().N + 1))
 }
 
 // announceAdopted makes the nodes that observe an adopted entity receive
@@ -722,16 +687,13 @@ func (c *cluster) announceAdopted() {
 func (c *cluster) receiveAck(from string, m handoff.Ack) {
 	for _, ref := range m.Entities {
 		id := ecs.ID(ref.Entity)
-		o := c.pending[id]
+		o := c.outgoingOf(id)
 		if o == nil || o.target != from || o.epoch != ref.Epoch {
 			c.hstats.Stale++
 			continue
 		}
-		delete(c.pending, id)
 		c.part(id)
-		delete(c.epochs, id)
-		delete(c.outside, id) // the forget hook skips what becomes a ghost here
-		delete(c.rehomed, id)
+		c.handedOver(id)
 		c.hstats.AckTicks[min(c.r.w.CurrentTick().N-o.sent, uint64(len(c.hstats.AckTicks)-1))]++
 		// What arrived for it meanwhile follows it, after the snapshot on
 		// the same ordered stream; so does what arrives for a while yet.
@@ -741,7 +703,7 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 		ch, _ := c.r.vis.ChunkOf(id)
 		burst := c.r.appendBurst(nil, id)
 		seen := slices.DeleteFunc(c.r.vis.AppendObserversOf(nil, id), func(s Subscriber) bool { return !isNode(s) })
-		c.went[id] = wentTo{peer: from, epoch: o.epoch, until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Went), handed: true, chunk: ch, burst: burst, seq: c.r.seq(), seen: seen}
+		c.wentOn(id, wentTo{peer: from, epoch: o.epoch, until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Went), handed: true, chunk: ch, burst: burst, seq: c.r.seq(), seen: seen})
 		if !slices.Contains(c.handedIn[ch], id) {
 			c.handedIn[ch] = append(c.handedIn[ch], id)
 		}
@@ -768,7 +730,7 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 			continue
 		}
 		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: replica.Stamp{Epoch: o.epoch - 1, Seq: c.r.seq()}, Chunk: ch, Frames: burst})
-		c.source[id] = from
+		c.becomeGhost(id, from)
 		_ = c.r.w.Evict(id)
 		for _, x := range o.early {
 			c.applyUpdate(from, x.entry, x.update)
@@ -782,12 +744,12 @@ func (c *cluster) receiveAck(from string, m handoff.Ack) {
 func (c *cluster) receiveRefuse(from string, m handoff.Refuse) {
 	for _, ref := range m.Entities {
 		id := ecs.ID(ref.Entity)
-		o := c.pending[id]
+		o := c.outgoingOf(id)
 		if o == nil || o.target != from || o.epoch != ref.Epoch {
 			c.hstats.Stale++
 			continue
 		}
-		c.unfreeze(id, o)
+		c.unfreeze(id)
 		if m.Code == ReasonAborted {
 			c.hstats.Aborted++
 		} else {
@@ -826,8 +788,20 @@ func (c *cluster) took(id ecs.ID, epoch uint64) bool {
 	if c.r.w.Alive(id) && !c.r.ghost.Has(id) && !c.r.isGhost(id) {
 		return c.epochOf(id) >= epoch
 	}
-	w, ok := c.went[id]
+	w, ok := c.wentOf(id)
 	return ok && w.handed && w.epoch > epoch
+}
+
+// dropRenderGhost removes id's render ghost from the replica without a
+// lifecycle event (the visibility index keeps its entry: the entity goes
+// on under the same id, made here), by a vanish one step after its
+// stamp, so the replica refuses the old sender's later messages about it.
+func (c *cluster) dropRenderGhost(id ecs.ID) {
+	if st, _, ok := c.rep.Has(uint64(id)); ok {
+		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: replica.Stamp{Epoch: st.Epoch, Seq: st.Seq + 1},
+			Frames: outbox.AppendVanishFrame(nil, uint64(id), interest.Gone)})
+		c.rep.Drain(nil)
+	}
 }
 
 func sortedIDs[V any](m map[ecs.ID]V) []ecs.ID {

@@ -39,7 +39,7 @@ func (e *InvariantError) Is(target error) bool { return target == ErrInvariant }
 const maxBreaches = 8
 
 // CheckInvariants checks, between two ticks, the runtime invariants of
-// the package doc that one node can check alone (5 to 11; the harness of
+// the package doc that one node can check alone (5 to 14; the harness of
 // a whole cluster checks 1 across nodes: zonetest), and returns the
 // breaches found (at most 8, each an *InvariantError, joined), or nil. It
 // changes nothing and costs a few map lookups per entity, ghost and
@@ -60,25 +60,27 @@ func (r *Runtime) CheckInvariants() error {
 			breach(5, id, "is frozen on a node alone")
 			return
 		}
-		_, thawing := c.thawAt[id]
-		if c.pending[id] == nil && !thawing {
-			breach(5, id, "is frozen, neither outgoing nor adopted and thawing")
+		if e := c.ents.get(id); e == nil {
+			breach(5, id, "is frozen, neither outgoing nor adopted and thawing (no record)")
+		} else if e.phase != phaseOutgoing && e.phase != phaseAdopted {
+			breach(5, id, "is frozen, neither outgoing nor adopted and thawing (its record: %s)", e.phase)
 		}
 	})
 	if c != nil {
-		for id := range c.pending {
+		for id, e := range c.ents.outgoing {
 			// One the module destroyed since it was sent (a den whose
 			// column the same tick end tore down) waits for its answer
 			// dead: a known hole, see the package doc.
 			if r.w.Alive(id) && !r.frozen.Has(id) {
-				breach(5, id, "is outgoing (to %s) but not frozen", c.pending[id].target)
+				breach(5, id, "is outgoing (to %s) but not frozen", e.out.target)
 			}
 		}
-		for id := range c.thawAt {
+		for id := range c.ents.adopted {
 			if !r.w.Alive(id) || !r.frozen.Has(id) {
 				breach(5, id, "is adopted and thawing but not a frozen entity here")
 			}
 		}
+		c.checkRecords(breach)
 		c.checkGhosts(breach)
 		c.checkCheckpoints(breach)
 		c.checkFenceHeld(breach)
@@ -103,29 +105,8 @@ func (r *Runtime) CheckInvariants() error {
 // parked and held ghosts, simulation ghosts.
 func (c *cluster) checkGhosts(breach func(int, ecs.ID, string, ...any)) {
 	r := c.r
-	// 6: the render ghosts are exactly the entities with a source, and
-	// none is also a local entity.
-	for id, src := range c.source {
-		if _, _, ok := c.rep.Has(uint64(id)); !ok {
-			breach(6, id, "has a source (%s) but no render ghost", src)
-		}
-		if r.w.Alive(id) && !r.ghost.Has(id) {
-			breach(6, id, "is a render ghost (from %s) and a local entity", src)
-		}
-	}
-	if n := c.rep.Len(); n != len(c.source) {
-		breach(6, 0, "(none in particular): %d render ghosts but %d sources", n, len(c.source))
-	}
-	for id, pg := range c.parked {
-		if src, ok := c.source[id]; !ok || src != pg.peer {
-			breach(6, id, "is parked from %s but its render ghost's source is %q", pg.peer, src)
-		}
-	}
-	for id, h := range c.holding {
-		if src, ok := c.source[id]; !ok || src != h.peer {
-			breach(6, id, "has a vanish held from %s but its render ghost's source is %q", h.peer, src)
-		}
-	}
+	// 6 (render ghosts against their records) is checked with the
+	// records, in one pass: checkRecords.
 	// 7: a simulation ghost is a render ghost standing in the band.
 	r.ghost.Each(func(id ecs.ID, _ *Ghost) {
 		_, ch, ok := c.rep.Has(uint64(id))
@@ -136,6 +117,105 @@ func (c *cluster) checkGhosts(breach func(int, ecs.ID, string, ...any)) {
 			breach(7, id, "is a simulation ghost in chunk %v, outside the interaction band", ch)
 		}
 	})
+}
+
+// checkRecords checks, in one pass over the table, invariant 6 (the
+// render ghosts are exactly the records in phaseGhost, none is also a
+// local entity, and a parked or held one is held from its source) and
+// 12 to 14: each record's phase against the world, the table's indexes
+// and tidiness, and the transitions refused.
+func (c *cluster) checkRecords(breach func(int, ecs.ID, string, ...any)) {
+	r := c.r
+	t := &c.ents
+	ghosts := 0
+	indexes := [...]map[ecs.ID]*entity{t.outgoing, t.adopted, t.outside, t.parked, t.held, t.fenceHeld, t.went}
+	says := make([]int, len(indexes))
+	for id, e := range t.recs {
+		local := r.w.Alive(id) && !r.ghost.Has(id)
+		// 12: the phase agrees with the world.
+		switch e.phase {
+		case phaseSimulated:
+			if !local {
+				breach(12, id, "is simulated in its record but no local entity here")
+			} else if r.frozen.Has(id) {
+				breach(12, id, "is simulated in its record but frozen")
+			}
+		case phaseOutgoing:
+			if e.out == nil {
+				breach(12, id, "is outgoing without a handoff")
+			}
+			if r.ghost.Has(id) {
+				breach(12, id, "is outgoing and a simulation ghost")
+			}
+		case phaseAdopted:
+			if !local {
+				breach(12, id, "is adopted in its record but no local entity here")
+			}
+		case phaseGone:
+			if r.frozen.Has(id) {
+				breach(12, id, "is gone in its record but frozen here")
+			}
+		case phaseGhost:
+			ghosts++
+			if e.source == "" {
+				breach(12, id, "is a ghost without a source")
+			}
+		}
+		if _, _, ok := c.rep.Has(uint64(id)); ok != (e.phase == phaseGhost) {
+			if ok {
+				breach(6, id, "has a render ghost but its record is %s", e.phase)
+			} else {
+				breach(6, id, "has a source (%s) but no render ghost", e.source)
+			}
+		}
+		if e.phase == phaseGhost {
+			if local {
+				breach(6, id, "is a render ghost (from %s) and a local entity", e.source)
+			}
+			if e.park != nil && e.park.peer != e.source {
+				breach(6, id, "is parked from %s but its render ghost's source is %q", e.park.peer, e.source)
+			}
+			if e.held != nil && e.held.peer != e.source {
+				breach(6, id, "has a vanish held from %s but its render ghost's source is %q", e.held.peer, e.source)
+			}
+		}
+		// 13: no record is empty, and the indexes are the records' (each
+		// index entry says so, and as many records say so as it holds).
+		for i, in := range [...]bool{e.phase == phaseOutgoing, e.phase == phaseAdopted, e.outside, e.park != nil, e.held != nil, e.fence != nil, e.went != nil} {
+			if in {
+				says[i]++
+			}
+		}
+		if e.phase != phaseGhost && (e.park != nil || e.held != nil || e.fence != nil || e.source != "") ||
+			!e.phase.local() && (e.epoch != 0 || e.retryAt != 0 || e.outside || e.rehomed) {
+			breach(13, id, "is %s in its record, with another phase's fields set", e.phase)
+		}
+		if e.went == nil && (e.phase == phaseGone || e.phase == phaseSimulated && e.epoch == 0 && e.retryAt == 0 && !e.outside && !e.rehomed) {
+			breach(13, id, "has an empty %s record", e.phase)
+		}
+	}
+	if n := c.rep.Len(); n != ghosts {
+		breach(6, 0, "(none in particular): %d render ghosts but %d ghost records", n, ghosts)
+	}
+	if ghosts != t.ghosts {
+		breach(13, 0, "(none in particular): %d ghost records, counted %d", ghosts, t.ghosts)
+	}
+	names := [...]string{"outgoing", "adopted", "outside", "parked", "held", "fence-held", "went"}
+	for i, m := range indexes {
+		for id, e := range m {
+			in := [...]bool{e.phase == phaseOutgoing, e.phase == phaseAdopted, e.outside, e.park != nil, e.held != nil, e.fence != nil, e.went != nil}[i]
+			if t.recs[id] != e || !in {
+				breach(13, id, "is in the table's %s index, and its record is not", names[i])
+			}
+		}
+		if len(m) != says[i] {
+			breach(13, 0, "(none in particular): %d records are %s, the index holds %d", says[i], names[i], len(m))
+		}
+	}
+	// 14: every transition found the phase it leaves.
+	for _, f := range t.first {
+		breach(14, f.id, "%s (%d transitions refused)", f.msg, c.stats.PhaseErrors)
+	}
 }
 
 // checkMargin checks invariant 8 against the table the handoff last
@@ -155,7 +235,7 @@ func (c *cluster) checkMargin(breach func(int, ecs.ID, string, ...any)) {
 		if table.OwnerOf(p.Pos) == r.cfg.Name || !r.Simulated(id) {
 			return
 		}
-		if _, ok := c.outside[id]; !ok {
+		if !c.isOutside(id) {
 			breach(8, id, "stands at %v in %s's region and is not checked at every tick", p.Pos, table.OwnerOf(p.Pos))
 		}
 		target, ok := c.handoffTarget(table, id, p.Pos)
@@ -169,7 +249,7 @@ func (c *cluster) checkMargin(breach func(int, ecs.ID, string, ...any)) {
 			}
 		}
 		_, fenced := c.fenced[target]
-		if !queued[id] && c.retryAt[id] <= now && !fenced {
+		if !queued[id] && c.retryAtOf(id) <= now && !fenced {
 			breach(8, id, "is simulated at %v, past the margin, and not queued to go to %s", p.Pos, target)
 		}
 	})

@@ -37,6 +37,18 @@ func TestEachInvariantCheckFires(t *testing.T) {
 			c.Nodes[0].Runtime.Breach("parked", x)
 			return c.Nodes[0].Runtime.CheckInvariants()
 		}},
+		{"a record simulated with no entity here", 12, func(t *testing.T, c *zonetest.Cluster, _, _ ecs.ID) error {
+			c.Nodes[0].Runtime.Breach("phase", ecs.ID(1<<40))
+			return c.Nodes[0].Runtime.CheckInvariants()
+		}},
+		{"a table index that disagrees with its record", 13, func(t *testing.T, c *zonetest.Cluster, viewer, _ ecs.ID) error {
+			c.Nodes[0].Runtime.Breach("index", viewer)
+			return c.Nodes[0].Runtime.CheckInvariants()
+		}},
+		{"a transition refused for the phase it found", 14, func(t *testing.T, c *zonetest.Cluster, viewer, _ ecs.ID) error {
+			c.Nodes[0].Runtime.Breach("refused", viewer)
+			return c.Nodes[0].Runtime.CheckInvariants()
+		}},
 		{"a simulation ghost outside the band", 7, func(t *testing.T, c *zonetest.Cluster, _, x ecs.ID) error {
 			c.Nodes[0].Runtime.Breach("band", x)
 			return c.Nodes[0].Runtime.CheckInvariants()

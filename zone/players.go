@@ -895,7 +895,7 @@ func (r *Runtime) checkTakeovers(tick uint64) {
 // wentTo reports whether id was handed on from here (its intents follow
 // it by the went record).
 func (c *cluster) wentTo(id ecs.ID) bool {
-	_, ok := c.went[id]
+	_, ok := c.wentOf(id)
 	return ok
 }
 

@@ -446,13 +446,7 @@ func (r *Runtime) lease() int64 {
 func (r *Runtime) accept(peer string, f wire.Fence) bool {
 	ok := r.cfg.Accept == nil || r.cfg.Accept(peer, f.Lease)
 	if ok && r.cluster != nil {
-		// The table a peer follows only rises within one incarnation; a
-		// new lease (a restart) starts from what that incarnation says.
-		l, known := r.cluster.leaseOf[peer]
-		r.cluster.sawLease(peer, f.Lease)
-		if !known || l != f.Lease || f.Table > r.cluster.peerTable[peer] {
-			r.cluster.peerTable[peer] = f.Table
-		}
+		r.cluster.sawFence(peer, f)
 	}
 	return ok
 }
@@ -835,7 +829,7 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 			r.cluster.publish(r.seq())
 			r.cluster.flushControl(t.N)
 		}
-		clear(r.cluster.parting)
+		r.cluster.clearTick()
 	}
 }
 
@@ -856,14 +850,10 @@ func (r *Runtime) ownDeliveries(ds []interest.Delivery[Subscriber, ecs.ID]) []in
 		}
 		d.Appeared = slices.DeleteFunc(d.Appeared, r.isGhost)
 		d.Vanished = slices.DeleteFunc(d.Vanished, func(v interest.Vanished[ecs.ID]) bool {
-			_, gone := r.cluster.goneGhosts[v.Entity]
-			saw, adopted := r.cluster.wasGhost[v.Entity]
-			return gone || r.isGhost(v.Entity) ||
-				adopted && v.Reason == interest.OutOfSight && !slices.Contains(saw, d.Subscriber) && !r.cluster.bugs.adoptionVanish
+			return r.cluster.notOurVanish(v, d.Subscriber)
 		})
 	}
-	clear(r.cluster.goneGhosts)
-	clear(r.cluster.wasGhost)
+	r.cluster.clearVanishScratch()
 	return ds
 }
 
@@ -1054,7 +1044,13 @@ func (r *Runtime) noteGains(old, table *cells.Table) {
 // names, or, without it, the nodes of the held table and every peer heard
 // from, less those whose lease ended (fencedPeers).
 func (r *Runtime) peersFollow(v uint64) bool {
-	c := r.cluster
+	return r.cluster.peersFollow(v, r.columnsTable.Nodes())
+}
+
+// peersFollow is Runtime.peersFollow, with nodes those of the table the
+// columns follow.
+func (c *cluster) peersFollow(v uint64, nodes []string) bool {
+	r := c.r
 	if r.cfg.LivePeers != nil {
 		for p, lease := range r.cfg.LivePeers() {
 			if p == r.cfg.Name {
@@ -1072,7 +1068,7 @@ func (r *Runtime) peersFollow(v uint64) bool {
 		}
 		return c.peerTable[p] == v
 	}
-	for _, p := range r.columnsTable.Nodes() {
+	for _, p := range nodes {
 		if !follows(p) {
 			return false
 		}
@@ -1191,9 +1187,7 @@ func (r *Runtime) forget(id ecs.ID) {
 		return // a simulation ghost leaving the band: its render ghost stays indexed
 	}
 	if r.cluster != nil {
-		if _, done := r.cluster.parting[id]; !done {
-			r.cluster.part(id)
-		}
+		r.cluster.forgetLocal(id) // before the index entry goes: its vanish names its chunk
 	}
 	r.vis.Evict(id)
 	if _, ok := r.anchors[id]; ok {
@@ -1203,13 +1197,6 @@ func (r *Runtime) forget(id ecs.ID) {
 	// The viewer entry stays: an evicted entity lives on elsewhere, and the
 	// view follows its ghost (a destroyed one is dropped by destroyed).
 	delete(r.reasons, id)
-	if r.cluster != nil {
-		delete(r.cluster.epochs, id)
-		delete(r.cluster.retryAt, id)
-		delete(r.cluster.thawAt, id)
-		delete(r.cluster.outside, id)
-		delete(r.cluster.rehomed, id)
-	}
 }
 
 // outboxWorld answers the outbox's questions at flush.

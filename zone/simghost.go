@@ -5,9 +5,7 @@ import (
 	"slices"
 
 	"github.com/shardwise/shardwise/ecs"
-	"github.com/shardwise/shardwise/interest"
 	"github.com/shardwise/shardwise/outbox"
-	"github.com/shardwise/shardwise/replica"
 	"github.com/shardwise/shardwise/torus"
 )
 
@@ -143,15 +141,8 @@ func (r *Runtime) ClaimID(id ecs.ID) bool {
 		return !r.w.Alive(id)
 	}
 	c := r.cluster
-	if st, _, ok := c.rep.Has(uint64(id)); ok {
-		// A vanish one step after the ghost's stamp: the replica forgets it
-		// and refuses the old owner's later messages about it.
-		_, _ = c.rep.Apply(replica.Update{Entity: uint64(id), Stamp: replica.Stamp{Epoch: st.Epoch, Seq: st.Seq + 1},
-			Frames: outbox.AppendVanishFrame(nil, uint64(id), interest.Gone)})
-		c.rep.Drain(nil)
-	}
-	delete(c.source, id)
-	c.goneGhosts[id] = struct{}{}
+	c.dropRenderGhost(id)
+	c.dropGhost(id)
 	r.vis.Evict(id)
 	if r.w.Alive(id) {
 		_ = r.w.Evict(id)
