@@ -515,7 +515,15 @@ func (c *Client) apply(b []byte, vanished map[uint64]vanish) error {
 			c.geo, _ = torus.New(torus.Config{Width: int(w.SizeX), Height: int(w.SizeY), ChunkEdge: int(w.ChunkEdge)})
 		}
 	case *clientpb.ServerMessage_You:
+		renamed := (c.master != 0 || c.pet != 0) && (body.You.Master != c.master || body.You.Pet != c.pet)
 		c.master, c.pet = body.You.Master, body.You.Pet
+		if renamed {
+			// The player came back under new ids (its node died with no
+			// checkpoint of it): the server starts the view afresh, every
+			// entity in it appears again, and sends no vanish for the old
+			// one (docs/protocol.md). The ground stays: it is not resent.
+			clear(c.entities)
+		}
 		if c.lean {
 			// From now on a lean client keeps only these two.
 			for id := range c.entities {

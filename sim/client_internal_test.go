@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
 	"slices"
 	"testing"
@@ -249,5 +250,74 @@ func TestOwnerOnlyFramesAboutOthersAreLeaks(t *testing.T) {
 	}
 	if got := c.stats.Leaks; got != 2 {
 		t.Fatalf("leaks %d, want 2 (the other entity's experience and purse)", got)
+	}
+}
+
+// A You naming other ids than the ones the client holds (its player came
+// back from its last save: docs/protocol.md) starts the view afresh: the
+// client forgets every entity it knew, for the server sends no vanish for
+// them and every entity of the new view appears again; it keeps the
+// ground, which is not sent again. The first You, or the same ids again,
+// forgets nothing.
+func TestAYouWithNewIDsStartsTheViewAfresh(t *testing.T) {
+	pos := zone.AppendPos(nil, torus.Pos{X: 10, Y: 20})
+	you := func(master, pet uint64) []byte {
+		return serverBytes(t, &clientpb.ServerMessage{Body: &clientpb.ServerMessage_You{You: &clientpb.You{Master: master, Pet: pet}}})
+	}
+	shown := func(tick uint64, ids ...uint64) []byte {
+		var frames []byte
+		for _, id := range ids {
+			frames = outbox.AppendAppearFrame(frames, id, 1)
+			frames = outbox.AppendComponentFrame(frames, id, game.WirePosition, pos)
+		}
+		return serverBytes(t, &clientpb.ServerMessage{Body: &clientpb.ServerMessage_Batch{Batch: &clientpb.Batch{Tick: tick, Frames: frames}}})
+	}
+	chunk := terrain.AppendChunk(nil, &terrain.Chunk{X: 1, Y: 2})
+	ground := serverBytes(t, &clientpb.ServerMessage{Body: &clientpb.ServerMessage_Terrain{Terrain: &clientpb.Terrain{Chunk: chunk}}})
+	for _, lean := range []bool{false, true} {
+		c := socketless(lean)
+		vanished := make(map[uint64]vanish)
+		apply := func(b []byte) {
+			t.Helper()
+			if err := c.apply(b, vanished); err != nil || c.closeErr != nil {
+				t.Fatalf("lean=%v: %v %v", lean, err, c.closeErr)
+			}
+		}
+		knows := func(want ...uint64) {
+			t.Helper()
+			got := slices.Sorted(maps.Keys(c.entities))
+			if !slices.Equal(got, want) {
+				t.Fatalf("lean=%v: the client knows %v, want %v", lean, got, want)
+			}
+		}
+		apply(shown(1, 7))
+		apply(you(7, 8))
+		apply(shown(2, 8, 9))
+		apply(ground)
+		if lean {
+			knows(7, 8)
+		} else {
+			knows(7, 8, 9)
+		}
+		apply(you(7, 8)) // the same ids: nothing changes
+		if lean {
+			knows(7, 8)
+		} else {
+			knows(7, 8, 9)
+		}
+		apply(you(17, 18))
+		knows()
+		apply(shown(3, 17, 18, 9))
+		if lean {
+			knows(17, 18)
+		} else {
+			knows(9, 17, 18)
+		}
+		if _, ok := c.terrain[[2]int32{1, 2}]; ok == lean {
+			t.Fatalf("lean=%v: terrain kept=%v after the new You", lean, ok)
+		}
+		if c.stats.Blinks != 0 {
+			t.Fatalf("lean=%v: %d blinks", lean, c.stats.Blinks)
+		}
 	}
 }
