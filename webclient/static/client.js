@@ -114,7 +114,7 @@ export class Entity {
  * every frame and payload before it changes anything); an appear adds its
  * burst to what is known of the entity (after a vanish: nothing); a
  * vanish forgets it; a component of an entity not known starts one with
- * that component alone.
+ * that component alone; a You with new ids forgets every entity.
  */
 export class World {
   constructor() {
@@ -244,6 +244,21 @@ export class World {
     return { tick, appeared, updated: [...updated], vanished };
   }
 
+  /**
+   * you takes the master and pet a You names. A You naming other ids than
+   * the ones held (the player came back from its last save after its node
+   * died: docs/protocol.md) starts the view afresh: the server sends no
+   * vanish for the old view and every entity of the new one appears
+   * again, so every entity known is forgotten. The terrain stays: the
+   * server does not send it again. The first You, or the same ids again,
+   * forgets nothing.
+   */
+  you(master, pet) {
+    if ((this.master !== 0n || this.pet !== 0n) && (master !== this.master || pet !== this.pet)) this.entities.clear();
+    this.master = master;
+    this.pet = pet;
+  }
+
   /** applyTerrain decodes and keeps one chunk; returns it. Throws FrameError. */
   applyTerrain(bytes) {
     const c = decodeChunk(bytes);
@@ -290,7 +305,7 @@ export const CLOSE_RESUME_REFUSED = 4008;
  * Events (on(name, fn), which returns a function that removes fn):
  *   open      ()
  *   welcome   ({account, sessionEpoch, gateway, world, tickHz})   after a login or a resume
- *   you       ({master, pet})
+ *   you       ({master, pet})   after the World took them (new ids: its entities forgotten, World.you)
  *   batch     ({tick, appeared, updated, vanished})   after the World applied it
  *   terrain   (chunk)                                 after the World kept it
  *   error     ({code, message, inputSeq})             a server Error message
@@ -547,8 +562,7 @@ export class Client {
         this.emit("welcome", value);
         return;
       case "you":
-        this.world.master = value.master;
-        this.world.pet = value.pet;
+        this.world.you(value.master, value.pet);
         this.emit("you", value);
         return;
       case "batch":
