@@ -2,7 +2,6 @@ package sim_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -49,10 +48,7 @@ func breakerLoginAtFence(t *testing.T, when string) {
 		close(halted)
 	})
 	<-halted
-	type res struct {
-		m   uint64
-		err error
-	}
+	type res struct{ m uint64 }
 	second := make(chan res, 1)
 	relogin := func() {
 		go func() {
@@ -90,5 +86,5 @@ func breakerLoginAtFence(t *testing.T, when string) {
 	}
 	rc.watch.waitSteps(t, 40)
 	rc.watch.check(t)
-	t.Log(fmt.Sprintf("%s: second login's master %d (first %d) on %s", when, got.m, master, rc.simulatedOn(got.m, 1)))
+	t.Logf("%s: second login's master %d (first %d) on %s", when, got.m, master, rc.simulatedOn(got.m, 1))
 }
