@@ -139,6 +139,9 @@ type ckptBugs struct {
 	// noLaterClaim: a peer answers an adoption query from its rounds only,
 	// not from the records it will adopt once the failover table comes.
 	noLaterClaim bool
+	// noSupersede: a round keeps the candidates of entities this node
+	// took at a newer epoch (and may have handed on) since the record.
+	noSupersede bool
 }
 
 // ckptState is a node's side of the checkpoint stream and adoptions,
@@ -944,10 +947,14 @@ func (c *cluster) startAdoption(table *cells.Table, keys []ckptKey, live []strin
 			a.dead = append(a.dead, in.owner)
 		}
 		for id, s := range in.recs {
-			a.offer(id, candidate{snap: s, tick: in.tick, region: reg})
+			if !c.holdsNewer(id, s.Epoch) {
+				a.offer(id, candidate{snap: s, tick: in.tick, region: reg})
+			}
 		}
 		for id, mv := range in.moved {
-			a.offer(id, candidate{snap: mv.snap, tick: mv.tick, region: reg})
+			if !c.holdsNewer(id, mv.snap.Epoch) {
+				a.offer(id, candidate{snap: mv.snap, tick: mv.tick, region: reg})
+			}
 		}
 	}
 	slices.Sort(a.dead)
@@ -991,6 +998,36 @@ func (a *adoption) offer(id ecs.ID, cd candidate) {
 		return
 	}
 	a.cands[id] = cd
+}
+
+// holdsNewer reports whether this node simulates id at epoch or a later
+// one: a dead node's record of it at epoch is no candidate here (held
+// here; superseded says why).
+func (c *cluster) holdsNewer(id ecs.ID, epoch uint64) bool {
+	r := c.r
+	if c.ckpt.bugs.noSupersede || !r.w.Alive(id) || r.ghost.Has(id) || r.isGhost(id) || c.epochOf(id) < epoch {
+		return false
+	}
+	c.ckpt.stats.Here++
+	return true
+}
+
+// superseded drops id from every round's candidates whose record is at
+// epoch or an older one: this node has just taken id at epoch (by
+// handoff, or restored in another round). It may hand id on before the
+// round ends, and the peers' answers are as old as the round (a round
+// held up by a cut peer lasts seconds): without this the round would
+// restore the stale record of an entity another node simulates now.
+func (c *cluster) superseded(id ecs.ID, epoch uint64, except *adoption) {
+	if c.ckpt.bugs.noSupersede {
+		return
+	}
+	for _, a := range c.ckpt.rounds {
+		if cd, ok := a.cands[id]; ok && a != except && cd.snap.Epoch <= epoch {
+			delete(a.cands, id)
+			c.ckpt.stats.Here++
+		}
+	}
 }
 
 // receiveAdoptQuery queues a query until this node may answer it.
@@ -1125,6 +1162,7 @@ func (c *cluster) finishAdoption(a *adoption) {
 			continue // checked as it arrived: not seen
 		}
 		if c.restore(id, snap, byName) {
+			c.superseded(id, snap.Epoch, a)
 			ck.stats.Adopted++
 			ck.restored[id] = r.w.CurrentTick().N
 			ck.fresh = append(ck.fresh, id) // checkpointed at the end of the tick

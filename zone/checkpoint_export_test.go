@@ -17,7 +17,9 @@ import (
 // checkpoint), "nomoved" (an entity that walked into another region's
 // stream is said gone from the old one: a checkpoint that arrives in
 // part loses it), "nolaterclaim" (a peer answers an adoption query from
-// its rounds only, not from the records it adopts once its table comes).
+// its rounds only, not from the records it adopts once its table comes),
+// "nosupersede" (an adoption round restores the stale record of an entity
+// its node took at a newer epoch during the round and handed on).
 func (r *Runtime) PlantCheckpoint(bug string) {
 	b := &r.cluster.ckpt.bugs
 	switch bug {
@@ -33,6 +35,8 @@ func (r *Runtime) PlantCheckpoint(bug string) {
 		b.noMoved = true
 	case "nolaterclaim":
 		b.noLaterClaim = true
+	case "nosupersede":
+		b.noSupersede = true
 	default:
 		panic("zone: no such planted checkpoint bug: " + bug)
 	}

@@ -269,7 +269,10 @@
 //	                                          the stream dropped (the standby changes; the owner moved the region
 //	                                          and handed everything there over)
 //	candidate  in an adoption round           a live peer answers that it holds the entity (or adopts it under a
-//	                                          newer checkpoint): dropped; every live peer has answered: adopted
+//	                                          newer checkpoint), or this node takes it (a handoff, another round)
+//	                                          at the record's epoch or later: dropped (none is made of a record
+//	                                          whose entity this node simulates at a newer epoch as the round
+//	                                          starts); every live peer has answered: adopted
 //	adopted    a simulated entity, epoch e+4  (an entity like any other)
 //
 // A dead node's entity on the nodes that showed it, as a ghost, across the

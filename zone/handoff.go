@@ -566,6 +566,7 @@ func (c *cluster) receiveTransfer(from string, m handoff.Transfer) {
 			continue
 		}
 		acks = append(acks, ref)
+		c.superseded(id, s.Epoch, nil)
 		c.hstats.Adopted++
 		c.ckpt.fresh = append(c.ckpt.fresh, id)
 	}

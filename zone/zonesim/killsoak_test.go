@@ -33,6 +33,11 @@ func TestKillSoakFound(t *testing.T) {
 		// A dead node's parked render ghost counted as a live holder in
 		// a round with no peer to ask.
 		{"dead ghost, two nodes", zonesim.Config{Seed: 15, Ticks: shortTicks, Kill: true, Nodes: 2}},
+		// A standby took an entity by handoff from the dying node while
+		// its adoption round (held up by a cut peer) held the dead node's
+		// older record of it, and handed it on before the round ended: the
+		// round restored the stale record (zone's superseded).
+		{"handed on during a round, ttl2 slow5", zonesim.Config{Seed: 31, Ticks: shortTicks, Kill: true, KillTTL: 2, SlowControl: 5}},
 		// A ghost held at the fence whose adopted entity walked off
 		// unseen stayed a zombie for Timers.FenceHold (zone's notThere).
 		{"zombie held at the fence", zonesim.Config{Seed: 37, Ticks: shortTicks, Kill: true, FourWays: true}},
