@@ -35,40 +35,49 @@ func TestKillSimulationBites(t *testing.T) {
 		t.Fatal(err)
 	}
 	seeds = seeds[:min(len(seeds), 40)]
-	count := os.Getenv("SHARDWISE_BITE_COUNT") != "" // run every seed and count the catches
 	for _, bug := range []string{"noquery", "noraise", "nofence", "notake"} {
 		t.Run(bug, func(t *testing.T) {
 			t.Parallel()
-			first, catches := uint64(0), 0
-			for _, seed := range seeds {
-				if _, known := zonesim.KnownKillFailure(seed); known {
-					continue
-				}
-				_, err := zonesim.Run(zonesim.Config{Seed: seed, Ticks: 150, Kill: true,
-					Started: func(_ int, r *zone.Runtime) { r.PlantCheckpoint(bug) }})
-				if err == nil {
-					continue
-				}
-				if _, base := zonesim.Run(zonesim.Config{Seed: seed, Ticks: 150, Kill: true}); base != nil {
-					t.Logf("seed %d fails without the bug too: %v", seed, base)
-					continue
-				}
-				catches++
-				if first == 0 {
-					first = seed
-					t.Logf("%s caught at seed %d: %v", bug, seed, err)
-				}
-				if !count {
-					return
-				}
-			}
-			if count {
-				t.Logf("%s: first catch at seed %d, %d catches in %d seeds", bug, first, catches, len(seeds))
-			}
-			if catches == 0 {
-				t.Errorf("%s: not caught in %d seeds", bug, len(seeds))
-			}
+			requireKillCatch(t, seeds, bug, func(r *zone.Runtime) { r.PlantCheckpoint(bug) })
 		})
+	}
+}
+
+// requireKillCatch runs the kill simulation over seeds with plant applied
+// to every node and fails unless some seed that passes without it fails
+// with it. It stops at the first catch unless SHARDWISE_BITE_COUNT is
+// set, which runs every seed and logs how many caught the bug.
+func requireKillCatch(t *testing.T, seeds []uint64, bug string, plant func(*zone.Runtime)) {
+	t.Helper()
+	count := os.Getenv("SHARDWISE_BITE_COUNT") != ""
+	first, catches := uint64(0), 0
+	for _, seed := range seeds {
+		if _, known := zonesim.KnownKillFailure(seed); known {
+			continue
+		}
+		_, err := zonesim.Run(zonesim.Config{Seed: seed, Ticks: 150, Kill: true,
+			Started: func(_ int, r *zone.Runtime) { plant(r) }})
+		if err == nil {
+			continue
+		}
+		if _, base := zonesim.Run(zonesim.Config{Seed: seed, Ticks: 150, Kill: true}); base != nil {
+			t.Logf("seed %d fails without the bug too: %v", seed, base)
+			continue
+		}
+		catches++
+		if first == 0 {
+			first = seed
+			t.Logf("%s caught at seed %d: %v", bug, seed, err)
+		}
+		if !count {
+			return
+		}
+	}
+	if count {
+		t.Logf("%s: first catch at seed %d, %d catches in %d seeds", bug, first, catches, len(seeds))
+	}
+	if catches == 0 {
+		t.Errorf("%s: not caught in %d seeds", bug, len(seeds))
 	}
 }
 

@@ -1,7 +1,6 @@
 package zone_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/shardwise/shardwise/zone"
@@ -27,34 +26,5 @@ func TestKillSimulationBitesDropAtFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	seeds = seeds[:min(len(seeds), 40)]
-	count := os.Getenv("SHARDWISE_BITE_COUNT") != ""
-	first, catches := uint64(0), 0
-	for _, seed := range seeds {
-		if _, known := zonesim.KnownKillFailure(seed); known {
-			continue
-		}
-		_, err := zonesim.Run(zonesim.Config{Seed: seed, Ticks: 150, Kill: true,
-			Started: func(_ int, r *zone.Runtime) { r.Plant(bug) }})
-		if err == nil {
-			continue
-		}
-		if _, base := zonesim.Run(zonesim.Config{Seed: seed, Ticks: 150, Kill: true}); base != nil {
-			t.Logf("seed %d fails without the bug too: %v", seed, base)
-			continue
-		}
-		catches++
-		if first == 0 {
-			first = seed
-			t.Logf("%s caught at seed %d: %v", bug, seed, err)
-		}
-		if !count {
-			return
-		}
-	}
-	if count {
-		t.Logf("%s: first catch at seed %d, %d catches in %d seeds", bug, first, catches, len(seeds))
-	}
-	if catches == 0 {
-		t.Errorf("%s: not caught in %d seeds", bug, len(seeds))
-	}
+	requireKillCatch(t, seeds, bug, func(r *zone.Runtime) { r.Plant(bug) })
 }
