@@ -2,12 +2,7 @@ package zonesim_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/shardwise/shardwise/examples/wander"
@@ -25,19 +20,8 @@ func wanderCrowd() wander.Config {
 // runs seeds 1…N of each variant (SHARDWISE_BREAKER_VARIANT=a,b picks
 // some; SHARDWISE_BREAKER_LIST=s1,s2 picks seeds).
 func TestBreakerSoak(t *testing.T) {
-	v := os.Getenv("SHARDWISE_BREAKER")
-	if v == "" {
-		t.Skip("SHARDWISE_BREAKER=N runs it")
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		t.Fatal(err)
-	}
 	heavy := &zonesim.Faults{Drop: 0.4, Duplicate: 0.2, Reorder: 0.3, MaxDelay: 6}
-	variants := []struct {
-		name string
-		cfg  zonesim.Config
-	}{
+	runSoak(t, "SHARDWISE_BREAKER", []soakVariant{
 		{"intents", zonesim.Config{Ticks: 200, Kill: true, Intents: 5}},
 		{"intents-fourways", zonesim.Config{Ticks: 200, Kill: true, Intents: 5, FourWays: true}},
 		{"heavy", zonesim.Config{Ticks: shortTicks, Kill: true, Faults: heavy}},
@@ -50,74 +34,7 @@ func TestBreakerSoak(t *testing.T) {
 		{"noschedule", zonesim.Config{Ticks: shortTicks, Kill: true, NoSchedule: true}},
 		{"crowd", zonesim.Config{Ticks: shortTicks, Kill: true, Wander: wanderCrowd()}},
 		{"nofaults-fourways", zonesim.Config{Ticks: shortTicks, Kill: true, FourWays: true, Faults: &zonesim.Faults{}}},
-	}
-	if only := os.Getenv("SHARDWISE_BREAKER_VARIANT"); only != "" {
-		keep := variants[:0]
-		for _, vr := range variants {
-			if strings.Contains(","+only+",", ","+vr.name+",") {
-				keep = append(keep, vr)
-			}
-		}
-		variants = keep
-	}
-	seeds := make([]uint64, 0, n)
-	for s := range n {
-		seeds = append(seeds, uint64(s+1))
-	}
-	if l := os.Getenv("SHARDWISE_BREAKER_LIST"); l != "" {
-		seeds = seeds[:0]
-		for f := range strings.SplitSeq(l, ",") {
-			s, err := strconv.ParseUint(f, 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			seeds = append(seeds, s)
-		}
-	}
-	var mu sync.Mutex
-	fails := map[string][]uint64{}
-	for _, vr := range variants {
-		t.Run(vr.name, func(t *testing.T) {
-			for _, seed := range seeds {
-				t.Run(fmt.Sprint(seed), func(t *testing.T) {
-					t.Parallel()
-					cfg := vr.cfg
-					cfg.Seed = seed
-					res, err := zonesim.Run(cfg)
-					if err == nil {
-						return
-					}
-					kind := "error"
-					var pe *zonesim.PropertyError
-					if errors.As(err, &pe) {
-						kind = pe.Property
-					}
-					mu.Lock()
-					fails[vr.name+" "+kind] = append(fails[vr.name+" "+kind], seed)
-					mu.Unlock()
-					t.Logf("%s seed %d: %v", vr.name, seed, err)
-					if os.Getenv("SHARDWISE_BREAKER_EVENTS") != "" {
-						for _, e := range res.Events {
-							t.Log(e)
-						}
-					}
-				})
-			}
-		})
-	}
-	if len(fails) > 0 {
-		t.Errorf("%d kinds of failure (listed below)", len(fails))
-	}
-	keys := make([]string, 0, len(fails))
-	for k := range fails {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		s := fails[k]
-		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-		t.Logf("FAIL %s: %d seeds %v", k, len(s), s)
-	}
+	})
 }
 
 // TestBreakerKnown replays the breaks the breaker found on main (each

@@ -70,18 +70,7 @@ func TestKillSoakFound(t *testing.T) {
 // failure by variant and property (it does not stop at the first). Off
 // unless asked: the short mode's TestKillNode is the gate.
 func TestKillSoak(t *testing.T) {
-	v := os.Getenv("SHARDWISE_KILLSOAK")
-	if v == "" {
-		t.Skip("SHARDWISE_KILLSOAK=N runs it")
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		t.Fatalf("SHARDWISE_KILLSOAK=%q: %v", v, err)
-	}
-	variants := []struct {
-		name string
-		cfg  zonesim.Config
-	}{
+	runSoak(t, "SHARDWISE_KILLSOAK", []soakVariant{
 		{"plain", zonesim.Config{Ticks: shortTicks, Kill: true}},
 		{"fourways", zonesim.Config{Ticks: shortTicks, Kill: true, FourWays: true}},
 		{"slow3", zonesim.Config{Ticks: shortTicks, Kill: true, SlowControl: 3}},
@@ -90,8 +79,29 @@ func TestKillSoak(t *testing.T) {
 		{"ttl5", zonesim.Config{Ticks: shortTicks, Kill: true, KillTTL: 5}},
 		{"nodes2", zonesim.Config{Ticks: shortTicks, Kill: true, Nodes: 2}},
 		{"nodes3", zonesim.Config{Ticks: shortTicks, Kill: true, Nodes: 3}},
+	})
+}
+
+// soakVariant is one configuration a soak runs over its seeds.
+type soakVariant struct {
+	name string
+	cfg  zonesim.Config
+}
+
+// runSoak is a soak over seeds, skipped unless env is set: env=N runs
+// seeds 1…N in each variant (env_VARIANT=a,b picks some, env_LIST=s1,s2
+// picks seeds, env_EVENTS logs a failing run's events) and lists every
+// failure by variant and property (it does not stop at the first).
+func runSoak(t *testing.T, env string, variants []soakVariant) {
+	v := os.Getenv(env)
+	if v == "" {
+		t.Skip(env + "=N runs it")
 	}
-	if only := os.Getenv("SHARDWISE_KILLSOAK_VARIANT"); only != "" {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", env, v, err)
+	}
+	if only := os.Getenv(env + "_VARIANT"); only != "" {
 		keep := variants[:0]
 		for _, vr := range variants {
 			if strings.Contains(","+only+",", ","+vr.name+",") {
@@ -104,16 +114,17 @@ func TestKillSoak(t *testing.T) {
 	for s := range n {
 		seeds = append(seeds, uint64(s+1))
 	}
-	if l := os.Getenv("SHARDWISE_KILLSOAK_LIST"); l != "" {
+	if l := os.Getenv(env + "_LIST"); l != "" {
 		seeds = seeds[:0]
 		for f := range strings.SplitSeq(l, ",") {
 			s, err := strconv.ParseUint(f, 10, 64)
 			if err != nil {
-				t.Fatalf("SHARDWISE_KILLSOAK_LIST=%q: %v", l, err)
+				t.Fatalf("%s_LIST=%q: %v", env, l, err)
 			}
 			seeds = append(seeds, s)
 		}
 	}
+	events := os.Getenv(env+"_EVENTS") != ""
 	var mu sync.Mutex
 	fails := map[string][]uint64{}
 	for _, vr := range variants {
@@ -123,7 +134,7 @@ func TestKillSoak(t *testing.T) {
 					t.Parallel()
 					cfg := vr.cfg
 					cfg.Seed = seed
-					_, err := zonesim.Run(cfg)
+					res, err := zonesim.Run(cfg)
 					if err == nil {
 						return
 					}
@@ -136,6 +147,11 @@ func TestKillSoak(t *testing.T) {
 					fails[vr.name+" "+kind] = append(fails[vr.name+" "+kind], seed)
 					mu.Unlock()
 					t.Logf("%s seed %d: %v", vr.name, seed, err)
+					if events {
+						for _, e := range res.Events {
+							t.Log(e)
+						}
+					}
 				})
 			}
 		})
