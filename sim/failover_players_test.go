@@ -95,15 +95,7 @@ func TestAPlayerKeepsItsSocketAcrossItsNodesFailover(t *testing.T) {
 	c := login(t, ctx, rc.urls[0], rc.w.token(a))
 	master, pet := you(c)
 	dest := geo.Translate(at, torus.Pos{X: 12})
-	if _, err := c.Move(ctx, master, dest.X, dest.Y); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Wait(ctx, func(v *sim.View) bool {
-		p, ok := v.Position(master)
-		return ok && near(geo, p, dest, 0.5)
-	}); err != nil {
-		t.Fatalf("the walk never arrived: %v", err)
-	}
+	walkTo(t, ctx, c, geo, master, dest, false)
 	rc.watch.waitSteps(t, 60) // three checkpoints of it standing there
 	apply := rc.failNode(t, ctx, 1)
 	rc.watch.waitSteps(t, 20)
@@ -191,15 +183,7 @@ func resumeAcrossFailover(t *testing.T, on int, before bool) {
 	first := login(t, ctx, rc.urls[0], rc.w.token(a))
 	master, pet := you(first)
 	dest := geo.Translate(at, torus.Pos{X: 12})
-	if _, err := first.Move(ctx, master, dest.X, dest.Y); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Wait(ctx, func(v *sim.View) bool {
-		p, ok := v.Position(master)
-		return ok && near(geo, p, dest, 0.5) && v.Credential() != ""
-	}); err != nil {
-		t.Fatalf("the walk never arrived, or no credential: %v", err)
-	}
+	walkTo(t, ctx, first, geo, master, dest, true)
 	cred := first.Credential()
 	rc.watch.waitSteps(t, 60) // three checkpoints of it standing there
 	apply := rc.failNode(t, ctx, 0)

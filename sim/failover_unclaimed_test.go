@@ -113,15 +113,7 @@ func unclaimedAfterFailover(t *testing.T, standby string, logout bool) {
 	// It walks away from its stored record, and stands there for three
 	// checkpoints.
 	dest := geo.Translate(at, torus.Pos{X: 12})
-	if _, err := c.Move(ctx, master, dest.X, dest.Y); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Wait(ctx, func(v *sim.View) bool {
-		p, ok := v.Position(master)
-		return ok && near(geo, p, dest, 0.5)
-	}); err != nil {
-		t.Fatalf("the walk never arrived: %v", err)
-	}
+	walkTo(t, ctx, c, geo, master, dest, false)
 	rc.watch.waitSteps(t, 60)
 	before := rc.masterOn(master, -1)
 
@@ -293,15 +285,7 @@ func resumeRacingUnclaimed(t *testing.T, after uint64) {
 	first := login(t, ctx, rc.urls[0], rc.w.token(a))
 	master, _ := you(first)
 	dest := geo.Translate(at, torus.Pos{X: 12})
-	if _, err := first.Move(ctx, master, dest.X, dest.Y); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Wait(ctx, func(v *sim.View) bool {
-		p, ok := v.Position(master)
-		return ok && near(geo, p, dest, 0.5) && v.Credential() != ""
-	}); err != nil {
-		t.Fatalf("the walk never arrived, or no credential: %v", err)
-	}
+	walkTo(t, ctx, first, geo, master, dest, true)
 	cred := first.Credential()
 	rc.watch.waitSteps(t, 60) // three checkpoints of it standing there
 	apply := rc.failNode(t, ctx, 0)

@@ -384,15 +384,7 @@ func loginAfterADeadGateway(t *testing.T, nodes, on int) {
 	first := login(t, ctx, oc.urls[0], oc.w.token(a))
 	master, pet := you(first)
 	dest := geo.Translate(at, torus.Pos{X: 12})
-	if _, err := first.Move(ctx, master, dest.X, dest.Y); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Wait(ctx, func(v *sim.View) bool {
-		p, ok := v.Position(master)
-		return ok && near(geo, p, dest, 0.5)
-	}); err != nil {
-		t.Fatalf("the walk never arrived: %v", err)
-	}
+	walkTo(t, ctx, first, geo, master, dest, false)
 	// zone-0 dies: its lease is gone, so it simulates and sends nothing
 	// more (what its gateway posts is never run), and its gateway's
 	// sockets close (releasing the session in the directory: the new

@@ -176,6 +176,24 @@ func stats(rt *zone.Runtime) zone.PlayerStats {
 
 func near(geo torus.World, a, b torus.Pos, d float64) bool { return geo.Distance(a, b) <= d }
 
+// walkTo moves master to dest and waits until c shows it there and, with
+// credential, until c holds a resume credential.
+func walkTo(t *testing.T, ctx context.Context, c *sim.Client, geo torus.World, master uint64, dest torus.Pos, credential bool) {
+	t.Helper()
+	if _, err := c.Move(ctx, master, dest.X, dest.Y); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(ctx, func(v *sim.View) bool {
+		p, ok := v.Position(master)
+		return ok && near(geo, p, dest, 0.5) && (!credential || v.Credential() != "")
+	}); err != nil {
+		if credential {
+			t.Fatalf("the walk never arrived, or no credential: %v", err)
+		}
+		t.Fatalf("the walk never arrived: %v", err)
+	}
+}
+
 // On one node: a client logs in, sees its master and pet, walks, sees only
 // its own experience, cannot command another player, logs out (saved)
 // and comes back where it left.

@@ -198,15 +198,7 @@ func resumeAfterADeadGateway(t *testing.T, nodes, on int, node bool) {
 	first := login(t, ctx, rc.urls[0], rc.w.token(a))
 	master, pet := you(first)
 	dest := geo.Translate(at, torus.Pos{X: 12})
-	if _, err := first.Move(ctx, master, dest.X, dest.Y); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Wait(ctx, func(v *sim.View) bool {
-		p, ok := v.Position(master)
-		return ok && near(geo, p, dest, 0.5) && v.Credential() != ""
-	}); err != nil {
-		t.Fatalf("the walk never arrived, or no credential: %v", err)
-	}
+	walkTo(t, ctx, first, geo, master, dest, true)
 	cred := first.Credential()
 	rc.killGateway(t, ctx, 0, node)
 	<-first.Done()
