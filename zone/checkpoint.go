@@ -61,7 +61,10 @@ import (
 // the fence) and those it adopts itself under a newer claim (a later
 // checkpoint tick; on a tie the greater node name), so that an entity
 // that crossed between two of the dead node's regions comes back once.
-// Once every live peer has answered, the node creates the rest under the
+// Within one node the same order holds: a round's candidate is the
+// newest record (a later epoch, or from the same owner a later tick) the
+// node holds of the entity in any dead owner's stream, not only in the
+// streams the round adopts (newestHeld). Once every live peer has answered, the node creates the rest under the
 // same ids, in the handoff's way (the module's codecs and hooks, so dens
 // and mobs come back as a region move brings them), at the checkpointed
 // epoch plus adoptEpochMargin. The region's columns are not set up while
@@ -142,6 +145,10 @@ type ckptBugs struct {
 	// noSupersede: a round keeps the candidates of entities this node
 	// took at a newer epoch (and may have handed on) since the record.
 	noSupersede bool
+	// noNewest: a round adopts the record of the streams it adopts even
+	// when this node holds a newer one of the entity in another dead
+	// owner's stream (adopted in a later round).
+	noNewest bool
 }
 
 // ckptState is a node's side of the checkpoint stream and adoptions,
@@ -262,6 +269,7 @@ type candidate struct {
 	snap   handoff.RawSnapshot
 	tick   uint64
 	region cells.RegionID
+	owner  string // the node whose stream sent the record
 }
 
 type pendingQuery struct {
@@ -948,16 +956,17 @@ func (c *cluster) startAdoption(table *cells.Table, keys []ckptKey, live []strin
 		}
 		for id, s := range in.recs {
 			if !c.holdsNewer(id, s.Epoch) {
-				a.offer(id, candidate{snap: s, tick: in.tick, region: reg})
+				a.offer(id, candidate{snap: s, tick: in.tick, region: reg, owner: in.owner})
 			}
 		}
 		for id, mv := range in.moved {
 			if !c.holdsNewer(id, mv.snap.Epoch) {
-				a.offer(id, candidate{snap: mv.snap, tick: mv.tick, region: reg})
+				a.offer(id, candidate{snap: mv.snap, tick: mv.tick, region: reg, owner: in.owner})
 			}
 		}
 	}
 	slices.Sort(a.dead)
+	c.newestHeld(a)
 	ck.stats.Rounds++
 	for _, p := range live {
 		if p != self && !slices.Contains(a.dead, p) && !ck.bugs.noQuery {
@@ -998,6 +1007,51 @@ func (a *adoption) offer(id ecs.ID, cd candidate) {
 		return
 	}
 	a.cands[id] = cd
+}
+
+// newestHeld makes each of a round's candidates the newest record this
+// node holds of it from any dead owner's stream not in the round: a
+// later epoch, or from the same owner a later checkpoint tick. An entity
+// that walked from one of a dead node's regions into another leaves a
+// moved record (or, from a region a table then moved away, one whose
+// stream stopped) behind in the first stream; if a round adopts that
+// stream before the other's (a move in flight, given away while the
+// other region waits for the failover table), it would restore the
+// older record, and the newer one, in a later round, finds the entity
+// here (zonesim kill seed 4: 25 m lost). The peers' claims order two
+// adopters; this orders one adopter's own streams.
+func (c *cluster) newestHeld(a *adoption) {
+	ck := &c.ckpt
+	if ck.bugs.noNewest {
+		return
+	}
+	var dead []*ckptIn
+	var regs []cells.RegionID
+	for _, k := range slices.SortedFunc(maps.Keys(ck.in), cmpCkptKey) {
+		if in := ck.in[k]; !in.heldBack && !c.peerLive(in.owner, in.lease) {
+			dead, regs = append(dead, in), append(regs, k.region)
+		}
+	}
+	if len(dead) == 0 {
+		return
+	}
+	for id, cd := range a.cands {
+		best := cd
+		for i, in := range dead {
+			var rec candidate
+			if s, ok := in.recs[id]; ok {
+				rec = candidate{snap: s, tick: in.tick, region: regs[i], owner: in.owner}
+			} else if mv, ok := in.moved[id]; ok {
+				rec = candidate{snap: mv.snap, tick: mv.tick, region: regs[i], owner: in.owner}
+			} else {
+				continue
+			}
+			if rec.snap.Epoch > best.snap.Epoch || rec.snap.Epoch == best.snap.Epoch && rec.owner == best.owner && rec.tick > best.tick {
+				best = rec
+			}
+		}
+		a.cands[id] = best
+	}
 }
 
 // holdsNewer reports whether this node simulates id at epoch or a later

@@ -102,6 +102,27 @@ func TestKillLaterClaimBites(t *testing.T) {
 	}
 }
 
+// TestKillNewestRecordBites: an entity of the dead node walked from
+// region 12 into region 15 (both its own), and a table then moved region
+// 12 away; the standby of both holds a record of it in each stream, the
+// one left in region 12's older. It adopts region 12's stream in one
+// round (a move in flight) and region 15's in a later one (once the
+// failover table comes), and must restore the newer record in the first.
+// Planted "nonewest" (a round restores its own streams' record), the kill
+// run of seed 4 catches it (state loss, 25 m), and passes without it.
+func TestKillNewestRecordBites(t *testing.T) {
+	cfg := zonesim.Config{Seed: 4, Ticks: 200, Kill: true}
+	if res, err := zonesim.Run(cfg); err != nil || res.Restored == 0 {
+		t.Fatalf("without the bug: %v (%d restored)", err, res.Restored)
+	}
+	cfg.Started = func(_ int, r *zone.Runtime) { r.PlantCheckpoint("nonewest") }
+	if _, err := zonesim.Run(cfg); err == nil {
+		t.Fatal("nonewest: not caught")
+	} else {
+		t.Logf("nonewest caught: %v", err)
+	}
+}
+
 // TestCheckpointEncodesTheHandoffSnapshot: the checkpoint builds each
 // entity's snapshot in buffers it reuses, not by the handoff's own
 // function; over a kill simulation's run (players, pets, dens, mobs,

@@ -19,7 +19,10 @@ import (
 // part loses it), "nolaterclaim" (a peer answers an adoption query from
 // its rounds only, not from the records it adopts once its table comes),
 // "nosupersede" (an adoption round restores the stale record of an entity
-// its node took at a newer epoch during the round and handed on).
+// its node took at a newer epoch during the round and handed on),
+// "nonewest" (a round restores the record of the streams it adopts though
+// its node holds a newer one of the entity in another dead owner's
+// stream, adopted in a later round).
 func (r *Runtime) PlantCheckpoint(bug string) {
 	b := &r.cluster.ckpt.bugs
 	switch bug {
@@ -37,6 +40,8 @@ func (r *Runtime) PlantCheckpoint(bug string) {
 		b.noLaterClaim = true
 	case "nosupersede":
 		b.noSupersede = true
+	case "nonewest":
+		b.noNewest = true
 	default:
 		panic("zone: no such planted checkpoint bug: " + bug)
 	}
