@@ -53,6 +53,12 @@ func TestBreakerFixed(t *testing.T) {
 		// record its node holds of each entity (zone's TestKillNewestRecordBites).
 		{"stale record, plain 200 ticks", zonesim.Config{Seed: 4, Ticks: 200, Kill: true}},
 		{"stale record, crowd", zonesim.Config{Seed: 4, Ticks: shortTicks, Kill: true, Wander: wanderCrowd()}},
+		// The last checkpoint (t79) was on the wire, due at t86, when the
+		// node was killed (t85) under MaxDelay 6: 59's came back, 24 m
+		// behind. Not a loss beyond the protocol's: the property's bound
+		// counted 3 ticks of delivery (MaxDelay 2's); it counts the
+		// config's MaxDelay now.
+		{"last checkpoint in flight, heavy", zonesim.Config{Seed: 1, Ticks: shortTicks, Kill: true, Faults: &zonesim.Faults{Drop: 0.4, Duplicate: 0.2, Reorder: 0.3, MaxDelay: 6}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if res, err := zonesim.Run(tc.cfg); err != nil {
@@ -74,10 +80,6 @@ func TestBreakerKnown(t *testing.T) {
 		cfg  zonesim.Config
 		prop string
 	}{
-		// Not the stale record: the last checkpoint (t79) was on the wire
-		// when the node was cut (t85) under MaxDelay 6; the property's
-		// slack is 3 ticks of delivery. Likely the bound, not a bug.
-		{"last checkpoint in flight, heavy", zonesim.Config{Seed: 1, Ticks: shortTicks, Kill: true, Faults: heavy}, "state loss"},
 		// Entity 35 simulated on sim-1 and sim-3.
 		{"not recovered, ttl2 slow5", zonesim.Config{Seed: 6, Ticks: shortTicks, Kill: true, KillTTL: 2, SlowControl: 5}, "recovered"},
 		{"blink across the failover, 6 nodes", zonesim.Config{Seed: 31, Ticks: shortTicks, Kill: true, Nodes: 6}, "clients"},
