@@ -149,6 +149,9 @@ type ckptBugs struct {
 	// when this node holds a newer one of the entity in another dead
 	// owner's stream (adopted in a later round).
 	noNewest bool
+	// roundDeadOnly: a round takes a render ghost from a node that died
+	// before the round's owners for a sign that a live peer holds it.
+	roundDeadOnly bool
 }
 
 // ckptState is a node's side of the checkpoint stream and adoptions,
@@ -349,6 +352,22 @@ func (r *Runtime) LastCheckpoint() uint64 {
 
 // AdoptionPending reports whether an adoption waits for peers' answers.
 func (r *Runtime) AdoptionPending() bool { return r.cluster != nil && len(r.cluster.ckpt.rounds) > 0 }
+
+// InAdoption reports whether a record of id is a candidate of an
+// adoption round in flight here (taken out of its stream, so Checkpointed
+// no longer lists it): this node creates it when the round ends unless a
+// peer answers that it holds it.
+func (r *Runtime) InAdoption(id ecs.ID) bool {
+	if r.cluster == nil {
+		return false
+	}
+	for _, a := range r.cluster.ckpt.rounds {
+		if _, ok := a.cands[id]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 // adopting reports whether this node adopts a dead node's entities: a
 // round waits for answers, or the held table gives away a dead owner's
@@ -1204,9 +1223,13 @@ func (c *cluster) finishAdoption(a *adoption) {
 		// entity to the dead node, and its went record keeps it listed in
 		// its snapshots for a while: zonesim FourWays kill seed 109) and
 		// gives way to the adopted entity. restore takes either over in
-		// place.
+		// place. A dead node is any this node refuses, not only the
+		// round's: a ghost of the first of two dead nodes, held at its
+		// fence, outlives the adoption of its entity by the second, whose
+		// standby adopts the second's record of it (zonetest
+		// TestBreakerStandbyDiesDuringAdoption gap4: 4 entities lost).
 		if src, ghost := c.sourceOf(id); r.w.Alive(id) && !r.ghost.Has(id) ||
-			ghost && !slices.Contains(a.dead, src) && !slices.Contains(a.asked, src) {
+			ghost && !c.deadSource(src, a) && !slices.Contains(a.asked, src) {
 			ck.stats.Here++ // held here, or a live peer sends it
 			continue
 		}
@@ -1222,6 +1245,23 @@ func (c *cluster) finishAdoption(a *adoption) {
 			ck.fresh = append(ck.fresh, id) // checkpointed at the end of the tick
 		}
 	}
+}
+
+// deadSource reports whether a ghost's source is a node whose lease
+// this node no longer accepts: one of round a's dead owners, or one
+// fenced before (an earlier failover's).
+func (c *cluster) deadSource(src string, a *adoption) bool {
+	if slices.Contains(a.dead, src) {
+		return true
+	}
+	if c.ckpt.bugs.roundDeadOnly {
+		return false
+	}
+	if c.isFenced(src) {
+		return true
+	}
+	l, ok := c.leaseOf[src]
+	return ok && !c.peerLive(src, l)
 }
 
 // restore creates one entity from its record, as a handoff's target

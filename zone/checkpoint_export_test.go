@@ -22,7 +22,9 @@ import (
 // its node took at a newer epoch during the round and handed on),
 // "nonewest" (a round restores the record of the streams it adopts though
 // its node holds a newer one of the entity in another dead owner's
-// stream, adopted in a later round).
+// stream, adopted in a later round), "rounddeadonly" (a round takes a
+// render ghost from a node that died before the round's owners for a
+// sign that a live peer holds the entity).
 func (r *Runtime) PlantCheckpoint(bug string) {
 	b := &r.cluster.ckpt.bugs
 	switch bug {
@@ -42,6 +44,8 @@ func (r *Runtime) PlantCheckpoint(bug string) {
 		b.noSupersede = true
 	case "nonewest":
 		b.noNewest = true
+	case "rounddeadonly":
+		b.roundDeadOnly = true
 	default:
 		panic("zone: no such planted checkpoint bug: " + bug)
 	}
