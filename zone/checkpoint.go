@@ -85,8 +85,10 @@ import (
 // stream's delay); what a node cut from a standby (not from the lease)
 // sent it since the cut, if it dies before the heal; an entity a node
 // took whose ack reached the source while the take's checkpoint, on
-// another link, did not reach the standby before the node died; and
-// what a node created since its last checkpoint. A standby whose stream
+// another link, did not reach the standby before the node died; what a
+// node created since its last checkpoint; and, when an adopter dies
+// before it has adopted a dead node's records and checkpointed them on,
+// those records (its standby holds nothing of them). A standby whose stream
 // had a gap keeps the records it had until the next snapshot: an entity
 // gone meanwhile may come back, as may one destroyed within
 // ckptMovedKeep checkpoints of a move between two streams.
