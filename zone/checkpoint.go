@@ -64,10 +64,11 @@ import (
 // Within one node the same order holds: a round's candidate is the
 // newest record (a later epoch, or from the same owner a later tick) the
 // node holds of the entity in any dead owner's stream, not only in the
-// streams the round adopts (newestHeld). Once every live peer has answered, the node creates the rest under the
-// same ids, in the handoff's way (the module's codecs and hooks, so dens
-// and mobs come back as a region move brings them), at the checkpointed
-// epoch plus adoptEpochMargin. The region's columns are not set up while
+// streams the round adopts (newestHeld). Once every live peer has
+// answered, the node creates the rest under the same ids, in the
+// handoff's way (the module's codecs and hooks, so dens and mobs come
+// back as a region move brings them), at the checkpointed epoch plus
+// adoptEpochMargin. The region's columns are not set up while
 // an adoption is in flight.
 //
 // The epoch. Peers hold the dead node's ghosts as they stood (taking
@@ -88,9 +89,9 @@ import (
 // another link, did not reach the standby before the node died; what a
 // node created since its last checkpoint; and, when an adopter dies
 // before it has adopted a dead node's records and checkpointed them on,
-// those records (its standby holds nothing of them). A standby whose stream
-// had a gap keeps the records it had until the next snapshot: an entity
-// gone meanwhile may come back, as may one destroyed within
+// those records (its standby holds nothing of them). A standby whose
+// stream had a gap keeps the records it had until the next snapshot:
+// an entity gone meanwhile may come back, as may one destroyed within
 // ckptMovedKeep checkpoints of a move between two streams.
 
 // ckptFullEvery is how many checkpoints of a stream go between two
