@@ -8,8 +8,8 @@ import (
 	"github.com/shardwise/shardwise/gateway/clientinput"
 )
 
-// World is the simulation a gateway's sessions play in: the zone runtime
-// implements it. The gateway calls it from connection goroutines; an
+// World is the simulation a gateway's sessions play in: the zone runtime,
+// through package zone/zonegate's World. The gateway calls it from connection goroutines; an
 // implementation queues the work to the world's own goroutine and returns
 // without waiting for a tick.
 type World interface {
