@@ -11,7 +11,7 @@ import (
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/ecs"
-	"github.com/shardwise/shardwise/gateway"
+	"github.com/shardwise/shardwise/gateway/clientinput"
 	"github.com/shardwise/shardwise/interest"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/worldstore"
@@ -65,8 +65,8 @@ func (h *hikers) Setup(r *zone.Runtime) error {
 			return 0, ok
 		},
 		Home:       func(account.ID) torus.Pos { return torus.Pos{} },
-		CheckInput: func(gateway.Input) error { return nil },
-		Input:      func(ecs.ID, gateway.Input) {},
+		CheckInput: func(clientinput.Input) error { return nil },
+		Input:      func(ecs.ID, clientinput.Input) {},
 	})
 	return r.AddSystem(ecs.System{Name: "hike", Run: func(w *ecs.World, _ ecs.Tick) {
 		h.hike.Each(func(id ecs.ID, hk *hike) {
