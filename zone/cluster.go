@@ -165,6 +165,9 @@ type plantedBugs struct {
 	dropAtFence    bool // fencedPeers drops a dead peer's ghosts (they vanish, then come back adopted)
 	noHeldEnd      bool // a snapshot that does not list a ghost held at a fence leaves it held
 	snapAdopting   bool // a node answers a subscription while it adopts a dead node's entities
+	noMoverWait    bool // notThere does not wait for a moved region's standby (fencehold.go's movers)
+	fenceRetry     bool // an entity unfrozen at its dead target's fence waits HandoffRetry, not the next checkpoint
+	noSourceResync bool // applySnapshot does not ask a grace-only source again for a ghost the chunk's simulator left out
 }
 
 // ClusterStats are the runtime's link counters since New.
@@ -1110,6 +1113,7 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot, table uint64) {
 	for _, e := range s.Entries {
 		listed[e.Entity] = e.Epoch
 	}
+	var sims []string // the held table's simulators of ch, once needed
 	for _, e := range c.rep.AppendResidents(nil, ch) {
 		if _, ok := listed[e]; !ok && c.holdUnlisted(from, ecs.ID(e), ch) {
 			st, _, _ := c.rep.Has(e)
@@ -1125,6 +1129,23 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot, table uint64) {
 			}
 			if !ok {
 				c.unlistedAtFence(from, ecs.ID(e), table)
+				if sims == nil {
+					sims = c.simulators(make([]string, 0, 4), ch)
+				}
+				if !c.bugs.noSourceResync && src != "" && !slices.Contains(sims, src) && slices.Contains(sims, from) {
+					// The chunk's simulator does not have it, and its
+					// source here is no simulator of the chunk any more,
+					// only kept subscribed by a table change's grace: the
+					// source may have handed it over while this node was
+					// cut from the taker, whose messages of it were lost
+					// (its snapshot cannot list what walked on out of
+					// the chunk). The source's own snapshot says whether
+					// it still has it (appendWent lists a handed entity
+					// only while this node still sees where it went): without
+					// asking, the stale ghost stood for the rest of the
+					// grace, a zombie (zonesim FourWays seed 40).
+					c.resyncChunk(src, ch)
+				}
 			}
 			burst, _ := c.rep.AppendBurst(nil, e)
 			ups = append(ups, replica.Update{Entity: e, Stamp: st, Frames: burst})

@@ -74,6 +74,12 @@ func (r *Runtime) Plant(bug string) {
 		b.noHeldEnd = true
 	case "snapadopting":
 		b.snapAdopting = true
+	case "nomoverwait":
+		b.noMoverWait = true
+	case "fenceretry":
+		b.fenceRetry = true
+	case "nosourceresync":
+		b.noSourceResync = true
 	default:
 		panic("zone: no such planted bug: " + bug)
 	}
