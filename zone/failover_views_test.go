@@ -8,7 +8,7 @@ import (
 	"github.com/shardwise/shardwise/zone/zonesim"
 )
 
-// TestFailoverViews replays the clients' breaches across a failover the
+// TestFailoverViews replays the clients' breaches in kill runs that the
 // breaker and the kill soak found (zonesim's TestBreakerKnown and
 // TestKillSoak, 150 ticks each), one per cause, each with its fix
 // planted back (export_test.go's Plant): the run passes, and with the
@@ -39,6 +39,14 @@ func TestFailoverViews(t *testing.T) {
 		// the grace, was never asked again: a zombie.
 		{"grace-only source, four ways", zonesim.Config{Seed: 40, Ticks: 150, Kill: true, FourWays: true, Faults: &zonesim.Faults{}}, nil, "nosourceresync"},
 		{"grace-only source, four ways 42", zonesim.Config{Seed: 42, Ticks: 150, Kill: true, FourWays: true}, nil, "nosourceresync"},
+		// Before the kill, in a region swap under heavy loss: sim-3's
+		// snapshot of entity 15's chunk, taken before sim-3 took 15 from
+		// sim-0, arrived 6 ticks late, after the ack had made sim-0's
+		// copy a ghost of sim-3's, and removed it (sim-3's later
+		// snapshots and the appear were lost): a blink 2 chunks from the
+		// viewer.
+		{"taker's snapshot older than the take, heavy loss", zonesim.Config{Seed: 18, Ticks: 150, Kill: true,
+			Faults: &zonesim.Faults{Drop: 0.4, Duplicate: 0.2, Reorder: 0.3, MaxDelay: 6}}, nil, "notakerecheck"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plant := func(bugs ...string) zonesim.Config {

@@ -29,7 +29,9 @@ import (
 //     answer a subscription only once their adoption is over (publish),
 //     so the entity is not there (it was adopted elsewhere, where this
 //     node does not look, or not at all), and it vanishes, unless one of
-//     them still owes this node a snapshot of a chunk next to it
+//     them still owes this node a snapshot of a chunk next to it, or
+//     is the standby of a region a move in flight took from the dead
+//     peer whose adoption query has not been answered here yet
 //     (notThere; the table's arrival asks those simulators for the chunk
 //     again);
 //   - Timers.FenceHold ticks pass (nobody had it: it never comes back),

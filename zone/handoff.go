@@ -71,6 +71,9 @@ type wentTo struct {
 	burst  []byte
 	seq    uint64
 	seen   []Subscriber
+	// rechecked says a snapshot of the taker's that left it out was held
+	// once already (holdUnlisted).
+	rechecked bool
 }
 
 // appendWent adds to a snapshot of its chunk for node subscriber sub the
