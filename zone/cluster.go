@@ -1164,7 +1164,7 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot, table uint64) {
 				if sims == nil {
 					sims = c.simulators(make([]string, 0, 4), ch)
 				}
-				if !c.bugs.noSourceResync && src != "" && !slices.Contains(sims, src) && slices.Contains(sims, from) {
+				if !c.bugs.noSourceResync && src != "" && !c.isFenced(src) && !slices.Contains(sims, src) && slices.Contains(sims, from) {
 					// The chunk's simulator does not have it, and its
 					// source here is no simulator of the chunk any more,
 					// only kept subscribed by a table change's grace: the
