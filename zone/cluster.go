@@ -167,7 +167,7 @@ type plantedBugs struct {
 	snapAdopting   bool // a node answers a subscription while it adopts a dead node's entities
 	noMoverWait    bool // notThere does not wait for a moved region's standby (fencehold.go's movers)
 	fenceRetry     bool // an entity unfrozen at its dead target's fence waits HandoffRetry, not the next checkpoint
-	noSourceResync bool // applySnapshot does not ask a grace-only source again for a ghost the chunk's simulator left out
+	noSourceResync bool // applySnapshot does not ask another source again for a ghost the chunk's owner left out
 	noTakeRecheck  bool // holdUnlisted does not keep a handed entity's ghost that the taker's snapshot, maybe older than the take, leaves out
 }
 
@@ -1145,7 +1145,6 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot, table uint64) {
 	for _, e := range s.Entries {
 		listed[e.Entity] = e.Epoch
 	}
-	var sims []string // the held table's simulators of ch, once needed
 	for _, e := range c.rep.AppendResidents(nil, ch) {
 		if _, ok := listed[e]; !ok && c.holdUnlisted(from, ecs.ID(e), ch) {
 			st, _, _ := c.rep.Has(e)
@@ -1161,21 +1160,21 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot, table uint64) {
 			}
 			if !ok {
 				c.unlistedAtFence(from, ecs.ID(e), table)
-				if sims == nil {
-					sims = c.simulators(make([]string, 0, 4), ch)
-				}
-				if !c.bugs.noSourceResync && src != "" && !c.isFenced(src) && !slices.Contains(sims, src) && slices.Contains(sims, from) {
-					// The chunk's simulator does not have it, and its
-					// source here is no simulator of the chunk any more,
-					// only kept subscribed by a table change's grace: the
-					// source may have handed it over while this node was
-					// cut from the taker, whose messages of it were lost
-					// (its snapshot cannot list what walked on out of
-					// the chunk). The source's own snapshot says whether
-					// it still has it (appendWent lists a handed entity
-					// only while this node still sees where it went): without
-					// asking, the stale ghost stood for the rest of the
-					// grace, a zombie (zonesim FourWays seed 40).
+				if !c.bugs.noSourceResync && src != "" && !c.isFenced(src) && c.r.terr.Table().OwnerOfChunk(ch) == from {
+					// The chunk's owner does not have it, and another node
+					// is its source here: the source may have handed it
+					// over while this node was cut from the taker, whose
+					// messages of it were lost (and whose snapshot cannot
+					// list what walked on out of the chunk). The source's
+					// own snapshot says whether it still has it (it
+					// simulates it past the border, or its went record
+					// lists it while this node still sees where it went):
+					// without asking, the stale ghost stood until the
+					// source was dropped from the chunk's subscriptions
+					// (the grace of a table change: 5 s), a zombie
+					// (zonesim FourWays seeds 31, 37, 40, 42 and 164). Only
+					// the owner's snapshot asks, so that two simulators
+					// of a border chunk do not ask each other in turn.
 					c.resyncChunk(src, ch)
 				}
 			}
