@@ -80,6 +80,8 @@ func (r *Runtime) Plant(bug string) {
 		b.fenceRetry = true
 	case "nosourceresync":
 		b.noSourceResync = true
+	case "nohandonhold":
+		b.noHandOnHold = true
 	case "notakerecheck":
 		b.noTakeRecheck = true
 	default:

@@ -43,6 +43,12 @@ func TestFailoverViews(t *testing.T) {
 		// failed so; 164's source is a simulator of the chunk past the
 		// border, not a grace-only one).
 		{"old owner's ghost, four ways, no kill", zonesim.Config{Seed: 164, Ticks: 150, FourWays: true}, nil, "nosourceresync"},
+		// sim-2 adopted entity 22 in a region a move in flight took from
+		// dead sim-1 and handed it on to sim-3, the owner; its vanish
+		// out of sight, into a chunk sim-0 receives from sim-3 only,
+		// went through before sim-3's epoch came: a blink.
+		{"adopter hands on, heavy loss, four ways", zonesim.Config{Seed: 46, Ticks: 150, Kill: true, FourWays: true,
+			Faults: &zonesim.Faults{Drop: 0.4, Duplicate: 0.2, Reorder: 0.3, MaxDelay: 6}}, nil, "nohandonhold"},
 		// Before the kill, in a region swap under heavy loss: sim-3's
 		// snapshot of entity 15's chunk, taken before sim-3 took 15 from
 		// sim-0, arrived 6 ticks late, after the ack had made sim-0's
