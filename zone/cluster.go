@@ -165,6 +165,11 @@ type plantedBugs struct {
 	dropAtFence    bool // fencedPeers drops a dead peer's ghosts (they vanish, then come back adopted)
 	noHeldEnd      bool // a snapshot that does not list a ghost held at a fence leaves it held
 	snapAdopting   bool // a node answers a subscription while it adopts a dead node's entities
+	noMoverWait    bool // notThere does not wait for a moved region's standby (fencehold.go's movers)
+	fenceRetry     bool // an entity unfrozen at its dead target's fence waits HandoffRetry, not the next checkpoint
+	noSourceResync bool // applySnapshot does not ask another source again for a ghost the chunk's owner left out
+	noHandOnHold   bool // resolveHeld lets a vanish through from a sender that simulates nothing in the chunk it names
+	noTakeRecheck  bool // holdUnlisted does not keep a handed entity's ghost that the taker's snapshot, maybe older than the take, leaves out
 }
 
 // ClusterStats are the runtime's link counters since New.
@@ -785,6 +790,11 @@ type heldVanish struct {
 	// ghost stands) left it out, while a neighbouring chunk's snapshot
 	// is still to come from the sender (holdUnlisted).
 	unlisted bool
+	// beforeTake: the sender is the entity's new owner, this node handed
+	// it over, and nothing of it at the new epoch has come yet: the
+	// snapshot may have been taken before the take (holdUnlisted); the
+	// chunk's snapshot asked for again says.
+	beforeTake bool
 }
 
 // holdVanish holds back a vanish that says a ghost went out of sight into
@@ -843,15 +853,35 @@ func (c *cluster) holdVanish(from string, id ecs.ID, ch torus.ChunkPos, stamp re
 // only once no snapshot from sender that could list it is awaited (or
 // Timers.Hold ticks passed): a snapshot or an update that moves it ends
 // the hold.
+//
+// It also keeps, once, the ghost this node made of an entity it handed
+// to sender when the ack came, while nothing of it at the new epoch has
+// come from sender: the replication stream is not ordered with the
+// control stream, and a snapshot sender took before it took the entity
+// can arrive after the ack (its later snapshots and the appear lost:
+// zonesim heavy loss seed 18, a blink). The chunk is asked for again;
+// sender's answer, taken after the take, lists the entity or not.
 func (c *cluster) holdUnlisted(from string, id ecs.ID, ch torus.ChunkPos) bool {
 	if src, _ := c.sourceOf(id); c.bugs.noUnlistedHold || src != from {
 		return false
 	}
 	at, filed, ok := c.rep.Has(uint64(id))
-	if !ok || filed != ch || !c.pendingNear(from, ch) {
+	if !ok || filed != ch {
 		return false
 	}
-	if !c.holdVanishOf(id, heldVanish{peer: from, chunk: ch, at: at, until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Hold), unlisted: true}) {
+	h := heldVanish{peer: from, chunk: ch, at: at, until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.Hold), unlisted: true}
+	if e := c.ents.recs[id]; e != nil && e.went != nil && e.went.handed && e.went.peer == from && at.Epoch < e.went.epoch &&
+		!e.went.rechecked && !c.bugs.noTakeRecheck {
+		if !c.holdVanishOf(id, heldVanish{peer: from, chunk: ch, at: at, until: h.until, unlisted: true, beforeTake: true}) {
+			return false
+		}
+		e.went.rechecked = true
+		c.awaiting[peerChunk{from, ch}] = struct{}{}
+		c.sub(from).Resync = append(c.sub(from).Resync, ch)
+		c.stats.VanishesHeld++
+		return true
+	}
+	if !c.pendingNear(from, ch) || !c.holdVanishOf(id, h) {
 		return false
 	}
 	c.stats.VanishesHeld++
@@ -894,6 +924,12 @@ func (c *cluster) awaitingNear(peer string, ch torus.ChunkPos) bool {
 	return false
 }
 
+// isAwaiting reports whether this node awaits peer's snapshot of ch.
+func (c *cluster) isAwaiting(peer string, ch torus.ChunkPos) bool {
+	_, ok := c.awaiting[peerChunk{peer, ch}]
+	return ok && c.wanted(peer, ch)
+}
+
 // neighbours returns the chunks next to ch (its own slab and the two
 // beside it), normalised.
 func (c *cluster) neighbours(ch torus.ChunkPos) []torus.ChunkPos {
@@ -933,7 +969,7 @@ func (c *cluster) resolveHeld() {
 			continue
 		}
 		if h.unlisted {
-			if tick <= h.until && c.awaitingNear(h.peer, h.chunk) {
+			if tick <= h.until && (c.awaitingNear(h.peer, h.chunk) || h.beforeTake && c.isAwaiting(h.peer, h.chunk)) {
 				continue
 			}
 			c.unhold(e)
@@ -944,6 +980,16 @@ func (c *cluster) resolveHeld() {
 		sims = c.simulators(sims[:0], h.chunk)
 		_, waiting := c.awaiting[peerChunk{h.peer, h.chunk}]
 		if tick <= h.until && waiting && c.wanted(h.peer, h.chunk) && slices.Contains(sims, h.peer) {
+			continue
+		}
+		if tick <= h.until && len(sims) > 0 && !slices.Contains(sims, h.peer) && !c.bugs.noHandOnHold {
+			// The sender simulates nothing there: it hands the entity on
+			// to the chunk's simulators, which this node receives the
+			// chunk from (a failover's standby that adopted it in a
+			// region a move in flight took from the dead node). Their
+			// higher epoch takes the ghost over; without the wait the
+			// clients here saw it vanish, then appear (zonesim
+			// heavy-fourways seed 46).
 			continue
 		}
 		c.unhold(e)
@@ -1125,6 +1171,23 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot, table uint64) {
 			}
 			if !ok {
 				c.unlistedAtFence(from, ecs.ID(e), table)
+				if !c.bugs.noSourceResync && src != "" && !c.isFenced(src) && c.r.terr.Table().OwnerOfChunk(ch) == from {
+					// The chunk's owner does not have it, and another node
+					// is its source here: the source may have handed it
+					// over while this node was cut from the taker, whose
+					// messages of it were lost (and whose snapshot cannot
+					// list what walked on out of the chunk). The source's
+					// own snapshot says whether it still has it (it
+					// simulates it past the border, or its went record
+					// lists it while this node still sees where it went):
+					// without asking, the stale ghost stood until the
+					// source was dropped from the chunk's subscriptions
+					// (the grace of a table change: 5 s), a zombie
+					// (zonesim FourWays seeds 31, 37, 40, 42 and 164). Only
+					// the owner's snapshot asks, so that two simulators
+					// of a border chunk do not ask each other in turn.
+					c.resyncChunk(src, ch)
+				}
 			}
 			burst, _ := c.rep.AppendBurst(nil, e)
 			ups = append(ups, replica.Update{Entity: e, Stamp: st, Frames: burst})

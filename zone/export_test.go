@@ -74,6 +74,16 @@ func (r *Runtime) Plant(bug string) {
 		b.noHeldEnd = true
 	case "snapadopting":
 		b.snapAdopting = true
+	case "nomoverwait":
+		b.noMoverWait = true
+	case "fenceretry":
+		b.fenceRetry = true
+	case "nosourceresync":
+		b.noSourceResync = true
+	case "nohandonhold":
+		b.noHandOnHold = true
+	case "notakerecheck":
+		b.noTakeRecheck = true
 	default:
 		panic("zone: no such planted bug: " + bug)
 	}
