@@ -213,10 +213,12 @@ type ClusterStats struct {
 	// IntentsUnadopted or IntentsHoldFull).
 	IntentsAwaited int
 	// IntentsAwaiting is how many intents wait now for a fenced peer's
-	// entity to come back, and IntentsInFlight how many sent to live
-	// peers are not confirmed yet (gauges, not counts since New). A node
-	// that dies loses both.
-	IntentsAwaiting, IntentsInFlight int
+	// entity to come back, IntentsHeld how many wait for a frozen entity
+	// here or for the next tick, and IntentsInFlight how many sent to
+	// live peers are not confirmed yet (gauges, not counts since New). A
+	// node that dies loses them all: what it confirmed taking, the peers
+	// no longer count.
+	IntentsAwaiting, IntentsHeld, IntentsInFlight int
 	// Stale counts updates and intents dropped for a stale epoch: an
 	// update from a node that no longer simulates the entity, an intent
 	// that names a newer epoch than the one this node simulates.

@@ -891,6 +891,10 @@ func (r *Runtime) ClusterStats() ClusterStats {
 	}
 	s := r.cluster.stats
 	s.IntentsAwaiting, s.IntentsInFlight = r.cluster.ifate.held, r.cluster.intentsInFlight()
+	s.IntentsHeld = len(r.intents)
+	for _, e := range r.cluster.ents.outgoing {
+		s.IntentsHeld += len(e.out.intents)
+	}
 	return s
 }
 

@@ -89,18 +89,21 @@ func (l *intentLog) lostWith(k int64) bool {
 
 // checkKill is the property with Config.Kill, where the harness excuses
 // nothing: every intent sent is applied at most once, and every one never
-// applied is counted by a node (dropped, still held for a fenced node's
-// entity, or, on the dead node, sent and never confirmed: in flight when
-// it died). The count is exact but for the one class no node can tell
-// apart, an intent on its way through the dead node around the kill:
-// sent to it, or by it, and applied, whose confirmation died with it
-// (its sender counts it lost). overlap is how many intents applied once
-// fall in that class's window: applied on the dead node, or sent on it,
-// within window ticks of the kill.
-func (l *intentLog) checkKill(rts []*zone.Runtime, dead string, killAt, window uint64) (missing, twice []string, counted, overlap int) {
+// applied is counted by a node (dropped, held for a fenced node's entity
+// or a frozen one, or, on the dead node, sent and never confirmed: in
+// flight when it died). The count is exact but for the one class no node
+// can tell apart, an intent on its way through the dead node around the
+// kill whose confirmation died with it: its sender counts it lost though
+// the dead node applied it, or held it (and counts it too). overlap is
+// how many intents fall in that class's window, from since (a few ticks
+// before the kill, or before a cut of the dead node from a peer that
+// lasted to the kill: its confirmations waited for a heal that never
+// came) to the kill: applied on the dead node, or sent on it, or never
+// applied and sent then.
+func (l *intentLog) checkKill(rts []*zone.Runtime, dead string, since, killAt uint64) (missing, twice []string, counted, overlap int) {
 	for _, r := range rts {
 		s := r.ClusterStats()
-		counted += s.IntentsDropped + s.IntentsAwaiting + s.IntentsInFlight
+		counted += s.IntentsDropped + s.IntentsAwaiting + s.IntentsHeld + s.IntentsInFlight
 	}
 	for k := int64(1); k <= l.sent; k++ {
 		switch nodes := l.applied[k]; {
@@ -108,7 +111,10 @@ func (l *intentLog) checkKill(rts []*zone.Runtime, dead string, killAt, window u
 			twice = append(twice, fmt.Sprintf("intent %d (to entity %d, sent on %s at tick %d) applied on %v", k, l.target[k], l.from[k], l.at[k], nodes))
 		case len(nodes) == 0:
 			missing = append(missing, fmt.Sprintf("intent %d (to entity %d, sent on %s at tick %d)", k, l.target[k], l.from[k], l.at[k]))
-		case (nodes[0] == dead || l.from[k] == dead) && l.appTick[k]+window >= killAt:
+			if l.at[k] < killAt && l.at[k] >= since {
+				overlap++
+			}
+		case (nodes[0] == dead || l.from[k] == dead) && l.appTick[k] >= since:
 			overlap++
 		}
 	}

@@ -458,12 +458,17 @@ func Run(cfg Config) (res Result, err error) {
 	res.Trace, res.Net = net.Trace(), net.Stats()
 	if intents != nil && sc.kill {
 		res.IntentsSent = int(intents.sent)
-		missing, twice, counted, overlap := intents.checkKill(rts, names[sc.killNode], sc.killAt, uint64(3+cfg.Faults.MaxDelay+cfg.SlowControl))
+		since := sc.killAt
+		if !sc.noCut && (sc.cutA == sc.killNode || sc.cutB == sc.killNode) && sc.cutFrom < sc.killAt && sc.cutTo >= sc.killAt {
+			since = sc.cutFrom // its confirmations to that peer wait for a heal
+		}
+		since -= min(since, uint64(3+cfg.Faults.MaxDelay+cfg.SlowControl))
+		missing, twice, counted, overlap := intents.checkKill(rts, names[sc.killNode], since, sc.killAt)
 		res.IntentsMissing = len(missing)
 		res.IntentsCounted, res.IntentsOverlap = counted, overlap
 		if len(twice) > 0 || counted < len(missing) || counted > len(missing)+overlap {
 			return res, &PropertyError{Seed: cfg.Seed, Tick: uint64(cfg.Ticks), Property: "intents applied at most once, every one lost counted",
-				Detail: fmt.Sprintf("%d of %d not applied, %d counted by the nodes (up to %d applied may be counted: their confirmation died with the node), %d applied twice; first: %v", len(missing), intents.sent, counted, overlap, len(twice), append(missing[:min(len(missing), 3):min(len(missing), 3)], twice[:min(len(twice), 3)]...))}
+				Detail: fmt.Sprintf("%d of %d not applied, %d counted by the nodes (up to %d may be counted twice or though applied: their confirmation died with the node), %d applied twice; first: %v", len(missing), intents.sent, counted, overlap, len(twice), append(missing[:min(len(missing), 3):min(len(missing), 3)], twice[:min(len(twice), 3)]...))}
 		}
 	} else if intents != nil {
 		res.IntentsSent = int(intents.sent)
