@@ -128,6 +128,7 @@ type cluster struct {
 	routeSet map[account.ID]bool // changes of mine since the last Routes: true set, false unset
 
 	intentsOut map[string][]wire.Intent
+	ifate      intentFate // intentfate.go
 
 	// Handoff (handoff.go).
 	toHand    []ecs.ID
@@ -170,6 +171,11 @@ type plantedBugs struct {
 	noSourceResync bool // applySnapshot does not ask another source again for a ghost the chunk's owner left out
 	noHandOnHold   bool // resolveHeld lets a vanish through from a sender that simulates nothing in the chunk it names
 	noTakeRecheck  bool // holdUnlisted does not keep a handed entity's ghost that the taker's snapshot, maybe older than the take, leaves out
+	// The intents lost at a failover before intentfate.go:
+	// noUnconfirmed, those sent to a peer that then died unconfirmed are
+	// not counted; noAwait, one for a fenced peer's entity is sent into
+	// the void, uncounted.
+	noUnconfirmed, noAwait bool
 }
 
 // ClusterStats are the runtime's link counters since New.
@@ -182,11 +188,42 @@ type ClusterStats struct {
 	Forwards int
 	// Subscribes counts subscription messages sent.
 	Subscribes int
-	// IntentsSent and IntentsDropped count intents to foreign entities:
-	// sent to the node that simulates them (or forwarded after a
-	// handoff), or dropped because no node is known to, or because a
-	// frozen entity's buffer was full.
+	// IntentsSent counts intents sent to the node that simulates their
+	// target (or forwarded after a handoff). IntentsDropped counts every
+	// intent this node took (its module's, or a peer's) and did not
+	// apply or send on, whatever the reason; the fields after it split
+	// it by reason (intentfate.go), and sum to it.
 	IntentsSent, IntentsDropped int
+	// IntentsLapsed: no node known to simulate the target (destroyed,
+	// or never here), or no intent handler.
+	IntentsLapsed int
+	// IntentsHoldFull: past the heldIntents (64) an entity may wait for,
+	// frozen in a handoff or for its fenced owner's standby.
+	IntentsHoldFull int
+	// IntentsStale: addressed to a newer epoch than the copy here, a
+	// stale owner (counted in Stale too).
+	IntentsStale int
+	// IntentsUnconfirmed: sent to a peer whose lease then ended (or that
+	// came back under a new lease) before it confirmed taking them. The
+	// peer may have applied some just before it died, its confirmation
+	// lost with it: lost or not, none is applied twice.
+	IntentsUnconfirmed int
+	// IntentsUnadopted: held for an entity of a fenced peer (never sent
+	// to it) that no live node brought back within Timers.FenceHold.
+	IntentsUnadopted int
+	// IntentsUnsent: the transport refused the message carrying them.
+	IntentsUnsent int
+	// IntentsAwaited counts the intents that waited for a fenced peer's
+	// entity to come back (not dropped: delivered after, or counted in
+	// IntentsUnadopted or IntentsHoldFull).
+	IntentsAwaited int
+	// IntentsAwaiting is how many intents wait now for a fenced peer's
+	// entity to come back, IntentsHeld how many wait for a frozen entity
+	// here or for the next tick, and IntentsInFlight how many sent to
+	// live peers are not confirmed yet (gauges, not counts since New). A
+	// node that dies loses them all: what it confirmed taking, the peers
+	// no longer count.
+	IntentsAwaiting, IntentsHeld, IntentsInFlight int
 	// Stale counts updates and intents dropped for a stale epoch: an
 	// update from a node that no longer simulates the entity, an intent
 	// that names a newer epoch than the one this node simulates.
@@ -1433,11 +1470,18 @@ func (c *cluster) flushControl(tick uint64) {
 	for _, p := range sortedKeys(c.intentsOut) {
 		for list := c.intentsOut[p]; len(list) > 0; {
 			n := min(len(list), wire.MaxIntents)
+			errs := c.stats.SendErrors
 			c.queue(p, wire.KindIntents, wire.Intents{Fence: fence, Tick: tick, List: list[:n]}.Append(nil))
+			if c.stats.SendErrors > errs {
+				// Not sent: the peer can never confirm them.
+				c.ledger(p).sent -= uint64(n)
+				c.dropIntents(&c.stats.IntentsUnsent, n)
+			}
 			list = list[n:]
 		}
 		delete(c.intentsOut, p)
 	}
+	c.flushIntentAcks(fence)
 	// A new table is announced at once (every message's fence carries the
 	// version): a node handing a region over waits for its new owner to
 	// hold the table that gives it.
@@ -1576,7 +1620,7 @@ func (c *cluster) routeIntent(in Intent) bool {
 	} else if w, ok := c.wentOf(in.Target); ok {
 		p, epoch = w.peer, w.epoch
 	} else {
-		c.stats.IntentsDropped++
+		c.dropIntents(&c.stats.IntentsLapsed, 1)
 		return false
 	}
 	c.sendIntent(p, in, epoch)
@@ -1584,10 +1628,16 @@ func (c *cluster) routeIntent(in Intent) bool {
 }
 
 // sendIntent queues in for peer p, which simulates its target at epoch
-// (as far as this node knows).
+// (as far as this node knows). To a peer fenced here it is not sent: it
+// waits for its target to come back on a live node (intentfate.go).
 func (c *cluster) sendIntent(p string, in Intent, epoch uint64) {
+	if c.isFenced(p) {
+		c.awaitOwner(in)
+		return
+	}
 	c.intentsOut[p] = append(c.intentsOut[p], wire.Intent{Kind: in.Kind, Source: uint64(in.Source), Target: uint64(in.Target), Epoch: epoch, Amount: in.Amount, Data: in.Data})
 	c.stats.IntentsSent++
+	c.ledger(p).sent++
 }
 
 func (c *cluster) receiveIntents(from string, m wire.Intents) {
@@ -1595,6 +1645,7 @@ func (c *cluster) receiveIntents(from string, m wire.Intents) {
 		c.stats.Refused++
 		return
 	}
+	c.intentsTaken(from, m.Fence.Lease, len(m.List))
 	for _, in := range m.List {
 		id := ecs.ID(in.Target)
 		if c.r.w.Alive(id) && !c.r.isGhost(id) && !c.r.ghost.Has(id) && c.outgoingOf(id) == nil && c.epochOf(id) < in.Epoch {
@@ -1602,6 +1653,7 @@ func (c *cluster) receiveIntents(from string, m wire.Intents) {
 			// (A source waiting for its handoff's answer keeps it: it
 			// follows the entity with the answer.)
 			c.stats.Stale++
+			c.dropIntents(&c.stats.IntentsStale, 1)
 			continue
 		}
 		c.r.intents = append(c.r.intents, Intent{Kind: in.Kind, Source: ecs.ID(in.Source), Target: id, Amount: in.Amount, Data: in.Data})
@@ -1632,6 +1684,11 @@ func (c *cluster) drain() {
 			var s wire.Intents
 			if s, err = wire.DecodeIntents(m.payload); err == nil {
 				c.receiveIntents(m.from, s)
+			}
+		case wire.KindIntentsAck:
+			var s wire.IntentsAck
+			if s, err = wire.DecodeIntentsAck(m.payload); err == nil {
+				c.receiveIntentsAck(m.from, s)
 			}
 		case wire.KindForward:
 			var s wire.Forward
@@ -1813,6 +1870,7 @@ func (c *cluster) fencedPeers() {
 // forgetPeer drops what this node keeps for a peer's incarnation: its
 // node subscriptions here, and the accounts routed to it.
 func (c *cluster) forgetPeer(p string) {
+	c.closeLedger(p)
 	if n, ok := c.numOf[p]; ok {
 		c.unseeAll(interest.Node(n)) // its next incarnation holds no ghost from here
 		c.r.subs.Forget(interest.Node(n))

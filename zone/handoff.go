@@ -543,7 +543,7 @@ func (c *cluster) unfreeze(id ecs.ID) {
 func (c *cluster) holdIntent(in Intent) bool {
 	if o := c.outgoingOf(in.Target); o != nil {
 		if len(o.intents) >= heldIntents {
-			c.stats.IntentsDropped++
+			c.dropIntents(&c.stats.IntentsHoldFull, 1)
 		} else {
 			o.intents = append(o.intents, in)
 		}
