@@ -56,14 +56,23 @@ func newKillState(cfg Config, sc schedule, names []string) *killState {
 	for i := range k.inst {
 		k.inst[i] = k.ctrlAt + sc.installDelay[i]
 	}
-	k.by = k.lossAt + 20
+	// The recovery bound (recoverSpan): a control message takes a tick,
+	// up to Faults.MaxDelay more, and Config.SlowControl more while the
+	// slow window overlaps the failover.
+	oneWay := 1 + uint64(max(cfg.Faults.MaxDelay, 0)) + uint64(max(cfg.Faults.SlowControl, 0))
+	if slow := uint64(max(cfg.SlowControl, 0)); slow > 0 && !cfg.NoSchedule &&
+		sc.slowFrom <= k.lossAt+recoverSpan(oneWay+slow) && sc.slowTo >= k.lossAt {
+		oneWay += slow
+	}
+	k.by = k.lossAt + recoverSpan(oneWay)
 	// A live pair cut apart, or a live node lagging, holds up the
-	// adoption's query round: the bound waits for the heal or the catch-up.
+	// adoption's query round: the bound waits for the heal or the
+	// catch-up, then the answer's one-way delay.
 	if !sc.noCut && sc.cutA != k.node && sc.cutB != k.node && sc.cutFrom <= k.by && sc.cutTo >= k.lossAt {
-		k.by = max(k.by, sc.cutTo+15)
+		k.by = max(k.by, sc.cutTo+12+oneWay)
 	}
 	if !sc.noLag && sc.lagNode != k.node && sc.lagFrom <= k.by && sc.catchFrom+sc.lagN >= k.lossAt {
-		k.by = max(k.by, sc.catchFrom+sc.lagN+15)
+		k.by = max(k.by, sc.catchFrom+sc.lagN+12+oneWay)
 	}
 	w := cfg.Wander.WithDefaults()
 	k.speed = w.Speed
@@ -78,6 +87,22 @@ func newKillState(cfg Config, sc schedule, names []string) *killState {
 	}
 	return k
 }
+
+// recoverSpan is the recovery bound's ticks after the lease's end when a
+// control message takes at most oneWay ticks: the controller writes the
+// failover table (ctrlDelay, at most 3 ticks), the standby installs it
+// (installDelay, at most 5), then its adoption round asks every live
+// peer which of the records' entities it holds and waits for every
+// answer before it creates the rest: a query and its answer on the
+// control stream, two one-way delays; then 6 ticks to spare. With the
+// default faults (MaxDelay 2) that is 3 + 5 + 2·3 + 6 = 20 ticks, a
+// second; with the control stream 5 ticks slower, 30 (ttl2-slow5 seed 6:
+// the standby installed the table and asked at tick 58, 5 ticks after
+// the lease's end; its peers answered when the queries arrived, at 66;
+// the answers were due at 72–74, past the old bound of 20). The round
+// trip is the protocol's (a standby never creates an entity a live peer
+// holds), not a timer: the control delay is in the bound twice.
+func recoverSpan(oneWay uint64) uint64 { return 3 + 5 + 2*oneWay + 6 }
 
 // isDead reports whether node i was killed (at the current tick or
 // before).

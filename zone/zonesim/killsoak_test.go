@@ -48,6 +48,12 @@ func TestKillSoakFound(t *testing.T) {
 		{"held ghost, move in flight", zonesim.Config{Seed: 4, Ticks: shortTicks, Kill: true, FourWays: true}},
 		{"held ghost, move in flight, slow", zonesim.Config{Seed: 5, Ticks: shortTicks, Kill: true, FourWays: true, SlowControl: 3}},
 		{"held ghost, adopter not a simulator", zonesim.Config{Seed: 55, Ticks: shortTicks, Kill: true, FourWays: true, SlowControl: 3}},
+		// The recovery bound did not count the control stream's extra
+		// delay: an adoption round's query and answer each took 6–8
+		// ticks (recoverSpan).
+		{"recovered, ttl2 slow5", zonesim.Config{Seed: 6, Ticks: shortTicks, Kill: true, KillTTL: 2, SlowControl: 5}},
+		{"recovered, ttl2 slow5 2", zonesim.Config{Seed: 32, Ticks: shortTicks, Kill: true, KillTTL: 2, SlowControl: 5}},
+		{"recovered, ttl2 slow5 3", zonesim.Config{Seed: 99, Ticks: shortTicks, Kill: true, KillTTL: 2, SlowControl: 5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := zonesim.Run(tc.cfg)
