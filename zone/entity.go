@@ -105,11 +105,12 @@ type entities struct {
 	// outside, parked, held, held at a fence, or with a went record.
 	outgoing, adopted, outside, parked, held, fenceHeld, went map[ecs.ID]*entity
 	ghosts                                                    int // records in phaseGhost
+	spare                                                     []*entity
+
 	// wentFrom is at most every went record's until (setWent lowers it,
 	// expireWentRecords raises it to the least): before a tick past it no
 	// record can expire, and the walk over them all is skipped.
 	wentFrom uint64
-	spare    []*entity
 
 	// first keeps the first transitions refused (ClusterStats.PhaseErrors
 	// counts them all), for CheckInvariants (invariant 14).
