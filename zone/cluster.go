@@ -458,7 +458,9 @@ func (c *cluster) chunkSent(s Subscriber, ch torus.ChunkPos) {
 		return
 	}
 	ch = c.r.geo.NormaliseChunk(ch)
-	if c.held[ch]++; c.held[ch] == 1 {
+	n := c.held[ch] + 1
+	c.held[ch] = n
+	if n == 1 {
 		c.changed[ch] = struct{}{}
 	}
 }
