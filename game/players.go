@@ -7,14 +7,14 @@ import (
 
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/ecs"
-	"github.com/shardwise/shardwise/gateway"
+	"github.com/shardwise/shardwise/gateway/clientinput"
 	"github.com/shardwise/shardwise/interest"
 	"github.com/shardwise/shardwise/terrain"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/zone"
 )
 
-// Client input kinds of the reference game (gateway.Input.Kind): what a
+// Client input kinds of the reference game (clientinput.Input.Kind): what a
 // player's client may ask of its master or pet.
 const (
 	InputMove   uint32 = 1 // walk to Point (required)
@@ -43,31 +43,31 @@ func (g *Game) playerHooks() zone.Players {
 	}
 }
 
-func checkInput(in gateway.Input) error {
+func checkInput(in clientinput.Input) error {
 	if isEconomyInput(in.Kind) {
 		return checkEconomyInput(in)
 	}
 	switch in.Kind {
 	case InputMove:
 		if !in.HasPoint {
-			return fmt.Errorf("%w: move %d without a point", gateway.ErrBadInput, in.Seq)
+			return fmt.Errorf("%w: move %d without a point", clientinput.ErrBadInput, in.Seq)
 		}
 	case InputAttack:
 		if in.Target == 0 {
-			return fmt.Errorf("%w: attack %d without a target", gateway.ErrBadInput, in.Seq)
+			return fmt.Errorf("%w: attack %d without a target", clientinput.ErrBadInput, in.Seq)
 		}
 	case InputStop:
 	case InputMark:
 		if !in.HasPoint || in.Target > 255 {
-			return fmt.Errorf("%w: mark %d needs a point and a type 0–255, got type %d", gateway.ErrBadInput, in.Seq, in.Target)
+			return fmt.Errorf("%w: mark %d needs a point and a type 0–255, got type %d", clientinput.ErrBadInput, in.Seq, in.Target)
 		}
 	default:
-		return fmt.Errorf("%w: input %d of unknown kind %d", gateway.ErrBadInput, in.Seq, in.Kind)
+		return fmt.Errorf("%w: input %d of unknown kind %d", clientinput.ErrBadInput, in.Seq, in.Kind)
 	}
 	return nil
 }
 
-func (g *Game) applyInput(id ecs.ID, in gateway.Input) {
+func (g *Game) applyInput(id ecs.ID, in clientinput.Input) {
 	if g.economyInput(id, in) {
 		return
 	}
@@ -193,7 +193,7 @@ func (g *Game) removePlayer(master ecs.ID) {
 
 // mark places the marker a client asked for, if the master stands within
 // reach of the point.
-func (g *Game) mark(master ecs.ID, in gateway.Input) {
+func (g *Game) mark(master ecs.ID, in clientinput.Input) {
 	p, ok := g.c.pos.Get(master)
 	if !ok || !g.geo.Within(p.Pos, in.Point, MarkReach) {
 		return

@@ -6,7 +6,7 @@ import (
 
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/ecs"
-	"github.com/shardwise/shardwise/gateway"
+	"github.com/shardwise/shardwise/gateway/clientinput"
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
 )
@@ -82,23 +82,23 @@ const MaxBuy = 1000
 func isEconomyInput(kind uint32) bool { return kind >= InputBuy && kind <= InputTradeCancel }
 
 // checkEconomyInput is checkInput for the economy's kinds.
-func checkEconomyInput(in gateway.Input) error {
+func checkEconomyInput(in clientinput.Input) error {
 	switch in.Kind {
 	case InputBuy:
 		g, n := Good(in.Target&0xff), in.Target>>8
 		if !g.Valid() || n < 1 || n > MaxBuy {
-			return fmt.Errorf("%w: buy %d of good %d: want a good of 1–%d and a count of 1–%d", gateway.ErrBadInput, n, g, len(Goods), MaxBuy)
+			return fmt.Errorf("%w: buy %d of good %d: want a good of 1–%d and a count of 1–%d", clientinput.ErrBadInput, n, g, len(Goods), MaxBuy)
 		}
 	case InputTradeOffer:
 		if in.Target == 0 || !in.HasPoint {
-			return fmt.Errorf("%w: trade offer %d needs a partner and a point", gateway.ErrBadInput, in.Seq)
+			return fmt.Errorf("%w: trade offer %d needs a partner and a point", clientinput.ErrBadInput, in.Seq)
 		}
 		if _, err := offerOf(in.Point.X, in.Point.Y); err != nil {
-			return fmt.Errorf("%w: trade offer %d: %v", gateway.ErrBadInput, in.Seq, err)
+			return fmt.Errorf("%w: trade offer %d: %v", clientinput.ErrBadInput, in.Seq, err)
 		}
 	case InputTradeAccept, InputTradeCancel:
 		if in.Target == 0 {
-			return fmt.Errorf("%w: trade input %d without a partner", gateway.ErrBadInput, in.Seq)
+			return fmt.Errorf("%w: trade input %d without a partner", clientinput.ErrBadInput, in.Seq)
 		}
 	}
 	return nil
@@ -122,7 +122,7 @@ func offerOf(x, y float64) (Offer, error) {
 
 // economyInput applies an economy input to a master (or ignores it for a
 // pet, or when the game has no economy) and reports whether in was one.
-func (g *Game) economyInput(id ecs.ID, in gateway.Input) bool {
+func (g *Game) economyInput(id ecs.ID, in clientinput.Input) bool {
 	if !isEconomyInput(in.Kind) {
 		return false
 	}

@@ -48,9 +48,10 @@
 //     socket), You, Terrain, Error, Pong.
 //   - Its Prometheus collectors (Metrics).
 //
-// What it does not own: the world (the World port: the zone runtime brings
-// the player in, routes batches to the Session, applies inputs on the
-// node that simulates the entity, and fences them by the session epoch),
+// What it does not own: the world (the World port: the zone runtime,
+// served by package zone/zonegate, brings the player in, routes batches
+// to the Session, applies inputs on the node that simulates the entity,
+// and fences them by the session epoch),
 // the directory's storage (package directory), the token format (package
 // logintoken), the frame format inside a batch (package outbox) and the
 // chunk encoding (package terrain).

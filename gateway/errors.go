@@ -4,6 +4,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/shardwise/shardwise/errcode"
+	"github.com/shardwise/shardwise/gateway/clientinput"
 )
 
 // Error codes the gateway sends in clientpb.Error and as the reason of a
@@ -15,7 +16,7 @@ const (
 	CodeLoginFailed   = "GATEWAY.LOGIN_FAILED"   // the token was refused (the reason names the token's code)
 	CodeLoginTimeout  = "GATEWAY.LOGIN_TIMEOUT"  // no login within the login timeout
 	CodeNotYours      = "GATEWAY.NOT_YOURS"      // an Input for an entity that is not the player's master or pet
-	CodeBadInput      = "GATEWAY.BAD_INPUT"      // an Input the game refuses (unknown kind, missing point)
+	CodeBadInput      = clientinput.CodeBadInput // an Input the game refuses (unknown kind, missing point)
 	CodeNotReady      = "GATEWAY.NOT_READY"      // an Input before the player's entities exist
 	CodeRateLimited   = "GATEWAY.RATE_LIMITED"   // messages beyond the connection's rate were dropped
 	CodeIdle          = "GATEWAY.IDLE"           // nothing received for the idle timeout
@@ -34,7 +35,7 @@ const (
 var (
 	ErrMalformed     = errcode.New(CodeMalformed, "gateway: malformed client message")
 	ErrNotYours      = errcode.New(CodeNotYours, "gateway: not the player's own entity")
-	ErrBadInput      = errcode.New(CodeBadInput, "gateway: input refused")
+	ErrBadInput      = clientinput.ErrBadInput // the same sentinel: errors.Is matches either name
 	ErrNotReady      = errcode.New(CodeNotReady, "gateway: the player's entities do not exist yet")
 	ErrClosed        = errcode.New("GATEWAY.CLOSED", "gateway: closed")
 	ErrUnavailable   = errcode.New(CodeUnavailable, "gateway: unavailable")

@@ -5,11 +5,11 @@ import (
 
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/directory"
-	"github.com/shardwise/shardwise/torus"
+	"github.com/shardwise/shardwise/gateway/clientinput"
 )
 
-// World is the simulation a gateway's sessions play in: the zone runtime
-// implements it. The gateway calls it from connection goroutines; an
+// World is the simulation a gateway's sessions play in: the zone runtime,
+// through package zone/zonegate's World. The gateway calls it from connection goroutines; an
 // implementation queues the work to the world's own goroutine and returns
 // without waiting for a tick.
 type World interface {
@@ -34,16 +34,10 @@ type World interface {
 	Leave(s *Session)
 }
 
-// Input is one validated client input.
-type Input struct {
-	Seq    uint32
-	Entity uint64 // the player's master or pet
-	Kind   uint32 // the game's input kind
-	// Point is where to go, when HasPoint: finite, not normalised.
-	Point    torus.Pos
-	HasPoint bool
-	Target   uint64
-}
+// Input is one validated client input. It is clientinput.Input, a
+// package of its own so that the zone runtime and game modules name it
+// without importing the gateway.
+type Input = clientinput.Input
 
 // Session is one logged-in connection: the sink of its account's batches
 // and the handle the World talks to the client through. Its methods are

@@ -22,6 +22,7 @@ import (
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/worldstore"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonegate"
 	"github.com/shardwise/shardwise/zone/zonetest"
 )
 
@@ -171,7 +172,7 @@ func (w *world) gatewayFor(rt *zone.Runtime, num directory.NodeID, wrap func(gat
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	gw, err := rt.GatewayWorld()
+	gw, err := zonegate.World(rt)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func (w *world) gatewayFor(rt *zone.Runtime, num directory.NodeID, wrap func(gat
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	rt.SetGateway(g)
+	zonegate.SetGateway(rt, g)
 	srv := httptest.NewServer(g)
 	w.t.Cleanup(func() {
 		_ = g.Close()

@@ -22,6 +22,7 @@ import (
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/worldstore"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonegate"
 	"github.com/shardwise/shardwise/zone/zonetest"
 )
 
@@ -77,7 +78,7 @@ func (w *world) serveWith(rt *zone.Runtime, num directory.NodeID, limits gateway
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	gw, err := rt.GatewayWorld()
+	gw, err := zonegate.World(rt)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func (w *world) serveWith(rt *zone.Runtime, num directory.NodeID, limits gateway
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	rt.SetGateway(g)
+	zonegate.SetGateway(rt, g)
 	srv := httptest.NewServer(g)
 	w.t.Cleanup(func() {
 		_ = g.Close()

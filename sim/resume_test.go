@@ -18,6 +18,7 @@ import (
 	"github.com/shardwise/shardwise/sim"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonegate"
 	"github.com/shardwise/shardwise/zone/zonetest"
 )
 
@@ -104,7 +105,7 @@ func startResumeClusterWith(t *testing.T, nodes int, seed uint64, mod func(*zone
 		if err != nil {
 			t.Fatal(err)
 		}
-		gw, err := rt.GatewayWorld()
+		gw, err := zonegate.World(rt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +114,7 @@ func startResumeClusterWith(t *testing.T, nodes int, seed uint64, mod func(*zone
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt.SetGateway(g)
+		zonegate.SetGateway(rt, g)
 		srv := httptest.NewServer(g)
 		t.Cleanup(func() {
 			_ = g.Close()

@@ -24,6 +24,7 @@ import (
 	"github.com/shardwise/shardwise/webclient"
 	"github.com/shardwise/shardwise/worldstore"
 	"github.com/shardwise/shardwise/zone"
+	"github.com/shardwise/shardwise/zone/zonegate"
 )
 
 // realWorld is a zone node running the reference game, with its gateway
@@ -72,7 +73,7 @@ func newRealWorld(t *testing.T, cfg game.Config, homes map[account.ID]torus.Pos)
 	if err != nil {
 		t.Fatal(err)
 	}
-	world, err := rt.GatewayWorld()
+	world, err := zonegate.World(rt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func newRealWorld(t *testing.T, cfg game.Config, homes map[account.ID]torus.Pos)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt.SetGateway(gw)
+	zonegate.SetGateway(rt, gw)
 	mux := http.NewServeMux()
 	mux.Handle("/ws", gw)
 	mux.Handle("/", webclient.Handler())

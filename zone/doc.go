@@ -6,7 +6,7 @@
 // entities over to the node whose region they walk into (handoff.go; on by
 // default, Config.NoHandoff turns it off), and serves as the gateway of
 // the clients that connect to it (players.go, terrain.go; the sockets are
-// package gateway's).
+// package gateway's, handed to the runtime by package zone/zonegate).
 //
 // What it owns:
 //   - The Runtime (New): the ecs world, entity ids (minted from the wall
@@ -79,7 +79,10 @@
 //     local sink there; an account routed nowhere is dropped and counted.
 //   - Intents addressed to a ghost go to the node that sends it and are
 //     applied there, once.
-//   - The gateway role (GatewayWorld, with the module's Players): a login
+//   - The world side of the gateway role, which is cluster protocol
+//     (Sessions, with the module's Players; the runtime talks to a client
+//     and its gateway through its own ports, Session and Gateway, and
+//     imports neither the gateway nor its WebSocket stack): a login
 //     asks every live node for the account's player (KindPlayer takeover);
 //     the older session's gateway or the node that simulates the master
 //     hands it over, whatever became of the gateway that brought it in;
@@ -126,6 +129,9 @@
 //     registration, metrics, the gateway's sockets); package
 //     zone/zonecoord's Ownership (Join) is the Territory a hosted node
 //     runs on, and its RunFailover the controller every Host runs.
+//     Package zone/zonegate adapts the runtime's Sessions to a gateway
+//     (zonegate.World) and a gateway to its Gateway port
+//     (zonegate.SetGateway).
 //
 // It does not own the table's storage, versions or compare-and-set (coord),
 // its geometry and derivation rules (cells), the link's connections and

@@ -47,9 +47,10 @@ var (
 	// ErrMalformedState: component bytes (a handoff codec's or a wire
 	// payload) do not decode.
 	ErrMalformedState = errcode.New(CodeMalformedState, "zone: malformed component state")
-	// ErrMalformedInput: the client input inside a reserved intent from a
-	// peer does not decode; the error names the field and byte offset.
-	ErrMalformedInput = errcode.New(CodeMalformedInput, "zone: malformed client input")
+	// ErrMalformedInput: bytes a peer sent do not decode — the client
+	// input inside a reserved intent, or a checkpoint message; the error
+	// names the message, the field and its byte offset.
+	ErrMalformedInput = errcode.New(CodeMalformedInput, "zone: malformed input from a peer")
 )
 
 // FencedError says the node lost its lease: coord could not prove it alive,

@@ -16,18 +16,27 @@ const module = "github.com/shardwise/shardwise"
 // this repository's packages: lower never imports higher. Package zone is
 // the module runtime a game imports: not etcd (coord, zonecoord), not the
 // link or gRPC (link, zonelink), not the process host (zonehost: Redis,
-// SQL, the HTTP servers, webclient), not the tools above it. The
+// SQL, the HTTP servers, webclient), not the gateway's sockets (gateway,
+// the WebSocket library; zonegate adapts the runtime to a gateway), not
+// Prometheus (the host's metrics), not the tools above it. The
 // simulation (zonesim) runs the runtime on an in-memory network: no link,
-// no etcd.
+// no etcd. The gateway role (zonegate) sits above zone and below the host:
+// no link, no etcd, no host.
 var layering = map[string][]string{
 	"zone": {
 		module + "/coord", module + "/link", module + "/zone/zonecoord", module + "/zone/zonelink",
 		module + "/zone/zonehost", module + "/zone/zonecli", module + "/zone/zonetest", module + "/zone/zonesim",
+		module + "/gateway", module + "/zone/zonegate", module + "/proto/clientpb", "github.com/coder/websocket",
 		module + "/directory/redisdir", module + "/worldstore/sqlworld", module + "/netting/sqlstore",
 		module + "/webclient", module + "/internal/nodehttp", module + "/internal/health",
 		module + "/dashboard", module + "/econ", module + "/game", module + "/sim", module + "/demo",
 		"go.etcd.io/", "google.golang.org/grpc", "github.com/redis/", "database/sql", "github.com/jackc/",
-		"modernc.org/", "github.com/prometheus/client_golang/prometheus/promhttp", "github.com/spf13/",
+		"modernc.org/", "github.com/prometheus/", "github.com/spf13/",
+	},
+	"zone/zonegate": {
+		module + "/coord", module + "/link", module + "/zone/zonecoord", module + "/zone/zonelink",
+		module + "/zone/zonehost", module + "/zone/zonecli", module + "/zone/zonetest", module + "/zone/zonesim",
+		module + "/webclient", "go.etcd.io/", "google.golang.org/grpc", "github.com/redis/", "database/sql",
 	},
 	"zone/zonelink":  {module + "/coord", module + "/zone/zonecoord", module + "/zone/zonehost", "go.etcd.io/", "github.com/redis/", "database/sql"},
 	"zone/zonecoord": {module + "/link", module + "/zone/zonelink", module + "/zone/zonehost", "google.golang.org/grpc", "github.com/redis/", "database/sql"},

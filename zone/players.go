@@ -12,9 +12,8 @@ import (
 	"time"
 
 	"github.com/shardwise/shardwise/account"
-	"github.com/shardwise/shardwise/directory"
 	"github.com/shardwise/shardwise/ecs"
-	"github.com/shardwise/shardwise/gateway"
+	"github.com/shardwise/shardwise/gateway/clientinput"
 	"github.com/shardwise/shardwise/interest"
 	"github.com/shardwise/shardwise/internal/binread"
 	"github.com/shardwise/shardwise/torus"
@@ -23,8 +22,9 @@ import (
 )
 
 // Players is what a module gives the runtime so that clients can play it
-// through the gateway role (SetPlayers). Every function runs on the world
-// goroutine except CheckInput.
+// through the gateway role (SetPlayers; package zone/zonegate serves the
+// runtime to a gateway). Every function runs on the world goroutine
+// except CheckInput.
 type Players struct {
 	// Spawn brings the account's player into the world on this node, which
 	// owns pos: its master with id master and its pet (if it has one) with
@@ -47,11 +47,12 @@ type Players struct {
 	Home func(a account.ID) torus.Pos
 	// CheckInput says whether the module takes in (its kind, point and
 	// target), on a gateway goroutine: it must only read in. An error
-	// should match gateway.ErrBadInput.
-	CheckInput func(in gateway.Input) error
+	// should match clientinput.ErrBadInput (gateway.ErrBadInput is the
+	// same sentinel).
+	CheckInput func(in clientinput.Input) error
 	// Input applies a client input to entity (the player's master or pet,
 	// simulated here), at the start of a tick like any intent.
-	Input func(entity ecs.ID, in gateway.Input)
+	Input func(entity ecs.ID, in clientinput.Input)
 }
 
 // Logger is the runtime's logger (Config.Logger), for its module.
@@ -228,7 +229,7 @@ func (r *Runtime) saveLanded(a account.ID, session uint64) {
 	delete(r.leaving, a)
 	for _, w := range l.waiters {
 		if w.node == "" {
-			if g := r.gw[a]; g != nil && uint64(g.s.Epoch()) == w.session && g.localWait {
+			if g := r.gw[a]; g != nil && g.s.Epoch() == w.session && g.localWait {
 				g.localWait = false
 				if g.master == 0 && g.waitUntil != 0 && len(g.awaiting) == 0 {
 					r.loadFor(g)
@@ -426,9 +427,47 @@ func (s *saver) close() {
 
 // ---- the gateway's node ----
 
+// Session is one client session this node is the gateway of, as the
+// world side of the player protocol needs it: the port the runtime talks
+// to the client through. Package zone/zonegate passes its adapter of a
+// *gateway.Session; a test may pass its own. Its methods are called on
+// the world goroutine and must not block. Two Sessions are the same
+// session when they are equal (==): every call about one session must
+// pass an equal value (a pointer, or a struct holding one).
+type Session interface {
+	// Account is the session's account; Epoch its epoch in the session
+	// directory (directory.Epoch: a newer login's is higher).
+	Account() account.ID
+	Epoch() uint64
+	// Deliver hands the client a tick's batch (outbox.Sink): called at
+	// most once per tick, in tick order, with the frames of the tick.
+	Deliver(tick uint64, frames [][]byte)
+	// SetYou names the player's master and pet (0: none at the moment).
+	SetYou(master, pet uint64)
+	// SendTerrain hands the client one chunk's ground (package terrain's
+	// encoding).
+	SendTerrain(chunk []byte)
+	// Fail ends the session because the world cannot serve it; its Leave
+	// follows.
+	Fail(message string)
+	// Superseded reports whether the session ended because a newer login
+	// of its account displaced it: the player then waits for the newer
+	// session to take it over, rather than being logged out.
+	Superseded() bool
+}
+
+// Gateway is what the runtime needs of the gateway serving its sessions
+// (package zone/zonegate adapts a *gateway.Gateway): closing the socket
+// of an account's session that a login on another node displaced.
+type Gateway interface {
+	// Displaced closes the socket of a's session here if its epoch is
+	// below newer; the session's Leave follows.
+	Displaced(a account.ID, newer uint64)
+}
+
 // gwSession is a session this node is the gateway of.
 type gwSession struct {
-	s           *gateway.Session
+	s           Session
 	master, pet ecs.ID
 	rec         worldstore.Player // loaded once no node had the player; Epoch 0: a new player
 	found       bool
@@ -485,56 +524,67 @@ func (r *Runtime) flushSessions(tick uint64) {
 	}
 }
 
-// GatewayWorld returns the runtime as the World of a gateway.Gateway: the
-// players of the sessions the gateway serves come into this world from
-// Config.WorldStore (or are taken over where they already are), inputs
-// reach whichever node simulates the entity, and a logout saves the
-// player. The module must have called SetPlayers.
-func (r *Runtime) GatewayWorld() (gateway.World, error) {
-	if r.players == nil {
-		return nil, errors.New("zone: the module has no players (SetPlayers)")
-	}
-	return &gatewayWorld{r: r, store: r.cfg.WorldStore}, nil
-}
-
 // SetGateway gives the runtime the gateway whose sockets it closes when a
-// login elsewhere takes a player over.
-func (r *Runtime) SetGateway(g *gateway.Gateway) {
+// login elsewhere takes a player over (nil: none).
+func (r *Runtime) SetGateway(g Gateway) {
 	r.opsMu.Lock()
 	r.gateway = g
 	r.opsMu.Unlock()
 }
 
-type gatewayWorld struct {
-	r     *Runtime
-	store worldstore.Players
+// Sessions is the world side of the gateway role: how the sessions a
+// gateway serves come into this runtime's world. Its methods are safe for
+// concurrent use and never wait for a tick: each posts its work to the
+// world goroutine (Post). Package zone/zonegate adapts it to a
+// gateway.World.
+type Sessions struct {
+	r *Runtime
 }
 
-// Join posts the session to the world. The player's record is loaded
-// only once no node has the player nor a save of it still on its way
-// (loadFor): a record loaded before would miss a logout's save that lands
-// meanwhile.
-func (w *gatewayWorld) Join(s *gateway.Session) error {
+// Sessions returns the runtime's world side of the gateway role: the
+// players of the sessions come into this world from Config.WorldStore
+// (or are taken over where they already are), inputs reach whichever node
+// simulates the entity, and a logout saves the player. The module must
+// have called SetPlayers.
+func (r *Runtime) Sessions() (*Sessions, error) {
+	if r.players == nil {
+		return nil, errors.New("zone: the module has no players (SetPlayers)")
+	}
+	return &Sessions{r: r}, nil
+}
+
+// Join starts a session that has logged in and is recorded in the
+// directory with s.Epoch(): the account's player is taken over where it
+// is, or brought in. The player's record is loaded only once no node has
+// the player nor a save of it still on its way (loadFor): a record loaded
+// before would miss a logout's save that lands meanwhile.
+func (p *Sessions) Join(s Session) error {
 	g := &gwSession{s: s}
-	w.r.Post(func() { w.r.joinSession(g) })
+	p.r.Post(func() { p.r.joinSession(g) })
 	return nil
 }
 
-func (w *gatewayWorld) Input(s *gateway.Session, in gateway.Input) error {
-	if err := w.r.players.CheckInput(in); err != nil {
+// Input checks in with the module (Players.CheckInput; an error matches
+// clientinput.ErrBadInput for what it refuses) and sends it to the node
+// that simulates in.Entity, fenced by the session's epoch. The caller has
+// checked that in.Entity is the master or the pet SetYou named.
+func (p *Sessions) Input(s Session, in clientinput.Input) error {
+	if err := p.r.players.CheckInput(in); err != nil {
 		return err
 	}
-	w.r.Post(func() { w.r.sessionInput(s, in) })
+	p.r.Post(func() { p.r.sessionInput(s, in) })
 	return nil
 }
 
-// Leave posts the end of the session to the world, unless the node's
-// sessions were abandoned (AbandonSessions).
-func (w *gatewayWorld) Leave(s *gateway.Session) {
-	if w.r.lost.abandoned.Load() {
+// Leave ends a session, once, whatever ended it: unless a newer session
+// of the account holds the player now, the player is saved and taken out.
+// Nothing happens once the node's sessions were abandoned
+// (AbandonSessions).
+func (p *Sessions) Leave(s Session) {
+	if p.r.lost.abandoned.Load() {
 		return
 	}
-	w.r.Post(func() { w.r.leaveSession(s) })
+	p.r.Post(func() { p.r.leaveSession(s) })
 }
 
 // takeoverWait is how long a new session waits for the nodes' answers
@@ -553,17 +603,17 @@ const (
 // brought in from the store.
 func (r *Runtime) joinSession(g *gwSession) {
 	a := g.s.Account()
-	session := uint64(g.s.Epoch())
+	session := g.s.Epoch()
 	r.pstats.Joined++
 	if d, ok := r.displacedBy[a]; (ok && d.session > session) || g.s.Superseded() {
 		// A newer login's takeover reached this node before this session
 		// did: that login takes the player over or brings it in; this one
 		// brings in nothing (its socket is closed).
-		r.closeDisplaced(a, directory.Epoch(d.session))
+		r.closeDisplaced(a, d.session)
 		return
 	}
 	if old := r.gw[a]; old != nil {
-		if uint64(old.s.Epoch()) > session {
+		if old.s.Epoch() > session {
 			return // a newer session got here first; this one is being closed
 		}
 		r.gw[a] = g
@@ -594,7 +644,7 @@ func (r *Runtime) joinSession(g *gwSession) {
 // here or there holds the load off until it has landed.
 func (r *Runtime) findPlayer(g *gwSession) {
 	a := g.s.Account()
-	session := uint64(g.s.Epoch())
+	session := g.s.Epoch()
 	now := r.w.CurrentTick().N
 	g.findAt, g.awaiting = now, g.awaiting[:0]
 	var found bool
@@ -640,7 +690,7 @@ func (r *Runtime) saveWaitTicks() uint64 {
 
 // closeDisplaced closes the account's socket here if its session is older
 // than newer.
-func (r *Runtime) closeDisplaced(a account.ID, newer directory.Epoch) {
+func (r *Runtime) closeDisplaced(a account.ID, newer uint64) {
 	r.opsMu.Lock()
 	gw := r.gateway
 	r.opsMu.Unlock()
@@ -676,7 +726,7 @@ func (r *Runtime) loaded(g *gwSession, rec worldstore.Player, err error) {
 	if r.gw[a] != g || g.master != 0 {
 		return // gone, displaced, or a late answer handed it its player
 	}
-	if d, ok := r.displacedBy[a]; (ok && d.session > uint64(g.s.Epoch())) || g.s.Superseded() {
+	if d, ok := r.displacedBy[a]; (ok && d.session > g.s.Epoch()) || g.s.Superseded() {
 		return // a newer login is on its way: it brings the player in
 	}
 	switch {
@@ -694,7 +744,7 @@ func (r *Runtime) loaded(g *gwSession, rec worldstore.Player, err error) {
 // takeOver makes the session g the one the player master/pet answers to.
 func (r *Runtime) takeOver(g *gwSession, master, pet ecs.ID) {
 	g.master, g.pet, g.waitUntil, g.spawnWait = master, pet, 0, false
-	r.tellPlayer(uint64(g.s.Epoch()), master, pet)
+	r.tellPlayer(g.s.Epoch(), master, pet)
 	r.SetViewer(g.s.Account(), master)
 	r.pstats.TakenOver++
 	g.s.SetYou(uint64(master), uint64(pet))
@@ -727,7 +777,7 @@ func (r *Runtime) spawnFor(g *gwSession) {
 		g.s.Fail("zone: no id for the player: " + err.Error())
 		return
 	}
-	session := uint64(g.s.Epoch())
+	session := g.s.Epoch()
 	g.on = ""
 	if owner := r.Table().OwnerOf(pos); r.cluster != nil && owner != r.Name() {
 		m := wire.Player{Fence: r.cluster.fence(), Op: wire.PlayerSpawn, Account: a, Session: session,
@@ -766,12 +816,12 @@ func (r *Runtime) spawnHere(a account.ID, session uint64, master, pet ecs.ID, po
 
 // sessionInput sends a client's input to the entity's simulating node
 // (this one included) as a reserved intent fenced by the session.
-func (r *Runtime) sessionInput(s *gateway.Session, in gateway.Input) {
+func (r *Runtime) sessionInput(s Session, in clientinput.Input) {
 	g := r.gw[s.Account()]
 	if g == nil || g.s != s {
 		return // a displaced session's late input
 	}
-	data := appendInput(appendSession(nil, uint64(s.Epoch())), in)
+	data := appendInput(appendSession(nil, s.Epoch()), in)
 	id := ecs.ID(in.Entity)
 	r.sendToPlayer(g, Intent{Kind: intentInput, Source: id, Target: id, Data: data})
 }
@@ -789,7 +839,7 @@ func (r *Runtime) sendToPlayer(g *gwSession, in Intent) {
 	r.cluster.sendIntent(g.on, in, 0)
 }
 
-func (r *Runtime) leaveSession(s *gateway.Session) {
+func (r *Runtime) leaveSession(s Session) {
 	a := s.Account()
 	g := r.gw[a]
 	if g == nil || g.s != s {
@@ -815,7 +865,7 @@ func (r *Runtime) leaveSession(s *gateway.Session) {
 const orphanWait = 200
 
 func (r *Runtime) logout(g *gwSession) {
-	r.sendToPlayer(g, Intent{Kind: intentLogout, Source: g.master, Target: g.master, Data: appendSession(nil, uint64(g.s.Epoch()))})
+	r.sendToPlayer(g, Intent{Kind: intentLogout, Source: g.master, Target: g.master, Data: appendSession(nil, g.s.Epoch())})
 }
 
 // clearViewer stops keeping an account's view.
@@ -947,7 +997,7 @@ func (r *Runtime) answerTakeover(from string, m wire.Player) wire.Player {
 			reply.Chunk = r.geo.ChunkOf(p.Pos)
 		}
 	}
-	if g := r.gw[a]; g != nil && uint64(g.s.Epoch()) < m.Session {
+	if g := r.gw[a]; g != nil && g.s.Epoch() < m.Session {
 		// The older session is served here: it lets go of the player (or
 		// of its search for it: the newer session searches too).
 		if g.master != 0 {
@@ -975,15 +1025,15 @@ func (r *Runtime) answerTakeover(from string, m wire.Player) wire.Player {
 	// socket is told, its Leave finds nothing), and one that reaches this
 	// world only now brings nothing in (joinSession).
 	r.noteDisplaced(a, m.Session)
-	r.closeDisplaced(a, directory.Epoch(m.Session))
+	r.closeDisplaced(a, m.Session)
 	return reply
 }
 
 // takeoverAnswer handles a node's answer to this node's takeover.
 func (r *Runtime) takeoverAnswer(from string, m wire.Player) {
 	g := r.gw[m.Account]
-	if g == nil || uint64(g.s.Epoch()) != m.Session {
-		if m.Op == wire.PlayerTaken && (g == nil || uint64(g.s.Epoch()) < m.Session) {
+	if g == nil || g.s.Epoch() != m.Session {
+		if m.Op == wire.PlayerTaken && (g == nil || g.s.Epoch() < m.Session) {
 			if d, ok := r.displacedBy[m.Account]; !ok || d.session <= m.Session {
 				// The session that asked left meanwhile and no newer one
 				// is known: the player handed to it would stay in the
@@ -1043,7 +1093,7 @@ func (c *cluster) maybeLive(node string) bool {
 // The layout, little-endian: Seq u32, Kind u32, HasPoint byte (0 or 1),
 // Point.X, .Y, .Z as float64 bits, Target u64: 41 bytes. It follows the
 // session's 8 bytes in the Data of an intentInput.
-func appendInput(dst []byte, in gateway.Input) []byte {
+func appendInput(dst []byte, in clientinput.Input) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, in.Seq)
 	dst = binary.LittleEndian.AppendUint32(dst, in.Kind)
 	var has byte
@@ -1060,9 +1110,9 @@ func appendInput(dst []byte, in gateway.Input) []byte {
 // decodeInput reads what appendInput wrote, from a peer's bytes: an
 // error (ErrMalformedInput, ZONE.MALFORMED_INPUT) names the field and its
 // byte offset. A point that is not finite is refused.
-func decodeInput(b []byte) (gateway.Input, error) {
+func decodeInput(b []byte) (clientinput.Input, error) {
 	r := binread.New(b, "Input", ErrMalformedInput)
-	in := gateway.Input{Seq: r.U32("Seq"), Kind: r.U32("Kind")}
+	in := clientinput.Input{Seq: r.U32("Seq"), Kind: r.U32("Kind")}
 	at := r.Offset()
 	switch has := r.Byte("HasPoint"); has {
 	case 0, 1:
@@ -1081,7 +1131,7 @@ func decodeInput(b []byte) (gateway.Input, error) {
 	}
 	in.Target = r.U64("Target")
 	if err := r.Finish(); err != nil {
-		return gateway.Input{}, err
+		return clientinput.Input{}, err
 	}
 	return in, nil
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/shardwise/shardwise/errcode"
-	"github.com/shardwise/shardwise/gateway"
+	"github.com/shardwise/shardwise/gateway/clientinput"
 	"github.com/shardwise/shardwise/torus"
 )
 
@@ -17,7 +17,7 @@ import (
 // bytes. No bytes make decodeInput panic; what it accepts is a finite
 // input that encodes back to the same bytes.
 func FuzzDecodeInput(f *testing.F) {
-	for _, in := range []gateway.Input{
+	for _, in := range []clientinput.Input{
 		{},
 		{Seq: 7, Kind: 1, Point: torus.Pos{X: -3, Y: 1e9}, HasPoint: true, Target: 1 << 63},
 		{Seq: 1 << 31, Kind: 4, Target: 255},
@@ -42,7 +42,7 @@ func FuzzDecodeInput(f *testing.F) {
 // TestDecodeInputErrors: each way an input's bytes can be wrong is refused
 // with ZONE.MALFORMED_INPUT, naming the field and where it starts.
 func TestDecodeInputErrors(t *testing.T) {
-	good := appendInput(nil, gateway.Input{Seq: 1, Kind: 2, HasPoint: true, Point: torus.Pos{X: 1, Y: 2}, Target: 9})
+	good := appendInput(nil, clientinput.Input{Seq: 1, Kind: 2, HasPoint: true, Point: torus.Pos{X: 1, Y: 2}, Target: 9})
 	set := func(i int, v ...byte) []byte { b := bytes.Clone(good); copy(b[i:], v); return b }
 	nan := binary.LittleEndian.AppendUint64(nil, math.Float64bits(math.NaN()))
 	for _, c := range []struct {

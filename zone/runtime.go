@@ -15,7 +15,6 @@ import (
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/entityid"
 	"github.com/shardwise/shardwise/errcode"
-	"github.com/shardwise/shardwise/gateway"
 	"github.com/shardwise/shardwise/interest"
 	"github.com/shardwise/shardwise/nodename"
 	"github.com/shardwise/shardwise/outbox"
@@ -300,7 +299,7 @@ type Runtime struct {
 	players        *Players
 	opsMu          sync.Mutex
 	ops            []func()
-	gateway        *gateway.Gateway // under opsMu
+	gateway        Gateway // under opsMu
 	gw             map[account.ID]*gwSession
 	leaving        map[account.ID]*leavingPlayer // logged out here, the save not yet landed
 	displacedBy    map[account.ID]displacement   // the newest session a takeover named

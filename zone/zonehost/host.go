@@ -40,6 +40,7 @@ import (
 	"github.com/shardwise/shardwise/worldstore/sqlworld"
 	"github.com/shardwise/shardwise/zone"
 	"github.com/shardwise/shardwise/zone/zonecoord"
+	"github.com/shardwise/shardwise/zone/zonegate"
 	"github.com/shardwise/shardwise/zone/zonelink"
 )
 
@@ -446,7 +447,7 @@ const peerPoll = 10 * time.Millisecond
 //     in-process stores if it names another node), builds the runtime
 //     (Territory: the zonecoord.Ownership; WorldStore: the world store), starts
 //     serving the link and, with a gateway, serves players: the gateway
-//     (its World the runtime's GatewayWorld, its sessions' node number the
+//     (its World zonegate.World of the runtime, its sessions' node number the
 //     coord node id) at /ws and the browser client at /;
 //  5. waits up to PeerWait for the table's other nodes (HostConfig.PeerWait
 //     says why), calls OnReady;
@@ -900,7 +901,7 @@ func (h *hostGateway) checkShared(cfg HostConfig, nodes []string) error {
 
 // start builds the gateway over the runtime and serves it.
 func (h *hostGateway) start(cfg HostConfig, rt *zone.Runtime, node int, reg *prometheus.Registry) error {
-	world, err := rt.GatewayWorld()
+	world, err := zonegate.World(rt)
 	if err != nil {
 		return errcode.Config("HostConfig.GatewayAddr", cfg.GatewayAddr, "the module cannot have players: "+err.Error())
 	}
@@ -917,7 +918,7 @@ func (h *hostGateway) start(cfg HostConfig, rt *zone.Runtime, node int, reg *pro
 	}); err != nil {
 		return err
 	}
-	rt.SetGateway(h.g)
+	zonegate.SetGateway(rt, h.g)
 	if reg != nil {
 		reg.MustRegister(h.g.Metrics().Collectors()...)
 	}
