@@ -24,12 +24,20 @@
 //
 // Invariants every implementation keeps:
 //  1. A player record is written only by a session at least as new as the
-//     one that wrote it: SavePlayer with Epoch e applies when the stored
-//     epoch is ≤ e (equal: the periodic saves of one session overwrite each
-//     other) and otherwise changes nothing and returns a *StaleEpochError
-//     (ErrStaleEpoch, WORLDSTORE.STALE_EPOCH). The compare and the write are
-//     one atomic step, so of two racing sessions the newer one's record
-//     survives, whatever the order.
+//     one that wrote it, and never again by a session that ended:
+//     SavePlayer with Epoch e applies when the stored epoch is < e, or = e
+//     and the stored record is not Final (the periodic saves of one
+//     session overwrite each other, and its logout's Final save overwrites
+//     them), and otherwise changes nothing and returns a *StaleEpochError
+//     (ErrStaleEpoch, WORLDSTORE.STALE_EPOCH; its Final field set when a
+//     final record of e refused it). The compare and the write are one
+//     atomic step, so of two racing sessions the newer one's record
+//     survives, and of a session's final save and any other save of it
+//     the final one survives, whatever the order. The order is the
+//     store's, not the callers': a standby that adopts a player's master
+//     from a checkpoint older than the player's logout and saves it under
+//     the same session is refused however late the logout's save lands.
+//     Final is read back by LoadPlayer.
 //  2. A chunk's revision is the number of edits it has: 0 before the first,
 //     and AppendEdit with expectRev r writes edit r+1 only when the
 //     revision is r (compare-and-set), otherwise it changes nothing and

@@ -21,7 +21,8 @@ const (
 var (
 	// ErrNotFound: the account has no saved record.
 	ErrNotFound = errcode.New(CodeNotFound, "worldstore: player not found")
-	// ErrStaleEpoch: a newer session's record is stored. Typed detail:
+	// ErrStaleEpoch: a newer session's record is stored, or the final
+	// record of the same session (its logout's). Typed detail:
 	// *StaleEpochError.
 	ErrStaleEpoch = errcode.New(CodeStaleEpoch, "worldstore: stale session epoch")
 	// ErrConflict: the chunk's revision is not the one the append expected.
@@ -37,15 +38,33 @@ var (
 )
 
 // StaleEpochError refuses a SavePlayer whose epoch is below the stored
-// record's. errors.Is(err, ErrStaleEpoch) holds.
+// record's, or equal to a final stored record's (Final: the session
+// ended, and its logout's record stays). errors.Is(err, ErrStaleEpoch)
+// holds.
 type StaleEpochError struct {
 	Account account.ID
 	Epoch   uint64 // the caller's
-	Stored  uint64 // the stored record's, higher
+	Stored  uint64 // the stored record's: higher, or equal and final
+	// Final reports that the stored record is the final one of the
+	// caller's own session (Stored == Epoch): the session logged out.
+	Final bool
 }
 
 func (e *StaleEpochError) Error() string {
+	if e.Final {
+		return fmt.Sprintf("worldstore: save of account %s with epoch %d refused: the session's final record (its logout's) is stored", e.Account, e.Epoch)
+	}
 	return fmt.Sprintf("worldstore: save of account %s with epoch %d refused: a record of epoch %d is stored", e.Account, e.Epoch, e.Stored)
+}
+
+// refusesSave reports whether a stored record refuses a save of epoch,
+// and the refusal: invariant 1, in one place for every implementation
+// that compares in Go.
+func refusesSave(stored Player, epoch uint64) *StaleEpochError {
+	if stored.Epoch > epoch || stored.Epoch == epoch && stored.Final {
+		return &StaleEpochError{Account: stored.Account, Epoch: epoch, Stored: stored.Epoch, Final: stored.Epoch == epoch}
+	}
+	return nil
 }
 
 // ErrorCode returns CodeStaleEpoch.

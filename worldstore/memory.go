@@ -78,8 +78,10 @@ func (m *Memory) SavePlayer(ctx context.Context, p Player) error {
 		return err
 	}
 	defer m.mu.Unlock()
-	if old, ok := m.players[p.Account]; ok && old.Epoch > p.Epoch {
-		return &StaleEpochError{Account: p.Account, Epoch: p.Epoch, Stored: old.Epoch}
+	if old, ok := m.players[p.Account]; ok {
+		if se := refusesSave(old, p.Epoch); se != nil {
+			return se
+		}
 	}
 	p.State = clone(p.State)
 	p.Saved = m.now()

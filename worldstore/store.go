@@ -40,6 +40,13 @@ type Player struct {
 	Pos torus.Pos
 	// State is the game module's opaque record, at most MaxStateBytes.
 	State []byte
+	// Final marks the last save of its session: the one its logout
+	// writes. Once a final record of epoch e is stored, every later save
+	// of epoch e is refused (invariant 1): a node that saves the session
+	// again after it ended (the standby that adopted the master from a
+	// checkpoint older than the logout) cannot put older progress over
+	// the logout's.
+	Final bool
 	// Saved is when the store wrote the record, by the store's clock. It
 	// is ignored on SavePlayer.
 	Saved time.Time
@@ -70,8 +77,9 @@ type Players interface {
 	// LoadPlayer returns account's last saved record, or an error matching
 	// ErrNotFound when it was never saved.
 	LoadPlayer(ctx context.Context, account account.ID) (Player, error)
-	// SavePlayer writes p unless a record with a higher epoch is stored
-	// (then a *StaleEpochError); see invariant 1.
+	// SavePlayer writes p unless a record with a higher epoch, or a final
+	// record of the same epoch, is stored (then a *StaleEpochError); see
+	// invariant 1.
 	SavePlayer(ctx context.Context, p Player) error
 }
 

@@ -32,8 +32,12 @@ type adoptionWaiter struct {
 }
 
 // holdsPlayerRecords reports whether this node holds a checkpoint record
-// of a client player's entity of account a.
+// of a client player's entity of account a, or a master of a it adopted
+// whose session the store has not cleared yet (lostplayers.go).
 func (c *cluster) holdsPlayerRecords(a account.ID) bool {
+	if c.r.uncheckedAccount(a) {
+		return true
+	}
 	for _, in := range c.ckpt.in {
 		for _, s := range in.recs {
 			if recordAccount(s) == a {

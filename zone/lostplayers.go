@@ -1,6 +1,7 @@
 package zone
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -57,6 +58,30 @@ import (
 // it, never an older record; a takeover that reaches the master first
 // takes it over). A master that leaves this node within the wait (a
 // handoff) is no longer watched here.
+//
+// And a player that logged out on the dead node after its last
+// checkpoint: its logout saved it (a final record, worldstore.Player.Final)
+// and took it out, but the standby holds it as it was at that checkpoint,
+// older, under the same session, and adopts it. The store refuses every
+// save of a session after its final one, so nothing the adopter saves can
+// put the older state over the logout's. And the adopter does not let the
+// master be played either: it asks the store about each client player's
+// master it adopts (checkSession, a load on the saver's queue) and until
+// the answer the master is unchecked — no takeover finds it (masterOf)
+// and a login of the account waits as for checkpoint records
+// (holdsPlayerRecords). If the store holds the final record of the
+// master's session, the master and pet are taken out unsaved (a
+// logged-out player is not in the world) and the login loads the
+// logout's record; otherwise the wait for a claim goes on as above.
+
+// sessionEnd, after the session in a logout's Data, says the session
+// ended (its gateway's leave): its save is final. A logout without it
+// (one that takes out a master a session no longer plays) saves as a
+// periodic save does.
+const sessionEnd byte = 1
+
+// endsSession reports whether a logout's Data says its session ended.
+func endsSession(data []byte) bool { return len(data) > 8 && data[8] == sessionEnd }
 
 // verifyAgain is how long after every node said NotHere of a session's
 // master the session asks again: longer than a handoff takes to be
@@ -83,11 +108,14 @@ type lostPlayers struct {
 }
 
 // unclaimedMaster is an adopted master awaiting a session: the account
-// and session it answered to when adopted, and the tick its wait ends.
+// and session it answered to when adopted, the tick its wait ends, and
+// whether the store's answer about its session is still to come
+// (checkSession).
 type unclaimedMaster struct {
-	account account.ID
-	session uint64
-	until   uint64
+	account  account.ID
+	session  uint64
+	until    uint64
+	checking bool
 }
 
 // AbandonSessions makes the gateway role let go of its sessions the way a
@@ -260,7 +288,8 @@ func (r *Runtime) checkUnclaimed(tick uint64) {
 			if l.unclaimed == nil {
 				l.unclaimed = make(map[ecs.ID]unclaimedMaster)
 			}
-			l.unclaimed[id] = unclaimedMaster{account: o.Account, session: o.Session, until: tick + wait}
+			l.unclaimed[id] = unclaimedMaster{account: o.Account, session: o.Session, until: tick + wait,
+				checking: r.checkSession(id, o.Account, o.Session)}
 		}
 		l.from = now + 1
 	}
@@ -292,10 +321,92 @@ func (r *Runtime) checkUnclaimed(tick uint64) {
 		delete(l.unclaimed, id)
 		r.cfg.Logger.Info("zone: an adopted player's master has no session: saved and taken out",
 			"account", u.account, "session", u.session, "master", id)
-		if r.logoutHere(id, o) {
+		if r.logoutHere(id, o, false) {
 			r.pstats.Unclaimed++
 		}
 	}
+}
+
+// checkSession asks the world store whether the session of master id,
+// adopted here, has ended (sessionChecked answers); false if it cannot
+// ask (no store, or its queue is full).
+func (r *Runtime) checkSession(id ecs.ID, a account.ID, session uint64) bool {
+	if r.saver.store == nil {
+		return false
+	}
+	return r.saver.queue(saveJob{who: a, load: func(rec worldstore.Player, err error) {
+		r.Post(func() { r.sessionChecked(id, session, rec, err) })
+	}})
+}
+
+// sessionChecked is the store's answer about the session of master id,
+// adopted here: if it holds that session's final record, the player
+// logged out after the checkpoint this node adopted it from, and the
+// master (with its pet) is taken out unsaved.
+func (r *Runtime) sessionChecked(id ecs.ID, session uint64, rec worldstore.Player, err error) {
+	l := &r.lost
+	u, ok := l.unclaimed[id]
+	if !ok || u.session != session || !u.checking {
+		return
+	}
+	u.checking = false
+	l.unclaimed[id] = u
+	if err != nil && !errors.Is(err, worldstore.ErrNotFound) {
+		r.cfg.Logger.Warn("zone: an adopted player's session could not be checked: it waits for a claim",
+			"account", u.account, "session", session, "master", id, "err", err)
+		return
+	}
+	if err != nil || !rec.Final || rec.Epoch != session {
+		return
+	}
+	if o, ok := r.owner.Get(id); !ok || o.Session != session || !r.holdsReal(id) {
+		return
+	}
+	delete(l.unclaimed, id)
+	r.cfg.Logger.Info("zone: an adopted player had logged out after the checkpoint it was adopted from: taken out unsaved",
+		"account", u.account, "session", session, "master", id)
+	r.players.Remove(id)
+	r.pstats.Removed++
+	r.pstats.Ended++
+}
+
+// unchecked reports whether id is a client player's master adopted here
+// whose session the store has not cleared yet: adopted in a drain whose
+// adoptions checkUnclaimed has not filed yet, or filed and checking.
+func (r *Runtime) unchecked(id ecs.ID) bool {
+	l := &r.lost
+	if u, ok := l.unclaimed[id]; ok {
+		return u.checking
+	}
+	c := r.cluster
+	if c == nil || c.ckpt.stats.Adopted == l.adopted {
+		return false
+	}
+	at, ok := c.ckpt.restored[id]
+	return ok && at >= l.from
+}
+
+// uncheckedAccount reports whether a master of account a is unchecked.
+func (r *Runtime) uncheckedAccount(a account.ID) bool {
+	l := &r.lost
+	for _, u := range l.unclaimed {
+		if u.account == a && u.checking {
+			return true
+		}
+	}
+	c := r.cluster
+	if c == nil || c.ckpt.stats.Adopted == l.adopted {
+		return false
+	}
+	for id, at := range c.ckpt.restored {
+		if at < l.from {
+			continue
+		}
+		if o, ok := r.owner.Get(id); ok && o.Account == a && o.Session != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // claimed ends the wait of an adopted master: a session plays it.

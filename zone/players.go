@@ -68,7 +68,7 @@ const FirstReservedIntent uint16 = 0xFF00
 
 const (
 	intentInput   = FirstReservedIntent + iota // Data: session, then the input
-	intentLogout                               // Data: session
+	intentLogout                               // Data: session, then sessionEnd if the session ended (its save is final)
 	intentSession                              // Data: session (a newer session takes the player over)
 )
 
@@ -100,6 +100,10 @@ type PlayerStats struct {
 	// session claimed within Config.Timers.Unclaimed, saved and taken out
 	// as at logout (counted in Removed too).
 	Unclaimed int
+	// Ended counts the players this node adopted on failover whose
+	// session the world store showed ended (a logout after the dead
+	// node's last checkpoint): taken out unsaved (counted in Removed too).
+	Ended int
 }
 
 // PlayerStats returns the gateway role's counters. Like the world, it is
@@ -145,17 +149,18 @@ func (r *Runtime) applyPlayerIntent(in Intent) {
 		r.players.Input(in.Target, gi)
 	case intentLogout:
 		if r.players != nil {
-			r.logoutHere(in.Target, o)
+			r.logoutHere(in.Target, o, endsSession(in.Data))
 		}
 	}
 }
 
 // logoutHere saves the player whose master is id (simulated here, owned
 // as o) and takes it out of the world; a login of the account meanwhile
-// waits for the save to land (fenceSave). False if id is no master.
-func (r *Runtime) logoutHere(id ecs.ID, o *Owner) bool {
+// waits for the save to land (fenceSave). The save is final if the
+// session ended (worldstore.Player.Final). False if id is no master.
+func (r *Runtime) logoutHere(id ecs.ID, o *Owner, final bool) bool {
 	a, session := o.Account, o.Session
-	ok, queued := r.savePlayer(id, o, true)
+	ok, queued := r.savePlayer(id, o, true, final)
 	if !ok {
 		return false
 	}
@@ -170,8 +175,9 @@ func (r *Runtime) logoutHere(id ecs.ID, o *Owner) bool {
 // savePlayer queues the record of the player whose master is id for the
 // world store; ok false if id is not a master (the module saves nothing
 // for it), queued whether the record is on its way. A record queued with
-// landed reports back (saveLanded) once the store has answered.
-func (r *Runtime) savePlayer(id ecs.ID, o *Owner, landed bool) (ok, queued bool) {
+// landed reports back (saveLanded) once the store has answered; a final
+// one is its session's last (worldstore.Player.Final).
+func (r *Runtime) savePlayer(id ecs.ID, o *Owner, landed, final bool) (ok, queued bool) {
 	state, ok := r.players.Save(id)
 	if !ok {
 		return false, false
@@ -188,7 +194,7 @@ func (r *Runtime) savePlayer(id ecs.ID, o *Owner, landed bool) (ok, queued bool)
 		a, session := o.Account, o.Session
 		done = func() { r.Post(func() { r.saveLanded(a, session) }) }
 	}
-	return true, r.saver.queue(saveJob{save: worldstore.Player{Account: o.Account, Epoch: o.Session, Pos: p.Pos, State: state}, done: done})
+	return true, r.saver.queue(saveJob{save: worldstore.Player{Account: o.Account, Epoch: o.Session, Pos: p.Pos, State: state, Final: final}, done: done})
 }
 
 // ---- the save fence ----
@@ -272,10 +278,11 @@ func (r *Runtime) noteDisplaced(a account.ID, session uint64) {
 
 // masterOf finds a's player among the masters this node simulates (or
 // holds frozen in a handoff: the intents that tell it follow it), one
-// that answers to a session older than below.
+// that answers to a session older than below, and not one it adopted
+// whose session the store has not cleared yet (unchecked).
 func (r *Runtime) masterOf(a account.ID, below uint64) (master, pet ecs.ID, ok bool) {
 	r.owner.Each(func(id ecs.ID, o *Owner) {
-		if ok || o.Account != a || o.Session == 0 || o.Session >= below || !r.holdsReal(id) {
+		if ok || o.Account != a || o.Session == 0 || o.Session >= below || !r.holdsReal(id) || r.unchecked(id) {
 			return
 		}
 		if pet, ok = r.petOf(id); ok {
@@ -330,7 +337,7 @@ func (r *Runtime) savePeriodically(tick uint64) {
 		if o.Session == 0 || (r.Phase(id)+tick)%every != 0 || !r.Simulated(id) {
 			return
 		}
-		r.savePlayer(id, o, false)
+		r.savePlayer(id, o, false, false)
 	})
 }
 
@@ -865,7 +872,7 @@ func (r *Runtime) leaveSession(s Session) {
 const orphanWait = 200
 
 func (r *Runtime) logout(g *gwSession) {
-	r.sendToPlayer(g, Intent{Kind: intentLogout, Source: g.master, Target: g.master, Data: appendSession(nil, g.s.Epoch())})
+	r.sendToPlayer(g, Intent{Kind: intentLogout, Source: g.master, Target: g.master, Data: append(appendSession(nil, g.s.Epoch()), sessionEnd)})
 }
 
 // clearViewer stops keeping an account's view.

@@ -22,9 +22,10 @@
 //     (deadlock, serialisation failure, SQLITE_BUSY after the busy
 //     timeout) reruns it from the start, up to maxTxAttempts times.
 //   - SavePlayer is one upsert whose update applies only WHERE the stored
-//     epoch ≤ the caller's: the fence and the write are one statement, so
-//     they cannot be split by another writer on either engine (PostgreSQL
-//     re-checks the WHERE on the row it locked).
+//     epoch < the caller's, or = and the stored row's final_save is 0: the
+//     fence and the write are one statement, so they cannot be split by
+//     another writer on either engine (PostgreSQL re-checks the WHERE on
+//     the row it locked).
 //   - A chunk's revision lives in world_chunks and is advanced by a
 //     compare-and-set statement (INSERT … ON CONFLICT DO NOTHING for the
 //     first edit, UPDATE … WHERE rev = expected after), in the same

@@ -92,6 +92,18 @@ var migrations = []migration{
 			)`,
 		},
 	},
+	{
+		version: 2,
+		name:    "final player records",
+		// final_save: 1 on a session's last record (its logout's), which
+		// no later save of the same epoch may overwrite (invariant 1 of
+		// package worldstore). SMALLINT 0/1 on both engines, so one
+		// statement compares it on either; rows written before it are not
+		// final, as they were not.
+		stmts: []string{
+			`ALTER TABLE world_players ADD COLUMN final_save SMALLINT NOT NULL DEFAULT 0`,
+		},
+	},
 }
 
 // LatestSchemaVersion is the version a freshly opened store is at.

@@ -70,6 +70,10 @@ func TestPostgres(t *testing.T) {
 		})
 	})
 	t.Run("Reopen", func(t *testing.T) { testReopen(t, pg.NewDatabase(t)) })
+	t.Run("MigrateFromVersion1", func(t *testing.T) {
+		url := pg.NewDatabase(t)
+		testMigrateFromVersion1(t, url, "pgx", url, "postgres")
+	})
 	t.Run("ConcurrentOpeners", func(t *testing.T) {
 		url := pg.NewDatabase(t)
 		testConcurrentOpeners(t, url, func(t *testing.T) int {
@@ -128,6 +132,52 @@ func testReopen(t *testing.T, url string) {
 		if d := time.Since(at); d < -time.Hour || d > time.Hour {
 			t.Fatalf("Saved = %v, not within an hour of now", at)
 		}
+	}
+}
+
+func TestMigrateFromVersion1SQLite(t *testing.T) {
+	url := sqliteURL(t)
+	testMigrateFromVersion1(t, url, "sqlite", strings.TrimPrefix(url, "sqlite://"), "sqlite")
+}
+
+// testMigrateFromVersion1: a database an older release left at schema
+// version 1, with a player saved, is migrated on open; the record reads
+// back as not final (it was written before there were final records), so
+// its session's next save applies, and a final save then fences the
+// session as on a fresh database.
+func testMigrateFromVersion1(t *testing.T, url, driver, dsn, dialect string) {
+	ctx := testCtx(t)
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlworld.MigrateOnly(ctx, db, dialect, 1); err != nil {
+		t.Fatalf("migrate to version 1: %v", err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO world_players (account, epoch, x, y, z, state, saved_at) VALUES (42, 9, 1.5, 0, 0, '', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, url)
+	if v, err := s.SchemaVersion(ctx); err != nil || v != sqlworld.LatestSchemaVersion {
+		t.Fatalf("SchemaVersion = %d, %v; want %d", v, err, sqlworld.LatestSchemaVersion)
+	}
+	got, err := s.LoadPlayer(ctx, 42)
+	if err != nil || got.Epoch != 9 || got.Pos.X != 1.5 || got.Final {
+		t.Fatalf("the version-1 record loads as %+v, %v; want epoch 9 at x 1.5, not final", got, err)
+	}
+	logout := worldstore.Player{Account: 42, Epoch: 9, Pos: torus.Pos{X: 2}, State: []byte("logout"), Final: true}
+	if err := s.SavePlayer(ctx, logout); err != nil {
+		t.Fatalf("the session's final save over its version-1 record: %v", err)
+	}
+	err = s.SavePlayer(ctx, worldstore.Player{Account: 42, Epoch: 9, Pos: torus.Pos{X: 3}})
+	if !errors.Is(err, worldstore.ErrStaleEpoch) {
+		t.Fatalf("a save after the final one: %v, want ErrStaleEpoch", err)
+	}
+	if got, err := s.LoadPlayer(ctx, 42); err != nil || got.Pos.X != 2 || !got.Final {
+		t.Fatalf("after the refused save LoadPlayer = %+v, %v; want the final record", got, err)
 	}
 }
 

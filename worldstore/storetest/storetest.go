@@ -48,6 +48,8 @@ func Run(t *testing.T, open func(t *testing.T) worldstore.Store) {
 		{"EqualEpochOverwrites", testEqualEpochOverwrites},
 		{"HigherEpochOverwrites", testHigherEpochOverwrites},
 		{"LowerEpochRefused", testLowerEpochRefused},
+		{"FinalRefusesItsEpoch", testFinalRefusesItsEpoch},
+		{"NewerEpochOverFinal", testNewerEpochOverFinal},
 		{"AccountsIndependent", testAccountsIndependent},
 		{"StateLimit", testStateLimit},
 		{"EmptyBytesReadNil", testEmptyBytesReadNil},
@@ -75,6 +77,7 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b worldstore.Store)) {
 	}{
 		{"VisibleAcrossHandles", testVisibleAcrossHandles},
 		{"SaveEpochRace", testSaveEpochRace},
+		{"FinalSaveRace", testFinalSaveRace},
 		{"AppendOneWinnerPerRevision", testAppendOneWinner},
 		{"AppendRetryLoopsLoseNothing", testAppendRetryLoops},
 	}
@@ -126,7 +129,7 @@ func edits(t *testing.T, s worldstore.Store, c torus.ChunkPos, since uint64) (ui
 // samePlayer compares everything but Saved.
 func samePlayer(t *testing.T, got, want worldstore.Player) {
 	t.Helper()
-	if got.Account != want.Account || got.Epoch != want.Epoch || got.Pos != want.Pos || !bytes.Equal(got.State, want.State) {
+	if got.Account != want.Account || got.Epoch != want.Epoch || got.Pos != want.Pos || !bytes.Equal(got.State, want.State) || got.Final != want.Final {
 		t.Fatalf("loaded %+v, want %+v", got, want)
 	}
 }
@@ -187,6 +190,48 @@ func testLowerEpochRefused(t *testing.T, s worldstore.Store) {
 	if !errors.As(err, &se) || se.Account != alice || se.Epoch != 7 || se.Stored != 8 {
 		t.Fatalf("error %#v, want *StaleEpochError{alice, 7, 8}", err)
 	}
+	samePlayer(t, load(t, s, alice), p)
+}
+
+// testFinalRefusesItsEpoch: a session's final save (its logout's)
+// overwrites its periodic ones, and after it no save of that session
+// applies, final or not: a standby that adopted the player from an older
+// checkpoint cannot put it back.
+func testFinalRefusesItsEpoch(t *testing.T, s worldstore.Store) {
+	save(t, s, worldstore.Player{Account: alice, Epoch: 7, Pos: torus.Pos{X: 1}, State: []byte("periodic")})
+	logout := worldstore.Player{Account: alice, Epoch: 7, Pos: torus.Pos{X: 2}, State: []byte("logout"), Final: true}
+	save(t, s, logout)
+	samePlayer(t, load(t, s, alice), logout)
+	for _, final := range []bool{false, true} {
+		err := s.SavePlayer(ctx(t), worldstore.Player{Account: alice, Epoch: 7, Pos: torus.Pos{X: 3}, State: []byte("adopted"), Final: final})
+		wantCode(t, err, worldstore.ErrStaleEpoch, worldstore.CodeStaleEpoch)
+		var se *worldstore.StaleEpochError
+		if !errors.As(err, &se) || se.Account != alice || se.Epoch != 7 || se.Stored != 7 || !se.Final {
+			t.Fatalf("save over a final record (final %v): error %#v, want *StaleEpochError{alice, 7, 7, Final}", final, err)
+		}
+	}
+	samePlayer(t, load(t, s, alice), logout)
+	// An older session is refused as before, and not as final.
+	err := s.SavePlayer(ctx(t), worldstore.Player{Account: alice, Epoch: 6})
+	var se *worldstore.StaleEpochError
+	if !errors.As(err, &se) || se.Stored != 7 || se.Final {
+		t.Fatalf("save of an older session over a final record: %#v, want *StaleEpochError{Stored 7, not Final}", err)
+	}
+	samePlayer(t, load(t, s, alice), logout)
+}
+
+// testNewerEpochOverFinal: the next session writes over a final record,
+// and its own saves overwrite each other until its final one.
+func testNewerEpochOverFinal(t *testing.T, s worldstore.Store) {
+	save(t, s, worldstore.Player{Account: alice, Epoch: 7, Pos: torus.Pos{X: 1}, State: []byte("logout"), Final: true})
+	p := worldstore.Player{Account: alice, Epoch: 8, Pos: torus.Pos{X: 9}, State: []byte("next")}
+	save(t, s, p)
+	samePlayer(t, load(t, s, alice), p)
+	p.Pos, p.State = torus.Pos{X: 10}, []byte("next, later")
+	save(t, s, p)
+	samePlayer(t, load(t, s, alice), p)
+	p.Final = true
+	save(t, s, p)
 	samePlayer(t, load(t, s, alice), p)
 }
 
@@ -497,6 +542,42 @@ func testSaveEpochRace(t *testing.T, a, b worldstore.Store) {
 		got := load(t, s, alice)
 		if got.Epoch != sessions || got.Pos.X != sessions || !bytes.Equal(got.State, []byte{sessions}) {
 			t.Fatalf("after the race the record is %+v, want the newest session's (epoch %d) whole", got, sessions)
+		}
+	}
+}
+
+// testFinalSaveRace: a session's final save races other saves of the
+// same session on two handles (the logout's node and the standby that
+// adopted the player): whatever the order, the final record survives.
+func testFinalSaveRace(t *testing.T, a, b worldstore.Store) {
+	const rounds, others = 10, 8
+	stores := []worldstore.Store{a, b}
+	for r := range rounds {
+		acc := account.ID(2000 + r)
+		epoch := uint64(r + 1)
+		gate, open := start()
+		var wg sync.WaitGroup
+		final := worldstore.Player{Account: acc, Epoch: epoch, Pos: torus.Pos{X: -1}, State: []byte("logout"), Final: true}
+		wg.Go(func() {
+			<-gate
+			if err := stores[r%2].SavePlayer(ctx(t), final); err != nil {
+				t.Errorf("round %d: the final save: %v", r, err)
+			}
+		})
+		for i := range others {
+			wg.Go(func() {
+				<-gate
+				err := stores[(r+i+1)%2].SavePlayer(ctx(t), worldstore.Player{Account: acc, Epoch: epoch, Pos: torus.Pos{X: float64(i)}, State: []byte("adopted")})
+				var se *worldstore.StaleEpochError
+				if err != nil && (!errors.As(err, &se) || !se.Final) {
+					t.Errorf("round %d: save %d: %v, want nil or a final *StaleEpochError", r, i, err)
+				}
+			})
+		}
+		open()
+		wg.Wait()
+		for _, s := range stores {
+			samePlayer(t, load(t, s, acc), final)
 		}
 	}
 }
