@@ -1063,6 +1063,7 @@ func (c *cluster) answerQueries(table *cells.Table) {
 			kept = append(kept, pq)
 			continue
 		}
+		c.heardFrom(pq.from, pq.q.Dead)
 		ans := adoptAnswer{Fence: c.fence(), Round: pq.q.Round}
 		for _, e := range pq.q.Entries {
 			id := ecs.ID(e.Entity)

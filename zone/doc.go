@@ -78,7 +78,14 @@
 //     tick whatever the number of accounts, and delivered to the account's
 //     local sink there; an account routed nowhere is dropped and counted.
 //   - Intents addressed to a ghost go to the node that sends it and are
-//     applied there, once.
+//     applied there, once. Each node confirms to its peers the intents it
+//     took from them (wire.IntentsAck); an intent a node cannot deliver is
+//     dropped and counted by reason (ClusterStats.IntentsDropped and the
+//     fields after it; intentfate.go): those sent to a peer that died
+//     before confirming them (it may have applied some) at its fence, and
+//     none is sent again. One whose route leads to a peer already fenced
+//     (never sent there) waits for the standby's adoption and goes to the
+//     adopter.
 //   - The world side of the gateway role, which is cluster protocol
 //     (Sessions, with the module's Players; the runtime talks to a client
 //     and its gateway through its own ports, Session and Gateway, and
@@ -309,7 +316,9 @@
 // checkpoint interval of simulation, and what a node cut from a standby
 // sent it since the cut if it dies before the heal (zonesim's
 // Config.Kill allows only that class; checkpoint.go lists the rarer
-// ones).
+// ones); and the intents sent to the dead node that it never confirmed,
+// counted where they were sent (ClusterStats.IntentsUnconfirmed; some
+// may have been applied just before it died).
 //
 // Ownership invariants: package zone/zonecoord's doc.
 //

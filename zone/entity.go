@@ -408,7 +408,8 @@ func (c *cluster) send(id ecs.ID, o *outgoing) bool {
 
 // giveUp: outgoing → simulated, at an epoch above the one offered (the
 // target refused, or lost its lease), waiting HandoffRetry ticks before
-// another try. It returns the handoff given up.
+// another try (checkHandoffs shortens the wait to the next checkpoint
+// for a target that lost its lease). It returns the handoff given up.
 func (c *cluster) giveUp(id ecs.ID) *outgoing {
 	e := c.ents.recs[id]
 	if e == nil || e.phase != phaseOutgoing {

@@ -50,7 +50,10 @@ func (r *Runtime) Breach(kind string, id ecs.ID) {
 // (holdUnlisted never holds: a snapshot that leaves a ghost out removes
 // it at once), "adoptionvanish" (the adoption tick's out-of-sight vanish is sent to peers that never
 // saw the entity here), "dropatfence" (a peer's ghosts are dropped at
-// its fence: they vanish, then come back adopted).
+// its fence: they vanish, then come back adopted), "nounconfirmed" (the
+// intents sent to a peer that then died unconfirmed are not counted),
+// "noawait" (an intent for a fenced peer's entity is sent into the void,
+// uncounted).
 func (r *Runtime) Plant(bug string) {
 	b := &r.cluster.bugs
 	switch bug {
@@ -74,6 +77,20 @@ func (r *Runtime) Plant(bug string) {
 		b.noHeldEnd = true
 	case "snapadopting":
 		b.snapAdopting = true
+	case "nomoverwait":
+		b.noMoverWait = true
+	case "fenceretry":
+		b.fenceRetry = true
+	case "nosourceresync":
+		b.noSourceResync = true
+	case "nohandonhold":
+		b.noHandOnHold = true
+	case "notakerecheck":
+		b.noTakeRecheck = true
+	case "nounconfirmed":
+		b.noUnconfirmed = true
+	case "noawait":
+		b.noAwait = true
 	default:
 		panic("zone: no such planted bug: " + bug)
 	}

@@ -3,6 +3,7 @@ package zone
 import (
 	"slices"
 
+	"github.com/shardwise/shardwise/cells"
 	"github.com/shardwise/shardwise/ecs"
 	"github.com/shardwise/shardwise/interest"
 	"github.com/shardwise/shardwise/outbox"
@@ -28,7 +29,9 @@ import (
 //     answer a subscription only once their adoption is over (publish),
 //     so the entity is not there (it was adopted elsewhere, where this
 //     node does not look, or not at all), and it vanishes, unless one of
-//     them still owes this node a snapshot of a chunk next to it
+//     them still owes this node a snapshot of a chunk next to it, or
+//     is the standby of a region a move in flight took from the dead
+//     peer whose adoption query has not been answered here yet
 //     (notThere; the table's arrival asks those simulators for the chunk
 //     again);
 //   - Timers.FenceHold ticks pass (nobody had it: it never comes back),
@@ -49,6 +52,14 @@ type fenceHeld struct {
 	// the entity: each adopts it unless another claims it, and may
 	// hand it on to the chunk's owner after its snapshot went.
 	askers []string
+	// movers are the standbys of the regions within reach of its chunk
+	// that a move in flight took from peer (the table before the held
+	// one named peer, the held one another node): each holds peer's
+	// records there and adopts them at the lease's end, to hand them on
+	// (movedStandbys); heard are the nodes whose adoption query for
+	// peer was answered here, naming it or not.
+	movers []string
+	heard  []string
 }
 
 // holdFenced holds every ghost that came from peer, whose lease just
@@ -62,7 +73,59 @@ func (c *cluster) holdFenced(peer string) {
 			continue
 		}
 		c.holdAtFence(e, until)
+		if _, filed, ok := c.rep.Has(uint64(e.id)); ok && e.fence != nil {
+			e.fence.movers = c.movedStandbys(peer, filed)
+		}
 		c.stats.FenceHeld++
+	}
+}
+
+// movedStandbys returns the live nodes, other than this one, that hold
+// dead peer's checkpoint records of a region within reach of ch (as
+// simulators counts) that the held table moved away from peer: the
+// table before it named peer the owner. At peer's lease end each adopts
+// what peer had there and hands it on to the region's owner; it is no
+// simulator of ch, and its adoption query, which names the entity, may
+// still be on the wire when the chunk's simulators have already left
+// the held ghost out (zonesim nodes6 seed 31).
+func (c *cluster) movedStandbys(peer string, ch torus.ChunkPos) []string {
+	table := c.r.terr.Table()
+	edge := c.r.geo.ChunkEdge()
+	o := c.r.geo.ChunkOrigin(ch)
+	centre := torus.Pos{X: o.X + edge/2, Y: o.Y + edge/2}
+	reach := c.r.cfg.Bands.HandoffMargin + edge*0.7072
+	var regs []cells.RegionID
+	for _, d := range [][2]float64{{0, 0}, {-1, -1}, {0, -1}, {1, -1}, {-1, 0}, {1, 0}, {-1, 1}, {0, 1}, {1, 1}} {
+		p := c.r.geo.Normalise(torus.Pos{X: centre.X + d[0]*reach, Y: centre.Y + d[1]*reach})
+		if reg := c.r.grid.RegionOf(p); !slices.Contains(regs, reg) {
+			regs = append(regs, reg)
+		}
+	}
+	var live []string
+	var out []string
+	for _, reg := range regs {
+		if table.Owner(reg) == peer || c.namedOwner(table, reg, peer) != peer {
+			continue // peer's still (the failover table's standby simulates it), or never peer's
+		}
+		if live == nil {
+			live = c.liveNodes()
+		}
+		if s := Standby(reg, peer, live); s != "" && s != c.r.cfg.Name && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// heardFrom notes that asker's adoption query for the dead nodes dead
+// was answered here: a mover among them that did not name a held ghost
+// does not adopt it.
+func (c *cluster) heardFrom(asker string, dead []string) {
+	for _, e := range c.ents.fenceHeld {
+		if h := e.fence; slices.Contains(dead, h.peer) && !slices.Contains(h.heard, asker) {
+			h.heard = append(h.heard, asker)
+		}
 	}
 }
 
@@ -163,6 +226,13 @@ func (c *cluster) notThere(h fenceHeld, ch torus.ChunkPos) bool {
 	// Timers.FenceHold).
 	for _, p := range h.askers {
 		if !slices.Contains(h.unlists, p) && c.peerLive(p, c.leaseOf[p]) {
+			return false
+		}
+	}
+	// A mover whose query has not come yet may name it (then it is an
+	// asker, above).
+	for _, p := range h.movers {
+		if !slices.Contains(h.heard, p) && !slices.Contains(h.unlists, p) && c.peerLive(p, c.leaseOf[p]) && !c.bugs.noMoverWait {
 			return false
 		}
 	}

@@ -71,6 +71,9 @@ type wentTo struct {
 	burst  []byte
 	seq    uint64
 	seen   []Subscriber
+	// rechecked says a snapshot of the taker's that left it out was held
+	// once already (holdUnlisted).
+	rechecked bool
 }
 
 // appendWent adds to a snapshot of its chunk for node subscriber sub the
@@ -480,6 +483,19 @@ func (c *cluster) checkHandoffs(tick uint64) {
 		o := c.outgoingOf(id)
 		if _, fenced := c.fenced[o.target]; fenced {
 			c.unfreeze(id)
+			// Nobody refused it: its target died. It waits only for this
+			// node's next checkpoint, which records its raised epoch, and
+			// then goes to whoever the table names (the failover table
+			// gives the dead target's region to its standby). After
+			// HandoffRetry it stood that long in a region this node does
+			// not own, and observers, who subscribe to the table's
+			// simulators of a chunk, did not see it (zonesim nodes6 seed
+			// 16). One give-up between two checkpoints keeps the
+			// adoption's epoch margin (checkpoint.go: e+1, e+2, then e+3
+			// after the checkpoint).
+			if !c.bugs.fenceRetry {
+				c.retryAfter(id, c.nextCheckpoint(tick)+1)
+			}
 			continue
 		}
 		if o.aborting || tick <= o.deadline {
@@ -499,6 +515,17 @@ func (c *cluster) checkHandoffs(tick uint64) {
 	}
 }
 
+// nextCheckpoint is the first tick after tick at which this node's
+// checkpoint is due (checkpoint's phase).
+func (c *cluster) nextCheckpoint(tick uint64) uint64 {
+	every := ticks(c.r.cfg.Timers.CheckpointEvery)
+	t := tick + 1
+	if r := (t + uint64(c.r.cfg.Node)) % every; r != 0 {
+		t += every - r
+	}
+	return t
+}
+
 // unfreeze gives a handoff up: the entity stays here, simulated again at
 // an epoch above the one it was offered at, and the intents it held are
 // applied here next tick.
@@ -516,7 +543,7 @@ func (c *cluster) unfreeze(id ecs.ID) {
 func (c *cluster) holdIntent(in Intent) bool {
 	if o := c.outgoingOf(in.Target); o != nil {
 		if len(o.intents) >= heldIntents {
-			c.stats.IntentsDropped++
+			c.dropIntents(&c.stats.IntentsHoldFull, 1)
 		} else {
 			o.intents = append(o.intents, in)
 		}

@@ -741,6 +741,9 @@ func (r *Runtime) EachWithin(p torus.Pos, rad float64, fn func(id ecs.ID, d2 flo
 // were sent. Intents sent while applying go to the next tick.
 func (r *Runtime) applyIntents(w *ecs.World, t ecs.Tick) {
 	batch := r.intents
+	if r.cluster != nil {
+		batch = r.cluster.releaseAwaited(batch) // its fenced owner's entity is back
+	}
 	r.intents = r.spareIntents[:0]
 	for _, in := range batch {
 		if r.isGhost(in.Target) {
@@ -752,7 +755,7 @@ func (r *Runtime) applyIntents(w *ecs.World, t ecs.Tick) {
 		}
 		if !r.Simulated(in.Target) || (r.onIntent == nil && in.Kind < FirstReservedIntent) {
 			if r.cluster != nil {
-				r.cluster.stats.IntentsDropped++
+				r.cluster.dropIntents(&r.cluster.stats.IntentsLapsed, 1)
 			}
 			continue // no such entity (destroyed, or never here): it lapses
 		}
@@ -885,7 +888,13 @@ func (r *Runtime) ClusterStats() ClusterStats {
 	if r.cluster == nil {
 		return ClusterStats{}
 	}
-	return r.cluster.stats
+	s := r.cluster.stats
+	s.IntentsAwaiting, s.IntentsInFlight = r.cluster.ifate.held, r.cluster.intentsInFlight()
+	s.IntentsHeld = len(r.intents)
+	for _, e := range r.cluster.ents.outgoing {
+		s.IntentsHeld += len(e.out.intents)
+	}
+	return s
 }
 
 // RenderGhosts reports how many render ghosts the node holds.

@@ -56,7 +56,7 @@ type Arrivals interface {
 }
 
 // controlKinds are the zone's control message kinds.
-var controlKinds = []uint32{wire.KindSubscribe, wire.KindIntents, wire.KindForward, wire.KindRoutes, wire.KindPlayer, wire.KindTerrain,
+var controlKinds = []uint32{wire.KindSubscribe, wire.KindIntents, wire.KindIntentsAck, wire.KindForward, wire.KindRoutes, wire.KindPlayer, wire.KindTerrain,
 	handoff.KindTransfer, handoff.KindAck, handoff.KindRefuse, KindAbort,
 	KindCheckpoint, KindAdoptQuery, KindAdoptAnswer}
 

@@ -21,7 +21,8 @@
 //     written), HostReady (the node as it starts ticking), HostReport
 //     (one tick, to OnTick and the metrics).
 //   - The node's metrics beyond its Ownership's gauges: tick, entities by
-//     state and by region, render ghosts, handoffs (shardwise_zone_*),
+//     state and by region, render ghosts, handoffs, intents it could not
+//     deliver by reason (shardwise_zone_*),
 //     served with the link's, the gateway's and the Go runtime's at
 //     /metrics, and /healthz and /readyz (internal/health).
 //   - The membership follower: every other live zone member with a link

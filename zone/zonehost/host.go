@@ -72,7 +72,9 @@ type HostConfig struct {
 	// "simulated"|"frozen"}) and the simulated ones by region
 	// (_region_entities{region="17"}), its render ghosts (_render_ghosts),
 	// its handoffs (_handoffs_total{event="sent"|"acked"|"refused"|
-	// "aborted"|"adopted"|"stale"}), the link's (shardwise_link_*, per
+	// "aborted"|"adopted"|"stale"}), the intents it could not deliver
+	// (_intents_dropped_total{reason="lapsed"|"hold_full"|"stale"|
+	// "unconfirmed"|"unadopted"|"unsent"}), the link's (shardwise_link_*, per
 	// peer and stream), the gateway's with GatewayAddr (shardwise_gateway_*)
 	// and the Go runtime's and the process's. They are set after every tick. The address served is
 	// published in coord as Addrs["metrics"] and reported in HostReady.

@@ -19,11 +19,13 @@ type hostMetrics struct {
 	regions      *prometheus.GaugeVec
 	renderGhosts prometheus.Gauge
 	handoffs     *prometheus.CounterVec
+	intents      *prometheus.CounterVec
 
 	// shown[r] is the count region r's series shows; a region with no
 	// simulated entity has no series (a node owns a few of many regions).
 	shown  map[cells.RegionID]int
 	handed zone.HandoffStats // the counters already added
+	linked zone.ClusterStats // the intent counters already added
 }
 
 func newHostMetrics() *hostMetrics {
@@ -49,12 +51,16 @@ func newHostMetrics() *hostMetrics {
 			Namespace: ns, Subsystem: sub, Name: "handoffs_total",
 			Help: "Entity handoffs by event: sent, acked, refused, aborted (this node as source); adopted (as target); stale (messages naming an epoch not expected).",
 		}, []string{"event"}),
+		intents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "intents_dropped_total",
+			Help: "Intents this node took and could not deliver, by reason: lapsed (no node known to simulate the target), hold_full (past the 64 an entity may wait for), stale (for a stale owner), unconfirmed (sent to a peer that died before confirming them: it may have applied some), unadopted (held for a dead peer's entity that no node brought back within the fence hold), unsent (the link refused them).",
+		}, []string{"reason"}),
 		shown: map[cells.RegionID]int{},
 	}
 }
 
 func (m *hostMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.tick, m.entities, m.regions, m.renderGhosts, m.handoffs}
+	return []prometheus.Collector{m.tick, m.entities, m.regions, m.renderGhosts, m.handoffs, m.intents}
 }
 
 // update sets the metrics from one tick's report and the per-region counts
@@ -89,4 +95,16 @@ func (m *hostMetrics) update(r HostReport, counts map[cells.RegionID]int) {
 		m.handoffs.WithLabelValues(c.event).Add(float64(max(c.now-c.then, 0)))
 	}
 	m.handed = h
+	c, had := r.Cluster, m.linked
+	for _, d := range []struct {
+		reason    string
+		now, then int
+	}{
+		{"lapsed", c.IntentsLapsed, had.IntentsLapsed}, {"hold_full", c.IntentsHoldFull, had.IntentsHoldFull},
+		{"stale", c.IntentsStale, had.IntentsStale}, {"unconfirmed", c.IntentsUnconfirmed, had.IntentsUnconfirmed},
+		{"unadopted", c.IntentsUnadopted, had.IntentsUnadopted}, {"unsent", c.IntentsUnsent, had.IntentsUnsent},
+	} {
+		m.intents.WithLabelValues(d.reason).Add(float64(max(d.now-d.then, 0)))
+	}
+	m.linked = c
 }

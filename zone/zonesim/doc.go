@@ -37,9 +37,12 @@
 //   - Seeds: the short mode's fixed seeds, SHARDWISE_SEED to replay one,
 //     SHARDWISE_LONG=1 for 10,000.
 //   - Config.Intents (intents.go): numbered intents sent each tick to
-//     random wanderers from nodes that index them, and the property that
-//     each is applied at most once and none is lost without a node
-//     counting it (ClusterStats.IntentsDropped).
+//     random wanderers from live nodes that index them, and the property
+//     that each is applied at most once and none is lost without a node
+//     counting it (ClusterStats.IntentsDropped; with Kill, nothing
+//     excused: the dead node's in-flight and the intents held for its
+//     entities count too, and the count is exact up to the intents whose
+//     confirmation died with the dead node).
 //   - Scenario (scenario.go, scenario_net.go, scenario_module.go): a
 //     cluster a script drives step by step, in the shape of
 //     etcd-io/raft's datadriven tests (ParseScript, FormatScript; the

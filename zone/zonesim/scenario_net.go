@@ -56,7 +56,7 @@ func (r msgRule) matches(m scriptMsg) bool {
 // kindNames are the message kinds a script names.
 var kindNames = map[uint32]string{
 	wire.KindSubscribe: "subscribe", wire.KindIntents: "intents", wire.KindForward: "forward",
-	wire.KindRoutes: "routes", wire.KindPlayer: "player", wire.KindTerrain: "terrain",
+	wire.KindRoutes: "routes", wire.KindPlayer: "player", wire.KindTerrain: "terrain", wire.KindIntentsAck: "intentsack",
 	handoff.KindTransfer: "transfer", handoff.KindAck: "ack", handoff.KindRefuse: "refuse", zone.KindAbort: "abort",
 	zone.KindCheckpoint: "checkpoint", zone.KindAdoptQuery: "adoptquery", zone.KindAdoptAnswer: "adoptanswer",
 }

@@ -187,6 +187,19 @@ func DecodeTerrain(b []byte) (Terrain, error) {
 	return m, nil
 }
 
+// DecodeIntentsAck decodes a KindIntentsAck payload.
+func DecodeIntentsAck(b []byte) (IntentsAck, error) {
+	r := newReader(b, "IntentsAck")
+	var m IntentsAck
+	m.Fence = r.fence("Fence.Lease", "Fence.Table")
+	m.For = int64(r.U64("For"))
+	m.Taken = r.Uvarint("Taken")
+	if err := r.Finish(); err != nil {
+		return IntentsAck{}, err
+	}
+	return m, nil
+}
+
 // DecodePlayer decodes a KindPlayer payload. State aliases b (nil when
 // empty).
 func DecodePlayer(b []byte) (Player, error) {

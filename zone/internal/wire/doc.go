@@ -36,6 +36,7 @@
 //	Subscribe= version fence add:list(chunk) remove:list(chunk) resync:list(chunk)
 //	Intents  = version fence tick:uvarint list(intent)
 //	intent   = kind:uvarint (≤ 0xFFFF) source:8 target:8 epoch:uvarint amount:zigzag data:bytes
+//	IntentsAck = version fence for:8 taken:uvarint
 //	Forward  = version fence tick:uvarint frames:list(bytes) accounts:list(account frames:list(uvarint))
 //	Routes   = version fence seq:uvarint full:bool set:list(account) unset:list(account)
 //	Update   = version chunk frames:bytes

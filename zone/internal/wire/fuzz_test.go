@@ -22,12 +22,13 @@ func fuzzDecoder(f *testing.F, name string) {
 	codectest.Fuzz(f, codecNamed(f, name), Version, checkMalformed)
 }
 
-func FuzzDecodeFence(f *testing.F)     { fuzzDecoder(f, "Fence") }
-func FuzzDecodeSubscribe(f *testing.F) { fuzzDecoder(f, "Subscribe") }
-func FuzzDecodeIntents(f *testing.F)   { fuzzDecoder(f, "Intents") }
-func FuzzDecodeForward(f *testing.F)   { fuzzDecoder(f, "Forward") }
-func FuzzDecodeRoutes(f *testing.F)    { fuzzDecoder(f, "Routes") }
-func FuzzDecodeUpdate(f *testing.F)    { fuzzDecoder(f, "Update") }
-func FuzzDecodeSnapshot(f *testing.F)  { fuzzDecoder(f, "Snapshot") }
-func FuzzDecodePlayer(f *testing.F)    { fuzzDecoder(f, "Player") }
-func FuzzDecodeTerrain(f *testing.F)   { fuzzDecoder(f, "Terrain") }
+func FuzzDecodeFence(f *testing.F)      { fuzzDecoder(f, "Fence") }
+func FuzzDecodeSubscribe(f *testing.F)  { fuzzDecoder(f, "Subscribe") }
+func FuzzDecodeIntents(f *testing.F)    { fuzzDecoder(f, "Intents") }
+func FuzzDecodeForward(f *testing.F)    { fuzzDecoder(f, "Forward") }
+func FuzzDecodeRoutes(f *testing.F)     { fuzzDecoder(f, "Routes") }
+func FuzzDecodeUpdate(f *testing.F)     { fuzzDecoder(f, "Update") }
+func FuzzDecodeSnapshot(f *testing.F)   { fuzzDecoder(f, "Snapshot") }
+func FuzzDecodePlayer(f *testing.F)     { fuzzDecoder(f, "Player") }
+func FuzzDecodeTerrain(f *testing.F)    { fuzzDecoder(f, "Terrain") }
+func FuzzDecodeIntentsAck(f *testing.F) { fuzzDecoder(f, "IntentsAck") }

@@ -152,6 +152,14 @@ func codecs() []codec {
 			},
 		},
 		{
+			Name:    "IntentsAck",
+			Decode:  adapt(DecodeIntentsAck),
+			Samples: []message{IntentsAck{}, IntentsAck{Fence: fenceEtc, For: -1, Taken: math.MaxUint64}},
+			Random: func(r *rand.Rand) message {
+				return IntentsAck{Fence: randFence(r), For: int64(randU64(r)), Taken: randU64(r)}
+			},
+		},
+		{
 			Name:   "Player",
 			Decode: adapt(DecodePlayer),
 			Samples: []message{

@@ -14,12 +14,13 @@ const Version = 1
 
 // Control message kinds (the kind of a link control message).
 const (
-	KindSubscribe uint32 = 0x5A01 // observer → simulating node: chunk subscription changes
-	KindIntents   uint32 = 0x5A02 // intents addressed to entities the receiver simulates
-	KindForward   uint32 = 0x5A03 // already-encoded frames for accounts routed to the receiver
-	KindRoutes    uint32 = 0x5A04 // accounts whose messages the sender receives
-	KindPlayer    uint32 = 0x5A05 // the gateway role: a player brought in, taken over, or not found
-	KindTerrain   uint32 = 0x5A06 // a chunk column's edits reached a new revision
+	KindSubscribe  uint32 = 0x5A01 // observer → simulating node: chunk subscription changes
+	KindIntents    uint32 = 0x5A02 // intents addressed to entities the receiver simulates
+	KindForward    uint32 = 0x5A03 // already-encoded frames for accounts routed to the receiver
+	KindRoutes     uint32 = 0x5A04 // accounts whose messages the sender receives
+	KindPlayer     uint32 = 0x5A05 // the gateway role: a player brought in, taken over, or not found
+	KindTerrain    uint32 = 0x5A06 // a chunk column's edits reached a new revision
+	KindIntentsAck uint32 = 0x5A07 // receiver of intents → their sender: how many it has taken
 )
 
 // Replication entry kinds (link.Entry.Kind).
@@ -129,6 +130,15 @@ type Terrain struct {
 	Fence Fence
 	Chunk torus.ChunkPos
 	Rev   uint64
+}
+
+// IntentsAck confirms to a node the intents it sent: Taken is how many
+// of them the acking node has taken in, over the life of the receiver's
+// lease For (cumulative, so a lost or late ack is made good by the next).
+type IntentsAck struct {
+	Fence Fence
+	For   int64 // the lease of the node the count is for
+	Taken uint64
 }
 
 // Forward carries already-encoded frames for accounts routed to the
@@ -293,6 +303,13 @@ func (m Player) Append(dst []byte) []byte {
 func (m Terrain) Append(dst []byte) []byte {
 	dst = appendChunk(appendFence(append(dst, Version), m.Fence), m.Chunk)
 	return binary.AppendUvarint(dst, m.Rev)
+}
+
+// Append appends the encoding of m.
+func (m IntentsAck) Append(dst []byte) []byte {
+	dst = appendFence(append(dst, Version), m.Fence)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(m.For))
+	return binary.AppendUvarint(dst, m.Taken)
 }
 
 func appendFence(dst []byte, f Fence) []byte {

@@ -1,0 +1,215 @@
+package zone
+
+import (
+	"slices"
+
+	"github.com/shardwise/shardwise/ecs"
+	"github.com/shardwise/shardwise/zone/internal/wire"
+)
+
+// What becomes of an intent a node took (its module's, or a peer's) when
+// it cannot deliver it. Every such intent is dropped and counted
+// (ClusterStats.IntentsDropped, split by reason), never lost in silence;
+// the one class a node cannot tell apart is an intent it sent to a peer
+// that died before confirming it: the peer may have applied it just
+// before dying (its confirmation died with it), so it is counted lost
+// (IntentsUnconfirmed) though it may have been applied once. No intent is
+// ever applied twice: nothing is sent again.
+//
+// Confirmations. Every node tells each peer, on the ordered control
+// stream, how many of that peer's intents it has taken in so far under
+// the peer's current lease (wire.IntentsAck, cumulative; one a tick at
+// most, only when the count moved). The sender keeps, per peer
+// incarnation, how many it sent and how many are confirmed; when that
+// incarnation ends (its lease seen lost: the fence; or a new lease seen)
+// the difference is counted lost.
+//
+// Intents for a fenced peer's entities. An intent whose route leads to a
+// peer already fenced here (the ghost held at its fence, or a went record
+// naming it) is not sent into the void: it was never sent to the dead
+// node, so it cannot have been applied there, and it waits here, at most
+// heldIntents an entity and Timers.FenceHold ticks, for the entity to come
+// back: simulated here (this node adopted it), the ghost of a live node
+// (a standby's adoption, in place), or handed on to a live node. Then it
+// is routed as any intent (so applied once, by the adopter); past the
+// wait it is dropped (IntentsUnadopted).
+
+// intentLedger is one peer incarnation's intents, both ways: those this
+// node sent it and those it confirmed, and those it took from it.
+type intentLedger struct {
+	lease       int64  // the peer's lease these counts are for
+	sent, acked uint64 // sent to it; confirmed by it
+	taken       uint64 // taken from it (what this node's acks say)
+	ackDue      bool   // taken moved since the last ack
+}
+
+// awaitedIntents are the intents waiting for a fenced peer's entity to
+// come back, in the order they were sent, and the last tick they wait.
+type awaitedIntents struct {
+	list  []Intent
+	until uint64
+}
+
+// intentFate is the cluster's part of the above.
+type intentFate struct {
+	ledgers  map[string]*intentLedger
+	awaiting map[ecs.ID]*awaitedIntents
+	held     int // intents in awaiting
+}
+
+// ledger returns peer p's intent ledger, opening one for its current
+// lease.
+func (c *cluster) ledger(p string) *intentLedger {
+	if c.ifate.ledgers == nil {
+		c.ifate.ledgers = make(map[string]*intentLedger)
+	}
+	l := c.ifate.ledgers[p]
+	if l == nil {
+		l = &intentLedger{lease: c.leaseOf[p]}
+		c.ifate.ledgers[p] = l
+	}
+	return l
+}
+
+// dropIntents counts n intents dropped for a reason (a field of stats).
+func (c *cluster) dropIntents(reason *int, n int) {
+	*reason += n
+	c.stats.IntentsDropped += n
+}
+
+// intentsTaken notes n intents taken in from peer (under the lease its
+// fence named): the next control flush confirms them.
+func (c *cluster) intentsTaken(peer string, lease int64, n int) {
+	l := c.ledger(peer)
+	switch {
+	case l.lease == 0:
+		l.lease = lease // opened before this node knew the peer's lease
+	case l.lease != lease:
+		c.closeLedger(peer) // an incarnation whose end this node missed
+		l = c.ledger(peer)
+		l.lease = lease
+	}
+	l.taken += uint64(n)
+	l.ackDue = true
+}
+
+// receiveIntentsAck takes a peer's confirmation of the intents sent it.
+func (c *cluster) receiveIntentsAck(from string, m wire.IntentsAck) {
+	if !c.r.accept(from, m.Fence) {
+		c.stats.Refused++
+		return
+	}
+	if m.For != c.r.lease() {
+		return // for an incarnation of this node before its current lease
+	}
+	l := c.ledger(from)
+	if l.lease == 0 {
+		l.lease = m.Fence.Lease
+	}
+	if l.lease == m.Fence.Lease {
+		l.acked = max(l.acked, min(m.Taken, l.sent))
+	}
+}
+
+// flushIntentAcks confirms to each peer the intents taken from it since
+// the last confirmation.
+func (c *cluster) flushIntentAcks(fence wire.Fence) {
+	for _, p := range sortedKeys(c.ifate.ledgers) {
+		l := c.ifate.ledgers[p]
+		if !l.ackDue {
+			continue
+		}
+		l.ackDue = false
+		c.queue(p, wire.KindIntentsAck, wire.IntentsAck{Fence: fence, For: l.lease, Taken: l.taken}.Append(nil))
+	}
+}
+
+// closeLedger ends peer p's incarnation here: the intents sent it and not
+// confirmed are lost with it (it may have applied some before it died,
+// and nothing sends them again: at most once).
+func (c *cluster) closeLedger(p string) {
+	l := c.ifate.ledgers[p]
+	if l == nil {
+		return
+	}
+	if l.sent > l.acked && !c.bugs.noUnconfirmed {
+		c.dropIntents(&c.stats.IntentsUnconfirmed, int(l.sent-l.acked))
+	}
+	delete(c.ifate.ledgers, p)
+}
+
+// awaitOwner keeps in, whose route leads to a fenced peer, until its
+// target comes back on a live node (releaseAwaited).
+func (c *cluster) awaitOwner(in Intent) {
+	if c.bugs.noAwait {
+		return // the planted bug: sent into the void, uncounted
+	}
+	if c.ifate.awaiting == nil {
+		c.ifate.awaiting = make(map[ecs.ID]*awaitedIntents)
+	}
+	a := c.ifate.awaiting[in.Target]
+	if a == nil {
+		a = &awaitedIntents{until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.FenceHold)}
+		c.ifate.awaiting[in.Target] = a
+	}
+	c.stats.IntentsAwaited++
+	if len(a.list) >= heldIntents {
+		c.dropIntents(&c.stats.IntentsHoldFull, 1)
+		return
+	}
+	a.list = append(a.list, in)
+	c.ifate.held++
+}
+
+// leadsToFenced reports whether an intent for id would go to a fenced
+// peer: its ghost's source, or, gone from here, where it went.
+func (c *cluster) leadsToFenced(id ecs.ID) bool {
+	if src, ok := c.sourceOf(id); ok {
+		return c.isFenced(src)
+	}
+	if c.r.w.Alive(id) {
+		return false
+	}
+	if w, ok := c.wentOf(id); ok {
+		return c.isFenced(w.peer)
+	}
+	return true // nowhere known yet: it may come back
+}
+
+// releaseAwaited puts the awaited intents whose target came back on a
+// live node (or here) in front of batch, to be routed as any intent, and
+// drops those whose wait is over.
+func (c *cluster) releaseAwaited(batch []Intent) []Intent {
+	if len(c.ifate.awaiting) == 0 {
+		return batch
+	}
+	tick := c.r.w.CurrentTick().N
+	var out []Intent
+	for _, id := range sortedIDs(c.ifate.awaiting) {
+		a := c.ifate.awaiting[id]
+		switch {
+		case !c.leadsToFenced(id):
+			out = append(out, a.list...)
+		case tick > a.until:
+			c.dropIntents(&c.stats.IntentsUnadopted, len(a.list))
+		default:
+			continue
+		}
+		c.ifate.held -= len(a.list)
+		delete(c.ifate.awaiting, id)
+	}
+	if len(out) == 0 {
+		return batch
+	}
+	return append(out, slices.Clone(batch)...)
+}
+
+// intentsInFlight is how many intents this node sent to live peers that
+// they have not confirmed yet.
+func (c *cluster) intentsInFlight() int {
+	n := 0
+	for _, l := range c.ifate.ledgers {
+		n += int(l.sent - l.acked)
+	}
+	return n
+}
