@@ -83,8 +83,10 @@ import (
 //
 // What can be lost: the simulation of every adopted entity since its
 // last checkpoint (at most CheckpointEvery ticks, plus the control
-// stream's delay); what a node cut from a standby (not from the lease)
-// sent it since the cut, if it dies before the heal; an entity a node
+// stream's delay); what a standby stalled across the lease's end had
+// received and not read (it refuses it at the fence then); what a node
+// cut from a standby (not from the lease) sent it since the cut, if it
+// dies before the heal; an entity a node
 // took whose ack reached the source while the take's checkpoint, on
 // another link, did not reach the standby before the node died; what a
 // node created since its last checkpoint; and, when an adopter dies

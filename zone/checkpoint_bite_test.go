@@ -33,6 +33,7 @@ import (
 // ckpt_partial_arrival_full.txt, where the checkpoint that moves the
 // entity is a snapshot).
 func TestKillSimulationBites(t *testing.T) {
+	t.Parallel()
 	seeds, _, err := zonesim.Seeds()
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +94,7 @@ func requireKillCatch(t *testing.T, seeds []uint64, bug string, plant func(*zone
 // the kill run with a 5-tick lease TTL, seed 1, catches it (state loss),
 // and passes without it.
 func TestKillLaterClaimBites(t *testing.T) {
+	t.Parallel()
 	cfg := zonesim.Config{Seed: 1, Ticks: 150, Kill: true, KillTTL: 5}
 	if res, err := zonesim.Run(cfg); err != nil || res.Restored == 0 {
 		t.Fatalf("without the bug: %v (%d restored)", err, res.Restored)
@@ -132,6 +134,7 @@ func TestKillNewestRecordBites(t *testing.T) {
 // handoffs and an adoption) every one it encodes is, byte for byte, the
 // snapshot a handoff would carry of it.
 func TestCheckpointEncodesTheHandoffSnapshot(t *testing.T) {
+	t.Parallel()
 	var verified []func() (int, string)
 	if _, err := zonesim.Run(zonesim.Config{Seed: 3, Ticks: 300, Kill: true,
 		Started: func(_ int, r *zone.Runtime) { verified = append(verified, r.VerifyCheckpointEncoding()) }}); err != nil {
