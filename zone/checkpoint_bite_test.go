@@ -116,6 +116,7 @@ func TestKillLaterClaimBites(t *testing.T) {
 // Planted "nonewest" (a round restores its own streams' record), the kill
 // run of seed 4 catches it (state loss, 25 m), and passes without it.
 func TestKillNewestRecordBites(t *testing.T) {
+	t.Parallel()
 	cfg := zonesim.Config{Seed: 4, Ticks: 200, Kill: true}
 	if res, err := zonesim.Run(cfg); err != nil || res.Restored == 0 {
 		t.Fatalf("without the bug: %v (%d restored)", err, res.Restored)
@@ -164,6 +165,7 @@ func TestCheckpointEncodesTheHandoffSnapshot(t *testing.T) {
 // count), it counts them held elsewhere and 4 wanderers are lost
 // (zonetest TestBreakerStandbyDiesDuringAdoption, gap 4).
 func TestSecondDeathAfterAdoptionBites(t *testing.T) {
+	t.Parallel()
 	const entities = 160
 	run := func(plant bool) int {
 		g := cells.GridConfig{RegionEdge: 512}

@@ -55,6 +55,7 @@ func TestBreakerFixed(t *testing.T) {
 		{"stale record, crowd", zonesim.Config{Seed: 4, Ticks: shortTicks, Kill: true, Wander: wanderCrowd()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			if res, err := zonesim.Run(tc.cfg); err != nil {
 				t.Errorf("breaks again (trace %016x): %v", res.Trace, err)
 			}
