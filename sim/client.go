@@ -48,11 +48,15 @@ type Client struct {
 	changed chan struct{} // closed and replaced on a change once a Wait took it
 	// waited says a Wait holds changed: a change with no one waiting need
 	// not close and replace it (one allocation a message, for nothing).
-	waited   bool
-	welcome  *clientpb.Welcome
-	cred     string // the last resume credential the server handed
-	master   uint64
-	pet      uint64
+	waited  bool
+	welcome *clientpb.Welcome
+	cred    string // the last resume credential the server handed
+	master  uint64
+	pet     uint64
+	// unnamed counts, per entity, the owner-only frames read before the
+	// session's first You: the protocol lets a batch come before it (only
+	// queue order holds), so they are judged against that You.
+	unnamed  map[uint64]int
 	entities map[uint64]*Entity
 	stats    ClientStats
 	errs     []*clientpb.Error
@@ -517,6 +521,12 @@ func (c *Client) apply(b []byte, vanished map[uint64]vanish) error {
 	case *clientpb.ServerMessage_You:
 		renamed := (c.master != 0 || c.pet != 0) && (body.You.Master != c.master || body.You.Pet != c.pet)
 		c.master, c.pet = body.You.Master, body.You.Pet
+		for id, n := range c.unnamed {
+			if id != c.master && id != c.pet {
+				c.stats.Leaks += n
+			}
+		}
+		c.unnamed = nil
 		if renamed {
 			// The player came back under new ids (its node died with no
 			// checkpoint of it): the server starts the view afresh, every
@@ -656,7 +666,15 @@ func (c *Client) applyBatch(tick uint64, frames []byte, vanished map[uint64]vani
 		case outbox.KindComponent:
 			c.stats.Updates++
 			if (m.Component == game.WireExp || m.Component == game.WirePurse) && m.Entity != c.master && m.Entity != c.pet {
-				c.stats.Leaks++
+				if c.master == 0 && c.pet == 0 {
+					// No You yet: judged when it comes.
+					if c.unnamed == nil {
+						c.unnamed = make(map[uint64]int)
+					}
+					c.unnamed[m.Entity]++
+				} else {
+					c.stats.Leaks++
+				}
 			}
 			if inBurst > 0 {
 				inBurst--

@@ -322,3 +322,36 @@ func TestAYouWithNewIDsStartsTheViewAfresh(t *testing.T) {
 		}
 	}
 }
+
+// An owner-only frame read before the session's first You (the protocol
+// lets a batch come first: only queue order holds) is judged against that
+// You: about the master it names, no leak; about another entity, a leak.
+// One read after You about another entity is a leak at once.
+func TestOwnerOnlyFramesBeforeYouAreJudgedByIt(t *testing.T) {
+	const master, pet, other = 7, 8, 9
+	batch := func(tick uint64, frames ...[]byte) []byte {
+		return serverBytes(t, &clientpb.ServerMessage{Body: &clientpb.ServerMessage_Batch{Batch: &clientpb.Batch{Tick: tick, Frames: slices.Concat(frames...)}}})
+	}
+	you := serverBytes(t, &clientpb.ServerMessage{Body: &clientpb.ServerMessage_You{You: &clientpb.You{Master: master, Pet: pet}}})
+	exp := func(id uint64) []byte { return outbox.AppendComponentFrame(nil, id, game.WireExp, []byte{1}) }
+	purse := func(id uint64) []byte { return outbox.AppendComponentFrame(nil, id, game.WirePurse, []byte{1}) }
+	for _, tc := range []struct {
+		name string
+		msgs [][]byte
+		want int
+	}{
+		{"own frames before You", [][]byte{batch(1, exp(master), purse(master)), you}, 0},
+		{"another's frames before You", [][]byte{batch(1, exp(other), purse(master)), you}, 1},
+		{"another's frames after You", [][]byte{you, batch(1, exp(master), purse(other))}, 1},
+	} {
+		c := socketless(false)
+		for _, m := range tc.msgs {
+			if err := c.apply(m, map[uint64]vanish{}); err != nil || c.closeErr != nil {
+				t.Fatalf("%s: %v %v", tc.name, err, c.closeErr)
+			}
+		}
+		if c.stats.Leaks != tc.want {
+			t.Errorf("%s: %d leaks, want %d", tc.name, c.stats.Leaks, tc.want)
+		}
+	}
+}
