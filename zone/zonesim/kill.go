@@ -272,15 +272,18 @@ func (k *killState) check(cfg Config, t uint64, geo torus.World, rts []*zone.Run
 		}
 	}
 	if t == k.by {
-		// The one losable class: the dead node was cut from a peer (a
+		// The losable classes: the dead node was cut from a peer (a
 		// standby) before it died, and its checkpoints since the cut
-		// never arrived (held for a heal that never comes).
+		// never arrived (held for a heal that never comes); or the
+		// message that would have carried the entity's record may have
+		// been due only once the dead node's messages were held for good
+		// or refused (unheld).
 		cut := !k.sc.noCut && k.sc.cutFrom < k.at && (k.sc.cutA == k.node || k.sc.cutB == k.node)
 		for _, id := range slices.Sorted(mapKeys(k.limbo)) {
 			if k.covered[id] {
 				return fail("recovered", "entity %d, checkpointed, is held by no live node %d ticks after %s's lease ended", id, t-k.lossAt, k.names[k.node])
 			}
-			if !cut {
+			if !cut && !k.unheld(id) {
 				return fail("recovered", "entity %d, on %s since tick %d (its last checkpoint at %d), was checkpointed nowhere", id, k.names[k.node], k.arrived[id], k.last)
 			}
 			k.res.Lost++
@@ -318,14 +321,7 @@ func (k *killState) check(cfg Config, t uint64, geo torus.World, rts []*zone.Run
 // checkpoint interval: the last checkpoint by ws is at most
 // CheckpointEvery - 1 of its steps before ws's.
 func (k *killState) lostSteps(last uint64) uint64 {
-	end := min(k.cutAt, k.lossAt)
-	sc := k.sc
-	if !sc.noCut && (sc.cutA == k.node || sc.cutB == k.node) && sc.cutFrom < end && !(sc.cutTo <= k.at && sc.cutTo < k.cutAt) {
-		end = sc.cutFrom
-	}
-	if !sc.noLag && sc.lagNode != k.node && sc.lagFrom < end && sc.lagFrom < k.lossAt && sc.lagFrom+sc.lagN >= k.lossAt {
-		end = sc.lagFrom
-	}
+	end := k.heldFrom()
 	if len(k.own) < int(k.at) || len(k.due) < int(k.at) {
 		return last // not tracked (Config.NoChecks): no property uses it
 	}
@@ -335,6 +331,57 @@ func (k *killState) lostSteps(last uint64) uint64 {
 		}
 	}
 	return last
+}
+
+// heldFrom is lostSteps' end: the first tick from which the dead node's
+// control messages are held for good (the kill's cut, or a cut from a
+// peer not healed before it) or read only after its lease ended (the
+// lease's end, or a live node's skipped steps lasting past it).
+func (k *killState) heldFrom() uint64 {
+	end := min(k.cutAt, k.lossAt)
+	sc := k.sc
+	if !sc.noCut && (sc.cutA == k.node || sc.cutB == k.node) && sc.cutFrom < end && !(sc.cutTo <= k.at && sc.cutTo < k.cutAt) {
+		end = sc.cutFrom
+	}
+	if !sc.noLag && sc.lagNode != k.node && sc.lagFrom < end && sc.lagFrom < k.lossAt && sc.lagFrom+sc.lagN >= k.lossAt {
+		end = sc.lagFrom
+	}
+	return end
+}
+
+// unheld reports whether the dead node's message that had to carry
+// entity id's record may have been due only from heldFrom on: then no
+// standby may ever have applied it, and the entity is lost with the
+// node, as the protocol says it can be (zone/checkpoint.go "What can be
+// lost": what a standby stalled across the lease's end received and did
+// not read; what was on the wire when the node was cut from its
+// standby). That message is the take's immediate checkpoint if the
+// entity came after the node's last checkpoint, else that checkpoint
+// (an earlier one was either applied, and the entity is covered, or
+// lost with it). Checked only when it carried no record, so a take
+// whose checkpoint was never sent (zone's noTake) is still caught
+// unless that message was due at the hold itself.
+//
+// Both were found by the soaks: kill soak ttl5 seed 109, the region's
+// standby skipped steps 76–85 across the lease's end (85) and refused
+// at the fence, at tick 86, the take's checkpoint of tick 79; breaker
+// heavy seed 69, the node's first checkpoint (its tick 19, due by 26
+// under MaxDelay 6) was on the wire when a cut from its standby began
+// at 26, two ticks after the kill, and the kill's cut at 27 held it
+// for good.
+func (k *killState) unheld(id ecs.ID) bool {
+	if len(k.own) < int(k.at) || len(k.due) < int(k.at) {
+		return false
+	}
+	w := k.arrived[id]
+	for t := uint64(1); t < k.at; t++ {
+		// The harness tick whose steps made the last checkpoint.
+		if k.own[t] >= k.last {
+			w = max(w, t)
+			break
+		}
+	}
+	return w < uint64(len(k.due)) && k.due[w] >= k.heldFrom()
 }
 
 // sent notes, for the tick's control messages, the latest tick they can
