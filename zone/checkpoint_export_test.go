@@ -19,7 +19,9 @@ import (
 // part loses it), "nolaterclaim" (a peer answers an adoption query from
 // its rounds only, not from the records it adopts once its table comes),
 // "nosupersede" (an adoption round restores the stale record of an entity
-// its node took at a newer epoch during the round and handed on).
+// its node took at a newer epoch during the round and handed on),
+// "strictrecords" (invariant 10 holds a copy frozen in a handoff this
+// node offered to it too: a false breach while the ack is held up).
 func (r *Runtime) PlantCheckpoint(bug string) {
 	b := &r.cluster.ckpt.bugs
 	switch bug {
@@ -37,6 +39,8 @@ func (r *Runtime) PlantCheckpoint(bug string) {
 		b.noLaterClaim = true
 	case "nosupersede":
 		b.noSupersede = true
+	case "strictrecords":
+		b.strictRecords = true
 	default:
 		panic("zone: no such planted checkpoint bug: " + bug)
 	}
