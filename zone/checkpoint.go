@@ -145,6 +145,10 @@ type ckptBugs struct {
 	// strictRecords: invariant 10 holds a copy frozen in a handoff it
 	// offered to it too (a false breach while its ack is held up).
 	strictRecords bool
+	// keepOffered: an adoption round counts a copy frozen in a handoff
+	// offered below the record's epoch as held here (and the entity is
+	// lost when the held-up ack comes).
+	keepOffered bool
 }
 
 // ckptState is a node's side of the checkpoint stream and adoptions,
@@ -1155,6 +1159,16 @@ func (c *cluster) finishAdoption(a *adoption) {
 		// its snapshots for a while: zonesim FourWays kill seed 109) and
 		// gives way to the adopted entity. restore takes either over in
 		// place.
+		//
+		// A copy of its own frozen in a handoff it offered below the
+		// record's epoch is no holder either: only the target raises
+		// the epoch past the offer, by taking it, so the target took it
+		// and handed it on (to the dead node) while its ack was held up
+		// (a cut). The ack is as good as here: the copy becomes what
+		// the ack makes it, and the record is restored over it.
+		if o := c.outgoingOf(id); o != nil && o.epoch < cd.snap.Epoch && !ck.bugs.keepOffered {
+			c.receiveAck(o.target, handoff.Ack{Entities: []handoff.Ref{{Entity: uint64(id), Epoch: o.epoch}}})
+		}
 		if src, ghost := c.sourceOf(id); r.w.Alive(id) && !r.ghost.Has(id) ||
 			ghost && !slices.Contains(a.dead, src) && !slices.Contains(a.asked, src) {
 			ck.stats.Here++ // held here, or a live peer sends it

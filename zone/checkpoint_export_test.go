@@ -21,7 +21,9 @@ import (
 // "nosupersede" (an adoption round restores the stale record of an entity
 // its node took at a newer epoch during the round and handed on),
 // "strictrecords" (invariant 10 holds a copy frozen in a handoff this
-// node offered to it too: a false breach while the ack is held up).
+// node offered to it too: a false breach while the ack is held up),
+// "keepoffered" (an adoption round counts such a frozen copy as held
+// here, and the entity is lost when the ack comes).
 func (r *Runtime) PlantCheckpoint(bug string) {
 	b := &r.cluster.ckpt.bugs
 	switch bug {
@@ -41,6 +43,8 @@ func (r *Runtime) PlantCheckpoint(bug string) {
 		b.noSupersede = true
 	case "strictrecords":
 		b.strictRecords = true
+	case "keepoffered":
+		b.keepOffered = true
 	default:
 		panic("zone: no such planted checkpoint bug: " + bug)
 	}
