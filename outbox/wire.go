@@ -132,6 +132,11 @@ func uvarintLen(v uint64) int {
 
 // readUvarint reads a canonical uvarint.
 func readUvarint(b []byte) (uint64, int, bool) {
+	if len(b) > 0 && b[0] < 0x80 {
+		// One byte, minimal (most lengths and every component type): what
+		// binary.Uvarint and the minimality check below would find.
+		return uint64(b[0]), 1, true
+	}
 	v, n := binary.Uvarint(b)
 	if n <= 0 || n != uvarintLen(v) {
 		return 0, 0, false

@@ -217,6 +217,7 @@ func TestBotsConfigValidateNamesTheField(t *testing.T) {
 // and logs out and back in on the other node, where its player resumes
 // where it left.
 func TestBotsPlayAcrossTwoNodes(t *testing.T) {
+	t.Parallel()
 	seed := testseed.Seed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -19,6 +19,7 @@ import (
 // Exactly one master and one pet of the account at every step, and the
 // survivor plays a master.
 func TestBreakerLoginWhileTheMastersNodeIsDead(t *testing.T) {
+	t.Parallel()
 	for _, when := range []string{"dead", "table", "adopting"} {
 		t.Run(when, func(t *testing.T) { breakerLoginAtFence(t, when) })
 	}

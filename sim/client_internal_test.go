@@ -177,6 +177,7 @@ func TestWhereFollowsPathAndSpeedThroughARedirect(t *testing.T) {
 // whose straight walks the server no longer resends, knows at every tick
 // where each entity it sees stands, to a centimetre.
 func TestWhereMatchesTheServerEveryTick(t *testing.T) {
+	t.Parallel()
 	g, err := game.New(game.Config{Seed: 7, Players: 6, Area: 300, DenChance: 0.2, DenCapacity: 6, WanderChance: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 // each side reading the outcome from its own purse; a trade commits
 // across the nodes' border; no input is refused; the books balance.
 func TestBotsShopAndTradeAcrossTheBorder(t *testing.T) {
+	t.Parallel()
 	seed := testseed.Seed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -120,6 +120,7 @@ func waitViewMatches(t *testing.T, c *sim.Client, rts []*zone.Runtime, when stri
 // ids: the client, on the same socket, ends up knowing the new view and
 // nothing of the old one (its old master and pet above all).
 func TestAPlayerBackUnderNewIDsStartsItsViewAfresh(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rc := startResumeClusterWith(t, 3, 42, noCheckpoints)

@@ -19,6 +19,7 @@ import (
 // it out unsaved. The next login comes back where the logout left it,
 // never where the checkpoint had it.
 func TestALogoutAfterTheLastCheckpointComesBackAsSaved(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rc := startResumeClusterWith(t, 3, 44, noPeriodicSaves)

@@ -35,6 +35,7 @@ func noCheckpoints(c *zonetest.Config) {
 // player in again from the store; the client keeps its socket and gets
 // its new master and pet (a new You), never two of them.
 func TestAPlayerLostWithItsNodeComesBack(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rc := startResumeClusterWith(t, 3, 39, noCheckpoints)
@@ -82,6 +83,7 @@ func TestAPlayerLostWithItsNodeComesBack(t *testing.T) {
 // region the table still gives zone-0. It is brought in there only once
 // the failover's table names a live owner, not sent to the dead node.
 func TestAPlayerLostWithItsGatewayComesBackInTheFailoversTable(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rc := startResumeClusterWith(t, 3, 40, noCheckpoints)
@@ -162,6 +164,7 @@ func (s *gatedStore) SavePlayer(ctx context.Context, p worldstore.Player) error 
 // login brings the player in from the store at once, not a save's wait
 // (12 s, 240 ticks) after zone-1's Saving.
 func TestALoginWaitsForADeadNodeOnlyUntilItsLeaseEnds(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	const a = account.ID(4101)

@@ -85,6 +85,7 @@ func standInRegionOf(rt *zone.Runtime, owner string) torus.Pos {
 // at the last checkpoint, the socket stays open, the client's inputs reach
 // the adopted master and its view follows it.
 func TestAPlayerKeepsItsSocketAcrossItsNodesFailover(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rc := startResumeCluster(t, 3, 37)
@@ -159,6 +160,7 @@ func TestAPlayerKeepsItsSocketAcrossItsNodesFailover(t *testing.T) {
 // adopted master where it stood, and no second master is ever made from
 // the store's older record.
 func TestAPlayerResumesAcrossItsNodesFailover(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		on     int

@@ -85,6 +85,7 @@ func noPeriodicSaves(c *zonetest.Config) {
 }
 
 func TestAnAdoptedPlayerWithNoSessionIsSavedAndTakenOut(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		standby string
@@ -219,6 +220,7 @@ func indexOf(rc *resumeCluster, name string) int {
 // gateway (zone-0) asks where the master went once zone-1's lease has
 // ended, the standby answers Taken, and the player plays on.
 func TestALiveSessionKeepsItsAdoptedMasterPastTheWait(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rc := startResumeCluster(t, 3, 43)
@@ -261,6 +263,7 @@ func TestALiveSessionKeepsItsAdoptedMasterPastTheWait(t *testing.T) {
 // or the master is saved and taken out and the resume loads that save:
 // either way the player stands where it stood, and never twice.
 func TestAResumeRacingTheUnclaimedWaitFindsThePlayerOnce(t *testing.T) {
+	t.Parallel()
 	bound := uint64(zone.DefaultTimers().Unclaimed)
 	for _, tc := range []struct {
 		name  string

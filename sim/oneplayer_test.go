@@ -194,6 +194,7 @@ func (w *world) gatewayFor(rt *zone.Runtime, num directory.NodeID, wrap func(gat
 // where the logout left it (never from an older record), taken over or
 // loaded after the logout's save landed, and never twice in the world.
 func TestAReloginRightAfterALogoutLosesNothing(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	oc := startOnePlayer(t, 31, 4)
@@ -296,6 +297,7 @@ func (l lateLeaves) Leave(s *gateway.Session) {
 // The displaced session's Leave comes late, so the world stops it by the
 // takeover alone.
 func TestRacingLoginsNeverMakeTwoPlayers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -359,6 +361,7 @@ func TestRacingLoginsNeverMakeTwoPlayers(t *testing.T) {
 // node: a new login on that node, or on a third one, takes the orphaned
 // master over rather than bringing in a second one.
 func TestALoginTakesOverThePlayerOfADeadGateway(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		nodes int

@@ -199,6 +199,7 @@ func walkTo(t *testing.T, ctx context.Context, c *sim.Client, geo torus.World, m
 // its own experience, cannot command another player, logs out (saved)
 // and comes back where it left.
 func TestPlayOnOneNode(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	w := newWorld(t)
@@ -309,6 +310,7 @@ func TestPlayOnOneNode(t *testing.T) {
 // one socket, logs out (saved by whichever node simulates it), and logs in
 // again on zone-1's gateway where it left.
 func TestPlayAcrossTwoNodes(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	w := newWorld(t)
@@ -404,6 +406,7 @@ func TestPlayAcrossTwoNodes(t *testing.T) {
 // same entity (never a second one), the newer session commands it, and
 // the older session's teardown changes nothing.
 func TestASecondLoginTakesThePlayerOver(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	w := newWorld(t)
@@ -458,6 +461,7 @@ func TestASecondLoginTakesThePlayerOver(t *testing.T) {
 // another gateway that holds the column, and a later login reads it from
 // the store.
 func TestTerrainAndMarkersAcrossGateways(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	w := newWorld(t)
@@ -552,6 +556,7 @@ func TestTerrainAndMarkersAcrossGateways(t *testing.T) {
 // every input applied exactly once, by whichever node simulated the
 // master when it arrived.
 func TestInputsAcrossThreeRegionsAreAppliedOnce(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	w := newWorld(t)
@@ -657,6 +662,7 @@ func TestInputsAcrossThreeRegionsAreAppliedOnce(t *testing.T) {
 // world holds exactly one player of the account, which that session
 // commands.
 func TestLoginsRacingOnTwoNodesLeaveOnePlayer(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	w := newWorld(t)
@@ -737,6 +743,7 @@ func TestLoginsRacingOnTwoNodesLeaveOnePlayer(t *testing.T) {
 // gateway has seen the player it had brought in on another node, leaves no
 // player behind.
 func TestALogoutAtOnceLeavesNoPlayerBehind(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	w := newWorld(t)

@@ -187,6 +187,7 @@ func (tp *tape) has(id uint64, c outbox.ComponentType) bool {
 // public ones (Visual, Position, Path, Speed), and Health and Exp come as
 // separate component frames, forwarded by the simulating node.
 func TestOwnBurstsOnTheGatewayNodeAndAcrossNodes(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	w := newWorld(t)

@@ -169,6 +169,7 @@ func resumeOn(t *testing.T, ctx context.Context, url, credential string) (*sim.C
 // third one: the same master and pet, where they stood, never a second
 // master; the spent credential is refused after.
 func TestAPlayerOfADeadGatewayResumesOnAnother(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		nodes int
@@ -256,6 +257,7 @@ func resumeAfterADeadGateway(t *testing.T, nodes, on int, node bool) {
 // A bot whose gateway dies resumes on the next gateway of its list with
 // its credential (no new token), and plays on.
 func TestABotOfADeadGatewayResumesOnAnother(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rc := startResumeCluster(t, 2, 36)

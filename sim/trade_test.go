@@ -93,6 +93,7 @@ func (e *economy) grant(t *testing.T, a account.ID, good game.Good, n int64) {
 // client sees its own purse, and only its own, change as the offers are
 // reserved and when the trade commits; the ledger agrees.
 func TestTradeOverTheClientProtocol(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	w := newWorld(t)

@@ -24,6 +24,7 @@ import (
 // viewer on zone-2. The walker that leaves zone-2's view in the very tick
 // zone-1 adopts it must still vanish there: nobody else will tell zone-2.
 func TestAVanishAfterTheAdoptionIsSent(t *testing.T) {
+	t.Parallel()
 	const yb = 3936.0 // the south edge of chunk row 123: zone-2's viewer holds rows 123..133
 	specs := []Pace{
 		{Centre: torus.Pos{X: 4000, Y: 3950}}, // viewer on zone-0 (holds cols 120..130)
@@ -97,6 +98,7 @@ func (m destroyingPacers) Setup(r *zone.Runtime) error {
 // zone-1 is killed (interest.Death) by an intent zone-1 applies in the tick
 // it adopts it. Every client that saw it, on every node, must be told.
 func TestADeathInTheAdoptionTickIsShownEverywhere(t *testing.T) {
+	t.Parallel()
 	specs := []Pace{
 		{Centre: torus.Pos{X: 4000, Y: 3950}},                          // viewer on zone-0
 		{Centre: torus.Pos{X: 4200, Y: 3950}},                          // viewer on zone-1
@@ -147,6 +149,7 @@ func TestADeathInTheAdoptionTickIsShownEverywhere(t *testing.T) {
 // which watches the entity and lags, must not file the ghost in chunk
 // (0, 0).
 func TestAVanishNamingNoChunkIsNotHeld(t *testing.T) {
+	t.Parallel()
 	grid := mustGrid(t, clusterGrid())
 	_, _, x1, y1 := grid.Bounds(grid.RegionOf(torus.Pos{X: 3000, Y: 3000}))
 	specs := []Pace{
@@ -200,6 +203,7 @@ func TestAVanishNamingNoChunkIsNotHeld(t *testing.T) {
 // client on zone-1, is destroyed with reason OutOfSight. zone-1's client
 // must be told within a few ticks (invariant 3), not after the 20-tick hold.
 func TestADespawnIsShownAtOnce(t *testing.T) {
+	t.Parallel()
 	specs := []Pace{
 		{Centre: torus.Pos{X: 4000, Y: 3950}}, // viewer on zone-0
 		{Centre: torus.Pos{X: 4200, Y: 3950}}, // viewer on zone-1

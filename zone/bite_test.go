@@ -49,6 +49,7 @@ import (
 // viewer). docs/decisions.md has the numbers of the scenes tried in the
 // random simulation.
 func TestSimulationBites(t *testing.T) {
+	t.Parallel()
 	seeds, _, err := zonesim.Seeds()
 	if err != nil {
 		t.Fatal(err)

@@ -61,10 +61,14 @@ import (
 // the fence) and those it adopts itself under a newer claim (a later
 // checkpoint tick; on a tie the greater node name), so that an entity
 // that crossed between two of the dead node's regions comes back once.
-// Once every live peer has answered, the node creates the rest under the
-// same ids, in the handoff's way (the module's codecs and hooks, so dens
-// and mobs come back as a region move brings them), at the checkpointed
-// epoch plus adoptEpochMargin. The region's columns are not set up while
+// Within one node the same order holds: a round's candidate is the
+// newest record (a later epoch, or from the same owner a later tick) the
+// node holds of the entity in any dead owner's stream, not only in the
+// streams the round adopts (newestHeld). Once every live peer has
+// answered, the node creates the rest under the same ids, in the
+// handoff's way (the module's codecs and hooks, so dens and mobs come
+// back as a region move brings them), at the checkpointed epoch plus
+// adoptEpochMargin. The region's columns are not set up while
 // an adoption is in flight.
 //
 // The epoch. Peers hold the dead node's ghosts as they stood (taking
@@ -79,13 +83,17 @@ import (
 //
 // What can be lost: the simulation of every adopted entity since its
 // last checkpoint (at most CheckpointEvery ticks, plus the control
-// stream's delay); what a node cut from a standby (not from the lease)
-// sent it since the cut, if it dies before the heal; an entity a node
+// stream's delay); what a standby stalled across the lease's end had
+// received and not read (it refuses it at the fence then); what a node
+// cut from a standby (not from the lease) sent it since the cut, if it
+// dies before the heal; an entity a node
 // took whose ack reached the source while the take's checkpoint, on
-// another link, did not reach the standby before the node died; and
-// what a node created since its last checkpoint. A standby whose stream
-// had a gap keeps the records it had until the next snapshot: an entity
-// gone meanwhile may come back, as may one destroyed within
+// another link, did not reach the standby before the node died; what a
+// node created since its last checkpoint; and, when an adopter dies
+// before it has adopted a dead node's records and checkpointed them on,
+// those records (its standby holds nothing of them). A standby whose
+// stream had a gap keeps the records it had until the next snapshot:
+// an entity gone meanwhile may come back, as may one destroyed within
 // ckptMovedKeep checkpoints of a move between two streams.
 
 // ckptFullEvery is how many checkpoints of a stream go between two
@@ -142,6 +150,13 @@ type ckptBugs struct {
 	// noSupersede: a round keeps the candidates of entities this node
 	// took at a newer epoch (and may have handed on) since the record.
 	noSupersede bool
+	// noNewest: a round adopts the record of the streams it adopts even
+	// when this node holds a newer one of the entity in another dead
+	// owner's stream (adopted in a later round).
+	noNewest bool
+	// roundDeadOnly: a round takes a render ghost from a node that died
+	// before the round's owners for a sign that a live peer holds it.
+	roundDeadOnly bool
 	// strictRecords: invariant 10 holds a copy frozen in a handoff it
 	// offered to it too (a false breach while its ack is held up).
 	strictRecords bool
@@ -269,6 +284,7 @@ type candidate struct {
 	snap   handoff.RawSnapshot
 	tick   uint64
 	region cells.RegionID
+	owner  string // the node whose stream sent the record
 }
 
 type pendingQuery struct {
@@ -348,6 +364,22 @@ func (r *Runtime) LastCheckpoint() uint64 {
 
 // AdoptionPending reports whether an adoption waits for peers' answers.
 func (r *Runtime) AdoptionPending() bool { return r.cluster != nil && len(r.cluster.ckpt.rounds) > 0 }
+
+// InAdoption reports whether a record of id is a candidate of an
+// adoption round in flight here (taken out of its stream, so Checkpointed
+// no longer lists it): this node creates it when the round ends unless a
+// peer answers that it holds it.
+func (r *Runtime) InAdoption(id ecs.ID) bool {
+	if r.cluster == nil {
+		return false
+	}
+	for _, a := range r.cluster.ckpt.rounds {
+		if _, ok := a.cands[id]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 // adopting reports whether this node adopts a dead node's entities: a
 // round waits for answers, or the held table gives away a dead owner's
@@ -955,16 +987,17 @@ func (c *cluster) startAdoption(table *cells.Table, keys []ckptKey, live []strin
 		}
 		for id, s := range in.recs {
 			if !c.holdsNewer(id, s.Epoch) {
-				a.offer(id, candidate{snap: s, tick: in.tick, region: reg})
+				a.offer(id, candidate{snap: s, tick: in.tick, region: reg, owner: in.owner})
 			}
 		}
 		for id, mv := range in.moved {
 			if !c.holdsNewer(id, mv.snap.Epoch) {
-				a.offer(id, candidate{snap: mv.snap, tick: mv.tick, region: reg})
+				a.offer(id, candidate{snap: mv.snap, tick: mv.tick, region: reg, owner: in.owner})
 			}
 		}
 	}
 	slices.Sort(a.dead)
+	c.newestHeld(a)
 	ck.stats.Rounds++
 	for _, p := range live {
 		if p != self && !slices.Contains(a.dead, p) && !ck.bugs.noQuery {
@@ -1005,6 +1038,51 @@ func (a *adoption) offer(id ecs.ID, cd candidate) {
 		return
 	}
 	a.cands[id] = cd
+}
+
+// newestHeld makes each of a round's candidates the newest record this
+// node holds of it from any dead owner's stream not in the round: a
+// later epoch, or from the same owner a later checkpoint tick. An entity
+// that walked from one of a dead node's regions into another leaves a
+// moved record (or, from a region a table then moved away, one whose
+// stream stopped) behind in the first stream; if a round adopts that
+// stream before the other's (a move in flight, given away while the
+// other region waits for the failover table), it would restore the
+// older record, and the newer one, in a later round, finds the entity
+// here (zonesim kill seed 4: 25 m lost). The peers' claims order two
+// adopters; this orders one adopter's own streams.
+func (c *cluster) newestHeld(a *adoption) {
+	ck := &c.ckpt
+	if ck.bugs.noNewest {
+		return
+	}
+	var dead []*ckptIn
+	var regs []cells.RegionID
+	for _, k := range slices.SortedFunc(maps.Keys(ck.in), cmpCkptKey) {
+		if in := ck.in[k]; !in.heldBack && !c.peerLive(in.owner, in.lease) {
+			dead, regs = append(dead, in), append(regs, k.region)
+		}
+	}
+	if len(dead) == 0 {
+		return
+	}
+	for id, cd := range a.cands {
+		best := cd
+		for i, in := range dead {
+			var rec candidate
+			if s, ok := in.recs[id]; ok {
+				rec = candidate{snap: s, tick: in.tick, region: regs[i], owner: in.owner}
+			} else if mv, ok := in.moved[id]; ok {
+				rec = candidate{snap: mv.snap, tick: mv.tick, region: regs[i], owner: in.owner}
+			} else {
+				continue
+			}
+			if rec.snap.Epoch > best.snap.Epoch || rec.snap.Epoch == best.snap.Epoch && rec.owner == best.owner && rec.tick > best.tick {
+				best = rec
+			}
+		}
+		a.cands[id] = best
+	}
 }
 
 // holdsNewer reports whether this node simulates id at epoch or a later
@@ -1158,7 +1236,11 @@ func (c *cluster) finishAdoption(a *adoption) {
 		// entity to the dead node, and its went record keeps it listed in
 		// its snapshots for a while: zonesim FourWays kill seed 109) and
 		// gives way to the adopted entity. restore takes either over in
-		// place.
+		// place. A dead node is any this node refuses, not only the
+		// round's: a ghost of the first of two dead nodes, held at its
+		// fence, outlives the adoption of its entity by the second, whose
+		// standby adopts the second's record of it (zonetest
+		// TestBreakerStandbyDiesDuringAdoption gap4: 4 entities lost).
 		//
 		// A copy of its own frozen in a handoff it offered below the
 		// record's epoch is no holder either: only the target raises
@@ -1170,7 +1252,7 @@ func (c *cluster) finishAdoption(a *adoption) {
 			c.receiveAck(o.target, handoff.Ack{Entities: []handoff.Ref{{Entity: uint64(id), Epoch: o.epoch}}})
 		}
 		if src, ghost := c.sourceOf(id); r.w.Alive(id) && !r.ghost.Has(id) ||
-			ghost && !slices.Contains(a.dead, src) && !slices.Contains(a.asked, src) {
+			ghost && !c.deadSource(src, a) && !slices.Contains(a.asked, src) {
 			ck.stats.Here++ // held here, or a live peer sends it
 			continue
 		}
@@ -1186,6 +1268,23 @@ func (c *cluster) finishAdoption(a *adoption) {
 			ck.fresh = append(ck.fresh, id) // checkpointed at the end of the tick
 		}
 	}
+}
+
+// deadSource reports whether a ghost's source is a node whose lease
+// this node no longer accepts: one of round a's dead owners, or one
+// fenced before (an earlier failover's).
+func (c *cluster) deadSource(src string, a *adoption) bool {
+	if slices.Contains(a.dead, src) {
+		return true
+	}
+	if c.ckpt.bugs.roundDeadOnly {
+		return false
+	}
+	if c.isFenced(src) {
+		return true
+	}
+	l, ok := c.leaseOf[src]
+	return ok && !c.peerLive(src, l)
 }
 
 // restore creates one entity from its record, as a handoff's target

@@ -4,8 +4,11 @@ import (
 	"os"
 	"testing"
 
+	"github.com/shardwise/shardwise/cells"
+	"github.com/shardwise/shardwise/examples/wander"
 	"github.com/shardwise/shardwise/zone"
 	"github.com/shardwise/shardwise/zone/zonesim"
+	"github.com/shardwise/shardwise/zone/zonetest"
 )
 
 // TestKillSimulationBites runs the kill simulation (zonesim.Config.Kill,
@@ -30,6 +33,7 @@ import (
 // ckpt_partial_arrival_full.txt, where the checkpoint that moves the
 // entity is a snapshot).
 func TestKillSimulationBites(t *testing.T) {
+	t.Parallel()
 	seeds, _, err := zonesim.Seeds()
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +94,7 @@ func requireKillCatch(t *testing.T, seeds []uint64, bug string, plant func(*zone
 // the kill run with a 5-tick lease TTL, seed 1, catches it (state loss),
 // and passes without it.
 func TestKillLaterClaimBites(t *testing.T) {
+	t.Parallel()
 	cfg := zonesim.Config{Seed: 1, Ticks: 150, Kill: true, KillTTL: 5}
 	if res, err := zonesim.Run(cfg); err != nil || res.Restored == 0 {
 		t.Fatalf("without the bug: %v (%d restored)", err, res.Restored)
@@ -102,12 +107,35 @@ func TestKillLaterClaimBites(t *testing.T) {
 	}
 }
 
+// TestKillNewestRecordBites: an entity of the dead node walked from
+// region 12 into region 15 (both its own), and a table then moved region
+// 12 away; the standby of both holds a record of it in each stream, the
+// one left in region 12's older. It adopts region 12's stream in one
+// round (a move in flight) and region 15's in a later one (once the
+// failover table comes), and must restore the newer record in the first.
+// Planted "nonewest" (a round restores its own streams' record), the kill
+// run of seed 4 catches it (state loss, 25 m), and passes without it.
+func TestKillNewestRecordBites(t *testing.T) {
+	t.Parallel()
+	cfg := zonesim.Config{Seed: 4, Ticks: 200, Kill: true}
+	if res, err := zonesim.Run(cfg); err != nil || res.Restored == 0 {
+		t.Fatalf("without the bug: %v (%d restored)", err, res.Restored)
+	}
+	cfg.Started = func(_ int, r *zone.Runtime) { r.PlantCheckpoint("nonewest") }
+	if _, err := zonesim.Run(cfg); err == nil {
+		t.Fatal("nonewest: not caught")
+	} else {
+		t.Logf("nonewest caught: %v", err)
+	}
+}
+
 // TestCheckpointEncodesTheHandoffSnapshot: the checkpoint builds each
 // entity's snapshot in buffers it reuses, not by the handoff's own
 // function; over a kill simulation's run (players, pets, dens, mobs,
 // handoffs and an adoption) every one it encodes is, byte for byte, the
 // snapshot a handoff would carry of it.
 func TestCheckpointEncodesTheHandoffSnapshot(t *testing.T) {
+	t.Parallel()
 	var verified []func() (int, string)
 	if _, err := zonesim.Run(zonesim.Config{Seed: 3, Ticks: 300, Kill: true,
 		Started: func(_ int, r *zone.Runtime) { verified = append(verified, r.VerifyCheckpointEncoding()) }}); err != nil {
@@ -125,4 +153,83 @@ func TestCheckpointEncodesTheHandoffSnapshot(t *testing.T) {
 		t.Fatalf("%d snapshots checked: the run checkpointed next to nothing", total)
 	}
 	t.Logf("%d checkpointed snapshots are the handoff's", total)
+}
+
+// TestSecondDeathAfterAdoptionBites: zone-1 dies and its standbys adopt
+// its entities; 4 ticks later zone-2, one of them, dies too, having
+// checkpointed what it adopted to its own standby, zone-0. zone-0 still
+// holds ghosts of some of those entities from zone-1, at zone-1's fence;
+// when the second failover's round ends, a ghost from a node it refuses
+// is no sign of a live holder, whichever failover fenced it, and zone-0
+// adopts them. Planted "rounddeadonly" (only the round's own dead owners
+// count), it counts them held elsewhere and 4 wanderers are lost
+// (zonetest TestBreakerStandbyDiesDuringAdoption, gap 4).
+func TestSecondDeathAfterAdoptionBites(t *testing.T) {
+	t.Parallel()
+	const entities = 160
+	run := func(plant bool) int {
+		g := cells.GridConfig{RegionEdge: 512}
+		g.World.Width, g.World.Height = 2048, 2048
+		c := zonetest.Start(t, zonetest.Config{
+			Nodes: 4, Grid: g, Memory: true,
+			Module: func(int, string) (zone.Module, error) {
+				return wander.New(wander.Config{Seed: 11, Entities: entities, Accounts: 20, Area: 1600, Roam: 300, Speed: 10})
+			},
+		})
+		if plant {
+			for _, n := range c.Nodes {
+				n.Runtime.PlantCheckpoint("rounddeadonly")
+			}
+		}
+		dead := map[string]bool{}
+		kill := func(name string) {
+			c.Kill(name)
+			dead[name] = true
+			var live, gone []string
+			for _, n := range c.Nodes {
+				if dead[n.Name] {
+					gone = append(gone, n.Name)
+				} else {
+					live = append(live, n.Name)
+				}
+			}
+			next, _, err := zone.PlanFailover(c.Nodes[0].Runtime.Table(), live, gone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if next != nil {
+				c.Apply(next)
+			}
+		}
+		for range 60 {
+			c.Step()
+		}
+		kill("zone-1")
+		for range 4 {
+			c.Step()
+		}
+		kill("zone-2")
+		for range 120 {
+			c.Step()
+		}
+		held := 0
+		for i := range entities {
+			id, _ := wander.ID(i)
+			for _, n := range c.Nodes {
+				if !dead[n.Name] && n.Runtime.Simulated(id) {
+					held++
+					break
+				}
+			}
+		}
+		return held
+	}
+	if held := run(false); held != entities {
+		t.Fatalf("without the bug: %d of %d wanderers held", held, entities)
+	}
+	if held := run(true); held == entities {
+		t.Fatal("rounddeadonly: not caught")
+	} else {
+		t.Logf("rounddeadonly caught: %d of %d wanderers held", held, entities)
+	}
 }

@@ -20,6 +20,11 @@ import (
 // its rounds only, not from the records it adopts once its table comes),
 // "nosupersede" (an adoption round restores the stale record of an entity
 // its node took at a newer epoch during the round and handed on),
+// "nonewest" (a round restores the record of the streams it adopts though
+// its node holds a newer one of the entity in another dead owner's
+// stream, adopted in a later round), "rounddeadonly" (a round takes a
+// render ghost from a node that died before the round's owners for a
+// sign that a live peer holds the entity),
 // "strictrecords" (invariant 10 holds a copy frozen in a handoff this
 // node offered to it too: a false breach while the ack is held up),
 // "keepoffered" (an adoption round counts such a frozen copy as held
@@ -41,6 +46,10 @@ func (r *Runtime) PlantCheckpoint(bug string) {
 		b.noLaterClaim = true
 	case "nosupersede":
 		b.noSupersede = true
+	case "nonewest":
+		b.noNewest = true
+	case "rounddeadonly":
+		b.roundDeadOnly = true
 	case "strictrecords":
 		b.strictRecords = true
 	case "keepoffered":

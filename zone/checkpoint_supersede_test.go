@@ -15,6 +15,7 @@ import (
 // the breaker's kill run with a 2-tick lease TTL and a slow control
 // stream, seed 31, catches it, and passes without it.
 func TestKillSupersedeBites(t *testing.T) {
+	t.Parallel()
 	cfg := zonesim.Config{Seed: 31, Ticks: 150, Kill: true, KillTTL: 2, SlowControl: 5}
 	if res, err := zonesim.Run(cfg); err != nil || res.Restored == 0 {
 		t.Fatalf("without the bug: %v (%d restored)", err, res.Restored)

@@ -93,6 +93,7 @@ func simulatedOn(c *zonetest.Cluster, id ecs.ID) (on []string, at torus.Pos) {
 // tick after that may zone-0 simulate it farther past the border than
 // the margin; it is handed over once, to zone-1.
 func TestNoEntityIsSimulatedPastTheMargin(t *testing.T) {
+	t.Parallel()
 	const border = 4096.0 // threeWays: zone-0 west of it, zone-1 east, both south of y 4096
 	spec := Stride{Start: torus.Pos{X: border - 8, Y: 2000}, Step: torus.Pos{X: 2}, Max: 60}
 	c := zonetest.Start(t, zonetest.Config{Nodes: 3, Grid: clusterGrid(), Table: threeWays, Memory: true,
@@ -130,6 +131,7 @@ func TestNoEntityIsSimulatedPastTheMargin(t *testing.T) {
 // whose owner changed goes to its new owner, margin or not: every one
 // ends on the new owner, none on two nodes at any tick.
 func TestARegionSwapHandsOverEveryEntityInIt(t *testing.T) {
+	t.Parallel()
 	grid := mustGrid(t, clusterGrid())
 	a := grid.RegionOf(torus.Pos{X: 3000, Y: 3000}) // (1, 1): zone-0's, by zone-0's regions on its west and south
 	b := grid.RegionOf(torus.Pos{X: 5000, Y: 5000}) // (2, 2): zone-3's, by zone-3's regions on its east and north
@@ -211,6 +213,7 @@ func randomTable(seed uint64) func(cells.Grid, []string) (*cells.Table, error) {
 // epoch 2 after two handoffs; docs/decisions.md), and the suite must not
 // fail one run in five or ten for a known open bug.
 func TestClusterWithHandoffsIsOneNodeOnRandomTables(t *testing.T) {
+	t.Parallel()
 	seed := uint64(1752897973174601063)
 	if os.Getenv(testseed.Env) != "" {
 		seed = testseed.Seed(t)
@@ -225,6 +228,7 @@ func TestClusterWithHandoffsIsOneNodeOnRandomTables(t *testing.T) {
 	for i := range runs {
 		tableSeed, wanderSeed := rnd.Uint64(), rnd.Uint64()
 		t.Run(fmt.Sprintf("table-%d", i), func(t *testing.T) {
+			t.Parallel()
 			table := randomTable(tableSeed)
 			grid := mustGrid(t, clusterGrid())
 			tb, err := table(grid, []string{"zone-0", "zone-1", "zone-2", "zone-3"})
@@ -252,6 +256,7 @@ func TestClusterWithHandoffsIsOneNodeOnRandomTables(t *testing.T) {
 // be shown it: it stands far away, and nothing would ever move or remove
 // a ghost made from that record.
 func TestAViewerArrivingAfterAHandoffSeesNoStaleGhost(t *testing.T) {
+	t.Parallel()
 	specs := []Stride{
 		{Start: torus.Pos{X: 5000, Y: 4200}},                                  // zone-2's viewer, away from the walk
 		{Start: torus.Pos{X: 4000, Y: 3950}, Step: torus.Pos{X: 4}, Max: 150}, // the walker, on to x 4600

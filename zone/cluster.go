@@ -118,6 +118,7 @@ type cluster struct {
 	nameOf    map[uint64]string
 	sinks     map[string]*nodeSink
 	snapshot  map[string][]torus.ChunkPos
+	upd       updScratch // appendUpdates' per-call scratch, reused
 
 	// Routing by account.
 	local    map[account.ID]outbox.Sink
@@ -499,7 +500,9 @@ func (c *cluster) chunkSent(s Subscriber, ch torus.ChunkPos) {
 		return
 	}
 	ch = c.r.geo.NormaliseChunk(ch)
-	if c.held[ch]++; c.held[ch] == 1 {
+	n := c.held[ch] + 1
+	c.held[ch] = n
+	if n == 1 {
 		c.changed[ch] = struct{}{}
 	}
 }
@@ -1379,21 +1382,37 @@ func (c *cluster) publish(seq uint64) {
 	}
 }
 
+// updGroup is one entity's frames in a flush (appendUpdates).
+type updGroup struct {
+	id   uint64
+	ch   torus.ChunkPos
+	size int // its frames' bytes
+	at   int // where its next frame goes in buf
+}
+
+// updScratch is appendUpdates' scratch, kept between calls: the groups,
+// each frame's group, and the entity → group index.
+type updScratch struct {
+	groups []updGroup
+	of     []int32
+	at     map[uint64]int32
+}
+
 // appendUpdates groups a flush's frames by entity, in the order each
 // entity first appears, one entry each. Every entry's payload is cut
 // from one buffer, sized exactly: this runs for every peer at every
 // tick, with an entry for every entity the peer sees. dst gets room for
 // room more entries after them (the snapshots).
 func (c *cluster) appendUpdates(dst []replication.Entry, frames [][]byte, seq uint64, room int) []replication.Entry {
-	type group struct {
-		id   uint64
-		ch   torus.ChunkPos
-		size int // its frames' bytes
-		at   int // where its next frame goes in buf
+	// The scratch is reused (this runs per peer per tick); only buf and
+	// dst, which the transport keeps, are new.
+	sc := &c.upd
+	groups := sc.groups[:0]
+	of := slices.Grow(sc.of[:0], len(frames))[:len(frames)] // each frame's group, -1: none
+	if sc.at == nil {
+		sc.at = make(map[uint64]int32)
 	}
-	groups := make([]group, 0, len(frames))
-	of := make([]int32, len(frames)) // each frame's group, -1: none
-	var at map[uint64]int32
+	at := sc.at
 	last := -1
 	for k, f := range frames {
 		m, _, err := outbox.ReadFrame(f)
@@ -1403,14 +1422,11 @@ func (c *cluster) appendUpdates(dst []replication.Entry, frames [][]byte, seq ui
 		}
 		i := last
 		if i < 0 || groups[i].id != m.Entity {
-			if at == nil {
-				at = make(map[uint64]int32, len(frames))
-			}
 			j, ok := at[m.Entity]
 			if !ok {
 				j = int32(len(groups))
 				at[m.Entity] = j
-				groups = append(groups, group{id: m.Entity})
+				groups = append(groups, updGroup{id: m.Entity})
 			}
 			i = int(j)
 		}
@@ -1446,6 +1462,8 @@ func (c *cluster) appendUpdates(dst []replication.Entry, frames [][]byte, seq ui
 			groups[g].at += copy(buf[groups[g].at:], f)
 		}
 	}
+	clear(at)
+	sc.groups, sc.of = groups[:0], of[:0]
 	return dst
 }
 

@@ -99,6 +99,15 @@ func (c *client) facts() map[fact]string {
 
 var fakeBoot = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// Which tests run in parallel. The tests on zonetest's Memory mode, on
+// zonesim and on the scenario scripts are deterministic CPU work with no
+// clock and no socket, and most of the package's CPU (about 45 of its
+// 66 s under -race): they call t.Parallel, so the package keeps both
+// cores busy instead of one (go test's -parallel, GOMAXPROCS by
+// default). The tests over the real link and etcd (their faults, lease
+// losses and polls with deadlines) stay sequential: Go runs them first,
+// with nothing of this package beside them.
+
 // clusterGrid is an 8 km torus in 2 km regions: split over four nodes in
 // bands of rows, each node's band meets itself across the X seam and the
 // first and last bands meet across the Y seam.
@@ -120,12 +129,14 @@ func wanderConfig(seed uint64) wander.Config {
 // owner-only component — within a lag of 2 ticks, at every tick,
 // including entities across a border and across the torus seams.
 func TestClusterIsOneNodeAsAClientSeesIt(t *testing.T) {
+	t.Parallel()
 	sameAsOneNode(t, wanderConfig(testseed.Seed(t)), 240, 2)
 }
 
 // TestClusterWithHandoffsIsOneNode: the same with wanderers that roam
 // across borders and the seams, handed over between nodes many times.
 func TestClusterWithHandoffsIsOneNode(t *testing.T) {
+	t.Parallel()
 	cfg := wanderConfig(testseed.Seed(t))
 	cfg.Entities, cfg.Accounts = 96, 12
 	cfg.Area, cfg.Roam, cfg.Speed = 300, 400, 30
@@ -144,6 +155,7 @@ func TestClusterWithHandoffsIsOneNode(t *testing.T) {
 // its delta found no ghost and the entity stayed out of sight until a
 // snapshot (parkChunk). It failed 4 runs in 4 before.
 func TestClusterWithHandoffsIsOneNodeOnAFormerFailingSeed(t *testing.T) {
+	t.Parallel()
 	cfg := wanderConfig(17545370794708154470)
 	cfg.Entities, cfg.Accounts = 96, 12
 	cfg.Area, cfg.Roam, cfg.Speed = 300, 400, 30
@@ -420,6 +432,7 @@ func ghostsFrom(t *testing.T, c *zonetest.Cluster, obs, src *zonetest.Node) int 
 // simulated on at most one, and a simulated one never stands past the
 // handoff margin of its node's territory; the handoffs all complete.
 func TestHandoffsKeepOneWriter(t *testing.T) {
+	t.Parallel()
 	cfg := wanderConfig(testseed.Seed(t))
 	cfg.Roam, cfg.Speed = 500, 16
 	cfg = cfg.WithDefaults()

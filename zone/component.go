@@ -325,20 +325,20 @@ func (r *Runtime) addEncoder(store ecs.Component, enc outbox.EncoderFuncs[Subscr
 	wrapped := outbox.EncoderFuncs[Subscriber, ecs.ID]{
 		WireType: t,
 		HasFunc: func(e ecs.ID) bool {
-			if r.isGhost(e) {
+			if r.flushGhost(e) {
 				_, ok := r.cluster.rep.Frame(uint64(e), t)
 				return ok
 			}
 			return enc.HasFunc(e)
 		},
 		AudienceFunc: func(e ecs.ID) outbox.Audience[Subscriber] {
-			if r.isGhost(e) {
+			if r.flushGhost(e) {
 				return outbox.Public[Subscriber]()
 			}
 			return enc.AudienceFunc(e)
 		},
 		PayloadFunc: func(dst []byte, e ecs.ID) []byte {
-			if r.isGhost(e) {
+			if r.flushGhost(e) {
 				f, ok := r.cluster.rep.Frame(uint64(e), t)
 				if !ok {
 					return dst
@@ -362,6 +362,27 @@ func (r *Runtime) addEncoder(store ecs.Component, enc outbox.EncoderFuncs[Subscr
 // isGhost reports whether e is a render ghost here: a foreign entity
 // whose components are what its owner sent.
 func (r *Runtime) isGhost(e ecs.ID) bool { return r.cluster != nil && r.cluster.isGhost(e) }
+
+// ghostMemo is isGhost's answer for one entity (set: it holds one).
+type ghostMemo struct {
+	id         ecs.ID
+	set, ghost bool
+}
+
+// flushGhost is isGhost for the outbox's questions (its encoders and its
+// world). During Flush it remembers the last entity's answer: the flush
+// asks up to four times per dirty component (Has, Audience, observers,
+// payload) and goes through an entity's components one after another,
+// while the record table is a map of every entity the node knows.
+func (r *Runtime) flushGhost(e ecs.ID) bool {
+	if !r.inFlush {
+		return r.isGhost(e)
+	}
+	if !r.memo.set || r.memo.id != e {
+		r.memo = ghostMemo{id: e, set: true, ghost: r.isGhost(e)}
+	}
+	return r.memo.ghost
+}
 
 // isSynced reports whether t is a registered wire type.
 func (r *Runtime) isSynced(t outbox.ComponentType) bool {
@@ -400,15 +421,20 @@ func (r *Runtime) markLocalDirty(e ecs.ID) {
 // components, in registration order, as the outbox would send it to a
 // node.
 func (r *Runtime) appendBurst(dst []byte, e ecs.ID) []byte {
-	var body []byte
+	// The component frames are built in scratch kept on the runtime (the
+	// appear head, which counts them, goes first), so a burst costs the
+	// growth of dst alone: every snapshot entry is one.
+	body := r.burstBody[:0]
 	n := 0
 	for _, s := range r.synced {
 		if !s.enc.HasFunc(e) || s.enc.AudienceFunc(e).Kind != outbox.PublicInRange {
 			continue
 		}
-		body = outbox.AppendComponentFrame(body, uint64(e), s.wire, s.enc.PayloadFunc(nil, e))
+		r.burstPayload = s.enc.PayloadFunc(r.burstPayload[:0], e)
+		body = outbox.AppendComponentFrame(body, uint64(e), s.wire, r.burstPayload)
 		n++
 	}
+	r.burstBody = body
 	return append(outbox.AppendAppearFrame(dst, uint64(e), n), body...)
 }
 

@@ -2,6 +2,7 @@ package zone
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/shardwise/shardwise/ecs"
@@ -105,6 +106,11 @@ type entities struct {
 	outgoing, adopted, outside, parked, held, fenceHeld, went map[ecs.ID]*entity
 	ghosts                                                    int // records in phaseGhost
 	spare                                                     []*entity
+
+	// wentFrom is at most every went record's until (setWent lowers it,
+	// expireWentRecords raises it to the least): before a tick past it no
+	// record can expire, and the walk over them all is skipped.
+	wentFrom uint64
 
 	// first keeps the first transitions refused (ClusterStats.PhaseErrors
 	// counts them all), for CheckInvariants (invariant 14).
@@ -680,6 +686,7 @@ func (c *cluster) setWent(e *entity, w wentTo) {
 		c.ents.went[e.id] = e
 	}
 	*e.went = w
+	c.ents.wentFrom = min(c.ents.wentFrom, w.until)
 }
 
 func (c *cluster) clearWent(e *entity) {
@@ -692,13 +699,20 @@ func (c *cluster) clearWent(e *entity) {
 // expireWentRecords drops the went records past their time and reports
 // whether one of a handed-over entity went.
 func (c *cluster) expireWentRecords(tick uint64) bool {
+	if tick <= c.ents.wentFrom {
+		return false
+	}
 	expired := false
+	from := uint64(math.MaxUint64)
 	for _, e := range c.ents.went {
 		if tick > e.went.until {
 			expired = expired || e.went.handed
 			c.clearWent(e)
 			c.ents.tidy(e)
+		} else {
+			from = min(from, e.went.until)
 		}
 	}
+	c.ents.wentFrom = from
 	return expired
 }

@@ -14,6 +14,7 @@ import (
 // (export_test.go's Plant): the run passes, and with the plant it breaks
 // the clients property at the same scene.
 func TestFailoverViews(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		cfg   zonesim.Config

@@ -343,6 +343,7 @@ func TestNoBlinkOnThreeNodes(t *testing.T) {
 // alternate sides, and is handed over at most once per crossing to the far
 // side of the margin (and at least once fewer).
 func TestPacingOnABorderHandsOverOncePerMarginCrossing(t *testing.T) {
+	t.Parallel()
 	margin := cells.DefaultBands(mustGrid(t, clusterGrid())).HandoffMargin
 	for _, amp := range []float64{20, 45} {
 		t.Run(fmt.Sprintf("±%vm", amp), func(t *testing.T) {
@@ -702,6 +703,7 @@ func sendFromAnyNode(c *zonetest.Cluster, rnd *rand.Rand, id ecs.ID, n int64) bo
 // on zone-3; none is lost or duplicated at any tick; no client, anywhere,
 // sees a standing entity vanish or appear again.
 func TestRegionMoveUnderLoad(t *testing.T) {
+	t.Parallel()
 	seed := testseed.Seed(t)
 	rnd := rand.New(rand.NewPCG(seed, 0x3e61))
 	grid := mustGrid(t, clusterGrid())

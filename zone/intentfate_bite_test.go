@@ -16,6 +16,7 @@ import (
 // node's entity goes into the void instead of waiting for the standby).
 // A catch counts only on a seed that passes without the bug.
 func TestKillIntentsBites(t *testing.T) {
+	t.Parallel()
 	for _, bug := range []string{"nounconfirmed", "noawait"} {
 		t.Run(bug, func(t *testing.T) {
 			for seed := uint64(1); seed <= 6; seed++ {

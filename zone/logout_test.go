@@ -114,6 +114,7 @@ func (g *gatedStore) SavePlayer(ctx context.Context, p worldstore.Player) error 
 }
 
 func TestALogoutAfterTheLastCheckpointIsNeverSavedOver(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		late bool

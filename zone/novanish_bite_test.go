@@ -20,6 +20,7 @@ import (
 // dead node vanished near a viewer and came back adopted near it). The
 // scenario script fence_hold catches it too (TestScenariosBite).
 func TestKillSimulationBitesDropAtFence(t *testing.T) {
+	t.Parallel()
 	const bug = "dropatfence"
 	seeds, _, err := zonesim.Seeds()
 	if err != nil {

@@ -497,6 +497,7 @@ func (w *wanderRun) foreignSightings() int {
 // the node that the region table every node holds gives its position to,
 // and every node holds the same table.
 func TestClusterOneWriterPerWanderer(t *testing.T) {
+	t.Parallel()
 	seed := testseed.Seed(t)
 	cfg := wanderConfig(seed)
 	cfg.Area = 0 // the whole torus: every border, both seams
@@ -554,6 +555,7 @@ func TestClusterOneWriterPerWanderer(t *testing.T) {
 // forward; and, wherever the truth is settled, exactly the entities in
 // the chunks it holds with their owners' values (checkSight), every tick.
 func TestClusterClientsSeeForeignEntitiesOnceWithinView(t *testing.T) {
+	t.Parallel()
 	seed := testseed.Seed(t)
 	w := startWander(t, wanderConfig(seed), zonetest.Config{Memory: true})
 	checked, foreign := 0, 0
@@ -583,6 +585,7 @@ func TestClusterClientsSeeForeignEntitiesOnceWithinView(t *testing.T) {
 // attached on each node for an account with no viewer and no entity
 // receives nothing at all.
 func TestClusterOwnerOnlyStaysWithItsOwner(t *testing.T) {
+	t.Parallel()
 	seed := testseed.Seed(t)
 	w := startWander(t, wanderConfig(seed), zonetest.Config{Memory: true})
 	var spies []*observer
@@ -699,6 +702,7 @@ func (m *pinModule) bump(key uint64) bool {
 // owner A exactly two replication entries (one per observing node, not
 // one per client), in two batches, and reaches all 31 clients.
 func TestOneUpdateCostsOneEntryPerObservingNode(t *testing.T) {
+	t.Parallel()
 	grid, err := cells.NewGrid(clusterGrid())
 	if err != nil {
 		t.Fatal(err)

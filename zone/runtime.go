@@ -253,6 +253,13 @@ type Runtime struct {
 	ghost  *ecs.Store[Ghost]
 	frozen *ecs.Store[Frozen]
 	synced []synced
+	// inFlush memoises isGhost for the entity the outbox last asked about
+	// while Flush runs (flushGhost): the flush asks of one entity once per
+	// encoder call and observer query, and no phase changes during it.
+	inFlush bool
+	memo    ghostMemo
+	// burstBody and burstPayload are appendBurst's scratch.
+	burstBody, burstPayload []byte
 
 	// Entity ids carry the boot time plus the ticks run: idClock is moved
 	// to boot + tick × interval before each tick, never by the host.
@@ -822,7 +829,9 @@ func (r *Runtime) endTick(w *ecs.World, t ecs.Tick) {
 		}
 		s.store.DrainDirty(func(id ecs.ID) { r.out.MarkDirty(id, s.wire) })
 	}
+	r.inFlush, r.memo = true, ghostMemo{}
 	r.report.Outbox = r.out.Flush(t.N)
+	r.inFlush = false
 	r.flushSessions(t.N)
 	r.report.Tick = t.N
 	r.report.Entities = w.Len()
@@ -865,11 +874,19 @@ func (r *Runtime) ownDeliveries(ds []interest.Delivery[Subscriber, ecs.ID]) []in
 func (r *Runtime) snapshot(ch torus.ChunkPos, seq uint64, sub Subscriber) wire.Snapshot {
 	s := wire.Snapshot{Chunk: ch}
 	r.residents = r.vis.AppendResidents(r.residents[:0], ch)
+	if len(r.residents) > 0 {
+		s.Entries = make([]wire.SnapshotEntry, 0, len(r.residents))
+	}
+	// The bursts are cut from one buffer: when it grows, those cut
+	// before keep the old array (no entry's bytes ever change).
+	var frames []byte
 	for _, e := range r.residents {
 		if r.isGhost(e) {
 			continue
 		}
-		s.Entries = append(s.Entries, wire.SnapshotEntry{Entity: uint64(e), Epoch: r.cluster.epochOf(e), Seq: seq, Frames: r.appendBurst(nil, e)})
+		start := len(frames)
+		frames = r.appendBurst(frames, e)
+		s.Entries = append(s.Entries, wire.SnapshotEntry{Entity: uint64(e), Epoch: r.cluster.epochOf(e), Seq: seq, Frames: frames[start:len(frames):len(frames)]})
 	}
 	return r.cluster.appendWent(s, sub)
 }
@@ -1215,7 +1232,7 @@ type outboxWorld struct{ r *Runtime }
 func (o outboxWorld) AppendObserversOf(dst []Subscriber, e ecs.ID) []Subscriber {
 	n := len(dst)
 	dst = o.r.vis.AppendObserversOf(dst, e)
-	if o.r.isGhost(e) {
+	if o.r.flushGhost(e) {
 		kept := slices.DeleteFunc(dst[n:], isNode)
 		dst = dst[:n+len(kept)]
 	}
@@ -1229,7 +1246,7 @@ func isNode(s Subscriber) bool { return s.Kind == interest.NodeSubscriber }
 func (o outboxWorld) AppendObserverIndices(dst []int32, e ecs.ID) []int32 {
 	n := len(dst)
 	dst = o.r.vis.AppendObserverIndices(dst, e)
-	if o.r.isGhost(e) {
+	if o.r.flushGhost(e) {
 		kept := slices.DeleteFunc(dst[n:], func(i int32) bool { return isNode(o.r.vis.SubscriberAt(i)) })
 		dst = dst[:n+len(kept)]
 	}

@@ -79,6 +79,9 @@ func bitesOf(steps []zonesim.Step) []string {
 // zonesim.Scenario for the commands) and compares each step's output
 // with the expected; -rewrite writes what they print now.
 func TestScenarios(t *testing.T) {
+	if !*rewrite { // a rewrite writes the scripts TestScenariosBite reads
+		t.Parallel()
+	}
 	for _, path := range scenarioFiles(t) {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
 			steps, got, tail := runScenario(t, path, "")
@@ -102,6 +105,7 @@ func TestScenarios(t *testing.T) {
 // something else than expected: a script that cannot tell the bug from
 // the fix proves nothing.
 func TestScenariosBite(t *testing.T) {
+	t.Parallel()
 	for _, path := range scenarioFiles(t) {
 		text, err := os.ReadFile(path)
 		if err != nil {

@@ -116,6 +116,12 @@ func (r *Reader) Uvarint(field string) uint64 {
 	if r.err != nil {
 		return 0
 	}
+	if r.off < len(r.b) && r.b[r.off] < 0x80 {
+		// One byte, minimal: the common case (lengths, counts, epochs).
+		v := uint64(r.b[r.off])
+		r.off++
+		return v
+	}
 	v, n := binary.Uvarint(r.b[r.off:])
 	switch {
 	case n == 0:

@@ -26,10 +26,10 @@ func TestSpendingRuleAcrossCommitsDoesNotWrapSQLite(t *testing.T) {
 	testSpendingRuleAcrossCommitsDoesNotWrap(t, openSQLite(t))
 }
 
-// The same on PostgreSQL, whose single statement errs on a bigint
-// overflow and declines the batch to the rule.
-func TestBreaksPostgres(t *testing.T) {
-	pg := testenv.StartPostgres(t)
+// testBreaksPostgres runs the same on PostgreSQL (TestPostgres's
+// server), whose single statement errs on a bigint overflow and declines
+// the batch to the rule.
+func testBreaksPostgres(t *testing.T, pg *testenv.PostgresServer) {
 	t.Run("SpendingRuleAcrossCommitsDoesNotWrap", func(t *testing.T) {
 		testSpendingRuleAcrossCommitsDoesNotWrap(t, openPostgres(t, pg))
 	})

@@ -22,8 +22,8 @@ func TestKeyIndexSQLite(t *testing.T) {
 	testKeyIndex(t, func(t *testing.T) *sqlstore.Store { return openSQLite(t) })
 }
 
-func TestKeyIndexPostgres(t *testing.T) {
-	pg := testenv.StartPostgres(t)
+// testKeyIndexPostgres is TestKeyIndexSQLite on TestPostgres's server.
+func testKeyIndexPostgres(t *testing.T, pg *testenv.PostgresServer) {
 	testKeyIndex(t, func(t *testing.T) *sqlstore.Store { return openPostgres(t, pg) })
 }
 

@@ -256,6 +256,12 @@ func TestPostgres(t *testing.T) {
 	t.Run("ReserveSeesSettlePosting", func(t *testing.T) {
 		testReserveSeesSettlePostingPostgres(t, pg)
 	})
+	t.Run("Breaks", func(t *testing.T) {
+		testBreaksPostgres(t, pg)
+	})
+	t.Run("KeyIndex", func(t *testing.T) {
+		testKeyIndexPostgres(t, pg)
+	})
 }
 
 // A reservation that waits for a counter a settle posting holds

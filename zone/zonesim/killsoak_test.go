@@ -48,6 +48,28 @@ func TestKillSoakFound(t *testing.T) {
 		{"held ghost, move in flight", zonesim.Config{Seed: 4, Ticks: shortTicks, Kill: true, FourWays: true}},
 		{"held ghost, move in flight, slow", zonesim.Config{Seed: 5, Ticks: shortTicks, Kill: true, FourWays: true, SlowControl: 3}},
 		{"held ghost, adopter not a simulator", zonesim.Config{Seed: 55, Ticks: shortTicks, Kill: true, FourWays: true, SlowControl: 3}},
+		// The recovery bound did not count the control stream's extra
+		// delay: an adoption round's query and answer each took 6–8
+		// ticks (recoverSpan).
+		{"recovered, ttl2 slow5", zonesim.Config{Seed: 6, Ticks: shortTicks, Kill: true, KillTTL: 2, SlowControl: 5}},
+		{"recovered, ttl2 slow5 2", zonesim.Config{Seed: 32, Ticks: shortTicks, Kill: true, KillTTL: 2, SlowControl: 5}},
+		{"recovered, ttl2 slow5 3", zonesim.Config{Seed: 99, Ticks: shortTicks, Kill: true, KillTTL: 2, SlowControl: 5}},
+		// The state-loss bound counted ticks, not the dead node's own
+		// steps: it made up skipped steps two a tick before it died
+		// (lostSteps).
+		{"lagging dead node, slow3", zonesim.Config{Seed: 1, Ticks: shortTicks, Kill: true, SlowControl: 3}},
+		{"lagging dead node, cut from its standby", zonesim.Config{Seed: 53, Ticks: shortTicks, Kill: true, Nodes: 2}},
+		{"lagging dead node, cut from its standby 2", zonesim.Config{Seed: 59, Ticks: shortTicks, Kill: true, Nodes: 2}},
+		// ... nor the control stream's drawn delay: the last checkpoint
+		// (t79) was on the wire when the node was cut (t85) under
+		// MaxDelay 6 (the breaker's).
+		{"last checkpoint in flight, heavy", zonesim.Config{Seed: 1, Ticks: shortTicks, Kill: true,
+			Faults: &zonesim.Faults{Drop: 0.4, Duplicate: 0.2, Reorder: 0.3, MaxDelay: 6}}},
+		// ... nor the lease ending before the kill's cut, nor a standby
+		// that skipped steps across the lease's end (it refuses at the
+		// fence what it reads after).
+		{"lease ends before the cut", zonesim.Config{Seed: 84, Ticks: shortTicks, Kill: true, KillTTL: 2, SlowControl: 5}},
+		{"standby lagging across the lease's end", zonesim.Config{Seed: 53, Ticks: shortTicks, Kill: true, KillTTL: 2, SlowControl: 5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := zonesim.Run(tc.cfg)

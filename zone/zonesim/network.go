@@ -124,26 +124,24 @@ func (n *Network) Trace() uint64 { return n.trace.Sum64() }
 // Record adds a client batch to the trace (and the trail): what client
 // names was delivered at tick.
 func (n *Network) Record(client string, tick uint64, frames [][]byte) {
-	// The record's own hash is for the trail only.
-	hs := []*traceHash{n.trace}
-	var h *traceHash
+	writeRecord(n.trace, client, tick, frames)
 	if n.keepTrail {
-		h = newTraceHash()
-		hs = append(hs, h)
-	}
-	var b [8]byte
-	for _, w := range hs {
-		w.Write([]byte(client))
-		binary.LittleEndian.PutUint64(b[:], tick)
-		w.Write(b[:])
-		for _, f := range frames {
-			binary.LittleEndian.PutUint64(b[:], uint64(len(f)))
-			w.Write(b[:])
-			w.Write(f)
-		}
-	}
-	if n.keepTrail {
+		// The record's own hash is for the trail only.
+		h := newTraceHash()
+		writeRecord(h, client, tick, frames)
 		n.trail = append(n.trail, fmt.Sprintf("tick %d client %s at %d: %d frames %016x", n.tick, client, tick, len(frames), h.Sum64()))
+	}
+}
+
+func writeRecord(w *traceHash, client string, tick uint64, frames [][]byte) {
+	var b [8]byte
+	w.Write([]byte(client))
+	binary.LittleEndian.PutUint64(b[:], tick)
+	w.Write(b[:])
+	for _, f := range frames {
+		binary.LittleEndian.PutUint64(b[:], uint64(len(f)))
+		w.Write(b[:])
+		w.Write(f)
 	}
 }
 
@@ -358,14 +356,27 @@ const traceMul = 0x9e3779b97f4a7c15
 
 func (t *traceHash) Write(b []byte) {
 	h := t.h
-	for ; len(b) >= 8; b = b[8:] {
-		h = bits.RotateLeft64((h^binary.LittleEndian.Uint64(b))*traceMul, 31)
+	n := len(b)
+	for i := 0; i+8 <= n; i += 8 {
+		h = bits.RotateLeft64((h^binary.LittleEndian.Uint64(b[i:]))*traceMul, 31)
 	}
+	// The tail's k bytes as one little-endian word, read by loads rather
+	// than byte by byte (most writes are short frames and lengths): the
+	// same word as the byte loop of traceHashNaive.
+	k := n % 8
 	var w uint64
-	for i, c := range b {
-		w |= uint64(c) << (8 * i)
+	switch {
+	case k == 0:
+	case n >= 8: // the last 8 bytes, the tail's at the top: shift them down
+		w = binary.LittleEndian.Uint64(b[n-8:]) >> (8 * (8 - k))
+	case k >= 4: // two overlapping 4-byte loads; the bytes both read agree
+		w = uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[k-4:]))<<(8*(k-4))
+	case k >= 2:
+		w = uint64(binary.LittleEndian.Uint16(b)) | uint64(binary.LittleEndian.Uint16(b[k-2:]))<<(8*(k-2))
+	default:
+		w = uint64(b[0])
 	}
-	t.h = bits.RotateLeft64((h^w^uint64(len(b))<<59)*traceMul, 31)
+	t.h = bits.RotateLeft64((h^w^uint64(k)<<59)*traceMul, 31)
 }
 
 // Sum64 is the hash so far, its bits mixed (murmur3's finaliser).

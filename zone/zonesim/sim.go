@@ -111,13 +111,17 @@ type Config struct {
 	// is installed by the live nodes, each 0–5 ticks after the other. The
 	// scheduled lease loss is off. Properties: one simulator per entity at
 	// every tick; by the recovery bound (Result.RecoverBy: the lease loss
-	// plus 20 ticks, longer while a cut or a lag of live nodes overlaps
-	// it) every entity the dead node held is held by exactly one live node
+	// plus 20 ticks with the default faults, plus twice the control
+	// stream's extra delay (an adoption's query and answer), longer while
+	// a cut or a lag of live nodes overlaps it: kill.go's recoverSpan)
+	// every entity the dead node held is held by exactly one live node
 	// again, none lost but in the one losable class (Result.Lost: the
 	// dead node was cut from a peer before it died, and what its standby
-	// there never received is gone); an entity
-	// restored from a checkpoint stands within its Speed × (CheckpointEvery
-	// + 3) ticks of where the dead node last had it, at an epoch above it.
+	// there never received is gone); an entity restored from a
+	// checkpoint stands within Speed × (CheckpointEvery + n) steps of
+	// where the dead node last had it, n being the dead node's own steps
+	// since the last tick whose control messages surely reached a
+	// standby (kill.go's lostSteps), at an epoch above it.
 	Kill bool
 	// KillTTL is the dead node's lease TTL in ticks. Default 20 (1 s).
 	KillTTL int
@@ -411,6 +415,7 @@ func Run(cfg Config) (res Result, err error) {
 			calmSince = t
 		}
 
+		kill.sent(t, net.faults)
 		net.Deliver(t)
 		if intents != nil {
 			intents.tick = t

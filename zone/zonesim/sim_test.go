@@ -85,24 +85,28 @@ func TestReplayIsByteIdentical(t *testing.T) {
 	}
 	for i, seed := range seeds {
 		// Every other seed kills a node (Config.Kill): the failover, its
-		// checkpoints and adoption replay byte for byte too.
+		// checkpoints and adoption replay byte for byte too. The seeds
+		// run in parallel, each seed's two runs one after the other.
 		kill := i%2 == 1
-		a, errA := zonesim.Run(zonesim.Config{Seed: seed, Ticks: shortTicks, Trail: true, Kill: kill})
-		b, errB := zonesim.Run(zonesim.Config{Seed: seed, Ticks: shortTicks, Trail: true, Kill: kill})
-		t.Logf("seed %d (kill %v: %s at tick %d, %d restored): traces %016x and %016x", seed, kill, a.Killed, a.KillTick, a.Restored, a.Trace, b.Trace)
-		if fmt.Sprint(errA) != fmt.Sprint(errB) {
-			t.Errorf("seed %d: the runs end differently: %v / %v", seed, errA, errB)
-		}
-		if a.Trace == b.Trace {
-			continue
-		}
-		for i := range min(len(a.Trail), len(b.Trail)) {
-			if a.Trail[i] != b.Trail[i] {
-				t.Errorf("seed %d: the runs part at message %d:\n  %s\n  %s", seed, i, a.Trail[i], b.Trail[i])
-				break
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			a, errA := zonesim.Run(zonesim.Config{Seed: seed, Ticks: shortTicks, Trail: true, Kill: kill})
+			b, errB := zonesim.Run(zonesim.Config{Seed: seed, Ticks: shortTicks, Trail: true, Kill: kill})
+			t.Logf("seed %d (kill %v: %s at tick %d, %d restored): traces %016x and %016x", seed, kill, a.Killed, a.KillTick, a.Restored, a.Trace, b.Trace)
+			if fmt.Sprint(errA) != fmt.Sprint(errB) {
+				t.Errorf("seed %d: the runs end differently: %v / %v", seed, errA, errB)
 			}
-		}
-		t.Errorf("seed %d: trace %016x then %016x", seed, a.Trace, b.Trace)
+			if a.Trace == b.Trace {
+				return
+			}
+			for i := range min(len(a.Trail), len(b.Trail)) {
+				if a.Trail[i] != b.Trail[i] {
+					t.Errorf("seed %d: the runs part at message %d:\n  %s\n  %s", seed, i, a.Trail[i], b.Trail[i])
+					break
+				}
+			}
+			t.Errorf("seed %d: trace %016x then %016x", seed, a.Trace, b.Trace)
+		})
 	}
 }
 
@@ -111,6 +115,7 @@ func TestReplayIsByteIdentical(t *testing.T) {
 // still pass (the window counts as a fault for the clients' checks), and
 // the guard sees that it fired.
 func TestSlowControl(t *testing.T) {
+	t.Parallel()
 	slowed := 0
 	for seed := uint64(1); seed <= 4; seed++ {
 		res, err := zonesim.Run(zonesim.Config{Seed: seed, Ticks: shortTicks, SlowControl: 6})

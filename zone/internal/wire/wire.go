@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/errcode"
@@ -272,6 +273,15 @@ func AppendUpdateHead(dst []byte, chunk torus.ChunkPos, framesLen int) []byte {
 // Append appends the encoding of m. It does not check limits (see the
 // package doc, invariant 6).
 func (m Snapshot) Append(dst []byte) []byte {
+	// Room for all of it at once: a snapshot is encoded for every chunk
+	// a peer subscribes to, and growing it entry by entry was most of a
+	// run's allocations. An upper bound: the head, then per entry the id,
+	// two varints and the frames' length and bytes.
+	n := 1 + 3*binary.MaxVarintLen64 + binary.MaxVarintLen64
+	for _, e := range m.Entries {
+		n += 8 + 3*binary.MaxVarintLen64 + len(e.Frames)
+	}
+	dst = slices.Grow(dst, n)
 	dst = appendChunk(append(dst, Version), m.Chunk)
 	dst = binary.AppendUvarint(dst, uint64(len(m.Entries)))
 	for _, e := range m.Entries {
