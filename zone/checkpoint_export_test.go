@@ -24,7 +24,11 @@ import (
 // its node holds a newer one of the entity in another dead owner's
 // stream, adopted in a later round), "rounddeadonly" (a round takes a
 // render ghost from a node that died before the round's owners for a
-// sign that a live peer holds the entity).
+// sign that a live peer holds the entity),
+// "strictrecords" (invariant 10 holds a copy frozen in a handoff this
+// node offered to it too: a false breach while the ack is held up),
+// "keepoffered" (an adoption round counts such a frozen copy as held
+// here, and the entity is lost when the ack comes).
 func (r *Runtime) PlantCheckpoint(bug string) {
 	b := &r.cluster.ckpt.bugs
 	switch bug {
@@ -46,6 +50,10 @@ func (r *Runtime) PlantCheckpoint(bug string) {
 		b.noNewest = true
 	case "rounddeadonly":
 		b.roundDeadOnly = true
+	case "strictrecords":
+		b.strictRecords = true
+	case "keepoffered":
+		b.keepOffered = true
 	default:
 		panic("zone: no such planted checkpoint bug: " + bug)
 	}

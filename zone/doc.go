@@ -206,8 +206,12 @@
 //     stream from a sender the table did not name yet is held back, no
 //     standby's records, until the next table names the sender.)
 //  10. A record a standby holds of an entity it holds itself is never at
-//     a higher epoch than its own copy (simulated, or offered in a
-//     handoff): records are older than what lives.
+//     a higher epoch than its own copy, simulated or adopted: records are
+//     older than what lives. (A copy frozen in a handoff it offered is
+//     not held to it: while its ack is held up the target may hand the
+//     entity on, and the next taker's record come here; only the target
+//     raises the epoch past the offer, by taking it, and then answers
+//     the abort with Ack.)
 //  11. A ghost held at a fence is a render ghost of the peer it was held
 //     from, that peer is fenced here (so nothing more of it is taken),
 //     and Timers.FenceHold has not passed since the fence; every render

@@ -69,7 +69,7 @@ func (r *Runtime) Plant(bug string) {
 		b.noUnlistedHold = true
 	case "adoptionvanish":
 		b.adoptionVanish = true
-	case "nomoved": // checkpoint_export_test.go's, for a scenario script
+	case "nomoved", "strictrecords", "keepoffered": // checkpoint_export_test.go's, for a scenario script
 		r.PlantCheckpoint(bug)
 	case "dropatfence":
 		b.dropAtFence = true
