@@ -139,8 +139,8 @@ func (c *cluster) awaited(w adoptionWaiter) bool {
 	})
 }
 
-// releaseWaiters answers the logins whose account this node holds no
-// record of any more (ckptTick, after the adoptions it finished).
+// releaseWaiters answers the logins whose records this node holds no
+// more (awaited; ckptTick, after the adoptions it finished).
 func (c *cluster) releaseWaiters() {
 	ck := &c.ckpt
 	if len(ck.waiters) == 0 {
