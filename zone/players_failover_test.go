@@ -32,10 +32,10 @@ import (
 // live node (a new session), and about half of the others log out and in
 // again on another node. After every step no account has more than its
 // master and its pet in the world, and at the end every account has
-// both.
+// both (once none is in a handoff).
 //
 // This harness found the demo's player twice (a login's wait for a
-// standby's records that never ended, ckptplayers.go: 21 of the 997
+// standby's records that never ended, ckptplayers.go: 21 of the 998
 // seeds of the long sweep broke the rule that way, none since). Short
 // mode runs two of those seeds; SHARDWISE_LONG=1 runs 1…1000 but the known breaks below;
 // SHARDWISE_SEED replays one seed (a known one included).
@@ -52,10 +52,6 @@ var playerFailoverKnown = map[uint64]string{
 	// the next login waits out the save wait.
 	516: "a pet left in the world after its master's logout",
 	652: "a pet left in the world after its master's logout",
-	// A player of the dead gateway resumes on the standby that adopts
-	// its master and pet and takes them over; at the end no node
-	// simulates either (not investigated further).
-	719: "an adopted player no longer simulated anywhere",
 }
 
 // playerFailoverShort are short mode's seeds: two of the 21 of the long
@@ -301,7 +297,16 @@ func playersAcrossAFailover(t *testing.T, seed uint64, verbose bool) error {
 		walk()
 		step()
 	}
+	// At the end every account has its master and pet, once none is in
+	// a handoff (frozen on its source, not yet taken by its target).
 	n := count()
+	for range 20 {
+		if !slices.ContainsFunc(clients, func(cl *failoverClient) bool { return n[cl.a] < 2 }) {
+			break
+		}
+		step()
+		n = count()
+	}
 	for _, cl := range clients {
 		if n[cl.a] != 2 && len(breaks) < 10 {
 			breaks = append(breaks, fmt.Sprintf("the end (tick %d): account %d has %d entities in the world, want its master and pet", tick, cl.a, n[cl.a]))
