@@ -37,8 +37,9 @@ import (
 // This harness found the demo's player twice (a login's wait for a
 // standby's records that never ended, ckptplayers.go: 21 of the 998
 // seeds of the long sweep broke the rule that way, none since). Short
-// mode runs two of those seeds; SHARDWISE_LONG=1 runs 1…1000 but the known breaks below;
-// SHARDWISE_SEED replays one seed (a known one included).
+// mode runs two of those seeds; SHARDWISE_LONG=1 runs 1…1000 but the
+// known breaks below; SHARDWISE_SEED replays one seed (a known one
+// included).
 
 // playerFailoverKnown are seeds of the long sweep that still break the
 // rule, for reasons not fixed yet. SHARDWISE_BREAKER_KNOWN=1 runs them
@@ -46,17 +47,19 @@ import (
 var playerFailoverKnown = map[uint64]string{
 	// A logout right after the failover, of a player whose master and
 	// pet two nodes adopted: the master's node removes the master and
-	// sends the pet a Dismiss, which it holds for the dead node's ghost
-	// of the pet until FenceHold and drops (IntentsUnadopted), though
-	// the pet's adopter is live. Three entities of the account then, and
-	// the next login waits out the save wait.
+	// sends the pet a Dismiss, which it holds because its route leads to
+	// the dead node (a ghost of the pet held at the fence, or the went
+	// record of a handoff to it) and drops after FenceHold
+	// (IntentsUnadopted): it sees no ghost of the pet from its adopter,
+	// which is live. Three entities of the account then, and the next
+	// login waits out the save wait.
 	516: "a pet left in the world after its master's logout",
 	652: "a pet left in the world after its master's logout",
 }
 
 // playerFailoverShort are short mode's seeds: two of the 21 of the long
-// sweep that broke the rule before the fix of a login's wait (4 entities of
-// one account).
+// sweep that broke the rule before the fix of a login's wait (4
+// entities of one account).
 var playerFailoverShort = []uint64{96, 154}
 
 func TestPlayersAcrossAFailover(t *testing.T) {
