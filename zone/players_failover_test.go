@@ -51,8 +51,10 @@ var playerFailoverKnown = map[uint64]string{
 	// the dead node (a ghost of the pet held at the fence, or the went
 	// record of a handoff to it) and drops after FenceHold
 	// (IntentsUnadopted): it sees no ghost of the pet from its adopter,
-	// which is live. Three entities of the account then, and the next
-	// login waits out the save wait.
+	// which is live (seed 652: the pet stands 0.8 m past the border
+	// between the two adopters, and the master's node holds no ghost of
+	// it from the failover to the end). Three entities of the account
+	// then, and the next login waits out the save wait.
 	516: "a pet left in the world after its master's logout",
 	652: "a pet left in the world after its master's logout",
 }
