@@ -1155,6 +1155,8 @@ func (c *cluster) answerQueries(table *cells.Table) {
 			c.askedAbout(pq.from, id)
 			if r.w.Alive(id) && !r.ghost.Has(id) && !r.isGhost(id) || c.claims(id, e.Tick, pq.from, pq.q.Dead) {
 				ans.Taken = append(ans.Taken, e.Entity)
+			} else {
+				c.noteHeir(pq.from, id, e.Tick) // intentfate.go
 			}
 		}
 		c.sendCkpt(pq.from, KindAdoptAnswer, ans.Append(nil))

@@ -177,6 +177,10 @@ type plantedBugs struct {
 	// not counted; noAwait, one for a fenced peer's entity is sent into
 	// the void, uncounted.
 	noUnconfirmed, noAwait bool
+	// noHeir: an intent for a fenced peer's entity waits for a ghost or
+	// the adoption here, never goes to the node whose adoption query
+	// named the entity (intentfate.go's heirs).
+	noHeir bool
 }
 
 // ClusterStats are the runtime's link counters since New.
@@ -218,6 +222,10 @@ type ClusterStats struct {
 	// entity to come back (not dropped: delivered after, or counted in
 	// IntentsUnadopted or IntentsHoldFull).
 	IntentsAwaited int
+	// IntentsToHeir counts the intents for a fenced peer's entity sent
+	// to the live node whose adoption query named it (intentfate.go),
+	// awaited first or not.
+	IntentsToHeir int
 	// IntentsAwaiting is how many intents wait now for a fenced peer's
 	// entity to come back, IntentsHeld how many wait for a frozen entity
 	// here or for the next tick, and IntentsInFlight how many sent to
@@ -1647,11 +1655,17 @@ func (c *cluster) routeIntent(in Intent) bool {
 
 // sendIntent queues in for peer p, which simulates its target at epoch
 // (as far as this node knows). To a peer fenced here it is not sent: it
-// waits for its target to come back on a live node (intentfate.go).
+// goes to its target's heir, or waits for its target to come back on a
+// live node (intentfate.go).
 func (c *cluster) sendIntent(p string, in Intent, epoch uint64) {
 	if c.isFenced(p) {
-		c.awaitOwner(in)
-		return
+		h, ok := c.heirOf(in.Target)
+		if !ok || c.awaitsAdoption(in.Target) {
+			c.awaitOwner(in)
+			return
+		}
+		p, epoch = h, 0
+		c.stats.IntentsToHeir++
 	}
 	c.intentsOut[p] = append(c.intentsOut[p], wire.Intent{Kind: in.Kind, Source: uint64(in.Source), Target: uint64(in.Target), Epoch: epoch, Amount: in.Amount, Data: in.Data})
 	c.stats.IntentsSent++

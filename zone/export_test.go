@@ -53,7 +53,8 @@ func (r *Runtime) Breach(kind string, id ecs.ID) {
 // its fence: they vanish, then come back adopted), "nounconfirmed" (the
 // intents sent to a peer that then died unconfirmed are not counted),
 // "noawait" (an intent for a fenced peer's entity is sent into the void,
-// uncounted).
+// uncounted), "noheir" (an intent for a fenced peer's entity never goes
+// to the node whose adoption query named it: it waits for a ghost).
 func (r *Runtime) Plant(bug string) {
 	b := &r.cluster.bugs
 	switch bug {
@@ -91,6 +92,8 @@ func (r *Runtime) Plant(bug string) {
 		b.noUnconfirmed = true
 	case "noawait":
 		b.noAwait = true
+	case "noheir":
+		b.noHeir = true
 	default:
 		panic("zone: no such planted bug: " + bug)
 	}

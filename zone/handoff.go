@@ -557,7 +557,7 @@ func (c *cluster) holdIntent(in Intent) bool {
 		c.sendIntent(w.peer, in, w.epoch)
 		return true
 	}
-	return false
+	return c.holdForAdoption(in) // an heir's, before its round ends
 }
 
 // expireWent forgets the "where it went" records past their time.

@@ -33,6 +33,24 @@ import (
 // (a standby's adoption, in place), or handed on to a live node. Then it
 // is routed as any intent (so applied once, by the adopter); past the
 // wait it is dropped (IntentsUnadopted).
+//
+// Heirs. The entity may come back where this node never sees it: its
+// adopter simulates it in a chunk this node does not receive (a pet past
+// the border of its master's region, within the handoff margin, is in
+// no band: seed 652 of TestPlayersAcrossAFailover), and the route here
+// keeps naming the dead peer (a went record) until the wait is over.
+// But every adopter asks every live node about the entities it is about
+// to adopt (checkpoint.go's adoption query) before it adopts any: a node
+// that answers, and does not take the entity itself, notes the asker as
+// its heir (of two askers, the one with the newer claim, as claims
+// orders them: the other one gives way). An intent whose route leads to
+// the fenced peer then goes to the heir, at once or released from its
+// wait, instead of waiting for a ghost; the heir holds an intent for an
+// entity its open adoption round may create until the round ends
+// (holdForAdoption: then it applies it, or routes it as any intent). A
+// wrong guess (a third live node held the entity) costs the intent, as
+// a lapse at the heir, never a second application: it is sent once.
+// An heir is kept for Timers.FenceHold ticks.
 
 // intentLedger is one peer incarnation's intents, both ways: those this
 // node sent it and those it confirmed, and those it took from it.
@@ -55,6 +73,16 @@ type intentFate struct {
 	ledgers  map[string]*intentLedger
 	awaiting map[ecs.ID]*awaitedIntents
 	held     int // intents in awaiting
+	heirs    map[ecs.ID]heir
+}
+
+// heir is the live node whose adoption query named a fenced peer's
+// entity: its claim (the checkpoint tick of its record) and the last
+// tick it is kept.
+type heir struct {
+	peer  string
+	claim uint64
+	until uint64
 }
 
 // ledger returns peer p's intent ledger, opening one for its current
@@ -161,6 +189,57 @@ func (c *cluster) awaitOwner(in Intent) {
 	c.ifate.held++
 }
 
+// noteHeir notes that asker's adoption query named id, with its claim,
+// and this node does not take id: when id's route here leads to a
+// fenced peer, asker is its heir (unless another asker's claim is newer:
+// an asker gives way to a newer claim, as claims says).
+func (c *cluster) noteHeir(asker string, id ecs.ID, claim uint64) {
+	if c.bugs.noHeir || !c.routesToFenced(id) {
+		return
+	}
+	if h, ok := c.ifate.heirs[id]; ok && (h.claim > claim || h.claim == claim && h.peer > asker) {
+		return
+	}
+	if c.ifate.heirs == nil {
+		c.ifate.heirs = make(map[ecs.ID]heir)
+	}
+	c.ifate.heirs[id] = heir{peer: asker, claim: claim, until: c.r.w.CurrentTick().N + ticks(c.r.cfg.Timers.FenceHold)}
+}
+
+// heirOf returns id's heir, if it has a live one.
+func (c *cluster) heirOf(id ecs.ID) (string, bool) {
+	h, ok := c.ifate.heirs[id]
+	if !ok || c.r.w.CurrentTick().N > h.until || c.isFenced(h.peer) {
+		return "", false
+	}
+	return h.peer, true
+}
+
+// routesToFenced reports whether this node's route for id names a fenced
+// peer: a ghost from it, or, gone from here, a went record naming it.
+func (c *cluster) routesToFenced(id ecs.ID) bool {
+	if src, ok := c.sourceOf(id); ok {
+		return c.isFenced(src)
+	}
+	if w, ok := c.wentOf(id); ok && !c.r.w.Alive(id) {
+		return c.isFenced(w.peer)
+	}
+	return false
+}
+
+// holdForAdoption holds in, for an entity this node does not simulate, if
+// one of its open adoption rounds may create it: an heir's intent may
+// arrive before the round ends. It waits as an intent for a fenced
+// peer's entity does (released once the entity is here, or routed on
+// if it comes back elsewhere).
+func (c *cluster) holdForAdoption(in Intent) bool {
+	if c.bugs.noHeir || c.r.Simulated(in.Target) || !c.awaitsAdoption(in.Target) {
+		return false
+	}
+	c.awaitOwner(in)
+	return true
+}
+
 // leadsToFenced reports whether an intent for id would go to a fenced
 // peer: its ghost's source, or, gone from here, where it went.
 func (c *cluster) leadsToFenced(id ecs.ID) bool {
@@ -180,16 +259,21 @@ func (c *cluster) leadsToFenced(id ecs.ID) bool {
 // live node (or here) in front of batch, to be routed as any intent, and
 // drops those whose wait is over.
 func (c *cluster) releaseAwaited(batch []Intent) []Intent {
-	if len(c.ifate.awaiting) == 0 {
+	if len(c.ifate.awaiting) == 0 && len(c.ifate.heirs) == 0 {
 		return batch
 	}
 	tick := c.r.w.CurrentTick().N
 	var out []Intent
 	for _, id := range sortedIDs(c.ifate.awaiting) {
 		a := c.ifate.awaiting[id]
-		switch {
+		switch h, heir := c.heirOf(id); {
 		case !c.leadsToFenced(id):
 			out = append(out, a.list...)
+		case heir && !c.awaitsAdoption(id):
+			for _, in := range a.list {
+				c.sendIntent(h, in, 0)
+				c.stats.IntentsToHeir++
+			}
 		case tick > a.until:
 			c.dropIntents(&c.stats.IntentsUnadopted, len(a.list))
 		default:
@@ -198,10 +282,26 @@ func (c *cluster) releaseAwaited(batch []Intent) []Intent {
 		c.ifate.held -= len(a.list)
 		delete(c.ifate.awaiting, id)
 	}
+	for id, h := range c.ifate.heirs {
+		if tick > h.until {
+			delete(c.ifate.heirs, id)
+		}
+	}
 	if len(out) == 0 {
 		return batch
 	}
 	return append(out, slices.Clone(batch)...)
+}
+
+// awaitsAdoption reports whether one of this node's open adoption
+// rounds may create id.
+func (c *cluster) awaitsAdoption(id ecs.ID) bool {
+	for _, a := range c.ckpt.rounds {
+		if _, ok := a.cands[id]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // intentsInFlight is how many intents this node sent to live peers that
