@@ -181,6 +181,9 @@ type plantedBugs struct {
 	// the adoption here, never goes to the node whose adoption query
 	// named the entity (intentfate.go's heirs).
 	noHeir bool
+	// noBandReplan: a new table's re-plan leaves out the band chunks
+	// not received from anyone (their simulators fenced).
+	noBandReplan bool
 }
 
 // ClusterStats are the runtime's link counters since New.
@@ -642,15 +645,25 @@ func (c *cluster) updateWants() {
 	}
 }
 
-// replanAll queues every chunk this node receives or holds, and extra,
-// for a re-plan spread over ticks (replanPerTick a tick). Re-planning a
-// chunk twice changes nothing the second time, so a chunk queued twice
-// costs only time.
+// replanAll queues every chunk this node receives, holds or has in its
+// band, and extra, for a re-plan spread over ticks (replanPerTick a
+// tick). Re-planning a chunk twice changes nothing the second time, so a
+// chunk queued twice costs only time.
 func (c *cluster) replanAll(extra []torus.ChunkPos) {
 	for ch := range c.held {
 		c.replan = append(c.replan, ch)
 	}
 	for ch := range c.wants {
+		c.replan = append(c.replan, ch)
+	}
+	// The band too: a band chunk whose simulators were all fenced has
+	// no wants left (fencedPeers), and one that stays in the band is
+	// not in extra; the new table may name a live simulator of it (the
+	// dead one's adopter).
+	for ch := range c.band {
+		if _, wanted := c.wants[ch]; !wanted && c.bugs.noBandReplan {
+			continue
+		}
 		c.replan = append(c.replan, ch)
 	}
 	c.replan = append(c.replan, extra...)

@@ -54,7 +54,9 @@ func (r *Runtime) Breach(kind string, id ecs.ID) {
 // intents sent to a peer that then died unconfirmed are not counted),
 // "noawait" (an intent for a fenced peer's entity is sent into the void,
 // uncounted), "noheir" (an intent for a fenced peer's entity never goes
-// to the node whose adoption query named it: it waits for a ghost).
+// to the node whose adoption query named it: it waits for a ghost),
+// "nobandreplan" (a new table's re-plan leaves out the band chunks whose
+// simulators were all fenced).
 func (r *Runtime) Plant(bug string) {
 	b := &r.cluster.bugs
 	switch bug {
@@ -94,6 +96,8 @@ func (r *Runtime) Plant(bug string) {
 		b.noAwait = true
 	case "noheir":
 		b.noHeir = true
+	case "nobandreplan":
+		b.noBandReplan = true
 	default:
 		panic("zone: no such planted bug: " + bug)
 	}

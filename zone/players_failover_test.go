@@ -115,19 +115,26 @@ func TestPlayersAcrossAFailoverKnown(t *testing.T) {
 	}
 }
 
-// TestPlayersAcrossAFailoverHeirBites plants the route to a dead node's
-// entity back the way it was (an intent for it waits for a ghost, never
-// goes to the node whose adoption query named it) and requires the
-// harness to catch it at each seed of playerFailoverHeir.
+// TestPlayersAcrossAFailoverHeirBites plants the two fixes of
+// playerFailoverHeir's seeds back and requires the harness to catch
+// each: "noheir" (an intent for a dead node's entity waits for a ghost,
+// never goes to the node whose adoption query named it) breaks 652, where
+// the pet stands where its master's node receives nothing; with
+// "nobandreplan" too (the failover table's re-plan leaves out the band
+// chunks whose only simulator died) 516 breaks, where the pet stands in
+// that node's band.
 func TestPlayersAcrossAFailoverHeirBites(t *testing.T) {
 	t.Parallel()
-	for _, seed := range playerFailoverHeir {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			err := playersAcrossAFailover(t, seed, false, "noheir")
+	for _, tc := range []struct {
+		seed  uint64
+		plant string
+	}{{652, "noheir"}, {516, "noheir,nobandreplan"}} {
+		t.Run(fmt.Sprint(tc.seed), func(t *testing.T) {
+			err := playersAcrossAFailover(t, tc.seed, false, tc.plant)
 			if err == nil {
-				t.Fatalf("seed %d: the planted noheir went unseen", seed)
+				t.Fatalf("seed %d: the planted %s went unseen", tc.seed, tc.plant)
 			}
-			t.Logf("seed %d with noheir planted: %v", seed, err)
+			t.Logf("seed %d with %s planted: %v", tc.seed, tc.plant, err)
 		})
 	}
 }
@@ -145,8 +152,9 @@ type failoverClient struct {
 }
 
 // playersAcrossAFailover runs one seed; the error names the first breaks.
-// verbose logs the failover's plan and every leave and login; plant, if
-// set, is a known bug planted in every node (Runtime.Plant).
+// verbose logs the failover's plan and every leave and login; plant
+// lists known bugs (comma-separated) planted in every node
+// (Runtime.Plant).
 func playersAcrossAFailover(t *testing.T, seed uint64, verbose bool, plant string) error {
 	rng := rand.New(rand.NewPCG(seed, 0x7715e))
 	store := newSteppedStore()
@@ -163,8 +171,8 @@ func playersAcrossAFailover(t *testing.T, seed uint64, verbose bool, plant strin
 	names := []string{"zone-0", "zone-1", "zone-2", "zone-3"}
 	sessions := map[string]*zone.Sessions{}
 	for _, n := range names {
-		if plant != "" {
-			c.Node(n).Runtime.Plant(plant)
+		for bug := range strings.FieldsFuncSeq(plant, func(r rune) bool { return r == ',' }) {
+			c.Node(n).Runtime.Plant(bug)
 		}
 		s, err := c.Node(n).Runtime.Sessions()
 		if err != nil {
