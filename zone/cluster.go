@@ -80,6 +80,13 @@ type cluster struct {
 	// that peer of it, so it is not sent. One raised after the adoption,
 	// for a peer that saw it, is.
 	wasGhost map[ecs.ID][]Subscriber
+	// handedSeen are, per entity adopted from a handoff this tick, the
+	// node subscribers that hold the chunk it was handed over in but did
+	// not observe a ghost of it here (wasGhost): they may hold a ghost of
+	// it from its source, at the old epoch, which nothing else would ever
+	// correct if it walks out of their sight before this node's first
+	// flush of it (announceAdopted sends them its vanish).
+	handedSeen map[ecs.ID][]Subscriber
 	// parting are the entities destroyed or evicted this tick (or handed
 	// over with no ghost kept), with the epoch and chunk they had: their
 	// vanish goes out this tick under that epoch, naming that chunk.
@@ -172,6 +179,8 @@ type plantedBugs struct {
 	noSourceResync bool // applySnapshot does not ask another source again for a ghost the chunk's owner left out
 	noHandOnHold   bool // resolveHeld lets a vanish through from a sender that simulates nothing in the chunk it names
 	noTakeRecheck  bool // holdUnlisted does not keep a handed entity's ghost that the taker's snapshot, maybe older than the take, leaves out
+	noHandedVanish bool // announceAdopted sends no vanish to the nodes that hold the chunk of the handoff but not the entity's (handedSeen)
+	wentUnanswered bool // a went record counts as having seen the entity a subscriber whose snapshot of its chunk is still to come (unanswered)
 	// The intents lost at a failover before intentfate.go:
 	// noUnconfirmed, those sent to a peer that then died unconfirmed are
 	// not counted; noAwait, one for a fenced peer's entity is sent into
@@ -365,6 +374,7 @@ func newCluster(r *Runtime, tr Transport) (*cluster, error) {
 		band:       make(map[torus.ChunkPos]bool),
 		goneGhosts: make(map[ecs.ID]struct{}),
 		wasGhost:   make(map[ecs.ID][]Subscriber),
+		handedSeen: make(map[ecs.ID][]Subscriber),
 		parting:    make(map[ecs.ID]parted),
 		awaiting:   make(map[peerChunk]struct{}),
 		leaseOf:    make(map[string]int64),

@@ -87,6 +87,10 @@ func (r *Runtime) Plant(bug string) {
 		b.noHandOnHold = true
 	case "notakerecheck":
 		b.noTakeRecheck = true
+	case "nohandedvanish":
+		b.noHandedVanish = true
+	case "wentunanswered":
+		b.wentUnanswered = true
 	case "nounconfirmed":
 		b.noUnconfirmed = true
 	case "noawait":
