@@ -95,7 +95,10 @@ type cluster struct {
 	// has not come yet: until it comes, the peer may not count this node
 	// as an observer there.
 	awaiting map[peerChunk]struct{}
-	events   []replica.Event
+	// asked are the chunks peers subscribed to here whose first snapshot
+	// has not gone yet (unanswered).
+	asked  map[peerChunk]struct{}
+	events []replica.Event
 	// replicationFirst makes drain apply the queued replication batches
 	// before the control messages (set only by tests: the two travel on
 	// different streams, so either order can happen).
@@ -377,6 +380,7 @@ func newCluster(r *Runtime, tr Transport) (*cluster, error) {
 		handedSeen: make(map[ecs.ID][]Subscriber),
 		parting:    make(map[ecs.ID]parted),
 		awaiting:   make(map[peerChunk]struct{}),
+		asked:      make(map[peerChunk]struct{}),
 		leaseOf:    make(map[string]int64),
 		fenced:     make(map[string]int64),
 		resendAt:   make(map[string]uint64),
@@ -1330,12 +1334,14 @@ func (c *cluster) subscribe(from string, s wire.Subscribe) {
 	}
 	for _, ch := range s.Remove {
 		c.r.subs.Withdraw(key, ch)
+		delete(c.asked, peerChunk{from, c.r.geo.NormaliseChunk(ch)})
 		c.unseeWent(key, c.r.geo.NormaliseChunk(ch))
 	}
 	for _, ch := range s.Add {
 		c.r.subs.Announce(key, ch)
 		c.r.subs.MarkSent(key, ch)
 		c.snapshot[from] = append(c.snapshot[from], ch)
+		c.asked[peerChunk{from, c.r.geo.NormaliseChunk(ch)}] = struct{}{}
 	}
 	for _, ch := range s.Resync {
 		if c.r.subs.IsSent(key, ch) {
@@ -1370,6 +1376,7 @@ func (c *cluster) publish(seq uint64) {
 		entries := []replication.Entry{{Kind: wire.EntryFence, Payload: fence}}
 		entries = c.appendUpdates(entries, sink.frames, seq, len(snaps))
 		for _, ch := range snaps {
+			delete(c.asked, peerChunk{p, c.r.geo.NormaliseChunk(ch)})
 			entries = append(entries, replication.Entry{Kind: wire.EntrySnapshot, Payload: c.r.snapshot(ch, seq, interest.Node(c.numOf[p])).Append(nil)})
 			c.stats.Snapshots++
 		}
@@ -1907,6 +1914,11 @@ func (c *cluster) forgetPeer(p string) {
 		delete(c.numOf, p)
 		delete(c.nameOf, n)
 		delete(c.snapshot, p)
+	}
+	for k := range c.asked {
+		if k.peer == p {
+			delete(c.asked, k)
+		}
 	}
 	for a, q := range c.routes {
 		if q == p {

@@ -747,9 +747,11 @@ func (c *cluster) noteHandedSeen(id ecs.ID, ch torus.ChunkPos) {
 	}
 }
 
-// unanswered reports whether node subscriber sub asked for ch and has
-// not had its snapshot yet (it waits for this tick's publish, or for the
-// end of an adoption): it holds no ghost of what stands there from here.
+// unanswered reports whether node subscriber sub subscribed to ch and
+// has not had its first snapshot of it yet (it waits for this tick's
+// publish, or for the end of an adoption; asked): it holds no ghost of
+// what stands there from here. (A snapshot asked for again, a Resync, is
+// no such sign: that subscriber saw the chunk.)
 // A went record does not count it as having seen the entity: its snapshot
 // entry would make such a subscriber a ghost where the entity was handed
 // over, which nothing would ever move or remove (a subscription taken in
@@ -763,8 +765,8 @@ func (c *cluster) unanswered(sub Subscriber, ch torus.ChunkPos) bool {
 	if !ok {
 		return false
 	}
-	ch = c.r.geo.NormaliseChunk(ch)
-	return slices.ContainsFunc(c.snapshot[name], func(x torus.ChunkPos) bool { return c.r.geo.NormaliseChunk(x) == ch })
+	_, asked := c.asked[peerChunk{name, c.r.geo.NormaliseChunk(ch)}]
+	return asked
 }
 
 // receiveAck completes the handoffs the target took.
