@@ -91,6 +91,8 @@ func (r *Runtime) Plant(bug string) {
 		b.noHandedVanish = true
 	case "wentunanswered":
 		b.wentUnanswered = true
+	case "nogaphold":
+		b.noGapHold = true
 	case "nounconfirmed":
 		b.noUnconfirmed = true
 	case "noawait":
