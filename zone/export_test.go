@@ -53,7 +53,11 @@ func (r *Runtime) Breach(kind string, id ecs.ID) {
 // its fence: they vanish, then come back adopted), "nounconfirmed" (the
 // intents sent to a peer that then died unconfirmed are not counted),
 // "noawait" (an intent for a fenced peer's entity is sent into the void,
-// uncounted).
+// uncounted), "nohandedvanish" (an adopter does not tell the nodes that
+// hold the chunk of the handoff but not the entity's that it went),
+// "wentunanswered" (a went record counts a subscriber whose first
+// snapshot is still to come), "nogaphold" (a ghost its source's snapshot
+// leaves out goes while that source's gap is resynced).
 func (r *Runtime) Plant(bug string) {
 	b := &r.cluster.bugs
 	switch bug {
