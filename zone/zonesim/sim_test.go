@@ -3,6 +3,8 @@ package zonesim_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"sync"
 	"testing"
 
@@ -12,15 +14,36 @@ import (
 // shortTicks is each seed's length in the short mode.
 const shortTicks = 150
 
+// bulkTicks is the length of most of TestSimulation's seeds (simTicks).
+const bulkTicks = 100
+
+// simTicks is how long TestSimulation runs seed: shortTicks in the long
+// mode (SHARDWISE_LONG=1), for every tenth seed, and for the seeds that
+// once found a bug (19 and 173, docs/decisions.md; 98, 122 and 192,
+// zonesim.KnownFailure); bulkTicks for the rest. 100 ticks still hold every scheduled fault (the schedule
+// scales with the run: the lag and its catch-up, the cut and its heal,
+// the table swap, the lease lost at tick 80–89) and about as many
+// handoffs (seeds 1–10: 20 a seed against 21 in 150 ticks), and the 50
+// ticks more cost a third of the test's time under -race. A replay
+// (SHARDWISE_SEED) runs the seed as long as the run that printed it.
+func simTicks(seed uint64) int {
+	if os.Getenv("SHARDWISE_LONG") == "1" || seed%10 == 0 || slices.Contains([]uint64{19, 98, 122, 173, 192}, seed) {
+		return shortTicks
+	}
+	return bulkTicks
+}
+
 // TestSimulation runs the short mode: ShortSeeds seeds of four nodes of
 // the wander module with roaming wanderers, under drops, duplicates,
 // reorders and delays on the replication stream, a node that lags 1–10
 // ticks and catches up, a cut and heal between two nodes, a region swap
 // that the nodes install at different ticks, and a lease lost near the
 // end; every tick checks every node's invariants, one simulator per
-// entity and that no entity is made or lost but by the lost lease. Each
-// seed logs its trace hash; SHARDWISE_SEED=N replays one seed exactly,
-// SHARDWISE_LONG=1 runs 10,000. A guard checks that the faults fired.
+// entity and that no entity is made or lost but by the lost lease. Most
+// seeds run bulkTicks, a tenth shortTicks (simTicks). Each seed logs its
+// trace hash; SHARDWISE_SEED=N replays one seed exactly,
+// SHARDWISE_LONG=1 runs 10,000, each of shortTicks. A guard checks that
+// the faults fired.
 func TestSimulation(t *testing.T) {
 	seeds, replay, err := zonesim.Seeds()
 	if err != nil {
@@ -33,7 +56,7 @@ func TestSimulation(t *testing.T) {
 		for _, seed := range seeds {
 			t.Run(fmt.Sprint(seed), func(t *testing.T) {
 				t.Parallel()
-				res, err := zonesim.Run(zonesim.Config{Seed: seed, Ticks: shortTicks})
+				res, err := zonesim.Run(zonesim.Config{Seed: seed, Ticks: simTicks(seed)})
 				t.Logf("seed %d: trace %016x, %d ticks, %d handoffs (replay: SHARDWISE_SEED=%d go test -run '^TestSimulation$' ./zone/zonesim)",
 					seed, res.Trace, res.Ticks, res.Handoffs, seed)
 				var pe *zonesim.PropertyError
