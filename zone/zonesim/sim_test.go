@@ -33,6 +33,15 @@ func simTicks(seed uint64) int {
 	return bulkTicks
 }
 
+// longEnv is what a replay command needs before SHARDWISE_SEED to run a
+// seed as long as this run did (simTicks).
+func longEnv() string {
+	if os.Getenv("SHARDWISE_LONG") == "1" {
+		return "SHARDWISE_LONG=1 "
+	}
+	return ""
+}
+
 // TestSimulation runs the short mode: ShortSeeds seeds of four nodes of
 // the wander module with roaming wanderers, under drops, duplicates,
 // reorders and delays on the replication stream, a node that lags 1–10
@@ -57,8 +66,8 @@ func TestSimulation(t *testing.T) {
 			t.Run(fmt.Sprint(seed), func(t *testing.T) {
 				t.Parallel()
 				res, err := zonesim.Run(zonesim.Config{Seed: seed, Ticks: simTicks(seed)})
-				t.Logf("seed %d: trace %016x, %d ticks, %d handoffs (replay: SHARDWISE_SEED=%d go test -run '^TestSimulation$' ./zone/zonesim)",
-					seed, res.Trace, res.Ticks, res.Handoffs, seed)
+				t.Logf("seed %d: trace %016x, %d ticks, %d handoffs (replay: %sSHARDWISE_SEED=%d go test -run '^TestSimulation$' ./zone/zonesim)",
+					seed, res.Trace, res.Ticks, res.Handoffs, longEnv(), seed)
 				var pe *zonesim.PropertyError
 				if known, ok := zonesim.KnownFailure(seed); ok && !replay {
 					if !errors.As(err, &pe) || pe.Property != "clients" {
