@@ -1,6 +1,8 @@
 package zone
 
 import (
+	"slices"
+
 	"github.com/shardwise/shardwise/account"
 	"github.com/shardwise/shardwise/handoff"
 	"github.com/shardwise/shardwise/zone/internal/wire"
@@ -16,33 +18,59 @@ import (
 // newer than the store's. So a node that holds checkpoint records of a
 // client player of the account (in a stream, or in an adoption round)
 // does not answer NotHere: it answers Saving (the login waits, as for a
-// save on its way) and answers again once it holds no such record any
-// more: Taken if it adopted the master, NotHere if the records went (the
-// owner said the player is gone, or the stream moved). A login on this
-// node waits the same way for its own records.
+// save on its way) and answers again once the records it answered for
+// are adopted or gone: Taken if it adopted the master, NotHere if not
+// (another node adopted it, the owner said the player is gone, or the
+// stream moved). A login on this node waits the same way for its own
+// records.
+//
+// The records it answered for are those of the streams that held the
+// account's when the login came (their owner may be the node that died
+// and has not been fenced yet), and those of any owner whose lease this
+// node no longer accepts (they are adopted next). Not the records that
+// come later from live owners: an adoption makes the adopter the owner
+// of a new stream, and when a dead node's master and pet are adopted by
+// two nodes that are each other's standby, each holds the other's new
+// records of the account for as long as the player stands there. Had
+// each waited for those, neither would answer again, and the login,
+// left to its timeout, would bring a second player in from the store
+// (issue 30: the demo's player twice after a zone node kill).
 
 // ownerName is the Owner component's name in a record (Register in New).
 const ownerName = "zone.owner"
 
 // adoptionWaiter is a login waiting for this node's records of its
-// account: a takeover from node (m), or this node's own session ("").
+// account: a takeover from node (m), or this node's own session (""),
+// and the streams whose records of the account it waits for.
 type adoptionWaiter struct {
 	node string
 	m    wire.Player
+	from []streamOwner
+}
+
+// streamOwner is the owner of a stream a standby holds: a node under one
+// lease.
+type streamOwner struct {
+	name  string
+	lease int64
 }
 
 // holdsPlayerRecords reports whether this node holds a checkpoint record
-// of a client player's entity of account a, or a master of a it adopted
-// whose session the store has not cleared yet (lostplayers.go).
-func (c *cluster) holdsPlayerRecords(a account.ID) bool {
+// of a client player's entity of account a (in a stream, as a moved
+// record, or in an adoption round), or a master of a it adopted whose
+// session the store has not cleared yet (lostplayers.go). counts, if not
+// nil, says which streams' records count (by their owner); the rounds'
+// and the unchecked masters always do.
+func (c *cluster) holdsPlayerRecords(a account.ID, counts func(streamOwner) bool) bool {
 	if c.r.uncheckedAccount(a) {
 		return true
 	}
 	for _, in := range c.ckpt.in {
-		for _, s := range in.recs {
-			if recordAccount(s) == a {
-				return true
-			}
+		if counts != nil && !counts(streamOwner{in.owner, in.lease}) {
+			continue
+		}
+		if c.streamHolds(in, a) {
+			return true
 		}
 	}
 	for _, rd := range c.ckpt.rounds {
@@ -54,6 +82,26 @@ func (c *cluster) holdsPlayerRecords(a account.ID) bool {
 	}
 	return false
 }
+
+// streamHolds reports whether in holds a record of a client player's
+// entity of account a (moved ones too: a round adopts them).
+func (c *cluster) streamHolds(in *ckptIn, a account.ID) bool {
+	for _, s := range in.recs {
+		if recordAccount(s) == a {
+			return true
+		}
+	}
+	for _, mv := range in.moved {
+		if recordAccount(mv.snap) == a {
+			return true
+		}
+	}
+	return false
+}
+
+// deadOwner reports whether this node no longer accepts o: its records
+// are adopted next, by this node or by the standby of their region.
+func (c *cluster) deadOwner(o streamOwner) bool { return !c.peerLive(o.name, o.lease) }
 
 // recordAccount is the account of a record's client player (0: none).
 func recordAccount(s handoff.RawSnapshot) account.ID {
@@ -71,15 +119,28 @@ func recordAccount(s handoff.RawSnapshot) account.ID {
 // awaitAdoption makes the login of m (from node, "" for this one) wait
 // for this node's records of its account; false if it holds none.
 func (c *cluster) awaitAdoption(node string, m wire.Player) bool {
-	if !c.holdsPlayerRecords(m.Account) {
+	if !c.holdsPlayerRecords(m.Account, nil) {
 		return false
 	}
-	c.ckpt.waiters = append(c.ckpt.waiters, adoptionWaiter{node: node, m: m})
+	w := adoptionWaiter{node: node, m: m}
+	for _, in := range c.ckpt.in {
+		if o := (streamOwner{in.owner, in.lease}); !slices.Contains(w.from, o) && c.streamHolds(in, m.Account) {
+			w.from = append(w.from, o)
+		}
+	}
+	c.ckpt.waiters = append(c.ckpt.waiters, w)
 	return true
 }
 
-// releaseWaiters answers the logins whose account this node holds no
-// record of any more (ckptTick, after the adoptions it finished).
+// awaited reports whether this node still holds records w waits for.
+func (c *cluster) awaited(w adoptionWaiter) bool {
+	return c.holdsPlayerRecords(w.m.Account, func(o streamOwner) bool {
+		return slices.Contains(w.from, o) || c.deadOwner(o)
+	})
+}
+
+// releaseWaiters answers the logins whose records this node holds no
+// more (awaited; ckptTick, after the adoptions it finished).
 func (c *cluster) releaseWaiters() {
 	ck := &c.ckpt
 	if len(ck.waiters) == 0 {
@@ -92,7 +153,7 @@ func (c *cluster) releaseWaiters() {
 		switch {
 		case w.node != "" && !c.maybeLive(w.node):
 			// The asker died.
-		case c.holdsPlayerRecords(w.m.Account):
+		case c.awaited(w):
 			kept = append(kept, w)
 		default:
 			due = append(due, w)

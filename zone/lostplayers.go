@@ -193,7 +193,7 @@ func (r *Runtime) verifyMaster(g *gwSession) {
 		return
 	}
 	a := g.s.Account()
-	if r.cluster.holdsPlayerRecords(a) {
+	if r.cluster.holdsPlayerRecords(a, nil) {
 		return // adopted, or dropped, at a later tick
 	}
 	g.verify, g.verifying, g.awaiting = false, true, g.awaiting[:0]
