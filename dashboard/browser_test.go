@@ -256,8 +256,8 @@ func TestPageShowsTheClusterLive(t *testing.T) {
 
 func near(a, b float64) bool { return a-b < 0.5 && b-a < 0.5 }
 
-// browser starts a headless Chromium for t in which a page exception
-// fails the test (browsertest.Start).
+// browser opens a tab for t, in which a page exception fails the test, in
+// the test binary's headless Chromium (browsertest.Start).
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	return browsertest.Start(t, browsertest.Options{Width: 1400, Height: 860, ExceptionsFail: true})

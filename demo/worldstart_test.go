@@ -38,19 +38,21 @@ func TestWorldSaysItStartsAtOnce(t *testing.T) {
 	}
 }
 
-// TestWorldTradesCommit: the bots' first trades commit within half the
-// default demo's game time (300 ticks of the 600 in 30 s at 20 Hz): every
-// pair trades first thing (TradeChance 1) and meets near where its
+// TestWorldTradesCommit: the bots' first trades commit within a third of
+// the default demo's game time (200 ticks of the 600 in 30 s at 20 Hz):
+// every pair trades first thing (TradeChance 1) and meets near where its
 // players stand (sim's BotStep.Near). A meeting planned regardless of
 // where they stood took 16 to 34 s of walking (the first trade committed
 // after about 430 ticks, and on a busy machine a 30 s demo often saw
-// none). The play is ended by the zone nodes' ticks (read from the
-// dashboard), not by the wall clock, so that a loaded machine, whose
+// none); meeting near, the first committed by tick 100 and three by tick
+// 200 (issue 28: it played 300 ticks, 15 s of the suite's wall clock).
+// The play is ended by the zone nodes' ticks (read from the dashboard),
+// not by the wall clock, so that a loaded machine, whose
 // ticks come late, plays just as long in game time. Nothing else is
 // drawn: no shopping, no move, no kill (of either node: the zone node
 // kill off, the report says nothing of it).
 func TestWorldTradesCommit(t *testing.T) {
-	const ticks = 300
+	const ticks = 200
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	stop := make(chan struct{})
@@ -85,7 +87,7 @@ func TestWorldTradesCommit(t *testing.T) {
 	rep.Print(&out)
 	t.Log("\n" + out.String())
 	// The money must balance; the other invariants are TestWorldShort's
-	// (300 ticks without a move may see no handoff, which the report
+	// (200 ticks without a move may see no handoff, which the report
 	// calls a failure).
 	if p := rep.Audit.Problems(true); len(p) > 0 || rep.Economy.Failed > 0 || rep.LedgerErr != "" {
 		t.Errorf("audit %q, %d movements malformed, ledger %q", p, rep.Economy.Failed, rep.LedgerErr)

@@ -389,6 +389,9 @@ type econPool struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	retries atomic.Int64
+	// out counts the jobs handed to the workers whose answers are not yet
+	// posted to the world goroutine: a test paces its ticks on it.
+	out atomic.Int64
 
 	mu      sync.Mutex // orders start and close
 	started bool
@@ -426,6 +429,7 @@ func (p *econPool) work() {
 		case j := <-p.jobs:
 			res := p.do(j)
 			p.post(func() { p.done(res) })
+			p.out.Add(-1)
 		}
 	}
 }
@@ -445,10 +449,12 @@ func (p *econPool) offer(j *econJob) bool {
 	if !p.start() {
 		return false
 	}
+	p.out.Add(1)
 	select {
 	case p.jobs <- j:
 		return true
 	default:
+		p.out.Add(-1)
 		return false
 	}
 }

@@ -285,13 +285,59 @@ func offerInput(partner ecs.ID, coins int64, good Good, count int64) gateway.Inp
 		Point: torus.Pos{X: float64(coins), Y: float64(int64(good) + 256*count)}}
 }
 
-// stepUntil steps the cluster until cond holds, failing after limit.
+// stepUntil steps the cluster, in pace with the economy (stepPaced), until
+// cond holds, failing after limit.
 func stepUntil(t *testing.T, c *zonetest.Cluster, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		stepPaced(t, c, 1)
+	}
+}
+
+// holdsCalls marks a test's economy that holds calls on purpose (a gate,
+// a node that dies with the call out): stepPaced does not wait for it.
+type holdsCalls interface{ holdsCalls() }
+
+// stepPaced steps the cluster n ticks, each only once every call the
+// games' workers had out to the economy has been answered (its answer is
+// applied at the tick). The tests step as fast as they can while the
+// economy answers in wall time, so without this a trade's age and
+// timeouts, counted in ticks, would run out on a slow machine before an
+// answer came (issue 28: a trade expired at 400 ticks with its offers
+// still out). Each call ends within its CallDeadline, so the wait is
+// bounded; a game whose economy holds calls (holdsCalls) or whose
+// workers are closed is not waited for.
+func stepPaced(t *testing.T, c *zonetest.Cluster, n int) {
+	t.Helper()
+	for range n {
+		var waits []*econPool
+		for _, node := range c.Nodes {
+			g, ok := node.Module.(*Game)
+			if !ok || g.econ.pool == nil {
+				continue
+			}
+			if _, held := g.cfg.Economy.Ledger.(holdsCalls); held {
+				continue
+			}
+			waits = append(waits, g.econ.pool)
+		}
+		const limit = time.Minute
+		if !zonetest.Poll(limit, func() bool {
+			for _, p := range waits {
+				p.mu.Lock()
+				closed := p.closed
+				p.mu.Unlock()
+				if !closed && p.out.Load() > 0 {
+					return false
+				}
+			}
+			return true
+		}) {
+			t.Fatalf("the economy did not answer the games' calls within %v", limit)
 		}
 		c.StepSync(1)
 	}

@@ -21,6 +21,8 @@ type gatedReader struct {
 	arrived chan struct{}
 }
 
+func (*gatedReader) holdsCalls() {}
+
 func (g *gatedReader) shut() {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -142,7 +142,7 @@ func TestRandomTradesAcrossTheBorderWithAnEconomyNodeKill(t *testing.T) {
 			in(p, gateway.Input{Kind: InputMove, HasPoint: true, Point: torus.Pos{X: p.home.X, Y: p.home.Y + dy}})
 			p.away = 10 + rng.IntN(30)
 		}
-		c.StepSync(1 + rng.IntN(3))
+		stepPaced(t, c, 1+rng.IntN(3))
 	}
 	// Everyone home; every open trade cancelled.
 	for _, p := range ps {

@@ -219,6 +219,8 @@ type gatedEconomy struct {
 	open chan struct{}
 }
 
+func (gatedEconomy) holdsCalls() {}
+
 func (e gatedEconomy) Record(ctx context.Context, scope string, m netting.Movement) (netting.Outcome, error) {
 	if strings.Contains(m.Key, ":offer:") {
 		select {

@@ -45,11 +45,13 @@ func jsString(s string) string {
 
 func fmtID(id uint64) string { return fmt.Sprint(id) }
 
-// browser starts a headless Chromium for t (browsertest.Start).
+// browser opens a tab for t in the test binary's headless Chromium
+// (browsertest.Start; TestMain stops the browser).
 //
-// The tests that start one (here and conformancePage) call t.Parallel:
-// each has its own browser, servers and scripted world, and about half
-// of each one's wall clock is Chromium starting (issue 28).
+// The tests that open one (here and conformancePage) call t.Parallel:
+// each has its own tab and browser context, servers and scripted world.
+// Each used to start a browser of its own, about half of each one's wall
+// clock (issue 28).
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	return browsertest.Start(t, browsertest.Options{Width: 800, Height: 640})

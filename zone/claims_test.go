@@ -3,7 +3,7 @@ package zone_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -181,18 +181,31 @@ func TestARegionSwapHandsOverEveryEntityInIt(t *testing.T) {
 }
 
 // randomTable gives each region of the grid to one of the nodes at
-// random, from seed, every node at least one region.
+// random, from seed, every node at least one region, and the four
+// regions around the origin (where wanderConfig's wanderers roam) to two
+// nodes at least: a table that gives them all to one node is drawn
+// again (1 in about 60 was; its run showed no client an entity of
+// another node and failed as exercising nothing).
 func randomTable(seed uint64) func(cells.Grid, []string) (*cells.Table, error) {
 	return func(g cells.Grid, names []string) (*cells.Table, error) {
 		rnd := rand.New(rand.NewPCG(seed, 0x7ab1e))
+		e := float64(g.RegionEdge()) / 2
+		var corner []cells.RegionID
+		for _, p := range [][2]float64{{e, e}, {-e, e}, {e, -e}, {-e, -e}} {
+			corner = append(corner, g.RegionOf(g.World().Normalise(torus.Pos{X: p[0], Y: p[1]})))
+		}
 		owners := make([]string, g.Regions())
-		for r := range owners {
-			owners[r] = names[rnd.IntN(len(names))]
+		for {
+			for r := range owners {
+				owners[r] = names[rnd.IntN(len(names))]
+			}
+			for i, r := range rnd.Perm(len(owners))[:len(names)] {
+				owners[r] = names[i]
+			}
+			if slices.ContainsFunc(corner, func(r cells.RegionID) bool { return owners[r] != owners[corner[0]] }) {
+				return cells.NewTable(g, 1, owners)
+			}
 		}
-		for i, r := range rnd.Perm(len(owners))[:len(names)] {
-			owners[r] = names[i]
-		}
-		return cells.NewTable(g, 1, owners)
 	}
 }
 
@@ -205,44 +218,59 @@ func randomTable(seed uint64) func(cells.Grid, []string) (*cells.Table, error) {
 // that subscribed after a handoff was shown the entity where it was
 // handed over, from the old owner's snapshot, long after it walked away.
 //
-// By default it runs seed 1752897973174601063, whose tables failed 3 of
-// 4 before the ghost fixes of issue 28; SHARDWISE_SEED=N runs seed N
-// (try fresh ones: SHARDWISE_SEED=$RANDOM$RANDOM). Not a fresh seed at
-// every run yet: about one table in 20 still fails, e.g. table-0 of
-// 15465355954984300310 at tick 244 (a ghost left at its old owner's
-// epoch 2 after two handoffs; docs/decisions.md), and the suite must not
-// fail one run in five or ten for a known open bug.
+// Each run takes a fresh seed, printed; SHARDWISE_SEED=N replays seed N.
+// Three tables a run (one with -short), beside the table
+// TestClusterWithHandoffsIsOneNodeOnAHandedOnTable replays.
 func TestClusterWithHandoffsIsOneNodeOnRandomTables(t *testing.T) {
 	t.Parallel()
-	seed := uint64(1752897973174601063)
-	if os.Getenv(testseed.Env) != "" {
-		seed = testseed.Seed(t)
-	} else {
-		t.Logf("seed %d (pinned; another: %s=N go test -run '^%s$')", seed, testseed.Env, t.Name())
-	}
+	seed := testseed.Seed(t)
 	rnd := rand.New(rand.NewPCG(seed, 0x1a7e5))
-	runs := 4
+	runs := 3
 	if testing.Short() {
-		runs = 2
+		runs = 1
 	}
 	for i := range runs {
 		tableSeed, wanderSeed := rnd.Uint64(), rnd.Uint64()
 		t.Run(fmt.Sprintf("table-%d", i), func(t *testing.T) {
 			t.Parallel()
-			table := randomTable(tableSeed)
-			grid := mustGrid(t, clusterGrid())
-			tb, err := table(grid, []string{"zone-0", "zone-1", "zone-2", "zone-3"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("owners by region: %v", tb.Owners())
-			cfg := wanderConfig(wanderSeed)
-			cfg.Entities, cfg.Accounts = 96, 12
-			cfg.Area, cfg.Roam, cfg.Speed = 300, 400, 30
-			if n := sameAsOneNodeOn(t, cfg, 400, 4, true, table); n < 10 {
-				t.Fatalf("only %d handoffs: the table exercises too few", n)
-			}
+			oneNodeOnRandomTable(t, tableSeed, wanderSeed)
 		})
+	}
+}
+
+// TestClusterWithHandoffsIsOneNodeOnAHandedOnTable replays table-0 of
+// TestClusterWithHandoffsIsOneNodeOnRandomTables' seed
+// 15465355954984300310, which failed at tick 244 (about one random table
+// in twenty did): zone-3 handed entity 96 to zone-1 in chunk (249, 1),
+// and zone-1's first step of it took it into (248, 1), before its first
+// flush. zone-0 held (249, 1) from both for a client, not (248, 1):
+// zone-3 said nothing (a handoff is superseded by the new owner's epoch),
+// zone-1 counted only the observers of (248, 1), and zone-0 kept its
+// ghost at zone-3's epoch 2 where it was handed over, for good. The new
+// owner now sends such a node the entity's vanish (announceAdopted;
+// testdata/scenarios/handed_on_ghost.txt, nohandedvanish).
+func TestClusterWithHandoffsIsOneNodeOnAHandedOnTable(t *testing.T) {
+	t.Parallel()
+	rnd := rand.New(rand.NewPCG(15465355954984300310, 0x1a7e5))
+	oneNodeOnRandomTable(t, rnd.Uint64(), rnd.Uint64())
+}
+
+// oneNodeOnRandomTable is TestClusterWithHandoffsIsOneNode's comparison
+// on a random table from tableSeed, with wanderers from wanderSeed.
+func oneNodeOnRandomTable(t *testing.T, tableSeed, wanderSeed uint64) {
+	t.Helper()
+	table := randomTable(tableSeed)
+	grid := mustGrid(t, clusterGrid())
+	tb, err := table(grid, []string{"zone-0", "zone-1", "zone-2", "zone-3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("owners by region: %v", tb.Owners())
+	cfg := wanderConfig(wanderSeed)
+	cfg.Entities, cfg.Accounts = 96, 12
+	cfg.Area, cfg.Roam, cfg.Speed = 300, 400, 30
+	if n := sameAsOneNodeOn(t, cfg, 400, 4, true, table); n < 10 {
+		t.Fatalf("only %d handoffs: the table exercises too few", n)
 	}
 }
 

@@ -80,6 +80,13 @@ type cluster struct {
 	// that peer of it, so it is not sent. One raised after the adoption,
 	// for a peer that saw it, is.
 	wasGhost map[ecs.ID][]Subscriber
+	// handedSeen are, per entity adopted from a handoff this tick, the
+	// node subscribers that hold the chunk it was handed over in but did
+	// not observe a ghost of it here (wasGhost): they may hold a ghost of
+	// it from its source, at the old epoch, which nothing else would ever
+	// correct if it walks out of their sight before this node's first
+	// flush of it (announceAdopted sends them its vanish).
+	handedSeen map[ecs.ID][]Subscriber
 	// parting are the entities destroyed or evicted this tick (or handed
 	// over with no ghost kept), with the epoch and chunk they had: their
 	// vanish goes out this tick under that epoch, naming that chunk.
@@ -88,7 +95,14 @@ type cluster struct {
 	// has not come yet: until it comes, the peer may not count this node
 	// as an observer there.
 	awaiting map[peerChunk]struct{}
-	events   []replica.Event
+	// resyncing are the chunks asked again of their sender after a gap in
+	// its batches whose snapshot has not come yet, with the last tick it
+	// is waited for (a gap loses moves: resyncNear).
+	resyncing map[peerChunk]uint64
+	// asked are the chunks peers subscribed to here whose first snapshot
+	// has not gone yet (unanswered).
+	asked  map[peerChunk]struct{}
+	events []replica.Event
 	// replicationFirst makes drain apply the queued replication batches
 	// before the control messages (set only by tests: the two travel on
 	// different streams, so either order can happen).
@@ -172,6 +186,9 @@ type plantedBugs struct {
 	noSourceResync bool // applySnapshot does not ask another source again for a ghost the chunk's owner left out
 	noHandOnHold   bool // resolveHeld lets a vanish through from a sender that simulates nothing in the chunk it names
 	noTakeRecheck  bool // holdUnlisted does not keep a handed entity's ghost that the taker's snapshot, maybe older than the take, leaves out
+	noHandedVanish bool // announceAdopted sends no vanish to the nodes that hold the chunk of the handoff but not the entity's (handedSeen)
+	wentUnanswered bool // a went record counts as having seen the entity a subscriber whose snapshot of its chunk is still to come (unanswered)
+	noGapHold      bool // holdUnlisted does not keep a ghost its source's snapshot leaves out while that source's gap is resynced (resyncNear)
 	// The intents lost at a failover before intentfate.go:
 	// noUnconfirmed, those sent to a peer that then died unconfirmed are
 	// not counted; noAwait, one for a fenced peer's entity is sent into
@@ -376,8 +393,11 @@ func newCluster(r *Runtime, tr Transport) (*cluster, error) {
 		band:       make(map[torus.ChunkPos]bool),
 		goneGhosts: make(map[ecs.ID]struct{}),
 		wasGhost:   make(map[ecs.ID][]Subscriber),
+		handedSeen: make(map[ecs.ID][]Subscriber),
 		parting:    make(map[ecs.ID]parted),
 		awaiting:   make(map[peerChunk]struct{}),
+		resyncing:  make(map[peerChunk]uint64),
+		asked:      make(map[peerChunk]struct{}),
 		leaseOf:    make(map[string]int64),
 		fenced:     make(map[string]int64),
 		resendAt:   make(map[string]uint64),
@@ -942,11 +962,36 @@ func (c *cluster) holdUnlisted(from string, id ecs.ID, ch torus.ChunkPos) bool {
 		c.stats.VanishesHeld++
 		return true
 	}
-	if !c.pendingNear(from, ch) || !c.holdVanishOf(id, h) {
+	if pending := c.pendingNear(from, ch); !pending && !c.resyncNear(from, ch) || !c.holdVanishOf(id, h) {
 		return false
 	}
 	c.stats.VanishesHeld++
 	return true
+}
+
+// resyncNear reports whether this node needs a chunk next to ch that it
+// receives from peer and has asked peer for again after a gap in its
+// batches (or will, at the end of this drain), with no snapshot come yet.
+// The lost batches may have moved a ghost of peer's out of ch into that
+// chunk: a snapshot of ch that leaves it out does not say it is gone
+// (zonesim's crowd at a four-way corner, seed 18: a ghost whose move into
+// the next chunk was lost removed by its source's snapshot of the chunk
+// it left, a vanish two chunks from a client's viewer; the next chunk's
+// snapshot listed it a tick later).
+func (c *cluster) resyncNear(peer string, ch torus.ChunkPos) bool {
+	if c.bugs.noGapHold || !c.gaps[peer] && len(c.resyncing) == 0 {
+		return false
+	}
+	tick := c.r.w.CurrentTick().N
+	for _, n := range c.neighbours(ch) {
+		if !c.needs(n) || !c.wanted(peer, n) {
+			continue
+		}
+		if until, ok := c.resyncing[peerChunk{peer, n}]; c.gaps[peer] || ok && tick <= until {
+			return true
+		}
+	}
+	return false
 }
 
 // pendingNear reports whether this node needs a chunk next to ch that it
@@ -1030,7 +1075,7 @@ func (c *cluster) resolveHeld() {
 			continue
 		}
 		if h.unlisted {
-			if tick <= h.until && (c.awaitingNear(h.peer, h.chunk) || h.beforeTake && c.isAwaiting(h.peer, h.chunk)) {
+			if tick <= h.until && (c.awaitingNear(h.peer, h.chunk) || c.resyncNear(h.peer, h.chunk) || h.beforeTake && c.isAwaiting(h.peer, h.chunk)) {
 				continue
 			}
 			c.unhold(e)
@@ -1209,6 +1254,7 @@ func (c *cluster) applySnapshot(from string, s wire.Snapshot, table uint64) {
 		return
 	}
 	delete(c.awaiting, peerChunk{from, ch})
+	delete(c.resyncing, peerChunk{from, ch})
 	// The snapshot is the sender's part of the chunk: other sources'
 	// ghosts there stay (a ghost held at a fence unlisted is noted:
 	// sweepFenceHeld ends it once every simulator there left it out).
@@ -1341,12 +1387,14 @@ func (c *cluster) subscribe(from string, s wire.Subscribe) {
 	}
 	for _, ch := range s.Remove {
 		c.r.subs.Withdraw(key, ch)
+		delete(c.asked, peerChunk{from, c.r.geo.NormaliseChunk(ch)})
 		c.unseeWent(key, c.r.geo.NormaliseChunk(ch))
 	}
 	for _, ch := range s.Add {
 		c.r.subs.Announce(key, ch)
 		c.r.subs.MarkSent(key, ch)
 		c.snapshot[from] = append(c.snapshot[from], ch)
+		c.asked[peerChunk{from, c.r.geo.NormaliseChunk(ch)}] = struct{}{}
 	}
 	for _, ch := range s.Resync {
 		if c.r.subs.IsSent(key, ch) {
@@ -1381,6 +1429,7 @@ func (c *cluster) publish(seq uint64) {
 		entries := []replication.Entry{{Kind: wire.EntryFence, Payload: fence}}
 		entries = c.appendUpdates(entries, sink.frames, seq, len(snaps))
 		for _, ch := range snaps {
+			delete(c.asked, peerChunk{p, c.r.geo.NormaliseChunk(ch)})
 			entries = append(entries, replication.Entry{Kind: wire.EntrySnapshot, Payload: c.r.snapshot(ch, seq, interest.Node(c.numOf[p])).Append(nil)})
 			c.stats.Snapshots++
 		}
@@ -1768,11 +1817,19 @@ func (c *cluster) drain() {
 		c.resendWants(p)
 	}
 	// A gap means lost batches: ask each such source again for every chunk
-	// this node receives from it.
+	// this node receives from it (resyncing: until their snapshots come,
+	// a ghost its snapshot of one chunk leaves out may stand in another).
+	tick := c.r.w.CurrentTick().N
+	for k, until := range c.resyncing {
+		if tick > until {
+			delete(c.resyncing, k)
+		}
+	}
 	for _, p := range sortedKeys(c.gaps) {
 		for ch, peers := range c.wants {
 			if slices.Contains(peers, p) {
 				c.sub(p).Resync = append(c.sub(p).Resync, ch)
+				c.resyncing[peerChunk{p, c.r.geo.NormaliseChunk(ch)}] = tick + ticks(c.r.cfg.Timers.Hold)
 			}
 		}
 		if s := c.subOut[p]; s != nil {
@@ -1924,6 +1981,11 @@ func (c *cluster) forgetPeer(p string) {
 		delete(c.numOf, p)
 		delete(c.nameOf, n)
 		delete(c.snapshot, p)
+	}
+	for k := range c.asked {
+		if k.peer == p {
+			delete(c.asked, k)
+		}
 	}
 	for a, q := range c.routes {
 		if q == p {

@@ -63,7 +63,12 @@
 //     snapshot of a neighbouring chunk it holds (at most 20 ticks): after
 //     a handoff the new owner did not yet count this node as an observer
 //     and may not have told it that the entity walked on into that
-//     chunk. The ghosts of a chunk the node stops holding
+//     chunk; or while a gap in the sender's batches is resynced (the lost
+//     batches may have moved it into a neighbouring chunk). A node that
+//     adopts a handed-over entity sends its vanish to the peers that hold
+//     the chunk of the handoff but not the one it walked into before its
+//     first flush: their ghost came from the old owner, which says
+//     nothing of a handoff. The ghosts of a chunk the node stops holding
 //     altogether are parked, unseen, for 8 ticks rather than dropped: the
 //     sender may still send a delta as one walks into a chunk the node
 //     receives. The ghosts of a peer whose lease ended are held at its

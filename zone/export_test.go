@@ -53,10 +53,15 @@ func (r *Runtime) Breach(kind string, id ecs.ID) {
 // its fence: they vanish, then come back adopted), "nounconfirmed" (the
 // intents sent to a peer that then died unconfirmed are not counted),
 // "noawait" (an intent for a fenced peer's entity is sent into the void,
-// uncounted), "noheir" (an intent for a fenced peer's entity never goes
-// to the node whose adoption query named it: it waits for a ghost),
-// "nobandreplan" (a new table's re-plan leaves out the band chunks whose
-// simulators were all fenced).
+// uncounted), "nohandedvanish" (an adopter does not tell the nodes that
+// hold the chunk of the handoff but not the entity's that it went),
+// "wentunanswered" (a went record counts a subscriber whose first
+// snapshot is still to come), "nogaphold" (a ghost its source's snapshot
+// leaves out goes while that source's gap is resynced), "noheir" (an
+// intent for a fenced peer's entity never goes to the node whose
+// adoption query named it: it waits for a ghost), "nobandreplan" (a new
+// table's re-plan leaves out the band chunks whose simulators were all
+// fenced).
 func (r *Runtime) Plant(bug string) {
 	b := &r.cluster.bugs
 	switch bug {
@@ -90,6 +95,12 @@ func (r *Runtime) Plant(bug string) {
 		b.noHandOnHold = true
 	case "notakerecheck":
 		b.noTakeRecheck = true
+	case "nohandedvanish":
+		b.noHandedVanish = true
+	case "wentunanswered":
+		b.wentUnanswered = true
+	case "nogaphold":
+		b.noGapHold = true
 	case "nounconfirmed":
 		b.noUnconfirmed = true
 	case "noawait":

@@ -52,41 +52,98 @@ type Options struct {
 	ExceptionsFail bool
 }
 
-// Start runs a headless Chromium for t and returns the context of its
-// first tab (two minutes at most). The browser is stopped, and waited
-// for, when t ends. The page's console output and uncaught exceptions go
-// to t.Log (exceptions to t.Error with Options.ExceptionsFail).
-func Start(t *testing.T, o Options) context.Context {
+// shared is the one Chromium of a test binary: starting one costs about a
+// second of wall clock and half a second of CPU, and the web pages' tests
+// start about twenty (issue 28). Each test gets a tab of its own in a
+// browser context of its own (no cookie, storage or cache shared with
+// another test), sized as its Options say. Shutdown, from the package's
+// TestMain, stops it; were TestMain to forget, chromedp starts it with
+// the parent-death signal, so it does not outlive the test binary.
+var shared struct {
+	mu      sync.Mutex
+	browser context.Context // the first tab's context: the browser's
+	cancel  func()
+	dir     string // its user data directory
+}
+
+// browser returns the shared browser's context, starting it first.
+func browser(t *testing.T) context.Context {
 	t.Helper()
-	if o.Width == 0 || o.Height == 0 {
-		o.Width, o.Height = 800, 640
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.browser != nil {
+		return shared.browser
 	}
 	path := ChromiumPath(t)
+	dir, err := os.MkdirTemp("", "browsertest-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.Headless,
 		chromedp.NoSandbox, // the tests run as root, where Chromium's sandbox will not start
 		chromedp.DisableGPU,
-		chromedp.WindowSize(o.Width, o.Height),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(dir),
 	)
-	ctx, cancelTimeout := context.WithTimeout(context.Background(), 2*time.Minute)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	tabCtx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
+	start := time.Now()
+	if err := chromedp.Do(browserCtx); err != nil { // starts the browser
+		cancelBrowser()
+		cancelAlloc()
+		_ = os.RemoveAll(dir)
+		t.Fatalf("start chromium %s: %v", path, err)
+	}
+	t.Logf("chromium %s started in %v (shared by this binary's tests)", path, time.Since(start).Round(time.Millisecond))
+	shared.browser, shared.dir = browserCtx, dir
+	shared.cancel = func() {
+		cancelBrowser()
+		cancelAlloc() // waits for the browser process to exit
+	}
+	return browserCtx
+}
+
+// Shutdown stops the shared browser, if a test started it, and waits for
+// it. A package whose tests call Start calls it from TestMain after
+// m.Run.
+func Shutdown() {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.browser == nil {
+		return
+	}
+	shared.cancel()
+	_ = os.RemoveAll(shared.dir)
+	shared.browser, shared.cancel, shared.dir = nil, nil, ""
+}
+
+// Start opens a tab for t, in a browser context of its own, in the test
+// binary's headless Chromium (started by the first Start), and returns
+// the tab's context (two minutes at most). The tab and its browser
+// context are closed when t ends. The page's console output and uncaught
+// exceptions go to t.Log (exceptions to t.Error with
+// Options.ExceptionsFail).
+func Start(t *testing.T, o Options) context.Context {
+	t.Helper()
+	if o.Width == 0 || o.Height == 0 {
+		o.Width, o.Height = 800, 640
+	}
+	b := browser(t)
+	ctx, cancelTimeout := context.WithTimeout(b, 2*time.Minute)
+	tabCtx, cancelTab := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
 	// The listener may run after the test: logging stops, under mu, before
-	// the browser does.
+	// the tab closes.
 	var mu sync.Mutex
 	ended := false
 	t.Cleanup(func() {
 		mu.Lock()
 		ended = true
 		mu.Unlock()
-		cancelTab()
-		cancelAlloc() // waits for the browser process to exit
+		cancelTab() // closes the tab and its browser context, and waits
 		cancelTimeout()
 	})
-	start := time.Now()
-	err := chromedp.Listen(tabCtx, func(ev any) { // starts the browser
+	err := chromedp.Listen(tabCtx, func(ev any) { // opens the tab
 		mu.Lock()
 		defer mu.Unlock()
 		if ended {
@@ -113,9 +170,13 @@ func Start(t *testing.T, o Options) context.Context {
 		}
 	})
 	if err != nil {
-		t.Fatalf("start chromium %s: %v", path, err)
+		t.Fatalf("open a tab: %v", err)
 	}
-	t.Logf("chromium %s started in %v", path, time.Since(start).Round(time.Millisecond))
+	// The window's size: the tab's viewport, as the browser's window flag
+	// set it when each test had a browser of its own.
+	if err := chromedp.Do(tabCtx, chromedp.EmulateViewport(int64(o.Width), int64(o.Height))); err != nil {
+		t.Fatalf("size the tab: %v", err)
+	}
 	return tabCtx
 }
 

@@ -45,8 +45,9 @@
 //     the store's own clock waited out — that log their trace on failure,
 //     with one seed run twice and the traces compared; and stress ones
 //     with goroutine bursts and concurrent settles. Seeds come from
-//     internal/testseed (SHARDWISE_SEED replays a run);
-//     SHARDWISE_PROPERTY_SEEDS sets how many of each kind (default 2).
+//     internal/testseed (SHARDWISE_SEED replays a run); one of each kind
+//     by default, four with SHARDWISE_LONG=1, SHARDWISE_PROPERTY_SEEDS
+//     sets how many.
 //
 // Every behaviour and property test ends with the money audit, which
 // includes netting.VerifyLedger: every settle path must leave a ledger that

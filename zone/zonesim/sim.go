@@ -34,6 +34,11 @@ type Config struct {
 	Nodes int
 	// Ticks is how many ticks the run lasts. Default 200.
 	Ticks int
+	// Until, if above zero and below Ticks, ends the run after that tick:
+	// the schedule and every draw stay those of a run of Ticks ticks, so a
+	// regression replays the start of a long run's seed for a part of its
+	// cost.
+	Until int
 	// Grid is the world. Default 2048 m square, 512 m regions (4 × 4):
 	// small, so that the interaction bands (every border's chunks) stay
 	// few and a run costs milliseconds.
@@ -334,7 +339,11 @@ func Run(cfg Config) (res Result, err error) {
 		res.Events = append(res.Events, fmt.Sprintf("tick %d: ", t)+fmt.Sprintf(format, args...))
 	}
 
-	for t := uint64(1); t <= uint64(cfg.Ticks); t++ {
+	last := uint64(cfg.Ticks)
+	if cfg.Until > 0 {
+		last = min(last, uint64(cfg.Until))
+	}
+	for t := uint64(1); t <= last; t++ {
 		// The schedule.
 		if !sc.noCut && t == sc.cutFrom {
 			net.Cut(names[sc.cutA], names[sc.cutB])
@@ -420,7 +429,7 @@ func Run(cfg Config) (res Result, err error) {
 		if intents != nil {
 			intents.tick = t
 		}
-		if intents != nil && t+uint64(cfg.IntentQuiet) <= uint64(cfg.Ticks) {
+		if intents != nil && t+uint64(cfg.IntentQuiet) <= last {
 			intents.send(t, cfg.Intents, rts, names, leases, ids, kill.isDead)
 		}
 		for i, r := range rts {
@@ -474,7 +483,7 @@ func Run(cfg Config) (res Result, err error) {
 		res.IntentsMissing = len(missing)
 		res.IntentsCounted, res.IntentsOverlap = counted, overlap
 		if len(twice) > 0 || counted < len(missing) || counted > len(missing)+overlap {
-			return res, &PropertyError{Seed: cfg.Seed, Tick: uint64(cfg.Ticks), Property: "intents applied at most once, every one lost counted",
+			return res, &PropertyError{Seed: cfg.Seed, Tick: last, Property: "intents applied at most once, every one lost counted",
 				Detail: fmt.Sprintf("%d of %d not applied, %d counted by the nodes (up to %d may be counted twice or though applied: their confirmation died with the node), %d applied twice; first: %v", len(missing), intents.sent, counted, overlap, len(twice), append(missing[:min(len(missing), 3):min(len(missing), 3)], twice[:min(len(twice), 3)]...))}
 		}
 	} else if intents != nil {
@@ -485,7 +494,7 @@ func Run(cfg Config) (res Result, err error) {
 		// buffer full, a target it knows nothing of): one missing beyond
 		// the count was lost silently.
 		if len(missing) > res.IntentsDropped || len(twice) > 0 {
-			return res, &PropertyError{Seed: cfg.Seed, Tick: uint64(cfg.Ticks), Property: "intents applied exactly once",
+			return res, &PropertyError{Seed: cfg.Seed, Tick: last, Property: "intents applied exactly once",
 				Detail: fmt.Sprintf("%d of %d not applied (%d dropped by the nodes), %d applied twice; first: %v", len(missing), intents.sent, res.IntentsDropped, len(twice), append(missing[:min(len(missing), 3):min(len(missing), 3)], twice[:min(len(twice), 3)]...))}
 		}
 	}
