@@ -679,11 +679,17 @@ func (c *cluster) replanAll(extra []torus.ChunkPos) {
 	// The band too: a band chunk whose simulators were all fenced has
 	// no wants left (fencedPeers), and one that stays in the band is
 	// not in extra; the new table may name a live simulator of it (the
-	// dead one's adopter). (Not those queued above: a duplicate takes a
-	// share of replanPerTick.)
-	for ch := range c.band {
-		if _, wanted := c.wants[ch]; !wanted && c.held[ch] == 0 && !c.bugs.noBandReplan {
-			c.replan = append(c.replan, ch)
+	// dead one's adopter). (Not those queued already: a duplicate takes
+	// a share of replanPerTick.)
+	if !c.bugs.noBandReplan {
+		queued := make(map[torus.ChunkPos]bool, len(extra))
+		for _, ch := range extra {
+			queued[ch] = true
+		}
+		for ch := range c.band {
+			if _, wanted := c.wants[ch]; !wanted && c.held[ch] == 0 && !queued[ch] {
+				c.replan = append(c.replan, ch)
+			}
 		}
 	}
 	c.replan = append(c.replan, extra...)
