@@ -51,22 +51,21 @@ var playerFailoverKnown = map[uint64]string{}
 // playerFailoverShort are short mode's seeds: two of the 21 of the long
 // sweep that broke the rule before the fix of a login's wait (4
 // entities of one account), and the two whose pet outlived its master's
-// logout before intents found the heir of a dead node's entity
-// (playerFailoverHeir).
+// logout before intents found the heir of a dead node's entity (below).
 var playerFailoverShort = []uint64{96, 154, 516, 652}
 
-// playerFailoverHeir are the seeds where a logout right after the
-// failover, of a player whose master and pet two nodes adopted, left
-// the pet in the world: the master's node sent the pet a Dismiss whose
-// route led to the dead node (a went record of its ghost), held it, and
-// dropped it after FenceHold, seeing no ghost of the pet from its
-// adopter (seed 652: the pet stands 0.8 m past the border into the
-// master's node's region, within the handoff margin, where that node
-// receives nothing). Three entities of the account then. The Dismiss
-// now goes to the pet's heir, the node whose adoption query named it
-// (intentfate.go); planted back ("noheir"), both seeds break again
-// (TestPlayersAcrossAFailoverHeirBites).
-var playerFailoverHeir = []uint64{516, 652}
+// Seeds 516 and 652 are where a logout right after the failover, of a
+// player whose master and pet two nodes adopted, left the pet in the
+// world: the master's node sent the pet a Dismiss whose route led to the
+// dead node (a went record of its ghost), held it, and dropped it after
+// FenceHold, seeing no ghost of the pet from its adopter (seed 652: the
+// pet stands 0.8 m past the border into the master's node's region,
+// within the handoff margin, where that node receives nothing; in seed
+// 516 the band's re-plan alone brings its ghost back). Three
+// entities of the account then. The Dismiss now goes to the pet's heir,
+// the node whose adoption query named it (intentfate.go), and the
+// re-plan covers the band; TestPlayersAcrossAFailoverHeirBites plants
+// both back.
 
 func TestPlayersAcrossAFailover(t *testing.T) {
 	t.Parallel()
@@ -115,8 +114,8 @@ func TestPlayersAcrossAFailoverKnown(t *testing.T) {
 	}
 }
 
-// TestPlayersAcrossAFailoverHeirBites plants the two fixes of
-// playerFailoverHeir's seeds back and requires the harness to catch
+// TestPlayersAcrossAFailoverHeirBites plants the two fixes of seeds 516
+// and 652 back and requires the harness to catch
 // each: "noheir" (an intent for a dead node's entity waits for a ghost,
 // never goes to the node whose adoption query named it) breaks 652, where
 // the pet stands where its master's node receives nothing; with
