@@ -79,7 +79,7 @@
 // survives power loss), one writer connection per Store with BEGIN
 // IMMEDIATE (writers queue in Go, not on SQLITE_BUSY), a busy timeout for
 // other processes sharing the file, a separate read-only pool, the group
-// commit's statements prepared once at open (stmtcache.go), and the hot
+// commit's statements prepared once, on first use (stmtcache.go), and the hot
 // tables clustered on their keys (WITHOUT ROWID, schema version 3). The
 // group commit adds each account's sum to its counter in one row of a
 // multi-row upsert, reading back the counter and the balance only of the

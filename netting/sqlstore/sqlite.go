@@ -425,12 +425,3 @@ const sqliteBatchInsertText = `INSERT INTO netting_batches (session_id, first_se
 func sqliteKeysInsertText(rows int) string {
 	return `INSERT INTO netting_keys (key, batch, idx) VALUES ` + repeatJoin("(?, ?, ?)", rows)
 }
-
-// sqliteHotTexts is every statement the SQLite store prepares at open.
-func sqliteHotTexts() []string {
-	texts := []string{sqliteDialect.q(appendSessionText), sqliteBatchInsertText}
-	for rows := 1; rows <= maxChunkRows; rows *= 2 {
-		texts = append(texts, sqliteReserveAddText(rows, true), sqliteReserveAddText(rows, false), sqliteKeysInsertText(rows), refusedKeysText(rows), sqliteFailingText(rows))
-	}
-	return texts
-}

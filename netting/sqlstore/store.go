@@ -99,16 +99,12 @@ func openSQLite(ctx context.Context, path string, upTo int) (*Store, error) {
 	// A store opened at an older schema is a test's, to write data an
 	// upgrade must keep: the hot statements name columns it may not have
 	// yet, so they are not prepared, and the ones it runs run unprepared.
+	// The others are prepared on first use (stmtCache).
 	if upTo >= LatestSchemaVersion {
-		if err := s.stmts.prepare(ctx, db, sqliteHotTexts()); err != nil {
-			s.stmts.close()
-			db.Close()
-			return nil, err
-		}
+		s.stmts.enable()
 	}
 	rdb, err := sql.Open("sqlite", path+"?"+pragmas+"&_pragma=query_only(1)")
 	if err != nil {
-		s.stmts.close()
 		db.Close()
 		return nil, fmt.Errorf("sqlstore: open sqlite readers %s: %w", path, err)
 	}
@@ -264,6 +260,7 @@ func (s *Store) inTxWith(ctx context.Context, dur durability, fn func(tx *sql.Tx
 }
 
 func (s *Store) tryTx(ctx context.Context, dur durability, fn func(tx *sql.Tx) error) error {
+	s.stmts.prepareWanted(ctx, s.db)
 	if dur == relaxed {
 		return s.d.relaxedTx(ctx, s, fn)
 	}
