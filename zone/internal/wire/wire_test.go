@@ -80,7 +80,7 @@ func TestRefusesTruncationsAndTrailingBytes(t *testing.T) {
 		}
 		for _, m := range ms {
 			b := m.Append(nil)
-			for _, k := range truncations(r, len(b)) {
+			for _, k := range codectest.Truncations(r, len(b)) {
 				if _, err := c.Decode(b[:k]); err == nil {
 					t.Fatalf("%s: accepted %x, the first %d of %d bytes of %+v", c.Name, b[:k], k, len(b), m)
 				} else {
@@ -96,34 +96,6 @@ func TestRefusesTruncationsAndTrailingBytes(t *testing.T) {
 			}
 		}
 	}
-}
-
-// truncations are the prefix lengths TestRefusesTruncationsAndTrailingBytes
-// tries on an encoding of n bytes: all of them up to wholePrefixes bytes,
-// which covers every sample and nearly every random message; past that
-// (the few random messages at a size limit: a list or a byte run of many
-// KiB), every prefix within edgePrefixes bytes of either end, where the
-// header, the first elements and the last lie, and midPrefixes drawn
-// from r between. Every prefix of such a message decodes a longer run of
-// the same elements, at O(n) each: all of them cost O(n²) and most of the
-// package's test time under -race, for no branch the others miss.
-func truncations(r *rand.Rand, n int) []int {
-	const wholePrefixes, edgePrefixes, midPrefixes = 2048, 512, 256
-	if n <= wholePrefixes {
-		ks := make([]int, n)
-		for k := range ks {
-			ks[k] = k
-		}
-		return ks
-	}
-	ks := make([]int, 0, 2*edgePrefixes+midPrefixes)
-	for k := range edgePrefixes {
-		ks = append(ks, k, n-1-k)
-	}
-	for range midPrefixes {
-		ks = append(ks, edgePrefixes+r.IntN(n-2*edgePrefixes))
-	}
-	return ks
 }
 
 func TestRefusesUnknownVersion(t *testing.T) {
