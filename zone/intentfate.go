@@ -218,13 +218,8 @@ func (c *cluster) heirOf(id ecs.ID) (string, bool) {
 // routesToFenced reports whether this node's route for id names a fenced
 // peer: a ghost from it, or, gone from here, a went record naming it.
 func (c *cluster) routesToFenced(id ecs.ID) bool {
-	if src, ok := c.sourceOf(id); ok {
-		return c.isFenced(src)
-	}
-	if w, ok := c.wentOf(id); ok && !c.r.w.Alive(id) {
-		return c.isFenced(w.peer)
-	}
-	return false
+	fenced, known := c.fencedRoute(id)
+	return fenced && known
 }
 
 // holdForAdoption holds in, for an entity this node does not simulate, if
@@ -241,18 +236,27 @@ func (c *cluster) holdForAdoption(in Intent) bool {
 }
 
 // leadsToFenced reports whether an intent for id would go to a fenced
-// peer: its ghost's source, or, gone from here, where it went.
+// peer: its ghost's source, or, gone from here, where it went; or it is
+// nowhere known yet (it may come back).
 func (c *cluster) leadsToFenced(id ecs.ID) bool {
+	fenced, known := c.fencedRoute(id)
+	return fenced || !known
+}
+
+// fencedRoute reports whether this node's route for id names a fenced
+// peer (a ghost's source, or, id gone from here, its went record), and
+// whether this node knows a route for id at all.
+func (c *cluster) fencedRoute(id ecs.ID) (fenced, known bool) {
 	if src, ok := c.sourceOf(id); ok {
-		return c.isFenced(src)
+		return c.isFenced(src), true
 	}
 	if c.r.w.Alive(id) {
-		return false
+		return false, true
 	}
 	if w, ok := c.wentOf(id); ok {
-		return c.isFenced(w.peer)
+		return c.isFenced(w.peer), true
 	}
-	return true // nowhere known yet: it may come back
+	return false, false
 }
 
 // releaseAwaited puts the awaited intents whose target came back on a
