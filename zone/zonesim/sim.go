@@ -335,6 +335,7 @@ func Run(cfg Config) (res Result, err error) {
 	latest := table // the newest table written
 	var newTable *cells.Table
 	kill := newKillState(cfg, sc, names)
+	tr := truth{cols: columns{scanBelow: -1}}
 	event := func(t uint64, format string, args ...any) {
 		res.Events = append(res.Events, fmt.Sprintf("tick %d: ", t)+fmt.Sprintf(format, args...))
 	}
@@ -458,7 +459,7 @@ func Run(cfg Config) (res Result, err error) {
 			err = kill.check(cfg, t, geo, rts, leases, ids, lost)
 		}
 		if err == nil {
-			err = checkClients(cfg, t, geo, names, rts, leases, ids, lost, clients, t > calmSince+calmTicks, kill)
+			err = checkClients(cfg, t, geo, names, rts, leases, ids, lost, clients, t > calmSince+calmTicks, kill, &tr)
 		}
 		if err != nil {
 			kill.result(&res, rts)
@@ -593,37 +594,43 @@ func clientSink(net *Network, node string, c *client, checked bool) outbox.Sink 
 	})
 }
 
+// truth is checkClients' buffers, kept from tick to tick: where each
+// entity a live node holds for real stands, and the sight's scratch.
+type truth struct {
+	chunks []torus.ChunkPos
+	held   []bool
+	cols   columns
+	visit  bitset
+}
+
 // checkClients checks every client of a live node against the truth: the
 // positions of the entities live nodes hold for real.
-func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*zone.Runtime, leases *Leases, ids []ecs.ID, lost map[ecs.ID]bool, clients []*client, calm bool, kill *killState) error {
-	chunks := make([]torus.ChunkPos, len(ids))
-	held := make([]bool, len(ids))
-	live := make([]bool, len(rts))
-	for i := range rts {
-		live[i] = !leases.Lost(names[i]) && !kill.isDead(i)
-	}
+func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*zone.Runtime, leases *Leases, ids []ecs.ID, lost map[ecs.ID]bool, clients []*client, calm bool, kill *killState, tr *truth) error {
+	tr.chunks = slices.Grow(tr.chunks[:0], len(ids))[:len(ids)]
+	tr.held = slices.Grow(tr.held[:0], len(ids))[:len(ids)]
+	chunks, held := tr.chunks, tr.held
+	clear(held)
 	// Node by node through what each holds, in node order, so that the
 	// first node holding an entity for real gives its position.
 	for i, r := range rts {
-		if !live[i] {
+		if leases.Lost(names[i]) || kill.isDead(i) {
 			continue
 		}
 		w, ghosts := r.World(), r.Ghosts()
 		r.Positions().Each(func(id ecs.ID, p *zone.Position) {
 			k := index(ids, id)
-			if k < 0 || held[k] || lost[id] || !w.Alive(id) || ghosts.Has(id) {
+			if k < 0 || held[k] || len(lost) > 0 && lost[id] || !w.Alive(id) || ghosts.Has(id) {
 				return
 			}
 			chunks[k], held[k] = geo.ChunkOf(p.Pos), true
 		})
 	}
-	cols := newColumns(geo, chunks, held)
-	var visit bitset
+	tr.cols.reset(geo, chunks, held)
 	for _, c := range clients {
 		if leases.Lost(names[c.node]) || kill.isDead(c.node) {
 			continue
 		}
-		c.sight(t, geo, ids, chunks, held, cols, calm, kill, &visit)
+		c.sight(t, geo, ids, chunks, held, &tr.cols, calm, kill, &tr.visit)
 		if c.bad != nil {
 			return &PropertyError{Seed: cfg.Seed, Tick: t, Property: "clients", Detail: fmt.Sprintf("%s (on %s; %s)", c.bad, names[c.node], census(names, rts, c.badEntity))}
 		}
