@@ -39,6 +39,15 @@ type Config struct {
 	// regression replays the start of a long run's seed for a part of its
 	// cost.
 	Until int
+	// UntilCalm ends the run once its scene is over, if that is before
+	// Ticks and Until: the failover (Kill's recovery bound) and every
+	// scheduled fault have ended, and the clients' calm checks have had
+	// their window after the last of them (calmTicks + stillTicks +
+	// missingTicks ticks: long enough to catch an entity not shown, or
+	// one shown that is gone). As with Until, the schedule and every
+	// draw stay those of a run of Ticks ticks; what a full run adds is
+	// the steady state TestSimulation checks. The kill tests use it.
+	UntilCalm bool
 	// Grid is the world. Default 2048 m square, 512 m regions (4 × 4):
 	// small, so that the interaction bands (every border's chunks) stay
 	// few and a run costs milliseconds.
@@ -344,6 +353,9 @@ func Run(cfg Config) (res Result, err error) {
 	if cfg.Until > 0 {
 		last = min(last, uint64(cfg.Until))
 	}
+	if cfg.UntilCalm {
+		last = min(last, sceneEnd(cfg, sc, kill)+calmTicks+stillTicks+missingTicks)
+	}
 	for t := uint64(1); t <= last; t++ {
 		// The schedule.
 		if !sc.noCut && t == sc.cutFrom {
@@ -500,6 +512,32 @@ func Run(cfg Config) (res Result, err error) {
 		}
 	}
 	return res, nil
+}
+
+// sceneEnd is the last tick of the run's faults: the failover's
+// recovery bound, the lossy and slow windows, the cut's heal, the lag's
+// catch-up, the table's last install and the lease lost (Config.UntilCalm).
+func sceneEnd(cfg Config, sc schedule, kill *killState) uint64 {
+	end := sc.lossyTo
+	if sc.kill {
+		end = max(end, kill.by)
+	}
+	if cfg.SlowControl > 0 && !cfg.NoSchedule {
+		end = max(end, sc.slowTo)
+	}
+	if !sc.noCut {
+		end = max(end, sc.cutTo)
+	}
+	if !sc.noLag {
+		end = max(end, sc.catchFrom+sc.lagN)
+	}
+	if !sc.noTbl {
+		end = max(end, sc.tableAt+slices.Max(sc.tableDelay))
+	}
+	if !sc.noLose {
+		end = max(end, sc.loseAt)
+	}
+	return end
 }
 
 func drawSchedule(rng *rand.Rand, cfg Config, grid cells.Grid, table *cells.Table) schedule {
