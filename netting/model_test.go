@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
 	"github.com/shardwise/shardwise/netting/sqlstore"
+	"github.com/shardwise/shardwise/netting/sqlstore/sqlitetest"
 )
 
 // The deterministic model of the economy cluster (issue 27).
@@ -558,11 +558,7 @@ func runModelSeed(t *testing.T, seed uint64, sqlite bool, bugs modelBugs, fired 
 	t.Helper()
 	if sqlite {
 		return runModelSeedOn(t, seed, func(t *testing.T) netting.SharedStore {
-			s, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), fmt.Sprintf("model-%d.db", seed)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
+			s, _ := sqlitetest.Open(t, fmt.Sprintf("model-%d.db", seed))
 			return s
 		}, bugs, fired)
 	}
