@@ -51,7 +51,7 @@ import (
 //     unsettled, no settle met a breach, and the ledger proves itself.
 //
 // A failing schedule prints its seed and its trace; SHARDWISE_SEED=<n>
-// replays exactly that seed. The short mode runs modelShortSeeds seeds on
+// replays exactly that seed. The short mode runs modelMemStoreSeeds seeds on
 // the memory store, modelSQLiteSeeds on SQLite and modelPostgresSeeds on
 // PostgreSQL (when installed); SHARDWISE_LONG=1 runs modelLongSeeds
 // (10,000) on the memory store and modelLongSQLiteSeeds on each SQL store.
@@ -72,8 +72,14 @@ import (
 // seeds and 200 PostgreSQL seeds clean.
 
 const (
-	modelShortSeeds  = 300
-	modelSQLiteSeeds = 2
+	// modelShortSeeds: the seeds TestModelBites may try per planted bug
+	// (it stops at the first that catches it).
+	modelShortSeeds = 300
+	// modelMemStoreSeeds: the memory store's share of the short mode. Each
+	// kind of fault and event requireFired asks for fires hundreds of
+	// times in 100 seeds (issue 28: 300 before).
+	modelMemStoreSeeds = 100
+	modelSQLiteSeeds   = 2
 	// modelPostgresSeeds: PostgreSQL's share of the short mode (a fresh
 	// database each).
 	modelPostgresSeeds = 2
@@ -609,7 +615,7 @@ func modelSeeds(t *testing.T, n int) []uint64 {
 }
 
 func TestModelMemStore(t *testing.T) {
-	n := modelShortSeeds
+	n := modelMemStoreSeeds
 	if os.Getenv("SHARDWISE_LONG") != "" {
 		n = modelLongSeeds
 	}
