@@ -41,6 +41,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// pollEvery is testenv.PollUntil calling cond every interval rather than
+// every millisecond, for a condition that costs a query: the economy
+// SIGKILL tests wait seconds for a store's unsettled list to change, and
+// listing it a thousand times a second was a twentieth of this package's
+// in-process CPU under -race.
+func pollEvery(t *testing.T, limit, interval time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		<-time.After(interval) // polling interval, not a synchronisation
+	}
+}
+
 // shardwiseCommand is the command line "shardwise args..." as a process.
 func shardwiseCommand(t *testing.T, ctx context.Context, args ...string) *exec.Cmd {
 	t.Helper()
