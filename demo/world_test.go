@@ -58,13 +58,18 @@ func TestWorldShort(t *testing.T) {
 	// machine), or at play (16 s, the length it used to play) if that
 	// comes first. Every check below is on what these events leave.
 	const play = 16 * time.Second
-	moved, killed, failedOver := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	started, moved, killed, failedOver := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	movedSnap, failoverSnap := make(chan struct{}), make(chan struct{})
 	stop := make(chan struct{})
 	var ended sync.WaitGroup
 	defer ended.Wait()
 	ended.Go(func() {
 		defer close(stop)
+		select { // the play's length counts from its start, as Duration does
+		case <-started:
+		case <-ctx.Done():
+			return
+		}
 		limit := time.NewTimer(play)
 		defer limit.Stop()
 		for _, ch := range []chan struct{}{moved, killed, failedOver, movedSnap, failoverSnap} {
@@ -85,6 +90,7 @@ func TestWorldShort(t *testing.T) {
 			dash = st.Dashboard
 			mu.Unlock()
 			caller.start(ctx, st)
+			close(started)
 		},
 		OnEvent: func(line string) {
 			if strings.HasPrefix(line, "killed ") {
