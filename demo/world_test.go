@@ -52,18 +52,53 @@ func TestWorldShort(t *testing.T) {
 	// that the shutdown settles what it recorded.
 	caller := &sideCaller{stop: make(chan struct{}), done: make(chan struct{})}
 	defer caller.wait()
+	// The play ends at its last event, not at a fixed length: once the
+	// region move, the economy node kill and the zone failover are done
+	// and both dashboard snapshots read (about 13 s of 16 on an idle
+	// machine), or at play (16 s, the length it used to play) if that
+	// comes first. Every check below is on what these events leave.
+	const play = 16 * time.Second
+	started, moved, killed, failedOver := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	movedSnap, failoverSnap := make(chan struct{}), make(chan struct{})
+	stop := make(chan struct{})
+	var ended sync.WaitGroup
+	defer ended.Wait()
+	ended.Go(func() {
+		defer close(stop)
+		select { // the play's length counts from its start, as Duration does
+		case <-started:
+		case <-ctx.Done():
+			return
+		}
+		limit := time.NewTimer(play)
+		defer limit.Stop()
+		for _, ch := range []chan struct{}{moved, killed, failedOver, movedSnap, failoverSnap} {
+			select {
+			case <-ch:
+			case <-limit.C:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
 	rep, err := RunWorld(ctx, WorldConfig{
-		Duration: 16 * time.Second, Bots: 16, MoveAt: 4 * time.Second, ZoneKillAt: 6 * time.Second, KillAt: 9 * time.Second,
+		Duration: play, Serve: true, Stop: stop, Bots: 16, MoveAt: 4 * time.Second, ZoneKillAt: 6 * time.Second, KillAt: 9 * time.Second,
 		EpochMaxAge: 500 * time.Millisecond, Progress: 2 * time.Second, DashboardAddr: "127.0.0.1:0",
 		OnStart: func(st WorldStart) {
 			mu.Lock()
 			dash = st.Dashboard
 			mu.Unlock()
 			caller.start(ctx, st)
+			close(started)
 		},
 		OnEvent: func(line string) {
 			if strings.HasPrefix(line, "killed ") {
 				caller.halt()
+				closeOnce(killed)
+			}
+			if strings.HasPrefix(line, "failover done") {
+				closeOnce(failedOver)
 			}
 			if strings.HasPrefix(line, "failover: every region") {
 				// The dashboard samples each node four times a second: it
@@ -87,6 +122,7 @@ func TestWorldShort(t *testing.T) {
 					mu.Lock()
 					defer mu.Unlock()
 					fo, foErr = s, err
+					close(failoverSnap)
 				})
 				return
 			}
@@ -97,6 +133,7 @@ func TestWorldShort(t *testing.T) {
 			// at its next sample of each node (four a second): poll for
 			// that state rather than read once, which under load can land
 			// before the sample. Polled off the announcing goroutine.
+			closeOnce(moved)
 			var version uint64
 			if _, err := fmt.Sscanf(line, "region move done: every node holds version %d", &version); err != nil {
 				mu.Lock()
@@ -123,6 +160,7 @@ func TestWorldShort(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				snap, got = s, err
+				close(movedSnap)
 			})
 		},
 	}, &out)
@@ -141,7 +179,7 @@ func TestWorldShort(t *testing.T) {
 	if !rep.OK() {
 		t.Fatalf("invariants failed: %v", rep.Failures)
 	}
-	if rep.RegionMove.Region < 0 || rep.Killed == "" || rep.Orphans == 0 {
+	if rep.RegionMove.Region < 0 || !rep.RegionMove.Finished || !rep.RegionMove.HandedOver || rep.Killed == "" || rep.Orphans == 0 {
 		t.Errorf("the announced moments did not happen: move %+v, killed %q with %d orphans", rep.RegionMove, rep.Killed, rep.Orphans)
 	}
 	k := rep.ZoneKill
@@ -174,6 +212,15 @@ func TestWorldShort(t *testing.T) {
 	i := slices.IndexFunc(fo.Nodes, func(n dashboard.NodeStats) bool { return n.Name == k.Node })
 	if i < 0 || !fo.Nodes[i].Down || len(changed) != len(k.Regions) {
 		t.Errorf("the dashboard at the failover: nodes %+v, %d of %s's %d regions changing owner (%v)", fo.Nodes, len(changed), k.Node, len(k.Regions), fo.RegionChanges)
+	}
+}
+
+// closeOnce closes ch unless it is closed already.
+func closeOnce(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
 	}
 }
 

@@ -57,7 +57,7 @@ func TestBotsShopAndTradeAcrossTheBorder(t *testing.T) {
 		count, legs int
 		centre      torus.Pos
 	}
-	crowds := []crowd{{"inland", 1, 4, 2, inland}, {"border", 5, 6, 1, torus.Pos{}}}
+	crowds := []crowd{{"inland", 1, 4, 1, inland}, {"border", 5, 6, 1, torus.Pos{}}}
 	for i := range crowds[0].count {
 		pc.w.save(account.ID(1+i), torus.Pos{X: float64(i%2)*20 - 10, Y: inland.Y + float64(i/2)*20 - 10})
 	}

@@ -117,7 +117,8 @@ func testEconKill(t *testing.T, storeURL string) {
 	testenv.PollUntil(t, 30*time.Second, "movements accepted before the kill", func() bool { return count.Load() >= 200 })
 	// Kill econ-b while it has an open epoch with rows in it.
 	var orphans []string
-	testenv.PollUntil(t, 30*time.Second, "econ-b holding an open epoch with movements", func() bool {
+	// Listed every 10 ms: an epoch is open for 1 s (--epoch).
+	pollEvery(t, 30*time.Second, 10*time.Millisecond, "econ-b holding an open epoch with movements", func() bool {
 		list, err := store.ListUnsettled(ctx, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -140,7 +141,7 @@ func testEconKill(t *testing.T, storeURL string) {
 	killedAt := count.Load()
 	t.Logf("killed econ-b with %d open epochs holding rows; %d movements accepted so far", len(orphans), killedAt)
 
-	testenv.PollUntil(t, 60*time.Second, "the survivors' sweep settling econ-b's orphans", func() bool {
+	pollEvery(t, 60*time.Second, 20*time.Millisecond, "the survivors' sweep settling econ-b's orphans", func() bool {
 		list, err := store.ListUnsettled(ctx, 0)
 		if err != nil {
 			t.Fatal(err)
