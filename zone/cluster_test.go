@@ -236,6 +236,7 @@ func sameAsOneNodeOn(t *testing.T, cfg wander.Config, ticks, lag int, handoff bo
 	// chunks, over any pair of ticks of the window (viewer at one tick, e
 	// at another). It is asked for every fact of e, so it keeps its
 	// answer per entity for the (tick, account) at hand (distFor).
+	geo := one.Geometry()
 	type span struct{ near, far int }
 	memo := make(map[uint64]span)
 	var vcs []torus.ChunkPos // the viewer's chunks over the window
@@ -259,7 +260,7 @@ func sameAsOneNodeOn(t *testing.T, cfg wander.Config, ticks, lag int, handoff bo
 				continue
 			}
 			for _, vc := range vcs {
-				d := one.Geometry().ChunkDistance(vc, ec)
+				d := geo.ChunkDistance(vc, ec)
 				near, far = min(near, d), max(far, d)
 			}
 		}
