@@ -237,7 +237,7 @@ func TestClusterWithHandoffsIsOneNodeOnRandomTables(t *testing.T) {
 		tableSeed, wanderSeed := rnd.Uint64(), rnd.Uint64()
 		t.Run(fmt.Sprintf("table-%d", i), func(t *testing.T) {
 			t.Parallel()
-			oneNodeOnRandomTable(t, tableSeed, wanderSeed)
+			oneNodeOnRandomTable(t, tableSeed, wanderSeed, 400)
 		})
 	}
 }
@@ -256,12 +256,16 @@ func TestClusterWithHandoffsIsOneNodeOnRandomTables(t *testing.T) {
 func TestClusterWithHandoffsIsOneNodeOnAHandedOnTable(t *testing.T) {
 	t.Parallel()
 	rnd := rand.New(rand.NewPCG(15465355954984300310, 0x1a7e5))
-	oneNodeOnRandomTable(t, rnd.Uint64(), rnd.Uint64())
+	// 260 ticks, not 400: the scene is at tick 244 (nohandedvanish
+	// planted breaks it there), and the rest of the run is what the
+	// random tables above cover.
+	oneNodeOnRandomTable(t, rnd.Uint64(), rnd.Uint64(), 260)
 }
 
 // oneNodeOnRandomTable is TestClusterWithHandoffsIsOneNode's comparison
-// on a random table from tableSeed, with wanderers from wanderSeed.
-func oneNodeOnRandomTable(t *testing.T, tableSeed, wanderSeed uint64) {
+// on a random table from tableSeed, with wanderers from wanderSeed, over
+// ticks ticks.
+func oneNodeOnRandomTable(t *testing.T, tableSeed, wanderSeed uint64, ticks int) {
 	t.Helper()
 	table := randomTable(tableSeed)
 	grid := mustGrid(t, clusterGrid())
@@ -273,7 +277,7 @@ func oneNodeOnRandomTable(t *testing.T, tableSeed, wanderSeed uint64) {
 	cfg := wanderConfig(wanderSeed)
 	cfg.Entities, cfg.Accounts = 96, 12
 	cfg.Area, cfg.Roam, cfg.Speed = 300, 400, 30
-	if n := sameAsOneNodeOn(t, cfg, 400, 4, true, table); n < 10 {
+	if n := sameAsOneNodeOn(t, cfg, ticks, 4, true, table); n < 10 {
 		t.Fatalf("only %d handoffs: the table exercises too few", n)
 	}
 }
