@@ -515,7 +515,7 @@ func checkOneWriter(t *testing.T, c *zonetest.Cluster, ids []ecs.ID, tick int) {
 }
 
 // TestManyHandoffsUnderLinkFaults: 1,000 handoffs (500 with -short), in
-// 160 ticks at least, of 200 entities pacing over the borders where four
+// 80 ticks at least, of 200 entities pacing over the borders where four
 // nodes meet, with every stream between every two nodes dropping,
 // duplicating and delaying messages, and in every 80 ticks a random pair
 // of nodes cut apart for 10 ticks and another for 50 (longer than a
@@ -529,15 +529,17 @@ func checkOneWriter(t *testing.T, c *zonetest.Cluster, ids []ecs.ID, tick int) {
 // went meanwhile.
 func TestManyHandoffsUnderLinkFaults(t *testing.T) {
 	seed := testseed.Seed(t)
-	// 1,000 handoffs come within 80 ticks; the test runs two cycles of
-	// cuts (160 ticks) at least, about 2,000. The properties at every
+	// 1,000 handoffs come in about 100-120 ticks; the test runs one
+	// whole cycle of cuts (80 ticks) at least. The properties at every
 	// tick under faults are the simulation's too (zone/zonesim's
 	// TestSimulation, hundreds of seeds; the intents' exactly-once count
 	// at this test's density, 400 wanderers and 20 intents a tick, is
 	// TestIntentsExactlyOnce's): this test is their smoke over the real
 	// link, its drops and resends on both streams. It ran 10,000
 	// handoffs (about 390 ticks) of 400 pacers before, then 2,000 of 400
-	// (about 5,000 in 160 ticks); docs/decisions.md.
+	// (about 5,000 in two cycles, 160 ticks: one cycle let the guard at
+	// the end fail, when its long cut fell between diagonal nodes; it
+	// joins bordering ones now, below); docs/decisions.md.
 	want := 1000
 	if testing.Short() {
 		want = 500
@@ -627,9 +629,10 @@ func TestManyHandoffsUnderLinkFaults(t *testing.T) {
 			}
 		}
 	}
-	// At least two whole cycles of cuts, so that handoffs wait past their
-	// timeout even when the handoffs wanted come sooner.
-	for totalHandoffs(c).Acked < want || tick < 160 {
+	// At least one whole cycle of cuts, so that handoffs wait past their
+	// timeout even when the handoffs wanted come sooner (five seeds:
+	// 50-88 asked).
+	for totalHandoffs(c).Acked < want || tick < 80 {
 		if tick > want {
 			t.Fatalf("only %d handoffs in %d ticks", totalHandoffs(c).Acked, tick)
 		}
