@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/netting"
 	"github.com/shardwise/shardwise/netting/sqlstore"
+	"github.com/shardwise/shardwise/netting/sqlstore/sqlitetest"
 )
 
 // This file is the package's shared test set-up: one embedded etcd for the
@@ -94,16 +94,11 @@ func newCoord(t testing.TB, prefix string) *coord.Client {
 }
 
 // newSQLite opens a SQLite store in a temporary directory, closed at
-// cleanup, and returns it with its file's path.
+// cleanup, and returns it with its file's path: a copy of a migrated file
+// (sqlitetest), as a fresh one would be after its migrations.
 func newSQLite(t testing.TB) (*sqlstore.Store, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "econ.db")
-	s, err := sqlstore.OpenSQLite(testCtx(t), path)
-	if err != nil {
-		t.Fatalf("OpenSQLite: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s, path
+	return sqlitetest.Open(t, "econ.db")
 }
 
 // startNode starts a node named name on its own coord client under prefix;

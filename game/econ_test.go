@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
 	"github.com/shardwise/shardwise/netting/sqlstore"
+	"github.com/shardwise/shardwise/netting/sqlstore/sqlitetest"
 	"github.com/shardwise/shardwise/torus"
 	"github.com/shardwise/shardwise/zone"
 	"github.com/shardwise/shardwise/zone/zonetest"
@@ -55,11 +55,7 @@ func startEconWorld(t *testing.T, nodes int) *econWorld {
 		t.Fatalf("embedded etcd: %v", err)
 	}
 	t.Cleanup(func() { _ = e.Close() })
-	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "econ.db"))
-	if err != nil {
-		t.Fatalf("sqlite: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st, _ := sqlitetest.Open(t, "econ.db")
 	w := &econWorld{t: t, etcd: e, store: st}
 	prefix := fmt.Sprintf("/game-econ/%s/", strings.ReplaceAll(t.Name(), "/", "_"))
 	names := make([]string, nodes)

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
 	"github.com/shardwise/shardwise/netting/sqlstore"
+	"github.com/shardwise/shardwise/netting/sqlstore/sqlitetest"
 )
 
 // The deterministic model of the economy cluster (issue 27).
@@ -51,7 +51,7 @@ import (
 //     unsettled, no settle met a breach, and the ledger proves itself.
 //
 // A failing schedule prints its seed and its trace; SHARDWISE_SEED=<n>
-// replays exactly that seed. The short mode runs modelShortSeeds seeds on
+// replays exactly that seed. The short mode runs modelMemStoreSeeds seeds on
 // the memory store, modelSQLiteSeeds on SQLite and modelPostgresSeeds on
 // PostgreSQL (when installed); SHARDWISE_LONG=1 runs modelLongSeeds
 // (10,000) on the memory store and modelLongSQLiteSeeds on each SQL store.
@@ -72,8 +72,14 @@ import (
 // seeds and 200 PostgreSQL seeds clean.
 
 const (
-	modelShortSeeds  = 300
-	modelSQLiteSeeds = 2
+	// modelShortSeeds: the seeds TestModelBites may try per planted bug
+	// (it stops at the first that catches it).
+	modelShortSeeds = 300
+	// modelMemStoreSeeds: the memory store's share of the short mode. Each
+	// kind of fault and event requireFired asks for fires hundreds of
+	// times in 100 seeds (issue 28: 300 before).
+	modelMemStoreSeeds = 100
+	modelSQLiteSeeds   = 2
 	// modelPostgresSeeds: PostgreSQL's share of the short mode (a fresh
 	// database each).
 	modelPostgresSeeds = 2
@@ -558,11 +564,7 @@ func runModelSeed(t *testing.T, seed uint64, sqlite bool, bugs modelBugs, fired 
 	t.Helper()
 	if sqlite {
 		return runModelSeedOn(t, seed, func(t *testing.T) netting.SharedStore {
-			s, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), fmt.Sprintf("model-%d.db", seed)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
+			s, _ := sqlitetest.Open(t, fmt.Sprintf("model-%d.db", seed))
 			return s
 		}, bugs, fired)
 	}
@@ -613,7 +615,7 @@ func modelSeeds(t *testing.T, n int) []uint64 {
 }
 
 func TestModelMemStore(t *testing.T) {
-	n := modelShortSeeds
+	n := modelMemStoreSeeds
 	if os.Getenv("SHARDWISE_LONG") != "" {
 		n = modelLongSeeds
 	}

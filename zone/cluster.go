@@ -3,6 +3,7 @@ package zone
 import (
 	"bytes"
 	"cmp"
+	"math"
 	"slices"
 	"sync"
 
@@ -99,6 +100,9 @@ type cluster struct {
 	// its batches whose snapshot has not come yet, with the last tick it
 	// is waited for (a gap loses moves: resyncNear).
 	resyncing map[peerChunk]uint64
+	// resyncExpiry is at most the least tick in resyncing (a bound, not
+	// kept exact as entries go): drain sweeps the map only past it.
+	resyncExpiry uint64
 	// asked are the chunks peers subscribed to here whose first snapshot
 	// has not gone yet (unanswered).
 	asked  map[peerChunk]struct{}
@@ -1826,16 +1830,25 @@ func (c *cluster) drain() {
 	// this node receives from it (resyncing: until their snapshots come,
 	// a ghost its snapshot of one chunk leaves out may stand in another).
 	tick := c.r.w.CurrentTick().N
-	for k, until := range c.resyncing {
-		if tick > until {
-			delete(c.resyncing, k)
+	// Swept only when an entry can have expired: ranging over the map
+	// every tick was dear under -race (a detector call per entry).
+	if len(c.resyncing) > 0 && tick > c.resyncExpiry {
+		c.resyncExpiry = math.MaxUint64
+		for k, until := range c.resyncing {
+			if tick > until {
+				delete(c.resyncing, k)
+			} else {
+				c.resyncExpiry = min(c.resyncExpiry, until)
+			}
 		}
 	}
 	for _, p := range sortedKeys(c.gaps) {
 		for ch, peers := range c.wants {
 			if slices.Contains(peers, p) {
 				c.sub(p).Resync = append(c.sub(p).Resync, ch)
-				c.resyncing[peerChunk{p, c.r.geo.NormaliseChunk(ch)}] = tick + ticks(c.r.cfg.Timers.Hold)
+				until := tick + ticks(c.r.cfg.Timers.Hold)
+				c.resyncing[peerChunk{p, c.r.geo.NormaliseChunk(ch)}] = until
+				c.resyncExpiry = min(c.resyncExpiry, until)
 			}
 		}
 		if s := c.subOut[p]; s != nil {

@@ -29,12 +29,12 @@ func TestSpendingRuleAcrossCommitsDoesNotWrapSQLite(t *testing.T) {
 // testBreaksPostgres runs the same on PostgreSQL (TestPostgres's
 // server), whose single statement errs on a bigint overflow and declines
 // the batch to the rule.
-func testBreaksPostgres(t *testing.T, pg *testenv.PostgresServer) {
+func testBreaksPostgres(t *testing.T, pg *testenv.PostgresServer, tm *postgresTemplate) {
 	t.Run("SpendingRuleAcrossCommitsDoesNotWrap", func(t *testing.T) {
-		testSpendingRuleAcrossCommitsDoesNotWrap(t, openPostgres(t, pg))
+		testSpendingRuleAcrossCommitsDoesNotWrap(t, tm.open(t))
 	})
 	t.Run("RefusedKeyInGroupCommit", func(t *testing.T) {
-		testRefusedKeyInGroupCommit(t, openPostgres(t, pg))
+		testRefusedKeyInGroupCommit(t, tm.open(t))
 	})
 	t.Run("UpgradeBatchesKeepsACorruptRow", func(t *testing.T) {
 		url := pg.NewDatabase(t)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/shardwise/shardwise/econ"
-	"github.com/shardwise/shardwise/internal/testenv"
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
 	"github.com/shardwise/shardwise/netting/sqlstore"
@@ -22,9 +21,10 @@ func TestKeyIndexSQLite(t *testing.T) {
 	testKeyIndex(t, func(t *testing.T) *sqlstore.Store { return openSQLite(t) })
 }
 
-// testKeyIndexPostgres is TestKeyIndexSQLite on TestPostgres's server.
-func testKeyIndexPostgres(t *testing.T, pg *testenv.PostgresServer) {
-	testKeyIndex(t, func(t *testing.T) *sqlstore.Store { return openPostgres(t, pg) })
+// testKeyIndexPostgres is TestKeyIndexSQLite on TestPostgres's server,
+// each case on a database of its template.
+func testKeyIndexPostgres(t *testing.T, tm *postgresTemplate) {
+	testKeyIndex(t, func(t *testing.T) *sqlstore.Store { return tm.open(t) })
 }
 
 // keyIndexJournal writes session s's journal as two batches, k0..k2 and

@@ -413,6 +413,12 @@ const createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // schemas to check the upgrades). On PostgreSQL an advisory lock serialises
 // concurrent openers; on SQLite the writer's BEGIN IMMEDIATE does.
 func (s *Store) migrateTo(ctx context.Context, upTo int) error {
+	// A database already at upTo — every open but a database's first —
+	// takes one transaction instead of one per migration. If the check
+	// fails, the loop below meets the same error and reports it as before.
+	if at, err := s.migratedTo(ctx, upTo); err == nil && at {
+		return nil
+	}
 	for _, m := range migrations {
 		if m.version > upTo {
 			break
@@ -423,6 +429,53 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 		s.schema = m.version
 	}
 	return nil
+}
+
+// migratedTo reports whether every migration up to upTo is applied, and if
+// so sets s.schema as migrateTo would. It runs what each migration's
+// transaction runs before its own statements (lock, schema_migrations
+// created if missing), once for all of them.
+func (s *Store) migratedTo(ctx context.Context, upTo int) (bool, error) {
+	var want []int
+	for _, m := range migrations {
+		if m.version > upTo {
+			break
+		}
+		want = append(want, m.version)
+	}
+	if len(want) == 0 {
+		return false, nil
+	}
+	var have []int
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		have = have[:0]
+		if s.d.migrationLock != "" {
+			if _, err := tx.ExecContext(ctx, s.d.migrationLock); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, createSchemaMigrations); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, s.d.q(`SELECT version FROM schema_migrations WHERE version <= ? ORDER BY version`), upTo)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var v int
+			if err := rows.Scan(&v); err != nil {
+				return err
+			}
+			have = append(have, v)
+		}
+		return rows.Err()
+	})
+	if err != nil || !slices.Equal(have, want) {
+		return false, err
+	}
+	s.schema = want[len(want)-1]
+	return true, nil
 }
 
 // chainSchema is the first schema with the ledger's chain (version 6).

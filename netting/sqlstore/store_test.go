@@ -29,15 +29,11 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-// openSQLite opens a fresh SQLite store in t's temp dir, closed at cleanup.
+// openSQLite opens a fresh SQLite store in t's temp dir, closed at cleanup:
+// on a copy of the test binary's migrated template (see sqliteTemplate).
 func openSQLite(t testing.TB) *sqlstore.Store {
 	t.Helper()
-	s, err := sqlstore.OpenSQLite(testCtx(t), filepath.Join(t.TempDir(), "netting.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return newSQLiteTemplate(t).open(t)
 }
 
 // openPostgres opens a store on a fresh database of pg, closed at cleanup.
@@ -57,23 +53,47 @@ func openPostgres(t testing.TB, pg *testenv.PostgresServer) *sqlstore.Store {
 // against 6 ms, measured). The copy is the file a fresh open leaves:
 // closing the store checkpointed its WAL into it. Migrations themselves
 // are tested from empty files (migrations_test.go).
+// One template serves the whole test binary: it is made once, by the first
+// test that asks, and only read after.
 type sqliteTemplate struct{ image []byte }
+
+var sharedSQLiteTemplate struct {
+	once sync.Once
+	tm   *sqliteTemplate
+	err  error
+}
 
 func newSQLiteTemplate(t testing.TB) *sqliteTemplate {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "template.db")
-	s, err := sqlstore.OpenSQLite(testCtx(t), path)
+	sh := &sharedSQLiteTemplate
+	sh.once.Do(func() { sh.tm, sh.err = makeSQLiteTemplate() })
+	if sh.err != nil {
+		t.Fatalf("sqlite template: %v", sh.err)
+	}
+	return sh.tm
+}
+
+func makeSQLiteTemplate() (*sqliteTemplate, error) {
+	dir, err := os.MkdirTemp("", "sqlstore-template-")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "template.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := sqlstore.OpenSQLite(ctx, path)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.Close(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	image, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return &sqliteTemplate{image: image}
+	return &sqliteTemplate{image: image}, nil
 }
 
 // open opens a store on a new copy of the template, closed at cleanup.
@@ -257,10 +277,10 @@ func TestPostgres(t *testing.T) {
 		testReserveSeesSettlePostingPostgres(t, pg)
 	})
 	t.Run("Breaks", func(t *testing.T) {
-		testBreaksPostgres(t, pg)
+		testBreaksPostgres(t, pg, tm)
 	})
 	t.Run("KeyIndex", func(t *testing.T) {
-		testKeyIndexPostgres(t, pg)
+		testKeyIndexPostgres(t, tm)
 	})
 }
 

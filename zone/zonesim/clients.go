@@ -80,42 +80,99 @@ func (b bitset) unset(i int) {
 func (b bitset) has(i int) bool { return i>>6 < len(b) && b[i>>6]&(1<<(i&63)) != 0 }
 
 // columns files the entities the live nodes hold by chunk column, once a
-// tick for every client's sight: the entity indices of column x, y are
-// idx[start[x*ny+y]:start[x*ny+y+1]], in rising order.
+// tick for every client's sight (near): the entity indices of column
+// x, y are idx[start[x*ny+y]:start[x*ny+y+1]], in rising order. With
+// fewer entities held than a view has chunks (the short mode's 48 against
+// 121) near scans them instead and the filing is never built: it cost
+// more than the sight (a 1,025-column count, prefix sum and copy a tick,
+// under -race a call into the detector for each).
 type columns struct {
-	ny    int
-	start []int32
-	idx   []int32
+	geo    torus.World
+	chunks []torus.ChunkPos
+	ok     []bool
+	held   int // how many ok
+	// scanBelow is the count of entities held below which near scans
+	// them; below zero, the chunks of a view (geo.ChunkCount).
+	scanBelow int
+	built     bool
+	ny        int
+	start     []int32
+	fill      []int32
+	idx       []int32
 }
 
 func newColumns(geo torus.World, chunks []torus.ChunkPos, ok []bool) *columns {
-	nx, ny := geo.ChunksX(), geo.ChunksY()
-	c := &columns{ny: ny, start: make([]int32, nx*ny+1)}
-	n := 0
-	for i := range chunks {
-		if ok[i] {
-			c.start[int(chunks[i].X)*ny+int(chunks[i].Y)+1]++
-			n++
+	c := &columns{scanBelow: -1}
+	c.reset(geo, chunks, ok)
+	return c
+}
+
+// reset files a new tick's entities (chunks[i] where ok[i]), keeping the
+// buffers; the filing is built when near first needs it.
+func (c *columns) reset(geo torus.World, chunks []torus.ChunkPos, ok []bool) {
+	c.geo, c.chunks, c.ok, c.built, c.held = geo, chunks, ok, false, 0
+	for _, o := range ok {
+		if o {
+			c.held++
+		}
+	}
+}
+
+func (c *columns) build() {
+	nx, ny := c.geo.ChunksX(), c.geo.ChunksY()
+	c.ny = ny
+	c.start = slices.Grow(c.start[:0], nx*ny+1)[:nx*ny+1]
+	clear(c.start)
+	for i, ch := range c.chunks {
+		if c.ok[i] {
+			c.start[int(ch.X)*ny+int(ch.Y)+1]++
 		}
 	}
 	for k := 1; k < len(c.start); k++ {
 		c.start[k] += c.start[k-1]
 	}
-	c.idx = make([]int32, n)
-	fill := slices.Clone(c.start[:len(c.start)-1])
-	for i := range chunks {
-		if ok[i] {
-			k := int(chunks[i].X)*ny + int(chunks[i].Y)
-			c.idx[fill[k]] = int32(i)
-			fill[k]++
+	c.idx = slices.Grow(c.idx[:0], c.held)[:c.held]
+	c.fill = append(c.fill[:0], c.start[:len(c.start)-1]...)
+	for i, ch := range c.chunks {
+		if c.ok[i] {
+			k := int(ch.X)*ny + int(ch.Y)
+			c.idx[c.fill[k]] = int32(i)
+			c.fill[k]++
 		}
 	}
-	return c
+	c.built = true
 }
 
 func (c *columns) at(ch torus.ChunkPos) []int32 {
 	k := int(ch.X)*c.ny + int(ch.Y)
 	return c.idx[c.start[k]:c.start[k+1]]
+}
+
+// near adds to visit every entity held whose column is within radius of
+// vc: the columns ChunksWithin(vc, radius, 0) yields are exactly those
+// with ChunkDistance at most radius (torus), so the scan and the filing
+// give one set.
+func (c *columns) near(vc torus.ChunkPos, visit *bitset) {
+	below := c.scanBelow
+	if below < 0 {
+		below = c.geo.ChunkCount(radius, 0)
+	}
+	if c.held < below {
+		for i, o := range c.ok {
+			if o && c.geo.ChunkDistance(vc, c.chunks[i]) <= radius {
+				visit.set(i)
+			}
+		}
+		return
+	}
+	if !c.built {
+		c.build()
+	}
+	for ch := range c.geo.ChunksWithin(vc, radius, 0) {
+		for _, i := range c.at(ch) {
+			visit.set(int(i))
+		}
+	}
 }
 
 func newClient(a account.ID, node int) *client {
@@ -208,11 +265,7 @@ func (c *client) sight(tick uint64, geo torus.World, ids []ecs.ID, chunks []toru
 		}
 	}
 	*visit = v
-	for ch := range geo.ChunksWithin(vc, radius, 0) {
-		for _, i := range cols.at(ch) {
-			visit.set(int(i))
-		}
-	}
+	cols.near(vc, visit)
 	visit.each(len(ids), func(i int) {
 		id := ids[i]
 		if !ok[i] {

@@ -114,8 +114,13 @@ func checkSightAgainstNaive(t *testing.T, seed uint64, geo torus.World) (breache
 		chunks[i] = torus.ChunkPos{X: int32(rng.IntN(geo.ChunksX())), Y: int32(rng.IntN(geo.ChunksY()))}
 		ok[i] = true
 	}
-	fast, naive := newClient(account.ID(1), 0), newClient(account.ID(1), 0)
+	// fast files the entities by column, scan scans them (columns.near's
+	// two ways).
+	fast, scan, naive := newClient(account.ID(1), 0), newClient(account.ID(1), 0), newClient(account.ID(1), 0)
 	var visit bitset
+	cols := columns{scanBelow: 0}
+	scanCols := columns{scanBelow: 1 << 30}
+	filed := 0
 	calm := true
 	for tick := uint64(1); tick <= 400; tick++ {
 		// Entities walk a chunk at times (the viewer less often, so that
@@ -140,22 +145,34 @@ func checkSightAgainstNaive(t *testing.T, seed uint64, geo torus.World) (breache
 		for range 4 {
 			e := uint64(ids[rng.IntN(n)])
 			if fast.isShown(e) {
-				for _, c := range []*client{fast, naive} {
+				for _, c := range []*client{fast, scan, naive} {
 					c.setShown(e, false)
 					c.vanished = append(c.vanished, e)
 				}
 			} else {
-				fast.setShown(e, true)
-				naive.setShown(e, true)
+				for _, c := range []*client{fast, scan, naive} {
+					c.setShown(e, true)
+				}
 			}
 		}
 		if rng.Float64() < 0.03 {
 			calm = !calm
 		}
-		fast.sight(tick, geo, ids, chunks, ok, newColumns(geo, chunks, ok), calm, nil, &visit)
+		cols.reset(geo, chunks, ok)
+		scanCols.reset(geo, chunks, ok)
+		fast.sight(tick, geo, ids, chunks, ok, &cols, calm, nil, &visit)
+		scan.sight(tick, geo, ids, chunks, ok, &scanCols, calm, nil, &visit)
 		naive.sightNaive(tick, geo, ids, chunks, ok, calm)
-		if fmt.Sprint(fast.bad) != fmt.Sprint(naive.bad) {
-			t.Fatalf("tick %d: breach %v, the naive sight's %v", tick, fast.bad, naive.bad)
+		if scanCols.built {
+			t.Fatalf("tick %d: the scanning sight filed the entities", tick)
+		}
+		if cols.built {
+			filed++
+		}
+		for _, f := range []*client{fast, scan} {
+			if fmt.Sprint(f.bad) != fmt.Sprint(naive.bad) {
+				t.Fatalf("tick %d: breach %v, the naive sight's %v", tick, f.bad, naive.bad)
+			}
 		}
 		if naive.bad != nil {
 			breaches++
@@ -164,13 +181,18 @@ func checkSightAgainstNaive(t *testing.T, seed uint64, geo torus.World) (breache
 			if naive.out[i] > 0 {
 				zombies++
 			}
-			if fast.in[i] != naive.in[i] || fast.out[i] != naive.out[i] {
-				t.Fatalf("tick %d, entity %d: counts in %d out %d, the naive sight's in %d out %d", tick, ids[i], fast.in[i], fast.out[i], naive.in[i], naive.out[i])
+			for _, f := range []*client{fast, scan} {
+				if f.in[i] != naive.in[i] || f.out[i] != naive.out[i] {
+					t.Fatalf("tick %d, entity %d: counts in %d out %d, the naive sight's in %d out %d", tick, ids[i], f.in[i], f.out[i], naive.in[i], naive.out[i])
+				}
 			}
 		}
 		// A breach sticks (the first is reported): start again to go on
 		// comparing.
-		fast.bad, naive.bad = nil, nil
+		fast.bad, scan.bad, naive.bad = nil, nil, nil
+	}
+	if filed == 0 {
+		t.Fatal("the filing sight never filed the entities")
 	}
 	return breaches, zombies
 }

@@ -29,8 +29,11 @@ var killLosses = map[uint64]int{123: 12}
 // was and at a higher epoch. None is lost (the property fails) but in
 // the losable class (Config.Kill): the dead node was cut from its
 // standby before it died. Each seed's losses are asserted (killLosses).
-// SHARDWISE_SEED=N replays one seed; SHARDWISE_KILL_SEEDS=200 runs seeds
-// 1–200.
+// Each seed ends once its scene is over (Config.UntilCalm: the recovery
+// bound, the faults, then the clients' calm window); TestSimulation checks
+// the steady state after, and SHARDWISE_LONG=1 runs every seed its 150
+// ticks. SHARDWISE_SEED=N replays one seed; SHARDWISE_KILL_SEEDS=200
+// runs seeds 1–200.
 func TestKillNode(t *testing.T) {
 	seeds, replay, err := zonesim.Seeds()
 	if err != nil {
@@ -55,9 +58,9 @@ func TestKillNode(t *testing.T) {
 		for _, seed := range seeds {
 			t.Run(fmt.Sprint(seed), func(t *testing.T) {
 				t.Parallel()
-				res, err := zonesim.Run(zonesim.Config{Seed: seed, Ticks: shortTicks, Kill: true})
-				t.Logf("seed %d: trace %016x; %s killed at tick %d, back by %d: %d restored, %d handed, %d lost (replay: SHARDWISE_SEED=%d go test -run '^TestKillNode$' ./zone/zonesim)",
-					seed, res.Trace, res.Killed, res.KillTick, res.RecoverBy, res.Restored, res.Handed, res.Lost, seed)
+				res, err := zonesim.Run(zonesim.Config{Seed: seed, Ticks: shortTicks, Kill: true, UntilCalm: os.Getenv("SHARDWISE_LONG") != "1"})
+				t.Logf("seed %d: trace %016x; %s killed at tick %d, back by %d: %d restored, %d handed, %d lost (replay: %sSHARDWISE_SEED=%d go test -run '^TestKillNode$' ./zone/zonesim)",
+					seed, res.Trace, res.Killed, res.KillTick, res.RecoverBy, res.Restored, res.Handed, res.Lost, longEnv(), seed)
 				var pe *zonesim.PropertyError
 				if known, ok := zonesim.KnownKillFailure(seed); ok && !replay {
 					if !errors.As(err, &pe) || pe.Property != "clients" {

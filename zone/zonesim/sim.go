@@ -39,6 +39,15 @@ type Config struct {
 	// regression replays the start of a long run's seed for a part of its
 	// cost.
 	Until int
+	// UntilCalm ends the run once its scene is over, if that is before
+	// Ticks and Until: the failover (Kill's recovery bound) and every
+	// scheduled fault have ended, and the clients' calm checks have had
+	// their window after the last of them (calmTicks + stillTicks +
+	// missingTicks ticks: long enough to catch an entity not shown, or
+	// one shown that is gone). As with Until, the schedule and every
+	// draw stay those of a run of Ticks ticks; what a full run adds is
+	// the steady state TestSimulation checks. The kill tests use it.
+	UntilCalm bool
 	// Grid is the world. Default 2048 m square, 512 m regions (4 × 4):
 	// small, so that the interaction bands (every border's chunks) stay
 	// few and a run costs milliseconds.
@@ -335,6 +344,7 @@ func Run(cfg Config) (res Result, err error) {
 	latest := table // the newest table written
 	var newTable *cells.Table
 	kill := newKillState(cfg, sc, names)
+	tr := truth{cols: columns{scanBelow: -1}}
 	event := func(t uint64, format string, args ...any) {
 		res.Events = append(res.Events, fmt.Sprintf("tick %d: ", t)+fmt.Sprintf(format, args...))
 	}
@@ -342,6 +352,9 @@ func Run(cfg Config) (res Result, err error) {
 	last := uint64(cfg.Ticks)
 	if cfg.Until > 0 {
 		last = min(last, uint64(cfg.Until))
+	}
+	if cfg.UntilCalm {
+		last = min(last, sceneEnd(cfg, sc, kill)+calmTicks+stillTicks+missingTicks)
 	}
 	for t := uint64(1); t <= last; t++ {
 		// The schedule.
@@ -458,7 +471,7 @@ func Run(cfg Config) (res Result, err error) {
 			err = kill.check(cfg, t, geo, rts, leases, ids, lost)
 		}
 		if err == nil {
-			err = checkClients(cfg, t, geo, names, rts, leases, ids, lost, clients, t > calmSince+calmTicks, kill)
+			err = checkClients(cfg, t, geo, names, rts, leases, ids, lost, clients, t > calmSince+calmTicks, kill, &tr)
 		}
 		if err != nil {
 			kill.result(&res, rts)
@@ -499,6 +512,32 @@ func Run(cfg Config) (res Result, err error) {
 		}
 	}
 	return res, nil
+}
+
+// sceneEnd is the last tick of the run's faults: the failover's
+// recovery bound, the lossy and slow windows, the cut's heal, the lag's
+// catch-up, the table's last install and the lease lost (Config.UntilCalm).
+func sceneEnd(cfg Config, sc schedule, kill *killState) uint64 {
+	end := sc.lossyTo
+	if sc.kill {
+		end = max(end, kill.by)
+	}
+	if cfg.SlowControl > 0 && !cfg.NoSchedule {
+		end = max(end, sc.slowTo)
+	}
+	if !sc.noCut {
+		end = max(end, sc.cutTo)
+	}
+	if !sc.noLag {
+		end = max(end, sc.catchFrom+sc.lagN)
+	}
+	if !sc.noTbl {
+		end = max(end, sc.tableAt+slices.Max(sc.tableDelay))
+	}
+	if !sc.noLose {
+		end = max(end, sc.loseAt)
+	}
+	return end
 }
 
 func drawSchedule(rng *rand.Rand, cfg Config, grid cells.Grid, table *cells.Table) schedule {
@@ -593,37 +632,43 @@ func clientSink(net *Network, node string, c *client, checked bool) outbox.Sink 
 	})
 }
 
+// truth is checkClients' buffers, kept from tick to tick: where each
+// entity a live node holds for real stands, and the sight's scratch.
+type truth struct {
+	chunks []torus.ChunkPos
+	held   []bool
+	cols   columns
+	visit  bitset
+}
+
 // checkClients checks every client of a live node against the truth: the
 // positions of the entities live nodes hold for real.
-func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*zone.Runtime, leases *Leases, ids []ecs.ID, lost map[ecs.ID]bool, clients []*client, calm bool, kill *killState) error {
-	chunks := make([]torus.ChunkPos, len(ids))
-	held := make([]bool, len(ids))
-	live := make([]bool, len(rts))
-	for i := range rts {
-		live[i] = !leases.Lost(names[i]) && !kill.isDead(i)
-	}
+func checkClients(cfg Config, t uint64, geo torus.World, names []string, rts []*zone.Runtime, leases *Leases, ids []ecs.ID, lost map[ecs.ID]bool, clients []*client, calm bool, kill *killState, tr *truth) error {
+	tr.chunks = slices.Grow(tr.chunks[:0], len(ids))[:len(ids)]
+	tr.held = slices.Grow(tr.held[:0], len(ids))[:len(ids)]
+	chunks, held := tr.chunks, tr.held
+	clear(held)
 	// Node by node through what each holds, in node order, so that the
 	// first node holding an entity for real gives its position.
 	for i, r := range rts {
-		if !live[i] {
+		if leases.Lost(names[i]) || kill.isDead(i) {
 			continue
 		}
 		w, ghosts := r.World(), r.Ghosts()
 		r.Positions().Each(func(id ecs.ID, p *zone.Position) {
 			k := index(ids, id)
-			if k < 0 || held[k] || lost[id] || !w.Alive(id) || ghosts.Has(id) {
+			if k < 0 || held[k] || len(lost) > 0 && lost[id] || !w.Alive(id) || ghosts.Has(id) {
 				return
 			}
 			chunks[k], held[k] = geo.ChunkOf(p.Pos), true
 		})
 	}
-	cols := newColumns(geo, chunks, held)
-	var visit bitset
+	tr.cols.reset(geo, chunks, held)
 	for _, c := range clients {
 		if leases.Lost(names[c.node]) || kill.isDead(c.node) {
 			continue
 		}
-		c.sight(t, geo, ids, chunks, held, cols, calm, kill, &visit)
+		c.sight(t, geo, ids, chunks, held, &tr.cols, calm, kill, &tr.visit)
 		if c.bad != nil {
 			return &PropertyError{Seed: cfg.Seed, Tick: t, Property: "clients", Detail: fmt.Sprintf("%s (on %s; %s)", c.bad, names[c.node], census(names, rts, c.badEntity))}
 		}

@@ -39,3 +39,35 @@ func TestTraceHashMatchesNaive(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceHashWordAndString: word and str give the values of Write over
+// the 8 little-endian bytes and the string's bytes, so writeMsg and
+// writeRecord keep the traces' values.
+func TestTraceHashWordAndString(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 1000 {
+		v := rng.Uint64()
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], v)
+		a, w := newTraceHash(), newTraceHash()
+		a.h, w.h = v^0x55, v^0x55
+		a.Write(b[:])
+		w.word(v)
+		if a.h != w.h {
+			t.Fatalf("word %#x: %016x, Write %016x", v, w.h, a.h)
+		}
+	}
+	long := make([]byte, 100)
+	for i := range long {
+		long[i] = byte('a' + i%26)
+	}
+	for n := range len(long) + 1 {
+		s := string(long[:n])
+		a, w := newTraceHash(), newTraceHash()
+		a.Write([]byte(s))
+		w.str(s)
+		if a.h != w.h {
+			t.Fatalf("string of %d bytes: %016x, Write %016x", n, w.h, a.h)
+		}
+	}
+}
