@@ -16,7 +16,8 @@ import (
 // (testdata/scenarios) that make the scenes the random wanderers do not:
 // a simulator that catches nothing planted proves nothing. A seed counts
 // as a catch only if the same seed passes without the bug (the known
-// failures, zonesim.KnownFailure, are left out); a script, if a step
+// failures, zonesim.KnownFailure, are left out; without counting, it
+// passes through the tick where the planted run broke); a script, if a step
 // prints something else than it does without the bug. Each variant must
 // be caught by its seeds or by every script listed for it.
 //
@@ -124,7 +125,9 @@ func TestSimulationBites(t *testing.T) {
 					Started: func(_ int, r *zone.Runtime) { r.Plant(bug) }})
 				b, ok := base[seed]
 				if !ok && err != nil {
-					_, b.err = zonesim.Run(zonesim.Config{Seed: seed, Ticks: 150})
+					// Without the bug, through the tick where the
+					// planted run broke (brokeAt).
+					_, b.err = zonesim.Run(zonesim.Config{Seed: seed, Ticks: 150, Until: brokeAt(err)})
 				}
 				if ok && b.err == nil && res.Trace != b.trace {
 					changed++

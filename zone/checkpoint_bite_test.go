@@ -1,7 +1,9 @@
 package zone_test
 
 import (
+	"errors"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/shardwise/shardwise/cells"
@@ -15,7 +17,8 @@ import (
 // the seeds of TestKillNode) over each planted bug of the checkpoint
 // protocol (checkpoint_export_test.go's PlantCheckpoint) and requires it
 // to be caught: a seed counts only if it passes without the bug. Each
-// variant stops at its first catch.
+// variant starts at the seed of its first catch below (then the rest)
+// and stops at its first catch.
 //
 // Seeds each needed, measured when the test was written
 // (SHARDWISE_BITE_COUNT=1 runs all 40 seeds of each and counts):
@@ -39,21 +42,30 @@ func TestKillSimulationBites(t *testing.T) {
 		t.Fatal(err)
 	}
 	seeds = seeds[:min(len(seeds), 40)]
-	for _, bug := range []string{"noquery", "noraise", "nofence", "notake"} {
-		t.Run(bug, func(t *testing.T) {
+	for _, tc := range []struct {
+		bug   string
+		first uint64 // the first catch, in the table above
+	}{{"noquery", 1}, {"noraise", 1}, {"nofence", 4}, {"notake", 4}} {
+		t.Run(tc.bug, func(t *testing.T) {
 			t.Parallel()
-			requireKillCatch(t, seeds, bug, func(r *zone.Runtime) { r.PlantCheckpoint(bug) })
+			requireKillCatch(t, seeds, tc.first, tc.bug, func(r *zone.Runtime) { r.PlantCheckpoint(tc.bug) })
 		})
 	}
 }
 
 // requireKillCatch runs the kill simulation over seeds with plant applied
 // to every node and fails unless some seed that passes without it fails
-// with it. It stops at the first catch unless SHARDWISE_BITE_COUNT is
-// set, which runs every seed and logs how many caught the bug.
-func requireKillCatch(t *testing.T, seeds []uint64, bug string, plant func(*zone.Runtime)) {
+// with it. It starts at seed from (the first catch recorded; the seeds
+// before it run last) and stops at the first catch, unless
+// SHARDWISE_BITE_COUNT is set, which runs every seed in order and logs
+// how many caught the bug. A seed passes without the bug if its
+// unplanted run passes through the tick where the planted run broke.
+func requireKillCatch(t *testing.T, seeds []uint64, from uint64, bug string, plant func(*zone.Runtime)) {
 	t.Helper()
 	count := os.Getenv("SHARDWISE_BITE_COUNT") != ""
+	if k := slices.Index(seeds, from); k > 0 && !count {
+		seeds = append(seeds[k:len(seeds):len(seeds)], seeds[:k]...)
+	}
 	first, catches := uint64(0), 0
 	for _, seed := range seeds {
 		if _, known := zonesim.KnownKillFailure(seed); known {
@@ -64,7 +76,7 @@ func requireKillCatch(t *testing.T, seeds []uint64, bug string, plant func(*zone
 		if err == nil {
 			continue
 		}
-		if _, base := zonesim.Run(zonesim.Config{Seed: seed, Ticks: 150, Kill: true}); base != nil {
+		if _, base := zonesim.Run(zonesim.Config{Seed: seed, Ticks: 150, Until: brokeAt(err), Kill: true}); base != nil {
 			t.Logf("seed %d fails without the bug too: %v", seed, base)
 			continue
 		}
@@ -232,4 +244,14 @@ func TestSecondDeathAfterAdoptionBites(t *testing.T) {
 	} else {
 		t.Logf("rounddeadonly caught: %d of %d wanderers held", held, entities)
 	}
+}
+
+// brokeAt is the tick at which a run broke a property (err a
+// zonesim.PropertyError), or 0 (the whole run) for any other error.
+func brokeAt(err error) int {
+	var pe *zonesim.PropertyError
+	if errors.As(err, &pe) {
+		return int(pe.Tick)
+	}
+	return 0
 }

@@ -3,6 +3,7 @@ package zone_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -219,21 +220,24 @@ func randomTable(seed uint64) func(cells.Grid, []string) (*cells.Table, error) {
 // handed over, from the old owner's snapshot, long after it walked away.
 //
 // Each run takes a fresh seed, printed; SHARDWISE_SEED=N replays seed N.
-// Three tables a run (one with -short), beside the table
-// TestClusterWithHandoffsIsOneNodeOnAHandedOnTable replays.
+// One table a run, beside the table
+// TestClusterWithHandoffsIsOneNodeOnAHandedOnTable replays; SHARDWISE_LONG=1
+// runs three (table-0 is the same table in both: a seed printed by either
+// replays in either). A fresh seed every run of the suite is what covers
+// many tables; three a run cost about 11 s of CPU under -race (issue 28).
 func TestClusterWithHandoffsIsOneNodeOnRandomTables(t *testing.T) {
 	t.Parallel()
 	seed := testseed.Seed(t)
 	rnd := rand.New(rand.NewPCG(seed, 0x1a7e5))
-	runs := 3
-	if testing.Short() {
-		runs = 1
+	runs := 1
+	if os.Getenv("SHARDWISE_LONG") == "1" {
+		runs = 3
 	}
 	for i := range runs {
 		tableSeed, wanderSeed := rnd.Uint64(), rnd.Uint64()
 		t.Run(fmt.Sprintf("table-%d", i), func(t *testing.T) {
 			t.Parallel()
-			oneNodeOnRandomTable(t, tableSeed, wanderSeed)
+			oneNodeOnRandomTable(t, tableSeed, wanderSeed, 400)
 		})
 	}
 }
@@ -252,12 +256,16 @@ func TestClusterWithHandoffsIsOneNodeOnRandomTables(t *testing.T) {
 func TestClusterWithHandoffsIsOneNodeOnAHandedOnTable(t *testing.T) {
 	t.Parallel()
 	rnd := rand.New(rand.NewPCG(15465355954984300310, 0x1a7e5))
-	oneNodeOnRandomTable(t, rnd.Uint64(), rnd.Uint64())
+	// 260 ticks, not 400: the scene is at tick 244 (nohandedvanish
+	// planted breaks it there), and the rest of the run is what the
+	// random tables above cover.
+	oneNodeOnRandomTable(t, rnd.Uint64(), rnd.Uint64(), 260)
 }
 
 // oneNodeOnRandomTable is TestClusterWithHandoffsIsOneNode's comparison
-// on a random table from tableSeed, with wanderers from wanderSeed.
-func oneNodeOnRandomTable(t *testing.T, tableSeed, wanderSeed uint64) {
+// on a random table from tableSeed, with wanderers from wanderSeed, over
+// ticks ticks.
+func oneNodeOnRandomTable(t *testing.T, tableSeed, wanderSeed uint64, ticks int) {
 	t.Helper()
 	table := randomTable(tableSeed)
 	grid := mustGrid(t, clusterGrid())
@@ -269,7 +277,7 @@ func oneNodeOnRandomTable(t *testing.T, tableSeed, wanderSeed uint64) {
 	cfg := wanderConfig(wanderSeed)
 	cfg.Entities, cfg.Accounts = 96, 12
 	cfg.Area, cfg.Roam, cfg.Speed = 300, 400, 30
-	if n := sameAsOneNodeOn(t, cfg, 400, 4, true, table); n < 10 {
+	if n := sameAsOneNodeOn(t, cfg, ticks, 4, true, table); n < 10 {
 		t.Fatalf("only %d handoffs: the table exercises too few", n)
 	}
 }

@@ -11,9 +11,11 @@ import (
 // TestFailoverViews replays the clients' breaches that the breaker and
 // the kill soak found (zonesim's TestBreakerKnown and TestKillSoak, 150
 // ticks each), one per cause, each with its fix planted back
-// (export_test.go's Plant): the run passes, and with the plant it breaks
-// the clients property at the same scene.
+// (export_test.go's Plant): with the plant it breaks the clients property
+// at the scene, and without it the run passes through the scene and 20
+// ticks on.
 func TestFailoverViews(t *testing.T) {
+	const sightAfter = 20
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
@@ -69,15 +71,22 @@ func TestFailoverViews(t *testing.T) {
 				}
 				return cfg
 			}
-			if _, err := zonesim.Run(plant(tc.base...)); err != nil {
-				t.Fatalf("fixed run breaks (replay: zone's TestFailoverViews): %v", err)
-			}
 			_, err := zonesim.Run(plant(append(tc.base, tc.plant)...))
 			var pe *zonesim.PropertyError
 			if !errors.As(err, &pe) || pe.Property != "clients" {
 				t.Fatalf("with %s planted: %v, want a clients breach", tc.plant, err)
 			}
 			t.Logf("with %s planted: %v", tc.plant, err)
+			// The fixed run passes through the scene and sightAfter
+			// ticks past it, not to the end: a fix that only put the
+			// breach off by the clients' 6 ticks of grace would break
+			// there, and the rest of the run is random wandering that
+			// zonesim's seeds cover (its breaker and kill soak).
+			fixed := plant(tc.base...)
+			fixed.Until = int(pe.Tick) + sightAfter
+			if _, err := zonesim.Run(fixed); err != nil {
+				t.Fatalf("fixed run breaks (replay: zone's TestFailoverViews): %v", err)
+			}
 		})
 	}
 }

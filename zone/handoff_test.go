@@ -514,8 +514,8 @@ func checkOneWriter(t *testing.T, c *zonetest.Cluster, ids []ecs.ID, tick int) {
 	}
 }
 
-// TestManyHandoffsUnderLinkFaults: 2,000 handoffs (1,000 with -short), in
-// 160 ticks at least, of 400 entities pacing over the borders where four
+// TestManyHandoffsUnderLinkFaults: 1,000 handoffs (500 with -short), in
+// 80 ticks at least, of 200 entities pacing over the borders where four
 // nodes meet, with every stream between every two nodes dropping,
 // duplicating and delaying messages, and in every 80 ticks a random pair
 // of nodes cut apart for 10 ticks and another for 50 (longer than a
@@ -529,23 +529,29 @@ func checkOneWriter(t *testing.T, c *zonetest.Cluster, ids []ecs.ID, tick int) {
 // went meanwhile.
 func TestManyHandoffsUnderLinkFaults(t *testing.T) {
 	seed := testseed.Seed(t)
-	// 2,000 handoffs come within 80 ticks; the test runs two cycles of
-	// cuts (160 ticks) at least. The properties at every tick under
-	// faults are the simulation's too (zone/zonesim, hundreds of seeds);
-	// this test keeps what only the real link shows (its drops and
-	// resends on both streams) and the intents' exactly-once count. It
-	// ran 10,000 handoffs (about 390 ticks) before; docs/decisions.md.
-	want := 2000
+	// 1,000 handoffs come in about 100-120 ticks; the test runs one
+	// whole cycle of cuts (80 ticks) at least. The properties at every
+	// tick under faults are the simulation's too (zone/zonesim's
+	// TestSimulation, hundreds of seeds; the intents' exactly-once count
+	// at this test's density, 400 wanderers and 20 intents a tick, is
+	// TestIntentsExactlyOnce's): this test is their smoke over the real
+	// link, its drops and resends on both streams. It ran 10,000
+	// handoffs (about 390 ticks) of 400 pacers before, then 2,000 of 400
+	// (about 5,000 in two cycles, 160 ticks: one cycle let the guard at
+	// the end fail, when its long cut fell between diagonal nodes; it
+	// joins bordering ones now, below); docs/decisions.md.
+	want := 1000
 	if testing.Short() {
-		want = 1000
+		want = 500
 	}
+	const nPacers, intentsPerTick = 200, 10 // the density of 400 and 20
 	rnd := rand.New(rand.NewPCG(seed, 0x1a7e))
 	const viewers = 8
 	var specs []Pace
 	for i := range viewers { // two viewers on each node, around the corner
 		specs = append(specs, Pace{Centre: torus.Pos{X: 4096 + float64(i%2*2-1)*80, Y: 4096 + float64(i/2%2*2-1)*80 + float64(i/4)*10}})
 	}
-	for range 400 {
+	for range nPacers {
 		specs = append(specs, Pace{
 			Centre: torus.Pos{X: 4096 + (rnd.Float64()-0.5)*160, Y: 4096 + (rnd.Float64()-0.5)*160},
 			Amp:    50 + rnd.Float64()*30, Period: 16 + uint32(rnd.IntN(16)),
@@ -596,6 +602,17 @@ func TestManyHandoffsUnderLinkFaults(t *testing.T) {
 		j := (i + 1 + rnd.IntN(len(c.Nodes)-1)) % len(c.Nodes)
 		return pair{c.Nodes[i].Name, c.Nodes[j].Name}
 	}
+	// The long cut is between two nodes whose quadrants share a border
+	// (fourWays: node i's neighbours are i^1 and i^2), so that handoffs
+	// wait across it past their timeout: a diagonal pair meets only at
+	// the corner, and with both cycles' long cuts diagonal no handoff
+	// waited (Asked 0: the guard at the end failed on seed
+	// 15437389966746306404 with 200 pacers).
+	borderingPair := func() pair {
+		i := rnd.IntN(len(c.Nodes))
+		j := i ^ (1 << rnd.IntN(2))
+		return pair{c.Nodes[i].Name, c.Nodes[j].Name}
+	}
 	var short, long pair
 	tick := 0
 	step := func(limit time.Duration) {
@@ -612,9 +629,10 @@ func TestManyHandoffsUnderLinkFaults(t *testing.T) {
 			}
 		}
 	}
-	// At least two whole cycles of cuts, so that handoffs wait past their
-	// timeout even when the handoffs wanted come sooner.
-	for totalHandoffs(c).Acked < want || tick < 160 {
+	// At least one whole cycle of cuts, so that handoffs wait past their
+	// timeout even when the handoffs wanted come sooner (five seeds:
+	// 50-88 asked).
+	for totalHandoffs(c).Acked < want || tick < 80 {
 		if tick > want {
 			t.Fatalf("only %d handoffs in %d ticks", totalHandoffs(c).Acked, tick)
 		}
@@ -625,12 +643,13 @@ func TestManyHandoffsUnderLinkFaults(t *testing.T) {
 		case 10:
 			c.Net.Heal(short.a, short.b)
 		case 20:
-			long = randomPair()
+			long = borderingPair()
 			c.Net.Cut(long.a, long.b)
+			t.Logf("tick %d: %s and %s cut apart for 50 ticks", tick, long.a, long.b)
 		case 70:
 			c.Net.Heal(long.a, long.b)
 		}
-		for range 20 {
+		for range intentsPerTick {
 			if sendFromAnyNode(c, rnd, ids[rnd.IntN(len(ids))], sent+1) {
 				sent++
 			}

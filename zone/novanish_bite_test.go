@@ -27,5 +27,5 @@ func TestKillSimulationBitesDropAtFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	seeds = seeds[:min(len(seeds), 40)]
-	requireKillCatch(t, seeds, bug, func(r *zone.Runtime) { r.Plant(bug) })
+	requireKillCatch(t, seeds, 1, bug, func(r *zone.Runtime) { r.Plant(bug) })
 }
