@@ -61,12 +61,18 @@ func TestWorldShort(t *testing.T) {
 	started, moved, killed, failedOver := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	movedSnap, failoverSnap := make(chan struct{}), make(chan struct{})
 	stop := make(chan struct{})
+	// ran is closed when RunWorld returns: a run that fails (before its
+	// start or after) ends this goroutine then, not at play or at ctx's
+	// deadline, which the deferred Wait would wait for.
+	ran := make(chan struct{})
 	var ended sync.WaitGroup
 	defer ended.Wait()
 	ended.Go(func() {
 		defer close(stop)
 		select { // the play's length counts from its start, as Duration does
 		case <-started:
+		case <-ran:
+			return
 		case <-ctx.Done():
 			return
 		}
@@ -76,6 +82,8 @@ func TestWorldShort(t *testing.T) {
 			select {
 			case <-ch:
 			case <-limit.C:
+				return
+			case <-ran:
 				return
 			case <-ctx.Done():
 				return
@@ -164,6 +172,7 @@ func TestWorldShort(t *testing.T) {
 			})
 		},
 	}, &out)
+	close(ran)
 	caller.halt()
 	caller.wait()
 	polled.Wait()
