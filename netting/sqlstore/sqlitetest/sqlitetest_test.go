@@ -13,7 +13,9 @@ import (
 // schema.
 func TestFileIsMigrated(t *testing.T) {
 	path := sqlitetest.File(t, "netting.db")
-	db, err := sql.Open("sqlite", path+"?mode=ro")
+	// A "file:" URI: the driver drops the query of a plain name, mode
+	// with it, and would open (and create) the file read-write.
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
 	if err != nil {
 		t.Fatal(err)
 	}
