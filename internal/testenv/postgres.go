@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -185,6 +186,59 @@ func (p *PostgresServer) NewDatabaseWith(tb testing.TB, options string) string {
 		tb.Fatalf("testenv: create database: %v", err)
 	}
 	return p.URL(name)
+}
+
+// RequireTruncated fails tb unless the TRUNCATE statement truncate names
+// every table of the database at dbURL (its current schema) but those in
+// keep: for tests that reuse a database by emptying it with a hand-kept
+// list, so that a migration adding a table cannot leave rows behind
+// between the cases that share it.
+func RequireTruncated(tb testing.TB, dbURL, truncate string, keep ...string) {
+	tb.Helper()
+	listed := truncatedTables(truncate)
+	for _, k := range keep {
+		listed[k] = true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		tb.Fatalf("testenv: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename")
+	if err != nil {
+		tb.Fatalf("testenv: list tables: %v", err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		tb.Fatalf("testenv: list tables: %v", err)
+	}
+	if len(tables) == 0 {
+		tb.Fatalf("testenv: the database at %s has no tables", dbURL)
+	}
+	for _, name := range tables {
+		if !listed[name] {
+			tb.Errorf("testenv: table %s is not emptied by %q (a migration that adds a table adds it there)", name, truncate)
+		}
+	}
+}
+
+// truncatedTables returns the tables the first TRUNCATE of stmt names.
+func truncatedTables(stmt string) map[string]bool {
+	out := make(map[string]bool)
+	_, list, ok := strings.Cut(stmt, "TRUNCATE ")
+	if !ok {
+		return out
+	}
+	list, _, _ = strings.Cut(list, ";")
+	list, _, _ = strings.Cut(list, " RESTART")
+	for name := range strings.SplitSeq(list, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			out[name] = true
+		}
+	}
+	return out
 }
 
 // Stop shuts the server down (fast shutdown, then SIGKILL after 20 s) and

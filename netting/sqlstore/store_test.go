@@ -139,6 +139,9 @@ func newPostgresTemplate(t testing.TB, pg *testenv.PostgresServer) *postgresTemp
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The emptying statement must name every table the migrations made
+	// (ledger_chain is reset by its own statements).
+	testenv.RequireTruncated(t, raw, emptyTables, "schema_migrations", "ledger_chain")
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +152,8 @@ func newPostgresTemplate(t testing.TB, pg *testenv.PostgresServer) *postgresTemp
 // emptyTables is what makes a used database equal to a fresh copy of the
 // template again: every table a migration creates, emptied, and the
 // ledger's head row as schema 6 writes it on an empty ledger. A migration
-// that adds a table adds it here.
+// that adds a table adds it here (newPostgresTemplate fails the test when
+// one is missing).
 const emptyTables = `TRUNCATE ledger_entries, ledger_postings, ledger_balances, netting_batches, netting_keys, netting_sessions, netting_reservations, netting_refusals RESTART IDENTITY;
 	DELETE FROM ledger_chain;
 	INSERT INTO ledger_chain (id, chain_len, head_hash) VALUES (1, 0, '` + netting.GenesisHash + `')`

@@ -155,6 +155,8 @@ func newPostgresTemplate(t testing.TB, pg *testenv.PostgresServer) *postgresTemp
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The emptying statement must name every table the migrations made.
+	testenv.RequireTruncated(t, raw, emptyWorldTables, "worldstore_migrations")
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +165,8 @@ func newPostgresTemplate(t testing.TB, pg *testenv.PostgresServer) *postgresTemp
 }
 
 // emptyWorldTables makes a used database equal to a fresh copy of the
-// template again. A migration that adds a table adds it here.
+// template again. A migration that adds a table adds it here
+// (newPostgresTemplate fails the test when one is missing).
 const emptyWorldTables = `TRUNCATE world_players, world_chunks, world_edits`
 
 // database returns the URL of an emptied database or of a new copy of the
