@@ -96,8 +96,13 @@ func (s *Subscriptions[S]) ViewManifest(key S, anchor ChunkPos, view View, m *Ma
 			m.Added = append(m.Added, c)
 		}
 	}
+	planted := s.plant != (plantedBugs{})
 	for c := range held.all {
-		if !view.Keeps(s.world, anchor, c) {
+		keep := view.Keeps(s.world, anchor, c)
+		if planted {
+			keep = s.plantedKeeps(view, anchor, c)
+		}
+		if !keep {
 			m.Removed = append(m.Removed, c)
 		}
 	}

@@ -116,7 +116,9 @@ func NewVisibility[S comparable, E Entity](subs *Subscriptions[S]) *Visibility[S
 // that do not hold the old one and vanishes it (OutOfSight) for the
 // reverse; subscribers holding both see nothing.
 func (v *Visibility[S, E]) Reindex(e E, c ChunkPos) bool {
-	c = v.subs.world.NormaliseChunk(c)
+	if !v.subs.plant.rawReindex {
+		c = v.subs.world.NormaliseChunk(c)
+	}
 	p, known := v.where.get(e)
 	if known && p.chunk == c {
 		return false
