@@ -3,12 +3,9 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -51,87 +48,47 @@ func openPostgres(t testing.TB, pg *testenv.PostgresServer) *sqlstore.Store {
 	return s
 }
 
-// postgresTemplate opens PostgreSQL stores on databases copied from one a
-// store migrated once (CREATE DATABASE … TEMPLATE, a file copy) and, once
-// a test is done with one, emptied and reused: creating a database is most
-// of a store's opening (0.25 s of the 0.52 s an empty database and its
-// migrations took, measured), and emptying one takes one statement. An
-// emptied database holds what a fresh one migrated to the latest schema
-// holds: the schema, its migration rows and the ledger's head at genesis;
-// the tests change only rows, never the schema. Migrations, upgrades and
-// the fresh-database checks open empty databases (openPostgres).
-type postgresTemplate struct {
-	pg   *testenv.PostgresServer
-	name string
-
-	mu   sync.Mutex
-	free []string // URLs of emptied databases
-}
+// postgresTemplate opens PostgreSQL stores on databases of one template a
+// store migrated once (testenv.Template): creating a database was most of
+// a store's opening (0.25 s of the 0.52 s an empty database and its
+// migrations took, measured). An emptied database holds what a fresh one
+// migrated to the latest schema holds: the schema, its migration rows and
+// the ledger's head at genesis. Migrations, upgrades and the
+// fresh-database checks open empty databases (openPostgres).
+type postgresTemplate struct{ *testenv.Template }
 
 func newPostgresTemplate(t testing.TB, pg *testenv.PostgresServer) *postgresTemplate {
 	t.Helper()
-	raw := pg.NewDatabase(t)
-	s, err := sqlstore.OpenPostgres(testCtx(t), raw)
-	if err != nil {
-		t.Fatal(err)
+	migrate := func(dbURL string) error {
+		s, err := sqlstore.OpenPostgres(testCtx(t), dbURL)
+		if err != nil {
+			return err
+		}
+		return s.Close()
 	}
-	// A template must have no connections while it is copied.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// The emptying statement must name every table the migrations made
-	// (ledger_chain is reset by its own statements).
-	testenv.RequireTruncated(t, raw, emptyTables, "schema_migrations", "ledger_chain")
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &postgresTemplate{pg: pg, name: strings.TrimPrefix(u.Path, "/")}
+	// ledger_chain is reset by emptyTables' own statements.
+	return &postgresTemplate{pg.NewTemplate(t, migrate, emptyTables, "schema_migrations", "ledger_chain")}
 }
 
 // emptyTables is what makes a used database equal to a fresh copy of the
 // template again: every table a migration creates, emptied, and the
 // ledger's head row as schema 6 writes it on an empty ledger. A migration
-// that adds a table adds it here (newPostgresTemplate fails the test when
-// one is missing).
+// that adds a table adds it here (the template fails the test when one is
+// missing).
 const emptyTables = `TRUNCATE ledger_entries, ledger_postings, ledger_balances, netting_batches, netting_keys, netting_sessions, netting_reservations, netting_refusals RESTART IDENTITY;
 	DELETE FROM ledger_chain;
 	INSERT INTO ledger_chain (id, chain_len, head_hash) VALUES (1, 0, '` + netting.GenesisHash + `')`
 
 // open opens a store on an emptied database or a new copy of the
-// template; at cleanup it closes the store and, if the database empties,
-// keeps it for the next open.
+// template, closed at cleanup (before the database is emptied for the
+// next open).
 func (tm *postgresTemplate) open(t testing.TB) *sqlstore.Store {
 	t.Helper()
-	tm.mu.Lock()
-	var dbURL string
-	if n := len(tm.free); n > 0 {
-		dbURL, tm.free = tm.free[n-1], tm.free[:n-1]
-	}
-	tm.mu.Unlock()
-	if dbURL == "" {
-		dbURL = tm.pg.NewDatabaseWith(t, "TEMPLATE "+tm.name+" STRATEGY FILE_COPY")
-	}
-	s, err := sqlstore.OpenPostgres(testCtx(t), dbURL)
+	s, err := sqlstore.OpenPostgres(testCtx(t), tm.Database(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		s.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dbURL)
-		if err != nil {
-			return // not reused
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, emptyTables); err != nil {
-			return
-		}
-		tm.mu.Lock()
-		tm.free = append(tm.free, dbURL)
-		tm.mu.Unlock()
-	})
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 
