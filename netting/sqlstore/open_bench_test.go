@@ -6,18 +6,19 @@ import (
 	"testing"
 
 	"github.com/shardwise/shardwise/netting/sqlstore"
+	"github.com/shardwise/shardwise/netting/sqlstore/sqlitetest"
 )
 
 // BenchmarkOpenSQLite opens and closes a store on a migrated file, as the
 // tests of every package that opens a SQLite store do (issue 28: preparing
 // every hot statement up front was most of this).
 func BenchmarkOpenSQLite(b *testing.B) {
-	tm := newSQLiteTemplate(b)
+	image := sqlitetest.Image(b)
 	path := filepath.Join(b.TempDir(), "netting.db")
 	ctx := testCtx(b)
 	for b.Loop() {
 		b.StopTimer()
-		if err := os.WriteFile(path, tm.image, 0o600); err != nil {
+		if err := os.WriteFile(path, image, 0o600); err != nil {
 			b.Fatal(err)
 		}
 		os.Remove(path + "-wal")

@@ -3,13 +3,9 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
-	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +15,7 @@ import (
 	"github.com/shardwise/shardwise/ledger"
 	"github.com/shardwise/shardwise/netting"
 	"github.com/shardwise/shardwise/netting/sqlstore"
+	"github.com/shardwise/shardwise/netting/sqlstore/sqlitetest"
 	"github.com/shardwise/shardwise/netting/storetest"
 )
 
@@ -30,10 +27,14 @@ func testCtx(t testing.TB) context.Context {
 }
 
 // openSQLite opens a fresh SQLite store in t's temp dir, closed at cleanup:
-// on a copy of the test binary's migrated template (see sqliteTemplate).
+// on a copy of the test binary's migrated file (sqlitetest). The copy
+// skips the migrations' durable commits (34 ms a store against 6 ms under
+// -race, measured); the migrations are tested from empty files
+// (migrations_test.go).
 func openSQLite(t testing.TB) *sqlstore.Store {
 	t.Helper()
-	return newSQLiteTemplate(t).open(t)
+	s, _ := sqlitetest.Open(t, "netting.db")
+	return s
 }
 
 // openPostgres opens a store on a fresh database of pg, closed at cleanup.
@@ -47,63 +48,43 @@ func openPostgres(t testing.TB, pg *testenv.PostgresServer) *sqlstore.Store {
 	return s
 }
 
-// sqliteTemplate opens SQLite stores on copies of one database file that
-// a store migrated once: the contract suite opens a store for every case,
-// and the copy skips the migrations' six durable commits (34 ms a store
-// against 6 ms, measured). The copy is the file a fresh open leaves:
-// closing the store checkpointed its WAL into it. Migrations themselves
-// are tested from empty files (migrations_test.go).
-// One template serves the whole test binary: it is made once, by the first
-// test that asks, and only read after.
-type sqliteTemplate struct{ image []byte }
+// postgresTemplate opens PostgreSQL stores on databases of one template a
+// store migrated once (testenv.Template): creating a database was most of
+// a store's opening (0.25 s of the 0.52 s an empty database and its
+// migrations took, measured). An emptied database holds what a fresh one
+// migrated to the latest schema holds: the schema, its migration rows and
+// the ledger's head at genesis. Migrations, upgrades and the
+// fresh-database checks open empty databases (openPostgres).
+type postgresTemplate struct{ *testenv.Template }
 
-var sharedSQLiteTemplate struct {
-	once sync.Once
-	tm   *sqliteTemplate
-	err  error
-}
-
-func newSQLiteTemplate(t testing.TB) *sqliteTemplate {
+func newPostgresTemplate(t testing.TB, pg *testenv.PostgresServer) *postgresTemplate {
 	t.Helper()
-	sh := &sharedSQLiteTemplate
-	sh.once.Do(func() { sh.tm, sh.err = makeSQLiteTemplate() })
-	if sh.err != nil {
-		t.Fatalf("sqlite template: %v", sh.err)
+	migrate := func(dbURL string) error {
+		s, err := sqlstore.OpenPostgres(testCtx(t), dbURL)
+		if err != nil {
+			return err
+		}
+		return s.Close()
 	}
-	return sh.tm
+	// ledger_chain is reset by emptyTables' own statements.
+	return &postgresTemplate{pg.NewTemplate(t, migrate, emptyTables, "schema_migrations", "ledger_chain")}
 }
 
-func makeSQLiteTemplate() (*sqliteTemplate, error) {
-	dir, err := os.MkdirTemp("", "sqlstore-template-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "template.db")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := sqlstore.OpenSQLite(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Close(); err != nil {
-		return nil, err
-	}
-	image, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return &sqliteTemplate{image: image}, nil
-}
+// emptyTables is what makes a used database equal to a fresh copy of the
+// template again: every table a migration creates, emptied, and the
+// ledger's head row as schema 6 writes it on an empty ledger. A migration
+// that adds a table adds it here (the template fails the test when one is
+// missing).
+const emptyTables = `TRUNCATE ledger_entries, ledger_postings, ledger_balances, netting_batches, netting_keys, netting_sessions, netting_reservations, netting_refusals RESTART IDENTITY;
+	DELETE FROM ledger_chain;
+	INSERT INTO ledger_chain (id, chain_len, head_hash) VALUES (1, 0, '` + netting.GenesisHash + `')`
 
-// open opens a store on a new copy of the template, closed at cleanup.
-func (tm *sqliteTemplate) open(t testing.TB) *sqlstore.Store {
+// open opens a store on an emptied database or a new copy of the
+// template, closed at cleanup (before the database is emptied for the
+// next open).
+func (tm *postgresTemplate) open(t testing.TB) *sqlstore.Store {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "netting.db")
-	if err := os.WriteFile(path, tm.image, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := sqlstore.OpenSQLite(testCtx(t), path)
+	s, err := sqlstore.OpenPostgres(testCtx(t), tm.Database(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,96 +92,11 @@ func (tm *sqliteTemplate) open(t testing.TB) *sqlstore.Store {
 	return s
 }
 
-// postgresTemplate opens PostgreSQL stores on databases copied from one a
-// store migrated once (CREATE DATABASE … TEMPLATE, a file copy) and, once
-// a test is done with one, emptied and reused: creating a database is most
-// of a store's opening (0.25 s of the 0.52 s an empty database and its
-// migrations took, measured), and emptying one takes one statement. An
-// emptied database holds what a fresh one migrated to the latest schema
-// holds: the schema, its migration rows and the ledger's head at genesis;
-// the tests change only rows, never the schema. Migrations, upgrades and
-// the fresh-database checks open empty databases (openPostgres).
-type postgresTemplate struct {
-	pg   *testenv.PostgresServer
-	name string
-
-	mu   sync.Mutex
-	free []string // URLs of emptied databases
-}
-
-func newPostgresTemplate(t testing.TB, pg *testenv.PostgresServer) *postgresTemplate {
-	t.Helper()
-	raw := pg.NewDatabase(t)
-	s, err := sqlstore.OpenPostgres(testCtx(t), raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A template must have no connections while it is copied.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// The emptying statement must name every table the migrations made
-	// (ledger_chain is reset by its own statements).
-	testenv.RequireTruncated(t, raw, emptyTables, "schema_migrations", "ledger_chain")
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &postgresTemplate{pg: pg, name: strings.TrimPrefix(u.Path, "/")}
-}
-
-// emptyTables is what makes a used database equal to a fresh copy of the
-// template again: every table a migration creates, emptied, and the
-// ledger's head row as schema 6 writes it on an empty ledger. A migration
-// that adds a table adds it here (newPostgresTemplate fails the test when
-// one is missing).
-const emptyTables = `TRUNCATE ledger_entries, ledger_postings, ledger_balances, netting_batches, netting_keys, netting_sessions, netting_reservations, netting_refusals RESTART IDENTITY;
-	DELETE FROM ledger_chain;
-	INSERT INTO ledger_chain (id, chain_len, head_hash) VALUES (1, 0, '` + netting.GenesisHash + `')`
-
-// open opens a store on an emptied database or a new copy of the
-// template; at cleanup it closes the store and, if the database empties,
-// keeps it for the next open.
-func (tm *postgresTemplate) open(t testing.TB) *sqlstore.Store {
-	t.Helper()
-	tm.mu.Lock()
-	var dbURL string
-	if n := len(tm.free); n > 0 {
-		dbURL, tm.free = tm.free[n-1], tm.free[:n-1]
-	}
-	tm.mu.Unlock()
-	if dbURL == "" {
-		dbURL = tm.pg.NewDatabaseWith(t, "TEMPLATE "+tm.name+" STRATEGY FILE_COPY")
-	}
-	s, err := sqlstore.OpenPostgres(testCtx(t), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dbURL)
-		if err != nil {
-			return // not reused
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, emptyTables); err != nil {
-			return
-		}
-		tm.mu.Lock()
-		tm.free = append(tm.free, dbURL)
-		tm.mu.Unlock()
-	})
-	return s
-}
-
 // The two contract runs are independent (their own files, their own
 // server) and mostly wait on the database, so they run side by side.
 func TestContractSQLite(t *testing.T) {
 	t.Parallel()
-	tm := newSQLiteTemplate(t)
-	storetest.Run(t, func(t *testing.T) netting.Store { return tamperable{tm.open(t)} })
+	storetest.Run(t, func(t *testing.T) netting.Store { return tamperable{openSQLite(t)} })
 }
 
 // TestPostgres runs everything that needs PostgreSQL under one throwaway

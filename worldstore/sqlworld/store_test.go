@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,11 +92,11 @@ func TestPostgres(t *testing.T) {
 	pg := testenv.StartPostgres(t)
 	tm := newPostgresTemplate(t, pg)
 	t.Run("Contract", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) worldstore.Store { return open(t, tm.database(t)) })
+		storetest.Run(t, func(t *testing.T) worldstore.Store { return open(t, tm.Database(t)) })
 	})
 	t.Run("ContractShared", func(t *testing.T) {
 		storetest.RunShared(t, func(t *testing.T) (a, b worldstore.Store) {
-			url := tm.database(t)
+			url := tm.Database(t)
 			return open(t, url), open(t, url)
 		})
 	})
@@ -127,79 +126,26 @@ func TestPostgres(t *testing.T) {
 	})
 }
 
-// postgresTemplate hands the contract cases databases a store migrated
-// once: a copy of that template (CREATE DATABASE … TEMPLATE, a file copy)
-// or, once a case is done with one, the same database emptied. Creating a
-// database is about 0.1 s of the server's CPU, emptying one a statement,
-// and the contract opens a database per case (issue 28: the suite's time).
-// An emptied database holds what a fresh one migrated to the latest
-// schema holds: the migration rows and the empty tables; the cases change
-// only rows, never the schema. Reopen, the migrations and the openers'
-// race open empty databases (pg.NewDatabase).
-type postgresTemplate struct {
-	pg   *testenv.PostgresServer
-	name string
-
-	mu   sync.Mutex
-	free []string // URLs of emptied databases
-}
-
-func newPostgresTemplate(t testing.TB, pg *testenv.PostgresServer) *postgresTemplate {
+// newPostgresTemplate hands the contract cases databases of one template
+// a store migrated once (testenv.Template): the contract opens a database
+// per case, and the cases change only rows, never the schema. Reopen, the
+// migrations and the openers' race open empty databases (pg.NewDatabase).
+func newPostgresTemplate(t testing.TB, pg *testenv.PostgresServer) *testenv.Template {
 	t.Helper()
-	raw := pg.NewDatabase(t)
-	s, err := sqlworld.Open(testCtx(t), raw)
-	if err != nil {
-		t.Fatal(err)
+	migrate := func(dbURL string) error {
+		s, err := sqlworld.Open(testCtx(t), dbURL)
+		if err != nil {
+			return err
+		}
+		return s.Close()
 	}
-	// A template must have no connections while it is copied.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// The emptying statement must name every table the migrations made.
-	testenv.RequireTruncated(t, raw, emptyWorldTables, "worldstore_migrations")
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &postgresTemplate{pg: pg, name: strings.TrimPrefix(u.Path, "/")}
+	return pg.NewTemplate(t, migrate, emptyWorldTables, "worldstore_migrations")
 }
 
 // emptyWorldTables makes a used database equal to a fresh copy of the
-// template again. A migration that adds a table adds it here
-// (newPostgresTemplate fails the test when one is missing).
+// template again. A migration that adds a table adds it here (the
+// template fails the test when one is missing).
 const emptyWorldTables = `TRUNCATE world_players, world_chunks, world_edits`
-
-// database returns the URL of an emptied database or of a new copy of the
-// template. Its cleanup, registered first so that it runs after the
-// cleanups of the stores t opens on it, empties it for the next case.
-func (tm *postgresTemplate) database(t testing.TB) string {
-	t.Helper()
-	tm.mu.Lock()
-	var dbURL string
-	if n := len(tm.free); n > 0 {
-		dbURL, tm.free = tm.free[n-1], tm.free[:n-1]
-	}
-	tm.mu.Unlock()
-	if dbURL == "" {
-		dbURL = tm.pg.NewDatabaseWith(t, "TEMPLATE "+tm.name+" STRATEGY FILE_COPY")
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dbURL)
-		if err != nil {
-			return // not reused
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, emptyWorldTables); err != nil {
-			return
-		}
-		tm.mu.Lock()
-		tm.free = append(tm.free, dbURL)
-		tm.mu.Unlock()
-	})
-	return dbURL
-}
 
 func TestReopenSQLite(t *testing.T) { testReopen(t, sqliteURL(t)) }
 

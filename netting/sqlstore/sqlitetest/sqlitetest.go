@@ -51,16 +51,24 @@ func image() ([]byte, error) {
 	return migrated.image, migrated.err
 }
 
+// Image returns the bytes of a database file migrated to the latest schema
+// (its WAL checkpointed into it), made once per test binary: for a test
+// or benchmark that writes copies itself.
+func Image(tb testing.TB) []byte {
+	tb.Helper()
+	im, err := image()
+	if err != nil {
+		tb.Fatalf("sqlitetest: migrated template: %v", err)
+	}
+	return im
+}
+
 // File writes a migrated database file named name in t's temp dir and
 // returns its path, for a test that opens it itself (a process, a URL).
 func File(t testing.TB, name string) string {
 	t.Helper()
-	im, err := image()
-	if err != nil {
-		t.Fatalf("sqlitetest: migrated template: %v", err)
-	}
 	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, im, 0o600); err != nil {
+	if err := os.WriteFile(path, Image(t), 0o600); err != nil {
 		t.Fatalf("sqlitetest: %v", err)
 	}
 	return path
