@@ -98,9 +98,11 @@ func (s *Subscriptions[S]) ViewManifest(key S, anchor ChunkPos, view View, m *Ma
 	}
 	planted := s.plant != (plantedBugs{})
 	for c := range held.all {
-		keep := view.Keeps(s.world, anchor, c)
+		var keep bool
 		if planted {
 			keep = s.plantedKeeps(view, anchor, c)
+		} else {
+			keep = view.Keeps(s.world, anchor, c)
 		}
 		if !keep {
 			m.Removed = append(m.Removed, c)
